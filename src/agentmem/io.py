@@ -1,0 +1,70 @@
+"""Atomic output helpers: every result file is written to a temp file, then renamed.
+
+An interrupted job therefore never leaves a half-written file that looks finished
+(DESIGN §2). ``os.replace`` is atomic on POSIX within one filesystem.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """Yield a temp path beside ``path``; on success rename it onto ``path``.
+
+    On an exception the temp file is removed and ``path`` is left untouched.
+    Parent directories are created.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, path)
+    finally:
+        if tmp_path.exists():
+            tmp_path.unlink()
+
+
+def write_text(path: str | Path, text: str) -> None:
+    """Atomically write ``text`` (UTF-8) to ``path``."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
+def write_json(path: str | Path, obj: Any) -> None:
+    """Atomically write ``obj`` as indented, key-sorted JSON (deterministic bytes)."""
+    write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n")
+
+
+def write_parquet(path: str | Path, df: pl.DataFrame) -> None:
+    """Atomically write ``df`` to Parquet (zstd, no statistics that embed timestamps)."""
+    with atomic_path(path) as tmp:
+        df.write_parquet(tmp, compression="zstd", statistics=False)
+
+
+def write_csv(path: str | Path, df: pl.DataFrame) -> None:
+    """Atomically write ``df`` as CSV with a header row."""
+    with atomic_path(path) as tmp:
+        df.write_csv(tmp)
+
+
+def _json_default(o: Any) -> Any:
+    if hasattr(o, "item"):  # numpy scalars
+        return o.item()
+    if hasattr(o, "tolist"):
+        return o.tolist()
+    if isinstance(o, Path):
+        return str(o)
+    raise TypeError(f"cannot serialise {type(o).__name__} to JSON")
