@@ -3,7 +3,20 @@
 from __future__ import annotations
 
 from agentmem.arms.base import Arm
+from agentmem.arms.files import FileJsonlArm
+from agentmem.arms.sqlite import SqliteBtreeArm, SqliteFtsArm, SqliteHybridArm
+from agentmem.arms.vector import FileVecArm, FileVecMetaArm
 
-ARMS: dict[str, type[Arm]] = {}
+ARMS: dict[str, type[Arm]] = {
+    cls.name: cls
+    for cls in (
+        FileJsonlArm,
+        FileVecArm,
+        FileVecMetaArm,
+        SqliteFtsArm,
+        SqliteBtreeArm,
+        SqliteHybridArm,
+    )
+}
 
 __all__ = ["ARMS", "Arm"]

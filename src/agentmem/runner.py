@@ -1,0 +1,150 @@
+"""Build one arm on one corpus size, run every query, time it, and record raw results.
+
+Measurement rules (DESIGN §5): one warm-up call, then the median of ``repeats`` timed
+calls per query (``time.perf_counter_ns`` around ``Arm.query`` only). The ranked ids of the
+first timed call are stored. Scores are *not* computed here: :mod:`agentmem.metrics` turns
+the raw run into metrics later (ann-benchmarks style).
+
+Outputs (DESIGN §2): ``runs`` Parquet (one row per (query, rank); an empty result is one
+row with null rank/memory_id), ``build`` JSON (ingest_ms, index_ms, storage from the
+engine's own accounting with a per-object breakdown, bytes per memory) and ``plans`` JSON
+(one EXPLAIN per query class).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from tqdm import tqdm
+
+from agentmem.arms import ARMS
+from agentmem.arms.base import Arm, Query, Result
+from agentmem.corpus.io import load_corpus, load_queries
+from agentmem.embeddings import load_embeddings
+from agentmem.io import write_json, write_parquet
+
+log = logging.getLogger(__name__)
+
+RUN_SCHEMA = {
+    "query_id": pl.String, "rank": pl.Int32, "memory_id": pl.String, "count": pl.Int64,
+    "latency_ms": pl.Float64,
+}
+
+
+def make_arm(name: str, params: dict[str, Any] | None = None) -> Arm:
+    """Instantiate a registered arm.
+
+    Raises:
+        KeyError: naming the unknown arm and the known ones.
+    """
+    if name not in ARMS:
+        raise KeyError(f"unknown arm {name!r}; known arms: {sorted(ARMS)}")
+    return ARMS[name](**(params or {}))
+
+
+def time_query(arm: Arm, q: Query, k: int, warmup: int = 1, repeats: int = 3) -> tuple[Result, float]:
+    """Run ``q`` ``warmup`` times untimed, then ``repeats`` times timed.
+
+    Returns:
+        ``(result of the first timed call, median latency in milliseconds)``.
+    """
+    for _ in range(warmup):
+        arm.query(q, k)
+    times = []
+    first: Result | None = None
+    for _ in range(repeats):
+        t0 = time.perf_counter_ns()
+        res = arm.query(q, k)
+        times.append((time.perf_counter_ns() - t0) / 1e6)
+        if first is None:
+            first = res
+    assert first is not None
+    return first, statistics.median(times)
+
+
+def run_rows(query_id: str, res: Result, latency_ms: float, k: int) -> list[dict]:
+    """Rows of the runs table for one query (one per rank; one null row if empty)."""
+    ids = res.memory_ids[:k]
+    if not ids:
+        return [{"query_id": query_id, "rank": None, "memory_id": None, "count": res.count,
+                 "latency_ms": latency_ms}]
+    return [{"query_id": query_id, "rank": r, "memory_id": m, "count": res.count,
+             "latency_ms": latency_ms} for r, m in enumerate(ids, start=1)]
+
+
+def run_arm(
+    arm_name: str,
+    params: dict[str, Any] | None,
+    corpus_dir: str | Path,
+    embeddings_path: str | Path,
+    store_dir: str | Path,
+    runs_out: str | Path,
+    build_out: str | Path,
+    plans_out: str | Path,
+    k: int = 10,
+    warmup: int = 1,
+    repeats: int = 3,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Build ``arm_name`` from scratch in ``store_dir``, run all queries, write the outputs.
+
+    The store directory is wiped first, so an interrupted earlier run never leaks into
+    this one. The arm is always closed (embedded servers stopped), even on errors.
+
+    Returns:
+        The build record written to ``build_out``.
+
+    Raises:
+        KeyError: unknown arm; ``agentmem.corpus.io.CorpusError``: bad corpus;
+        ``agentmem.arms.base.ArmError``: the engine failed.
+    """
+    corpus = load_corpus(corpus_dir)
+    vectors = load_embeddings(embeddings_path)
+    queries = load_queries(corpus_dir, vectors)
+    store = Path(store_dir)
+    if store.exists():
+        shutil.rmtree(store)
+    store.mkdir(parents=True)
+    arm = make_arm(arm_name, params)
+    rows: list[dict] = []
+    plans: dict[str, Any] = {}
+    try:
+        t0 = time.perf_counter()
+        stats = arm.build(corpus, vectors, store)
+        build_wall = (time.perf_counter() - t0) * 1000
+        storage = arm.storage()
+        for q in tqdm(queries, desc=f"{arm_name}: queries", unit="q", disable=not progress,
+                      mininterval=2.0):
+            res, ms = time_query(arm, q, k, warmup, repeats)
+            rows.extend(run_rows(q.query_id, res, ms, k))
+        for q in queries:
+            if q.query_class not in plans:
+                plans[q.query_class] = {"query_id": q.query_id, "text": q.text,
+                                        "plan": arm.explain(q)}
+    finally:
+        arm.close()
+    n = corpus.memories.height
+    build = {
+        "arm": arm_name,
+        "family": arm.family,
+        "params": params or {},
+        "memories": n,
+        "queries": len(queries),
+        "ingest_ms": round(stats.ingest_ms, 3),
+        "index_ms": round(stats.index_ms, 3),
+        "build_wall_ms": round(build_wall, 3),
+        "storage_bytes": int(storage.total_bytes),
+        "bytes_per_memory": round(storage.total_bytes / n, 1) if n else None,
+        "storage_source": storage.source,
+        "storage_objects": {k_: int(v) for k_, v in sorted(storage.objects.items())},
+    }
+    write_parquet(runs_out, pl.DataFrame(rows, schema=RUN_SCHEMA))
+    write_json(build_out, build)
+    write_json(plans_out, {"arm": arm_name, "plans": plans})
+    return build

@@ -1,0 +1,401 @@
+"""Tests for the file arms: file-jsonl (files.py), file-vec and file-vec-meta (vector.py)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import fake_vector
+from hostile import HOSTILE_TEXTS
+
+from agentmem.arms.base import Arm, ArmError, Predicate, Query, Result
+from agentmem.arms.files import JSONL_NAME, FileJsonlArm
+from agentmem.arms.vector import (
+    DEFAULT_EF_SEARCH,
+    INDEX_NAME,
+    MANIFEST_NAME,
+    META_NAME,
+    FileVecArm,
+    FileVecMetaArm,
+    exact_topk,
+    recall_vs_exact,
+)
+
+ALL_IDS = {"M1", "M2", "M3", "M4", "M5", "M6"}
+
+
+def q(text: str = "", *, vec_of: str | None = None, predicate=None, wants_count=False) -> Query:
+    """A query whose embedding is the fake vector of ``vec_of`` (default: of ``text``)."""
+    return Query(
+        query_id="q",
+        text=text,
+        embedding=fake_vector(vec_of if vec_of is not None else text),
+        predicate=predicate,
+        wants_count=wants_count,
+    )
+
+
+def exact_ranking(tiny, text: str) -> list[str]:
+    """All tiny memory ids ranked by exact cosine to fake_vector(text) (ties: row order)."""
+    corpus, vectors = tiny
+    sims = vectors.matrix @ fake_vector(text)
+    order = np.argsort(-sims, kind="stable")
+    return [vectors.ids[i] for i in order]
+
+
+def assert_cosine_ranked(tiny, ids: list[str], text: str, pool: set[str], k: int) -> None:
+    """``ids`` are the top-``k`` of ``pool`` by exact cosine to fake_vector(text).
+
+    Compared through similarity values, so exact ties may come back in either order.
+    """
+    _, vectors = tiny
+    sim = dict(zip(vectors.ids, (vectors.matrix @ fake_vector(text)).tolist(), strict=True))
+    want = sorted((sim[m] for m in pool), reverse=True)[:k]
+    assert len(ids) == len(want)
+    assert set(ids) <= pool
+    np.testing.assert_allclose([sim[m] for m in ids], want, atol=1e-6)
+
+
+def check_well_formed(res: Result, k: int) -> None:
+    assert isinstance(res, Result)
+    assert isinstance(res.memory_ids, list)
+    assert len(res.memory_ids) <= k
+    assert len(set(res.memory_ids)) == len(res.memory_ids)
+    assert set(res.memory_ids) <= ALL_IDS
+    assert res.count is None
+
+
+# ---------------------------------------------------------------- file-jsonl
+
+
+@pytest.fixture
+def jsonl(tiny, tmp_path):
+    corpus, vectors = tiny
+    arm = FileJsonlArm()
+    stats = arm.build(corpus, vectors, tmp_path / "jsonl")
+    assert stats.ingest_ms >= 0 and stats.index_ms == 0
+    yield arm
+    arm.close()
+
+
+def test_jsonl_protocol_and_capabilities():
+    arm = FileJsonlArm()
+    assert isinstance(arm, Arm)
+    assert arm.name == "file-jsonl" and arm.family == "file"
+    c = arm.capabilities
+    assert (c.predicate, c.join, c.aggregate, c.transactions) == (False, False, False, False)
+    assert (c.vector_access, c.text_access) == ("none", "scan")
+
+
+def test_jsonl_file_holds_every_column(jsonl, tiny, tmp_path):
+    corpus, _ = tiny
+    lines = (tmp_path / "jsonl" / JSONL_NAME).read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 6
+    rows = [json.loads(line) for line in lines]
+    assert rows == corpus.memories.rows(named=True)
+    assert rows[0]["entity_ids"] == ["CFG-799", "SVC-5345"]
+    assert rows[2]["superseded_by"] is None and rows[2]["fact_id"] is None
+
+
+def test_jsonl_identifier_alone_and_in_question(jsonl):
+    # M1, M3, M5 mention CFG-799; newest first on the tie: M5 (day 320), M3 (15), M1 (10).
+    assert jsonl.query(q("CFG-799"), 10).memory_ids == ["M5", "M3", "M1"]
+    res = jsonl.query(q("What did we decide about CFG-799 last month?"), 10)
+    # terms: decide, cfg-799, last, month -> M3 has "decide" (in "decided") and cfg-799.
+    assert res.memory_ids == ["M3", "M5", "M1"]
+
+
+def test_jsonl_scores_by_distinct_terms_then_newest(jsonl):
+    # terms [timeout, cfg-799, svc-5345]: M1=3, M5=3, M4=1, M3=1.
+    res = jsonl.query(q("What is the timeout of CFG-799 for SVC-5345?"), 10)
+    assert res.memory_ids == ["M5", "M1", "M4", "M3"]
+    # repeated terms count once; the cut to k keeps the best.
+    assert jsonl.query(q("timeout timeout TIMEOUT"), 1).memory_ids == ["M5"]
+
+
+def test_jsonl_substring_case_insensitive_and_seq_tiebreak(jsonl):
+    assert jsonl.query(q("AMBER"), 10).memory_ids == ["M2"]
+    # "svc" is a substring of SVC-5345 and SVC-77; M5 and M6 share day 320 -> seq decides.
+    assert jsonl.query(q("svc"), 10).memory_ids == ["M6", "M5", "M4", "M1"]
+    assert jsonl.query(q("nonexistentword"), 10).memory_ids == []
+
+
+def test_jsonl_ignores_predicate_and_count(jsonl):
+    res = jsonl.query(
+        q("CFG-799", predicate=Predicate("session_id", "=", "S1"), wants_count=True), 10
+    )
+    assert res.memory_ids == ["M5", "M3", "M1"]  # M5 is in S3: predicate not applied
+    assert res.count is None
+    assert jsonl.query(q("CFG-799"), 0).memory_ids == []
+
+
+def test_jsonl_rereads_file_on_every_query(jsonl, tmp_path):
+    path = tmp_path / "jsonl" / JSONL_NAME
+    row = {"memory_id": "M7", "body": "late amber note", "created_day": 400, "seq": 6}
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(row) + "\n")
+    assert jsonl.query(q("amber"), 10).memory_ids == ["M7", "M2"]
+
+
+def test_jsonl_reopen_storage_and_errors(jsonl, tmp_path):
+    store = tmp_path / "jsonl"
+    other = FileJsonlArm()
+    other.open(store)
+    assert other.query(q("CFG-799"), 2).memory_ids == ["M5", "M3"]
+    st = other.storage()
+    size = (store / JSONL_NAME).stat().st_size
+    assert st.total_bytes == size and st.objects == {JSONL_NAME: size}
+    assert st.source == "file sizes"
+    assert "FULL SCAN" in other.explain(q("CFG-799")) and "cfg-799" in other.explain(q("CFG-799"))
+    other.close()
+    other.close()  # idempotent
+    with pytest.raises(ArmError, match="not open"):
+        other.query(q("x"), 1)
+    with pytest.raises(ArmError, match="missing"):
+        FileJsonlArm().open(tmp_path / "missing")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / JSONL_NAME).write_text('{"memory_id": "M1"\n', encoding="utf-8")
+    with pytest.raises(ArmError, match="bad"):
+        FileJsonlArm().open(bad)
+
+
+def test_jsonl_hostile_texts(jsonl):
+    for text in HOSTILE_TEXTS:
+        res = jsonl.query(q(text), 10)
+        check_well_formed(res, 10)
+        assert isinstance(jsonl.explain(q(text)), str)
+    assert jsonl.query(q(""), 10).memory_ids == []
+    assert jsonl.query(q("{}[]<>|&!~@#$"), 10).memory_ids == []
+    assert jsonl.query(q("CFG-799 " * 1500), 10).memory_ids == ["M5", "M3", "M1"]
+    assert jsonl.query(q("memories:CFG-799"), 10).memory_ids == ["M5", "M3", "M1"]
+
+
+# ---------------------------------------------------------------- file-vec
+
+
+@pytest.fixture
+def vec(tiny, tmp_path):
+    corpus, vectors = tiny
+    arm = FileVecArm()
+    stats = arm.build(corpus, vectors, tmp_path / "vec")
+    assert stats.ingest_ms >= 0 and stats.index_ms >= 0
+    yield arm
+    arm.close()
+
+
+def test_vec_protocol_and_capabilities():
+    for cls, pred in ((FileVecArm, False), (FileVecMetaArm, True)):
+        arm = cls()
+        assert isinstance(arm, Arm)
+        assert arm.family == "vector"
+        c = arm.capabilities
+        assert (c.predicate, c.join, c.aggregate) == (pred, False, False)
+        assert (c.vector_access, c.text_access) == ("hnsw", "none")
+    assert FileVecArm.name == "file-vec" and FileVecMetaArm.name == "file-vec-meta"
+    assert FileVecArm().ef_search == DEFAULT_EF_SEARCH >= 10
+
+
+def test_vec_ranks_by_cosine(vec, tiny):
+    body = "INC-2356: SVC-5345 outage caused by a full disk."
+    res = vec.query(q("ignored text", vec_of=body), 3)
+    assert res.memory_ids[0] == "M4"
+    assert res.memory_ids == exact_ranking(tiny, body)[:3]
+    # k beyond the corpus returns the whole corpus, ranked; k=0 returns nothing.
+    full = vec.query(q(vec_of="CFG-799 timeout"), 100)
+    assert_cosine_ranked(tiny, full.memory_ids, "CFG-799 timeout", ALL_IDS, 6)
+    assert full.memory_ids[:3] == ["M1", "M5", "M3"]  # 0.5, 0.447, 0.25; then ties at 0
+    assert vec.query(q(vec_of=body), 0).memory_ids == []
+
+
+def test_vec_ignores_predicate_and_count(vec, tiny):
+    body = "INC-2356: SVC-5345 outage caused by a full disk."
+    res = vec.query(
+        q(vec_of=body, predicate=Predicate("session_id", "=", "S1"), wants_count=True), 2
+    )
+    assert res.memory_ids[0] == "M4" and res.count is None  # M4 is S2: no filter
+
+
+def test_vec_store_files_storage_and_explain(vec, tmp_path):
+    store = tmp_path / "vec"
+    st = vec.storage()
+    assert set(st.objects) == {INDEX_NAME, META_NAME, MANIFEST_NAME}
+    for name, size in st.objects.items():
+        assert size == (store / name).stat().st_size > 0
+    assert st.total_bytes == sum(st.objects.values()) and st.source == "file sizes"
+    # layer 0 alone holds 6 vectors of 384 float32
+    assert st.objects[INDEX_NAME] > 6 * 384 * 4
+    manifest = json.loads((store / MANIFEST_NAME).read_text())
+    assert manifest["dim"] == 384 and manifest["count"] == 6 and manifest["M"] == 16
+    assert "HNSW" in vec.explain(q(vec_of="x"))
+
+
+def test_vec_reopen_in_another_process(vec, tiny, tmp_path):
+    store = tmp_path / "vec"
+    body = "RUN-481: to rotate keys on SVC-77, drain traffic first."
+    expected = vec.query(q(vec_of=body), 6).memory_ids
+    script = textwrap.dedent(
+        f"""
+        import json, sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from conftest import fake_vector
+        from agentmem.arms.base import Query, Predicate
+        from agentmem.arms.vector import FileVecArm, FileVecMetaArm
+        a = FileVecArm(); a.open({str(store)!r})
+        b = FileVecMetaArm(); b.open({str(store)!r})
+        v = fake_vector({body!r})
+        p = Predicate("session_id", "=", "S1")
+        print(json.dumps([a.query(Query("q", "", v), 6).memory_ids,
+                          b.query(Query("q", "", v, p), 6).memory_ids]))
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    got_vec, got_meta = json.loads(out.stdout)
+    assert got_vec == expected
+    assert got_meta == [m for m in expected if m in {"M1", "M2", "M3"}]
+
+
+def test_vec_build_is_deterministic(tiny, tmp_path):
+    corpus, vectors = tiny
+    for d in ("a", "b"):
+        arm = FileVecArm()
+        arm.build(corpus, vectors, tmp_path / d)
+        arm.close()
+    for name in (INDEX_NAME, META_NAME, MANIFEST_NAME):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+
+
+def test_vec_open_errors(tmp_path, vec):
+    with pytest.raises(ArmError, match="missing"):
+        FileVecArm().open(tmp_path / "missing")
+    (tmp_path / "vec" / INDEX_NAME).write_bytes(b"garbage")
+    with pytest.raises(ArmError, match="vec"):
+        FileVecArm().open(tmp_path / "vec")
+    with pytest.raises(ArmError, match="dim"):
+        vec.query(Query("q", "", np.ones(5, dtype=np.float32)), 3)
+    vec.close()
+    vec.close()
+    with pytest.raises(ArmError, match="not open"):
+        vec.query(q(vec_of="x"), 3)
+
+
+def test_vec_hostile_texts(vec, tiny, tmp_path):
+    corpus, vectors = tiny
+    meta = FileVecMetaArm()
+    meta.build(corpus, vectors, tmp_path / "meta")
+    pred = Predicate("superseded_by", "is_null")
+    for text in HOSTILE_TEXTS:
+        check_well_formed(vec.query(q(text), 10), 10)
+        res = meta.query(q(text, predicate=pred), 10)
+        check_well_formed(res, 10)
+        assert set(res.memory_ids) <= {"M3", "M4", "M5", "M6"}
+        assert isinstance(meta.explain(q(text, predicate=pred)), str)
+    meta.close()
+
+
+def test_recall_vs_exact_random_unit_vectors():
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2000, 384)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    qs = rng.standard_normal((100, 384)).astype(np.float32)
+    qs /= np.linalg.norm(qs, axis=1, keepdims=True)
+    assert recall_vs_exact(x, qs, 10, DEFAULT_EF_SEARCH) >= 0.99
+    # a starved search is measurably worse: the function really measures something
+    assert recall_vs_exact(x, qs, 10, 10) < 0.99
+    # the exact reference agrees with itself
+    ex = exact_topk(x, qs, 10)
+    assert ex.shape == (100, 10)
+    assert np.all(np.argmax(qs @ x.T, axis=1) == ex[:, 0])
+
+
+def test_index_recall_on_built_arm(tmp_path):
+    import polars as pl
+
+    from agentmem.arms.base import Corpus, Embeddings
+
+    rng = np.random.default_rng(3)
+    n = 500
+    x = rng.standard_normal((n, 384)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    ids = [f"M{i}" for i in range(n)]
+    memories = pl.DataFrame(
+        {
+            "memory_id": ids,
+            "session_id": ["S1"] * n,
+            "seq": list(range(n)),
+            "body": ["b"] * n,
+            "fact_id": [None] * n,
+            "created_day": list(range(n)),
+            "superseded_by": [None] * n,
+        },
+        schema_overrides={"fact_id": pl.Utf8, "superseded_by": pl.Utf8},
+    )
+    arm = FileVecArm()
+    arm.build(Corpus(memories=memories), Embeddings(ids=ids, matrix=x), tmp_path / "r")
+    assert arm.index_recall(x[:50], 10) >= 0.99
+    # each stored vector's nearest neighbour is itself
+    assert arm.query(Query("q", "", x[17]), 1).memory_ids == ["M17"]
+    arm.close()
+
+
+# ---------------------------------------------------------------- file-vec-meta
+
+
+@pytest.fixture
+def meta(tiny, tmp_path):
+    corpus, vectors = tiny
+    arm = FileVecMetaArm()
+    arm.build(corpus, vectors, tmp_path / "meta")
+    yield arm
+    arm.close()
+
+
+@pytest.mark.parametrize(
+    ("pred", "allowed"),
+    [
+        (Predicate("session_id", "=", "S1"), {"M1", "M2", "M3"}),
+        (Predicate("created_day", "<=", 15), {"M1", "M2", "M3"}),
+        (Predicate("fact_id", "=", "F1"), {"M1", "M2", "M5"}),
+        (Predicate("superseded_by", "is_null"), {"M3", "M4", "M5", "M6"}),
+        (Predicate("superseded_by", "=", "M5"), {"M1", "M2"}),
+        (Predicate("session_id", "=", "nope"), set()),
+    ],
+)
+def test_meta_returns_only_matching_ids(meta, tiny, pred, allowed):
+    body = "INC-2356: SVC-5345 outage caused by a full disk."
+    res = meta.query(q(vec_of=body, predicate=pred), 10)
+    # k*overfetch = 40 >= 6: every memory is fetched, so all matches come back, by cosine
+    assert set(res.memory_ids) == allowed
+    assert_cosine_ranked(tiny, res.memory_ids, body, allowed, 10)
+    assert res.count is None
+
+
+def test_meta_underfills_when_overfetch_is_too_small(tiny, tmp_path):
+    corpus, vectors = tiny
+    body = "INC-2356: SVC-5345 outage caused by a full disk."
+    rank = exact_ranking(tiny, body)
+    s3 = Predicate("session_id", "=", "S3")
+    for overfetch in (1, 2, 4):
+        arm = FileVecMetaArm(overfetch=overfetch)
+        arm.build(corpus, vectors, tmp_path / f"o{overfetch}")
+        got = arm.query(q(vec_of=body, predicate=s3), 1).memory_ids
+        want = [m for m in rank[:overfetch] if m in {"M5", "M6"}][:1]
+        assert got == want
+        arm.close()
+    # overfetch=1, k=1: the single candidate is M4 (session S2) -> nothing survives.
+    assert rank[0] == "M4"
+
+
+def test_meta_without_predicate_equals_file_vec(meta, vec):
+    # k chosen so that no cosine tie straddles the cut (see the tiny similarities)
+    for text, k in (("CFG-799 timeout", 3), ("amber ledger", 1), ("drain traffic", 2)):
+        assert meta.query(q(vec_of=text), k).memory_ids == vec.query(q(vec_of=text), k).memory_ids
+    ex = meta.explain(q(vec_of="x", predicate=Predicate("fact_id", "=", "F1")))
+    assert "post-filter" in ex and "fact_id" in ex

@@ -1,0 +1,403 @@
+"""Tests for the SQLite arms (sqlite-fts, sqlite-btree, sqlite-hybrid) on real apsw databases.
+
+Expectations are hand-computed on the ``tiny`` corpus (tests/conftest.py):
+
+- "CFG-799" occurs in M1, M3, M5 (M2 paraphrases it; it is in M2's entity list only).
+- bm25 with one matching phrase prefers the shorter body: M3 (9 tokens) < M1 (10) < M5 (12).
+- LIKE scoring gives every CFG-799 memory score 1, so ties go newest first: M5, M3, M1.
+- M1 and M2 are superseded by M5; fact F1 = {M1, M2, M5}.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import apsw
+import numpy as np
+import polars as pl
+import pytest
+from conftest import fake_vector, make_tiny
+from hostile import HOSTILE_TEXTS
+
+from agentmem.arms.base import ArmError, Embeddings, Predicate, Query, Result
+from agentmem.arms.sqlite import (
+    DB_NAME,
+    SqliteBtreeArm,
+    SqliteFtsArm,
+    SqliteHybridArm,
+)
+
+ARM_CLASSES = [SqliteFtsArm, SqliteBtreeArm, SqliteHybridArm]
+ALL_IDS = {"M1", "M2", "M3", "M4", "M5", "M6"}
+NOT_SUPERSEDED = Predicate("superseded_by", "is_null")
+
+
+def q(text: str, predicate: Predicate | None = None, wants_count: bool = False) -> Query:
+    """A query whose embedding is the same fake vector the corpus uses."""
+    return Query("q", text, fake_vector(text), predicate, wants_count)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory):
+    """One built store per arm class (module scope: each is built once)."""
+    corpus, vectors = make_tiny()
+    arms = {}
+    for cls in ARM_CLASSES:
+        arm = cls()
+        stats = arm.build(corpus, vectors, tmp_path_factory.mktemp(cls.name))
+        assert stats.ingest_ms > 0 and stats.index_ms > 0
+        arms[cls] = arm
+    yield arms
+    for arm in arms.values():
+        arm.close()
+
+
+def store_dir(arm) -> Path:
+    return arm._path.parent
+
+
+# --------------------------------------------------------------------------- sqlite-fts
+
+
+def test_fts_identifier_alone_ranked_by_bm25(built):
+    assert built[SqliteFtsArm].query(q("CFG-799"), 10).memory_ids == ["M3", "M1", "M5"]
+
+
+def test_fts_identifier_inside_question(built):
+    # terms: long, timeout, set, cfg-799 ("set" matches "sets" through porter).
+    # M1 and M5 match three terms, M3 only the identifier; M1 is shorter than M5.
+    r = built[SqliteFtsArm].query(q("How long is the timeout set by CFG-799?"), 10)
+    assert r.memory_ids == ["M1", "M5", "M3"]
+
+
+def test_fts_predicate_in_sql(built):
+    r = built[SqliteFtsArm].query(q("CFG-799", NOT_SUPERSEDED), 10)
+    assert r.memory_ids == ["M3", "M5"]
+    r = built[SqliteFtsArm].query(q("CFG-799", Predicate("created_day", "<=", 12)), 10)
+    assert r.memory_ids == ["M1"]
+    r = built[SqliteFtsArm].query(q("CFG-799", Predicate("session_id", "=", "S2")), 10)
+    assert r.memory_ids == []
+
+
+def test_fts_does_not_split_identifiers(built):
+    # "SVC-5345" is the phrase svc+5345: M1, M4, M5, never SVC-77 (M6).
+    r = built[SqliteFtsArm].query(q("SVC-5345"), 10)
+    assert set(r.memory_ids) == {"M1", "M4", "M5"}
+
+
+# ------------------------------------------------------------------------- sqlite-btree
+
+
+def test_btree_identifier_alone_newest_first(built):
+    assert built[SqliteBtreeArm].query(q("CFG-799"), 10).memory_ids == ["M5", "M3", "M1"]
+
+
+def test_btree_identifier_inside_question(built):
+    # score = terms contained: M1 = M5 = 3 (timeout, set, cfg-799), M3 = 1. M5 newer.
+    r = built[SqliteBtreeArm].query(q("How long is the timeout set by CFG-799?"), 10)
+    assert r.memory_ids == ["M5", "M1", "M3"]
+
+
+def test_btree_predicate_and_k(built):
+    arm = built[SqliteBtreeArm]
+    assert arm.query(q("CFG-799", NOT_SUPERSEDED), 10).memory_ids == ["M5", "M3"]
+    assert arm.query(q("CFG-799"), 1).memory_ids == ["M5"]
+    assert arm.query(q("CFG-799"), 0).memory_ids == []
+
+
+def test_btree_like_wildcards_are_data(built):
+    # "%" / "_" never become LIKE wildcards: "%_\\" has no terms, "100%" is the term "100".
+    assert built[SqliteBtreeArm].query(q("%_\\"), 10).memory_ids == []
+    assert built[SqliteBtreeArm].query(q("100%"), 10).memory_ids == []
+    # LIKE is case-insensitive for ASCII
+    assert built[SqliteBtreeArm].query(q("inc-2356"), 10).memory_ids == ["M4"]
+
+
+# ------------------------------------------------------------------------ sqlite-hybrid
+
+
+def reference_rrf(
+    text_ranking: list[str], pred: Predicate | None, qvec: np.ndarray, k: int
+) -> list[str]:
+    """Independent RRF(60) over the FTS ranking and a numpy cosine ranking (both top 50)."""
+    corpus, vectors = make_tiny()
+    rows = corpus.memories.to_dicts()
+    keep = [r for r in rows if pred is None or pred.matches(r)]
+    cos = {r["memory_id"]: float(vectors.get([r["memory_id"]])[0] @ qvec) for r in keep}
+    vec_ranking = sorted(
+        keep, key=lambda r: (-round(cos[r["memory_id"]], 5), -r["created_day"], -r["seq"])
+    )
+    vec_ranking = [r["memory_id"] for r in vec_ranking][:50]
+    score: dict[str, float] = {}
+    for ranking in (text_ranking[:50], vec_ranking):
+        for rank, mid in enumerate(ranking, start=1):
+            score[mid] = score.get(mid, 0.0) + 1.0 / (60 + rank)
+    by_id = {r["memory_id"]: r for r in rows}
+    fused = sorted(
+        score,
+        key=lambda m: (-round(score[m], 12), -by_id[m]["created_day"], -by_id[m]["seq"]),
+    )
+    return fused[:k]
+
+
+@pytest.mark.parametrize(
+    "text, pred",
+    [
+        ("CFG-799", None),
+        ("CFG-799", NOT_SUPERSEDED),
+        ("How long is the timeout set by CFG-799?", None),
+        ("SVC-5345 outage disk", Predicate("created_day", "<=", 250)),
+        ("rotate keys", Predicate("session_id", "=", "S3")),
+    ],
+)
+def test_hybrid_matches_reference_rrf(built, text, pred):
+    fts = built[SqliteFtsArm].query(q(text, pred), 50).memory_ids
+    want = reference_rrf(fts, pred, fake_vector(text), 10)
+    assert built[SqliteHybridArm].query(q(text, pred), 10).memory_ids == want
+
+
+def test_hybrid_rrf_hand_computed(built):
+    # "CFG-799": FTS ranks M3, M1, M5. The fake vector of "cfg-799" has cosine 1/sqrt(n_words)
+    # with each body holding the word "cfg-799": M1 and M3 have 8 words (tie -> newer M3 first),
+    # M5 has 10; the others 0 (tie -> newest first: M6, M4, M2). Vector ranking: M3 M1 M5 M6 M4 M2.
+    # RRF: M3 = 2/61, M1 = 2/62, M5 = 2/63, then M6 = 1/64, M4 = 1/65, M2 = 1/66.
+    r = built[SqliteHybridArm].query(q("CFG-799"), 10)
+    assert r.memory_ids == ["M3", "M1", "M5", "M6", "M4", "M2"]
+
+
+def test_hybrid_predicate_filters_both_branches(built):
+    r = built[SqliteHybridArm].query(q("CFG-799", NOT_SUPERSEDED, wants_count=True), 10)
+    assert set(r.memory_ids) == {"M3", "M4", "M5", "M6"}
+    assert r.memory_ids[:2] in (["M3", "M5"], ["M5", "M3"])
+    assert r.count == 4
+
+
+def test_hybrid_vector_branch_alone_without_terms(built):
+    arm = built[SqliteHybridArm]
+    r = arm.query(q("", Predicate("fact_id", "=", "F1"), wants_count=True), 10)
+    assert sorted(r.memory_ids) == ["M1", "M2", "M5"] and r.count == 3
+    # no text terms: ranking is vector-only; a query vector equal to M6's body vector ranks M6 first
+    body6 = make_tiny()[0].memories["body"][5]
+    r = arm.query(Query("q", "???", fake_vector(body6)), 3)
+    assert r.memory_ids[0] == "M6" and len(r.memory_ids) == 3
+
+
+def test_hybrid_branch_k_and_rrf_k_params(tmp_path):
+    corpus, vectors = make_tiny()
+    arm = SqliteHybridArm(branch_k=1, rrf_k=0)
+    arm.build(corpus, vectors, tmp_path)
+    # FTS top 1 = M3 (1/(0+1)); vector top 1 = M6 (query vector = M6's body vector, 1/1):
+    # equal scores -> newest first: M6 (day 320) before M3 (day 15).
+    body6 = corpus.memories["body"][5]
+    assert arm.query(Query("q", "CFG-799", fake_vector(body6)), 10).memory_ids == ["M6", "M3"]
+    arm.close()
+    with pytest.raises(ValueError):
+        SqliteHybridArm(branch_k=0)
+
+
+def test_hybrid_rejects_wrong_embedding_dim(built):
+    with pytest.raises(ArmError, match="384"):
+        built[SqliteHybridArm].query(Query("q", "CFG-799", np.ones(3, np.float32)), 5)
+
+
+# ----------------------------------------------------------------------- all three arms
+
+
+@pytest.mark.parametrize("cls", ARM_CLASSES)
+def test_count_is_of_predicate_not_text(built, cls):
+    arm = built[cls]
+    r = arm.query(q("CFG-799", Predicate("fact_id", "=", "F1"), wants_count=True), 10)
+    assert r.count == 3
+    assert set(r.memory_ids) <= {"M1", "M2", "M5"}
+    r = arm.query(q("nothing matches zzz", Predicate("fact_id", "=", "F1"), wants_count=True), 10)
+    assert r.count == 3
+    assert arm.query(q("CFG-799", wants_count=True), 10).count == 6
+    assert arm.query(q("", NOT_SUPERSEDED, wants_count=True), 10).count == 4
+    assert arm.query(q("CFG-799"), 10).count is None
+
+
+@pytest.mark.parametrize("cls", [SqliteFtsArm, SqliteBtreeArm])
+@pytest.mark.parametrize(
+    "text", ["CFG-799", "What did we decide in CFG-799?", "cfg-799", "memories:CFG-799"]
+)
+def test_hyphenated_identifier_found_by_text_arms(built, cls, text):
+    assert set(built[cls].query(q(text), 10).memory_ids) == {"M1", "M3", "M5"}
+
+
+def corpus_with_adr():
+    """Tiny plus M7 mentioning ADR-297 (and a near-miss M8 with ADR-298)."""
+    corpus, vectors = make_tiny()
+    extra = pl.DataFrame(
+        {
+            "memory_id": ["M7", "M8"],
+            "session_id": ["S4", "S4"],
+            "turn_no": [0, 1],
+            "seq": [6, 7],
+            "kind": ["semantic", "semantic"],
+            "body": [
+                "ADR-297 decided: memories live in SQLite with WAL.",
+                "ADR-298 is about logging.",
+            ],
+            "fact_id": ["F4", "F5"],
+            "created_day": [400, 401],
+            "source": ["user_message"] * 2,
+            "confidence": [0.9] * 2,
+            "superseded_by": [None, None],
+            "tokens": [8, 4],
+            "entity_ids": [["ADR-297"], ["ADR-298"]],
+        },
+        schema=corpus.memories.schema,
+    )
+    corpus.memories = pl.concat([corpus.memories, extra])
+    ids = corpus.memories["memory_id"].to_list()
+    mat = np.stack([fake_vector(b) for b in corpus.memories["body"].to_list()])
+    return corpus, Embeddings(ids=ids, matrix=mat)
+
+
+@pytest.mark.parametrize("cls", ARM_CLASSES)
+def test_adr_identifier_alone_and_in_question(tmp_path, cls):
+    corpus, vectors = corpus_with_adr()
+    arm = cls()
+    arm.build(corpus, vectors, tmp_path)
+    for text in ("ADR-297", "What did we decide in ADR-297 about storage?", "-ADR-297"):
+        ids = arm.query(q(text), 10).memory_ids
+        assert ids[0] == "M7", (text, ids)
+        if cls is not SqliteHybridArm:  # the vector branch returns everything else too
+            # the near miss ADR-298 never matches; "decide" also matches M3's "decided"
+            assert "M8" not in ids and set(ids) <= {"M7", "M3"}, (text, ids)
+            if "decide" not in text:
+                assert ids == ["M7"], (text, ids)
+    arm.close()
+
+
+@pytest.mark.parametrize("cls", ARM_CLASSES)
+def test_hostile_texts(built, cls):
+    arm = built[cls]
+    for text in HOSTILE_TEXTS:
+        for pred, wants in ((None, False), (NOT_SUPERSEDED, True)):
+            r = arm.query(Query("h", text, fake_vector(text), pred, wants), 5)
+            assert isinstance(r, Result)
+            assert len(r.memory_ids) <= 5 and len(set(r.memory_ids)) == len(r.memory_ids)
+            assert set(r.memory_ids) <= ALL_IDS
+            assert all(isinstance(m, str) for m in r.memory_ids)
+            if wants:
+                assert r.count == 4
+                assert set(r.memory_ids) <= {"M3", "M4", "M5", "M6"}
+            else:
+                assert r.count is None
+            assert arm.explain(Query("h", text, fake_vector(text), pred, wants))
+    # the table survived "'; DROP TABLE memories; --"
+    assert arm.query(q("", wants_count=True), 5).count == 6
+
+
+@pytest.mark.parametrize("cls", ARM_CLASSES)
+def test_empty_text_gives_no_ranking_for_text_arms(built, cls):
+    r = built[cls].query(q("   "), 10)
+    if cls is SqliteHybridArm:
+        assert set(r.memory_ids) == ALL_IDS
+    else:
+        assert r.memory_ids == []
+
+
+@pytest.mark.parametrize("cls", ARM_CLASSES)
+def test_reopen_from_second_instance(built, cls):
+    first = built[cls]
+    second = cls()
+    second.open(store_dir(first))  # while the first still holds the WAL database open
+    for query in (q("CFG-799"), q("timeout", NOT_SUPERSEDED, wants_count=True)):
+        assert second.query(query, 10) == first.query(query, 10)
+    assert second.storage().objects.keys() == first.storage().objects.keys()
+    second.close()
+    second.close()  # idempotent
+    with pytest.raises(ArmError, match="not open"):
+        second.query(q("CFG-799"), 10)
+
+
+@pytest.mark.parametrize("cls", ARM_CLASSES)
+def test_open_errors_name_the_path(tmp_path, cls):
+    with pytest.raises(ArmError, match=str(tmp_path)):
+        cls().open(tmp_path / "missing")
+    (tmp_path / DB_NAME).write_text("this is not a database\n" * 100)
+    with pytest.raises(ArmError, match=str(tmp_path)):
+        cls().open(tmp_path)
+
+
+def test_open_rejects_store_of_another_arm(built):
+    with pytest.raises(ArmError, match="memories_fts"):
+        SqliteFtsArm().open(store_dir(built[SqliteBtreeArm]))
+    with pytest.raises(ArmError, match="memory_vectors"):
+        SqliteHybridArm().open(store_dir(built[SqliteFtsArm]))
+
+
+@pytest.mark.parametrize("cls", ARM_CLASSES)
+def test_schema_wal_and_join_table(built, cls):
+    conn = apsw.Connection(str(store_dir(built[cls]) / DB_NAME), flags=apsw.SQLITE_OPEN_READONLY)
+    assert conn.execute("PRAGMA journal_mode").fetchall()[0][0] == "wal"
+    indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type='index'")}
+    assert {
+        "idx_memories_session",
+        "idx_memories_day",
+        "idx_memories_fact",
+        "idx_memories_superseded",
+        "idx_memory_entities_entity",
+    } <= indexes
+    rows = conn.execute(
+        "SELECT m.memory_id FROM memory_entities AS e JOIN memories AS m "
+        "ON m.memory_id = e.memory_id WHERE e.entity_id = ? ORDER BY m.seq",
+        ("CFG-799",),
+    ).fetchall()
+    assert [r[0] for r in rows] == ["M1", "M2", "M3", "M5"]
+    conn.close()
+
+
+@pytest.mark.parametrize("cls", ARM_CLASSES)
+def test_storage_from_dbstat(built, cls):
+    s = built[cls].storage()
+    assert s.source == "dbstat"
+    assert s.total_bytes == sum(s.objects.values()) > 0
+    assert {"memories", "memory_entities", "idx_memories_fact"} <= s.objects.keys()
+    assert ("memories_fts_data" in s.objects) == (cls is not SqliteBtreeArm)
+    assert ("memory_vectors" in s.objects) == (cls is SqliteHybridArm)
+    if cls is SqliteHybridArm:  # 6 vectors x 1536 bytes need more than one 4 KiB page
+        assert s.objects["memory_vectors"] >= 6 * 384 * 4
+
+
+def test_explain_shows_real_plans(built):
+    fts = built[SqliteFtsArm].explain(q("CFG-799", Predicate("fact_id", "=", "F1"), True))
+    assert "memories_fts VIRTUAL TABLE" in fts and "m.fact_id = :pv" in fts
+    assert "-- count:" in fts and "idx_memories_fact" in fts
+    bt = built[SqliteBtreeArm].explain(q("CFG-799"))
+    assert "LIKE :t0 ESCAPE" in bt and "QUERY PLAN" in bt
+    hy = built[SqliteHybridArm].explain(q("CFG-799", NOT_SUPERSEDED))
+    assert "vec_distance_cosine" in hy and "memories_fts VIRTUAL TABLE" in hy
+    assert hy.count("superseded_by IS NULL") == 2  # the predicate is in both branches
+    assert "no statement runs" in built[SqliteFtsArm].explain(q("?!"))
+
+
+def test_capabilities():
+    for cls in ARM_CLASSES:
+        c = cls.capabilities
+        assert cls.family == "sqlite"
+        assert c.predicate and c.join and c.aggregate and c.transactions
+    assert SqliteFtsArm.capabilities.text_access == "fts5-bm25"
+    assert SqliteBtreeArm.capabilities.text_access == "b-tree+like"
+    assert SqliteHybridArm.capabilities.vector_access == "brute-force"
+    assert SqliteFtsArm.capabilities.vector_access == "none"
+    names = [c.name for c in ARM_CLASSES]
+    assert names == ["sqlite-fts", "sqlite-btree", "sqlite-hybrid"]
+
+
+def test_rebuild_replaces_store(tmp_path):
+    corpus, vectors = make_tiny()
+    arm = SqliteFtsArm()
+    arm.build(corpus, vectors, tmp_path)
+    arm.build(corpus, vectors, tmp_path)  # rebuild over the same directory
+    assert arm.query(q("", wants_count=True), 5).count == 6
+    arm.close()
+
+
+def test_build_missing_embedding_raises(tmp_path):
+    corpus, vectors = make_tiny()
+    short = Embeddings(ids=vectors.ids[:3], matrix=vectors.matrix[:3])
+    with pytest.raises(ArmError, match="M4"):
+        SqliteHybridArm().build(corpus, short, tmp_path)
