@@ -151,12 +151,7 @@ def _default_sizes() -> dict[str, SizeConfig]:
     }
 
 
-DEFAULT_ARMS: dict[str, dict[str, Any]] = {
-    "file-jsonl": {},
-    "file-vec": {},
-    "sqlite-fts": {},
-    "pg-hnsw": {},
-}
+DEFAULT_ARMS: tuple[str, ...] = ("file-jsonl", "file-vec", "sqlite-fts", "pg-hnsw")
 
 
 class Config(_Strict):
@@ -171,29 +166,38 @@ class Config(_Strict):
     corpus: CorpusConfig = CorpusConfig()
     embedding: EmbeddingConfig = EmbeddingConfig()
     run: RunConfig = RunConfig()
-    arms: dict[str, dict[str, Any]] = Field(
-        default_factory=lambda: dict(DEFAULT_ARMS),
+    arms: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_ARMS),
         min_length=1,
-        description="arm name -> constructor parameters (names from agentmem.arms.ARMS)",
+        description="arms to run, by name (agentmem.arms.ARMS); a list, so that a second "
+        "--configfile replaces it instead of merging",
+    )
+    arm_params: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="arm name -> constructor parameters (only for arms that take any)",
     )
     trials: TrialsConfig = TrialsConfig()
     external: ExternalConfig = ExternalConfig()
 
     @model_validator(mode="after")
     def _cross(self) -> Config:
+        """Check main_size against sizes and arm names/parameters against the registry."""
         if self.main_size not in self.sizes:
             raise ValueError(
                 f"main_size {self.main_size!r} is not among sizes {sorted(self.sizes)}"
             )
         from agentmem.arms import ARMS
 
-        for name, params in self.arms.items():
+        if len(set(self.arms)) != len(self.arms):
+            raise ValueError(f"arms: duplicate names in {self.arms}")
+        for name in [*self.arms, *self.arm_params]:
             if name not in ARMS:
                 raise ValueError(f"arms: unknown arm {name!r}; known arms: {sorted(ARMS)}")
+        for name, params in self.arm_params.items():
             try:
                 inspect.signature(ARMS[name]).bind(**(params or {}))
             except TypeError as exc:
-                raise ValueError(f"arms.{name}: bad parameters {params!r}: {exc}") from None
+                raise ValueError(f"arm_params.{name}: bad parameters {params!r}: {exc}") from None
         return self
 
 

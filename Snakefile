@@ -1,0 +1,27 @@
+# agentmem: the reproducible experiment pipeline for agent-memory storage architectures.
+# Wiring only: see workflow/rules/*.smk for the rules and src/agentmem for the logic.
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+
+
+report: "workflow/report/workflow.rst"
+
+
+include: "workflow/rules/corpus.smk"
+include: "workflow/rules/embed.smk"
+include: "workflow/rules/arms.smk"
+include: "workflow/rules/trials.smk"
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    input:
+        all_targets(),
+    default_target: True

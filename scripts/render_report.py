@@ -1,0 +1,7 @@
+import sys
+
+sys.stderr = open(snakemake.log[0], "w")
+
+from agentmem.report.html import render_report
+
+render_report(snakemake.input.capture, snakemake.input.capabilities, snakemake.output[0])

@@ -1,0 +1,21 @@
+import sys
+
+sys.stderr = open(snakemake.log[0], "w")
+
+from agentmem.runner import run_arm
+
+p = snakemake.params
+build = run_arm(
+    p.arm,
+    p.arm_params,
+    p.corpus_dir,
+    snakemake.input.embeddings,
+    p.store_dir,
+    snakemake.output.runs,
+    snakemake.output.build,
+    snakemake.output.plans,
+    k=p.k,
+    warmup=p.warmup,
+    repeats=p.repeats,
+)
+print(f"build: {build}", file=sys.stderr)

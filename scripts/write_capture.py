@@ -1,0 +1,15 @@
+import sys
+
+sys.stderr = open(snakemake.log[0], "w")
+
+from agentmem.report.capture import write_capture
+
+write_capture(
+    snakemake.input.by_class,
+    list(snakemake.input.builds),
+    snakemake.input.manifest,
+    snakemake.output[0],
+    config=snakemake.params.config,
+    main_size=snakemake.params.main_size,
+    trials={"crash": snakemake.input.crash, "lost_update": snakemake.input.lost_update},
+)

@@ -1,0 +1,135 @@
+"""``results/report/index.html``: a self-contained page of the study's tables.
+
+Built from ``capture.json`` (and the capability grid) only, with a Jinja2 template; no
+external assets, so the file can be mailed or opened offline. nDCG cells are shaded
+(white → green) so the arm × class grid reads as a heatmap.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import polars as pl
+
+from agentmem.corpus.queries import QUERY_CLASSES
+from agentmem.io import write_text
+
+TEMPLATE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<title>agentmem report</title>
+<style>
+body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;margin:1em 0;font-size:.9em}
+th,td{border:1px solid #ccc;padding:.3em .6em;text-align:right}
+th:first-child,td:first-child{text-align:left}
+caption{text-align:left;font-weight:600;padding:.3em 0}
+.note{color:#555;font-size:.9em}
+code{background:#f4f4f4;padding:0 .2em}
+</style></head><body>
+<h1>agentmem: agent memory as a database problem</h1>
+<p class="note">Generated {{ generated }} · main corpus size <code>{{ main_size }}</code> ·
+Python {{ env.python }}, SQLite {{ env.packages.sqlite }}, {{ env.cpus }} CPUs.</p>
+
+<h2>1. The corpus</h2>
+<table><caption>Corpus at size {{ main_size }} (REFERENCE: 8,282 memories, 333 sessions,
+313 queries, 1,218 distractors, 844 superseded)</caption>
+<tr>{% for k in corpus_keys %}<th>{{ k }}</th>{% endfor %}</tr>
+<tr>{% for k in corpus_keys %}<td>{{ corpus[k] }}</td>{% endfor %}</tr></table>
+<table><caption>Queries by class</caption>
+<tr>{% for c, n in corpus.queries_by_class.items() %}<th>{{ c }}</th>{% endfor %}</tr>
+<tr>{% for c, n in corpus.queries_by_class.items() %}<td>{{ n }}</td>{% endfor %}</tr></table>
+
+<h2>2. Retrieval quality and latency per arm</h2>
+<table><caption>Overall (k = 10; latency: median of 3 timed runs after one warm-up)</caption>
+<tr><th>arm</th><th>nDCG@10</th><th>recall@10</th><th>MRR</th><th>precision@10</th>
+<th>exact counts</th><th>p50 ms</th><th>p95 ms</th><th>bytes/memory</th></tr>
+{% for r in overall %}<tr><td>{{ r.arm }}</td><td>{{ f(r.ndcg_at_10) }}</td>
+<td>{{ f(r.recall_at_10) }}</td><td>{{ f(r.mrr) }}</td><td>{{ f(r.precision_at_10) }}</td>
+<td>{{ f(r.exact_count_rate) }}</td><td>{{ f(r.p50_ms, 2) }}</td><td>{{ f(r.p95_ms, 2) }}</td>
+<td>{{ bpm.get(r.arm, '–') }}</td></tr>
+{% endfor %}</table>
+
+<table><caption>nDCG@10 by query class (shaded: darker = better)</caption>
+<tr><th>arm</th>{% for c in classes %}<th>{{ c }}</th>{% endfor %}</tr>
+{% for arm, row in grid.items() %}<tr><td>{{ arm }}</td>{% for c in classes %}
+<td style="background:{{ shade(row.get(c)) }}">{{ f(row.get(c)) }}</td>{% endfor %}</tr>
+{% endfor %}</table>
+
+<h2>3. Storage</h2>
+<table><caption>Bytes on disk from the engine's own accounting</caption>
+<tr><th>arm</th><th>bytes</th><th>bytes/memory</th><th>source</th><th>ingest ms</th><th>index ms</th></tr>
+{% for b in builds %}<tr><td>{{ b.arm }}</td><td>{{ "{:,}".format(b.storage_bytes) }}</td>
+<td>{{ b.bytes_per_memory }}</td><td>{{ b.storage_source }}</td><td>{{ f(b.ingest_ms, 1) }}</td>
+<td>{{ f(b.index_ms, 1) }}</td></tr>{% endfor %}</table>
+
+<h2>4. What each architecture can express</h2>
+<pre>{{ capabilities }}</pre>
+
+{% for name, rows in trials.items() %}
+<h2>{{ loop.index + 4 }}. Trials: {{ name.replace('_', ' ') }}</h2>
+<table><caption>{{ name }} ({{ rows|length }} rows)</caption>
+{% if rows %}<tr>{% for k in rows[0].keys() %}<th>{{ k }}</th>{% endfor %}</tr>{% endif %}
+{% for r in rows %}<tr>{% for v in r.values() %}<td>{{ v }}</td>{% endfor %}</tr>{% endfor %}
+</table>{% endfor %}
+</body></html>
+"""
+
+
+def _f(v: Any, digits: int = 3) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:.{digits}f}"
+    return str(v)
+
+
+def _shade(v: float | None) -> str:
+    if v is None:
+        return "#fff"
+    v = max(0.0, min(1.0, float(v)))
+    g = int(255 - 120 * v)
+    rb = int(255 - 200 * v)
+    return f"rgb({rb},{g + 0},{rb})" if v else "#fff"
+
+
+def _summarise_trials(trials: dict[str, list[dict]]) -> dict[str, list[dict]]:
+    out = {}
+    for name, rows in trials.items():
+        if name == "crash" and rows:
+            df = pl.DataFrame(rows)
+            agg = df.group_by("family", maintain_order=True).agg(
+                trials=pl.len(),
+                unreadable=(~pl.col("readable").cast(pl.Boolean)).sum(),
+                integrity_failed=(~pl.col("integrity_ok").cast(pl.Boolean)).sum(),
+                committed_missing=pl.col("missing_committed").sum(),
+                trials_losing_committed=(pl.col("missing_committed") > 0).sum(),
+            )
+            out["crash (summary per family)"] = agg.to_dicts()
+        else:
+            out[name] = rows
+    return out
+
+
+def render_report(capture: str | Path, capabilities: str | Path, out: str | Path) -> None:
+    """Render ``index.html`` from ``capture.json`` and ``capabilities.md``."""
+    doc = json.loads(Path(capture).read_text())
+    t = pl.DataFrame(doc["by_class"])
+    overall = t.filter(pl.col("query_class") == "all").to_dicts()
+    grid: dict[str, dict[str, float]] = {}
+    for r in t.iter_rows(named=True):
+        grid.setdefault(r["arm"], {})[r["query_class"]] = r["ndcg_at_10"]
+    bpm = {b["arm"]: b["bytes_per_memory"] for b in doc["builds"]}
+    corpus_keys = ["memories", "facts", "sessions", "queries", "distractors", "superseded",
+                   "tokens_per_memory"]
+    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
+    html = env.from_string(TEMPLATE).render(
+        generated=doc["generated_utc"], main_size=doc["main_size"], env=doc["environment"],
+        corpus=doc["corpus"], corpus_keys=corpus_keys, overall=overall, grid=grid,
+        classes=[*QUERY_CLASSES, "all"], builds=doc["builds"], bpm=bpm,
+        capabilities=Path(capabilities).read_text(), trials=_summarise_trials(doc["trials"]),
+        f=_f, shade=_shade,
+    )
+    write_text(out, html)

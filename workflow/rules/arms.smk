@@ -1,0 +1,44 @@
+rule run_arm:
+    input:
+        memories="results/corpus/{size}/memories.parquet",
+        queries="results/corpus/{size}/queries.parquet",
+        embeddings="results/embeddings/{size}.parquet",
+        sources=arm_sources,
+    output:
+        runs="results/runs/{size}/{arm}.parquet",
+        build="results/builds/{size}/{arm}.json",
+        plans="results/plans/{size}/{arm}.json",
+    params:
+        arm="{arm}",
+        arm_params=arm_params,
+        corpus_dir="results/corpus/{size}",
+        store_dir="results/stores/{size}/{arm}",
+        k=CFG.run.k,
+        warmup=CFG.run.warmup,
+        repeats=CFG.run.repeats,
+    log:
+        "results/logs/run_arm/{size}/{arm}.log",
+    threads: 1
+    resources:
+        bench_slot=1,
+        mem_mb=4000,
+    script:
+        "../../scripts/run_arm.py"
+
+
+rule score_run:
+    input:
+        runs="results/runs/{size}/{arm}.parquet",
+        queries="results/corpus/{size}/queries.parquet",
+        qrels="results/corpus/{size}/qrels.parquet",
+    output:
+        "results/metrics/{size}/{arm}.parquet",
+    params:
+        k=CFG.run.k,
+    log:
+        "results/logs/score_run/{size}/{arm}.log",
+    threads: 1
+    resources:
+        mem_mb=1000,
+    script:
+        "../../scripts/score_run.py"

@@ -1,0 +1,74 @@
+# Helpers, config validation and wildcard constraints (no rules here).
+import re
+from pathlib import Path
+
+from snakemake.utils import validate
+
+from agentmem.config import load_config
+
+# 1) the JSON schema generated from the pydantic model (unknown keys, types, ranges) ...
+validate(config, schema="../schemas/config.schema.yaml")
+# 2) ... then the model itself (cross-field checks: main_size in sizes, arm names/params).
+CFG = load_config(config)
+
+SIZES = list(CFG.sizes)
+MAIN = CFG.main_size
+ARM_NAMES = list(CFG.arms)
+CRASH_FAMILIES = list(CFG.trials.crash.families)
+
+
+wildcard_constraints:
+    size="|".join(SIZES),
+    arm="|".join(re.escape(a) for a in ARM_NAMES),
+    family="|".join(re.escape(f) for f in CRASH_FAMILIES),
+
+
+def library_file(relpath):
+    """Absolute path of a file under src/ (listed as an input so edits rerun dependants)."""
+    return str(Path(workflow.basedir) / "src" / relpath)
+
+
+def size_params(wildcards):
+    """Size settings (facts, queries_per_class) for the {size} wildcard, as a dict."""
+    return CFG.sizes[wildcards.size].model_dump()
+
+
+def arm_params(wildcards):
+    """Constructor parameters for the {arm} wildcard, from config `arms:`."""
+    return dict(CFG.arm_params.get(wildcards.arm, {}))
+
+
+def arm_sources(wildcards):
+    """Library files an arm run depends on, so editing them reruns that arm (and only it)."""
+    from agentmem.arms import ARMS
+
+    mod_path = ARMS[wildcards.arm].__module__.replace(".", "/")
+    return [library_file(f"{mod_path}.py"), library_file("agentmem/runner.py")]
+
+
+def main_metrics():
+    """Per-query score tables of every arm at the main size."""
+    return expand("results/metrics/{size}/{arm}.parquet", size=MAIN, arm=ARM_NAMES)
+
+
+def main_builds():
+    """Build records of every arm at the main size."""
+    return expand("results/builds/{size}/{arm}.json", size=MAIN, arm=ARM_NAMES)
+
+
+def crash_tables():
+    """One crash-trial table per configured family."""
+    return expand("results/trials/crash/{family}.csv", family=CRASH_FAMILIES)
+
+
+def all_targets():
+    """Everything `snakemake` builds by default."""
+    return [
+        "results/tables/by_class.csv",
+        "results/tables/by_class.md",
+        "results/tables/capabilities.md",
+        "results/trials/crash.csv",
+        "results/trials/lost_update.csv",
+        "results/capture.json",
+        "results/report/index.html",
+    ]

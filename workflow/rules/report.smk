@@ -1,0 +1,76 @@
+rule tabulate_by_class:
+    input:
+        metrics=main_metrics(),
+    output:
+        csv=report(
+            "results/tables/by_class.csv",
+            caption="../report/by_class.rst",
+            category="Retrieval",
+            labels={"table": "by class (csv)"},
+        ),
+        md="results/tables/by_class.md",
+    params:
+        arms=ARM_NAMES,
+    log:
+        "results/logs/tabulate_by_class.log",
+    threads: 1
+    resources:
+        mem_mb=1000,
+    script:
+        "../../scripts/tabulate_by_class.py"
+
+
+rule tabulate_capabilities:
+    input:
+        library_file("agentmem/arms/__init__.py"),
+    output:
+        report(
+            "results/tables/capabilities.md",
+            caption="../report/capabilities.rst",
+            category="Architectures",
+        ),
+    params:
+        arms=ARM_NAMES,
+    log:
+        "results/logs/tabulate_capabilities.log",
+    threads: 1
+    resources:
+        mem_mb=500,
+    script:
+        "../../scripts/tabulate_capabilities.py"
+
+
+rule write_capture:
+    input:
+        by_class="results/tables/by_class.csv",
+        builds=main_builds(),
+        manifest=f"results/corpus/{MAIN}/manifest.json",
+        crash="results/trials/crash.csv",
+        lost_update="results/trials/lost_update.csv",
+    output:
+        "results/capture.json",
+    params:
+        config=CFG.model_dump(mode="json"),
+        main_size=MAIN,
+    log:
+        "results/logs/write_capture.log",
+    threads: 1
+    resources:
+        mem_mb=500,
+    script:
+        "../../scripts/write_capture.py"
+
+
+rule render_report:
+    input:
+        capture="results/capture.json",
+        capabilities="results/tables/capabilities.md",
+    output:
+        "results/report/index.html",
+    log:
+        "results/logs/render_report.log",
+    threads: 1
+    resources:
+        mem_mb=500,
+    script:
+        "../../scripts/render_report.py"
