@@ -205,7 +205,7 @@ def _format_errors(exc: ValidationError) -> str:
     lines = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        msg = err["msg"]
+        msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = "unknown key"
         lines.append(f"  {loc}: {msg} (got {err.get('input')!r})")

@@ -152,8 +152,9 @@ def embed_texts(
         new_keys = list(todo)
         mat = encode([todo[k] for k in new_keys], batch_size=batch_size, progress=progress)
         cache_path.mkdir(parents=True, exist_ok=True)
-        _write_table(cache_path / f"shard-{uuid.uuid4().hex}.parquet",
-                     _vector_table(None, new_keys, mat))
+        _write_table(
+            cache_path / f"shard-{uuid.uuid4().hex}.parquet", _vector_table(None, new_keys, mat)
+        )
         cache.update(zip(new_keys, mat, strict=True))
     full = np.stack([cache[k] for k in keys]) if keys else np.zeros((0, DIM), np.float32)
     _write_table(Path(out_path), _vector_table(list(ids), keys, full))
@@ -173,8 +174,13 @@ def load_embeddings(path: str | Path) -> Embeddings:
     return Embeddings(ids=t.column("id").to_pylist(), matrix=_matrix(t.column("vector")))
 
 
-def embed_corpus(corpus_dir: str | Path, out_path: str | Path, cache_dir: str | Path,
-                 batch_size: int = 64, progress: bool = True) -> dict[str, int]:
+def embed_corpus(
+    corpus_dir: str | Path,
+    out_path: str | Path,
+    cache_dir: str | Path,
+    batch_size: int = 64,
+    progress: bool = True,
+) -> dict[str, int]:
     """Embed every memory body and query text of a corpus directory (one shared table)."""
     d = Path(corpus_dir)
     mem = pl.read_parquet(d / "memories.parquet", columns=["memory_id", "body"])

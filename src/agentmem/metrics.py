@@ -70,8 +70,9 @@ def ndcg_at_k(ranked: Sequence[str], relevant: set[str], k: int = 10) -> float:
     return dcg / ideal
 
 
-def per_query(runs: pl.DataFrame, qrels: pl.DataFrame, queries: pl.DataFrame,
-              k: int = 10) -> pl.DataFrame:
+def per_query(
+    runs: pl.DataFrame, qrels: pl.DataFrame, queries: pl.DataFrame, k: int = 10
+) -> pl.DataFrame:
     """Score every query of one arm's run.
 
     Args:
@@ -111,22 +112,33 @@ def per_query(runs: pl.DataFrame, qrels: pl.DataFrame, queries: pl.DataFrame,
             raise ValueError(f"query {qid} has no qrels")
         r, R = ranked[qid], rel[qid]
         exp = row["expected_count"]
-        out.append({
-            "query_id": qid,
-            "query_class": row["class"],
-            "ndcg_at_10": ndcg_at_k(r, R, k),
-            "recall_at_10": recall_at_k(r, R, k),
-            "mrr": reciprocal_rank(r, R, k),
-            "precision_at_10": precision_at_k(r, R, k),
-            "returned": min(len(r), k),
-            "exact_count": None if exp is None else (count[qid] == exp),
-            "latency_ms": lat[qid],
-        })
-    return pl.DataFrame(out, schema={
-        "query_id": pl.String, "query_class": pl.String, "ndcg_at_10": pl.Float64,
-        "recall_at_10": pl.Float64, "mrr": pl.Float64, "precision_at_10": pl.Float64,
-        "returned": pl.Int32, "exact_count": pl.Boolean, "latency_ms": pl.Float64,
-    })
+        out.append(
+            {
+                "query_id": qid,
+                "query_class": row["class"],
+                "ndcg_at_10": ndcg_at_k(r, R, k),
+                "recall_at_10": recall_at_k(r, R, k),
+                "mrr": reciprocal_rank(r, R, k),
+                "precision_at_10": precision_at_k(r, R, k),
+                "returned": min(len(r), k),
+                "exact_count": None if exp is None else (count[qid] == exp),
+                "latency_ms": lat[qid],
+            }
+        )
+    return pl.DataFrame(
+        out,
+        schema={
+            "query_id": pl.String,
+            "query_class": pl.String,
+            "ndcg_at_10": pl.Float64,
+            "recall_at_10": pl.Float64,
+            "mrr": pl.Float64,
+            "precision_at_10": pl.Float64,
+            "returned": pl.Int32,
+            "exact_count": pl.Boolean,
+            "latency_ms": pl.Float64,
+        },
+    )
 
 
 def summarize(scores: pl.DataFrame) -> pl.DataFrame:
@@ -150,8 +162,9 @@ def summarize(scores: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def bootstrap_ci(values: Sequence[float], n_boot: int = 2000, alpha: float = 0.05,
-                 seed: int = 0) -> tuple[float, float]:
+def bootstrap_ci(
+    values: Sequence[float], n_boot: int = 2000, alpha: float = 0.05, seed: int = 0
+) -> tuple[float, float]:
     """Percentile bootstrap CI of the mean (Efron & Tibshirani 1993).
 
     Returns:

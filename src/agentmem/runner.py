@@ -32,7 +32,10 @@ from agentmem.io import write_json, write_parquet
 log = logging.getLogger(__name__)
 
 RUN_SCHEMA = {
-    "query_id": pl.String, "rank": pl.Int32, "memory_id": pl.String, "count": pl.Int64,
+    "query_id": pl.String,
+    "rank": pl.Int32,
+    "memory_id": pl.String,
+    "count": pl.Int64,
     "latency_ms": pl.Float64,
 }
 
@@ -48,7 +51,9 @@ def make_arm(name: str, params: dict[str, Any] | None = None) -> Arm:
     return ARMS[name](**(params or {}))
 
 
-def time_query(arm: Arm, q: Query, k: int, warmup: int = 1, repeats: int = 3) -> tuple[Result, float]:
+def time_query(
+    arm: Arm, q: Query, k: int, warmup: int = 1, repeats: int = 3
+) -> tuple[Result, float]:
     """Run ``q`` ``warmup`` times untimed, then ``repeats`` times timed.
 
     Returns:
@@ -72,10 +77,25 @@ def run_rows(query_id: str, res: Result, latency_ms: float, k: int) -> list[dict
     """Rows of the runs table for one query (one per rank; one null row if empty)."""
     ids = res.memory_ids[:k]
     if not ids:
-        return [{"query_id": query_id, "rank": None, "memory_id": None, "count": res.count,
-                 "latency_ms": latency_ms}]
-    return [{"query_id": query_id, "rank": r, "memory_id": m, "count": res.count,
-             "latency_ms": latency_ms} for r, m in enumerate(ids, start=1)]
+        return [
+            {
+                "query_id": query_id,
+                "rank": None,
+                "memory_id": None,
+                "count": res.count,
+                "latency_ms": latency_ms,
+            }
+        ]
+    return [
+        {
+            "query_id": query_id,
+            "rank": r,
+            "memory_id": m,
+            "count": res.count,
+            "latency_ms": latency_ms,
+        }
+        for r, m in enumerate(ids, start=1)
+    ]
 
 
 def run_arm(
@@ -119,14 +139,18 @@ def run_arm(
         stats = arm.build(corpus, vectors, store)
         build_wall = (time.perf_counter() - t0) * 1000
         storage = arm.storage()
-        for q in tqdm(queries, desc=f"{arm_name}: queries", unit="q", disable=not progress,
-                      mininterval=2.0):
+        for q in tqdm(
+            queries, desc=f"{arm_name}: queries", unit="q", disable=not progress, mininterval=2.0
+        ):
             res, ms = time_query(arm, q, k, warmup, repeats)
             rows.extend(run_rows(q.query_id, res, ms, k))
         for q in queries:
             if q.query_class not in plans:
-                plans[q.query_class] = {"query_id": q.query_id, "text": q.text,
-                                        "plan": arm.explain(q)}
+                plans[q.query_class] = {
+                    "query_id": q.query_id,
+                    "text": q.text,
+                    "plan": arm.explain(q),
+                }
     finally:
         arm.close()
     n = corpus.memories.height

@@ -98,7 +98,9 @@ class Predicate:
             try:
                 return cls(field, str(op), int(str(value)))
             except ValueError as exc:
-                raise ValueError(f"created_day predicate value {value!r} is not an integer") from exc
+                raise ValueError(
+                    f"created_day predicate value {value!r} is not an integer"
+                ) from exc
         return cls(field, str(op), value)
 
     def matches(self, row: dict[str, Any]) -> bool:

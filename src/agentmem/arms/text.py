@@ -69,7 +69,7 @@ def fts5_match(text: str) -> str | None:
 
 
 def like_pattern(term: str) -> str:
-    """Return a ``LIKE … ESCAPE '\\'`` pattern matching ``term`` as a substring.
+    r"""Return a ``LIKE … ESCAPE '\\'`` pattern matching ``term`` as a substring.
 
     ``%``, ``_`` and ``\\`` in the term are escaped so they match literally.
     """

@@ -93,7 +93,9 @@ def _unique_pairs(rng: random.Random, a: int, b: int, count: int) -> list[tuple[
     return [divmod(x, b) for x in rng.sample(range(a * b), count)]
 
 
-def build_world(rng: random.Random, n_facts: int, opts: CorpusConfig) -> tuple[list[Fact], pl.DataFrame]:
+def build_world(
+    rng: random.Random, n_facts: int, opts: CorpusConfig
+) -> tuple[list[Fact], pl.DataFrame]:
     """Draw the entities and one fact per non-service record.
 
     Returns:
@@ -124,7 +126,9 @@ def build_world(rng: random.Random, n_facts: int, opts: CorpusConfig) -> tuple[l
     # config: unique (service, attribute)
     attrs = list(T.CONFIG_ATTRIBUTES)
     ids = _identifiers(rng, "CFG", counts["config"])
-    for rid, (si, ai) in zip(ids, _unique_pairs(rng, n_services, len(attrs), len(ids)), strict=True):
+    for rid, (si, ai) in zip(
+        ids, _unique_pairs(rng, n_services, len(attrs), len(ids)), strict=True
+    ):
         sid, svc = services[si]
         attr = attrs[ai]
         v, vp = rng.choice(T.CONFIG_ATTRIBUTES[attr]["values"])
@@ -165,8 +169,18 @@ def build_world(rng: random.Random, n_facts: int, opts: CorpusConfig) -> tuple[l
         task, taskp = T.RUNBOOK_TASKS[ti]
         v, vp = rng.choice(T.RUNBOOK_STEPS)
         facts.append(
-            Fact("", "runbook", rid, sid, svc, "first_step", v, vp, day(),
-                 {"task": task, "taskp": taskp})
+            Fact(
+                "",
+                "runbook",
+                rid,
+                sid,
+                svc,
+                "first_step",
+                v,
+                vp,
+                day(),
+                {"task": task, "taskp": taskp},
+            )
         )
         entity_rows.append((rid, "runbook", f"{task} runbook for {svc}", sid))
 
@@ -175,8 +189,12 @@ def build_world(rng: random.Random, n_facts: int, opts: CorpusConfig) -> tuple[l
         f.fact_id = f"F{i + 1:06d}"
     entities = pl.DataFrame(
         entity_rows,
-        schema={"entity_id": pl.String, "type": pl.String, "name": pl.String,
-                "service_id": pl.String},
+        schema={
+            "entity_id": pl.String,
+            "type": pl.String,
+            "name": pl.String,
+            "service_id": pl.String,
+        },
         orient="row",
     ).sort("entity_id")
     return facts, entities
@@ -189,8 +207,10 @@ def _fields(f: Fact, value: str, value_para: str) -> dict[str, str]:
 def render_id(rng: random.Random, f: Fact) -> str:
     """An identifier-bearing sentence for fact ``f`` (carries ``f.rid`` and ``f.sid``)."""
     forms = {
-        "config": T.CONFIG_ID_FORMS, "incident": T.INCIDENT_ID_FORMS,
-        "decision": T.DECISION_ID_FORMS, "person": T.PERSON_ID_FORMS,
+        "config": T.CONFIG_ID_FORMS,
+        "incident": T.INCIDENT_ID_FORMS,
+        "decision": T.DECISION_ID_FORMS,
+        "person": T.PERSON_ID_FORMS,
         "runbook": T.RUNBOOK_ID_FORMS,
     }[f.rtype]
     return rng.choice(forms).format(**_fields(f, f.value, f.value_para))
@@ -201,8 +221,12 @@ def render_para(rng: random.Random, f: Fact) -> str:
     if f.rtype == "config":
         forms = T.CONFIG_ATTRIBUTES[f.predicate]["para"]
     else:
-        forms = {"incident": T.INCIDENT_PARA, "decision": T.DECISION_PARA,
-                 "person": T.PERSON_PARA, "runbook": T.RUNBOOK_PARA}[f.rtype]
+        forms = {
+            "incident": T.INCIDENT_PARA,
+            "decision": T.DECISION_PARA,
+            "person": T.PERSON_PARA,
+            "runbook": T.RUNBOOK_PARA,
+        }[f.rtype]
     return rng.choice(forms).format(**_fields(f, f.value, f.value_para))
 
 
@@ -211,8 +235,12 @@ def semantic_question(f: Fact) -> str:
     if f.rtype == "config":
         q = T.CONFIG_ATTRIBUTES[f.predicate]["question"]
     else:
-        q = {"incident": T.INCIDENT_QUESTION, "decision": T.DECISION_QUESTION,
-             "person": T.PERSON_QUESTION, "runbook": T.RUNBOOK_QUESTION}[f.rtype]
+        q = {
+            "incident": T.INCIDENT_QUESTION,
+            "decision": T.DECISION_QUESTION,
+            "person": T.PERSON_QUESTION,
+            "runbook": T.RUNBOOK_QUESTION,
+        }[f.rtype]
     return q.format(**_fields(f, f.value, f.value_para))
 
 
@@ -236,9 +264,13 @@ def render_correction(f: Fact) -> str:
     d = _fields(f, f.new_value or "", f.new_value_para or "")
     d["old"] = f.value
     d["new_rid"] = f.new_value or ""
-    form = {"config": T.CONFIG_CORRECTION, "incident": T.INCIDENT_CORRECTION,
-            "decision": T.DECISION_CORRECTION, "person": T.PERSON_CORRECTION,
-            "runbook": T.RUNBOOK_CORRECTION}[f.rtype]
+    form = {
+        "config": T.CONFIG_CORRECTION,
+        "incident": T.INCIDENT_CORRECTION,
+        "decision": T.DECISION_CORRECTION,
+        "person": T.PERSON_CORRECTION,
+        "runbook": T.RUNBOOK_CORRECTION,
+    }[f.rtype]
     return form.format(**d)
 
 
@@ -279,7 +311,11 @@ def generate(size: SizeConfig, opts: CorpusConfig) -> Generated:
     mems: list[Mem] = []
     for i, f in enumerate(facts):
         heavy = (i + 1) % rs.every_nth_heavy == 0
-        n = rng.randint(rs.heavy_min, rs.heavy_max) if heavy else rng.randint(rs.light_min, rs.light_max)
+        n = (
+            rng.randint(rs.heavy_min, rs.heavy_max)
+            if heavy
+            else rng.randint(rs.light_min, rs.light_max)
+        )
         sup = f.fact_id in superseded_ids
         end = opts.correction_day - 1 if sup else opts.days - 1
         kind = RECORD_TYPES[f.rtype][2]
@@ -293,22 +329,54 @@ def generate(size: SizeConfig, opts: CorpusConfig) -> Generated:
             source, prefix = _source_and_prefix(rng)
             day = f.valid_from_day if j == 0 else rng.randint(f.valid_from_day, end)
             ents = [f.rid, f.sid]
-            mems.append(Mem(prefix + text, day, kind, f.fact_id, source,
-                            round(rng.uniform(0.5, 1.0), 3), ents, form, rng.random(), sup))
+            mems.append(
+                Mem(
+                    prefix + text,
+                    day,
+                    kind,
+                    f.fact_id,
+                    source,
+                    round(rng.uniform(0.5, 1.0), 3),
+                    ents,
+                    form,
+                    rng.random(),
+                    sup,
+                )
+            )
         if sup:
             f.new_value, f.new_value_para = _pick_new_value(rng, f, people)
             ents = [f.rid, f.sid] + ([f.new_value] if f.rtype == "person" else [])
-            mems.append(Mem(render_correction(f), opts.correction_day, kind, f.fact_id,
-                            "agent_summary", round(rng.uniform(0.5, 1.0), 3), ents,
-                            "correction", rng.random()))
+            mems.append(
+                Mem(
+                    render_correction(f),
+                    opts.correction_day,
+                    kind,
+                    f.fact_id,
+                    "agent_summary",
+                    round(rng.uniform(0.5, 1.0), 3),
+                    ents,
+                    "correction",
+                    rng.random(),
+                )
+            )
 
     n_distractors = round(len(mems) * opts.distractor_ratio)
     for _ in range(n_distractors):
         f = rng.choice(facts)
         source, _prefix = _source_and_prefix(rng)
-        mems.append(Mem(rng.choice(T.DISTRACTORS).format(rid=f.rid), rng.randrange(opts.days),
-                        "episodic", None, source, round(rng.uniform(0.5, 1.0), 3), [f.rid],
-                        "distractor", rng.random()))
+        mems.append(
+            Mem(
+                rng.choice(T.DISTRACTORS).format(rid=f.rid),
+                rng.randrange(opts.days),
+                "episodic",
+                None,
+                source,
+                round(rng.uniform(0.5, 1.0), 3),
+                [f.rid],
+                "distractor",
+                rng.random(),
+            )
+        )
 
     # time order -> ids, sessions
     mems.sort(key=lambda m: (m.day, m.tie))
@@ -353,10 +421,19 @@ def generate(size: SizeConfig, opts: CorpusConfig) -> Generated:
             "form": [m.form for m in mems],
         },
         schema={
-            "memory_id": pl.String, "session_id": pl.String, "turn_no": pl.Int32,
-            "seq": pl.Int64, "kind": pl.String, "body": pl.String, "fact_id": pl.String,
-            "created_day": pl.Int32, "source": pl.String, "confidence": pl.Float64,
-            "superseded_by": pl.String, "tokens": pl.Int32, "entity_ids": pl.List(pl.String),
+            "memory_id": pl.String,
+            "session_id": pl.String,
+            "turn_no": pl.Int32,
+            "seq": pl.Int64,
+            "kind": pl.String,
+            "body": pl.String,
+            "fact_id": pl.String,
+            "created_day": pl.Int32,
+            "source": pl.String,
+            "confidence": pl.Float64,
+            "superseded_by": pl.String,
+            "tokens": pl.Int32,
+            "entity_ids": pl.List(pl.String),
             "form": pl.String,
         },
     )
@@ -374,13 +451,22 @@ def generate(size: SizeConfig, opts: CorpusConfig) -> Generated:
             "corrected_day": [opts.correction_day if f.new_value else None for f in facts],
             "correction_memory_id": [correction_of.get(f.fact_id) for f in facts],
         },
-        schema_overrides={"valid_from_day": pl.Int32, "corrected_day": pl.Int32,
-                          "corrected_value": pl.String, "correction_memory_id": pl.String},
+        schema_overrides={
+            "valid_from_day": pl.Int32,
+            "corrected_day": pl.Int32,
+            "corrected_value": pl.String,
+            "correction_memory_id": pl.String,
+        },
     ).sort("fact_id")
     sessions = pl.DataFrame(
         session_rows,
-        schema={"session_id": pl.String, "agent_id": pl.String, "start_day": pl.Int32,
-                "end_day": pl.Int32, "memories": pl.Int32},
+        schema={
+            "session_id": pl.String,
+            "agent_id": pl.String,
+            "start_day": pl.Int32,
+            "end_day": pl.Int32,
+            "memories": pl.Int32,
+        },
         orient="row",
     )
     agents_df = pl.DataFrame({"agent_id": agents, "role": AGENT_NAMES})

@@ -50,8 +50,13 @@ def write_corpus(out_dir: str | Path, size: SizeConfig, opts: CorpusConfig) -> d
     g = generate(size, opts)
     queries, qrels = make_queries(g.memories, g.fact_objects, size.queries_per_class, opts)
     tables = {
-        "memories": g.memories, "facts": g.facts, "entities": g.entities,
-        "sessions": g.sessions, "agents": g.agents, "queries": queries, "qrels": qrels,
+        "memories": g.memories,
+        "facts": g.facts,
+        "entities": g.entities,
+        "sessions": g.sessions,
+        "agents": g.agents,
+        "queries": queries,
+        "qrels": qrels,
     }
     for name, df in tables.items():
         write_parquet(out / f"{name}.parquet", df)
@@ -127,13 +132,21 @@ def load_queries(corpus_dir: str | Path, vectors: Embeddings) -> list[Query]:
     for row in df.iter_rows(named=True):
         try:
             emb = vectors.get([row["query_id"]])[0]
-            pred = Predicate.parse(row["predicate_field"], row["predicate_op"],
-                                   row["predicate_value"])
+            pred = Predicate.parse(
+                row["predicate_field"], row["predicate_op"], row["predicate_value"]
+            )
         except (KeyError, ValueError) as exc:
             raise CorpusError(f"{d / 'queries.parquet'}: query {row['query_id']}: {exc}") from None
-        out.append(Query(query_id=row["query_id"], text=row["text"],
-                         embedding=np.asarray(emb, dtype=np.float32), predicate=pred,
-                         wants_count=row["class"] == "aggregate", query_class=row["class"]))
+        out.append(
+            Query(
+                query_id=row["query_id"],
+                text=row["text"],
+                embedding=np.asarray(emb, dtype=np.float32),
+                predicate=pred,
+                wants_count=row["class"] == "aggregate",
+                query_class=row["class"],
+            )
+        )
     return out
 
 

@@ -30,7 +30,14 @@ from agentmem.corpus import templates as T
 from agentmem.corpus.generate import Fact, semantic_question
 
 QUERY_CLASSES = (
-    "lexical", "semantic", "temporal", "provenance", "currency", "aggregate", "negation", "hybrid",
+    "lexical",
+    "semantic",
+    "temporal",
+    "provenance",
+    "currency",
+    "aggregate",
+    "negation",
+    "hybrid",
 )
 SIMILARITY_EXPRESSIBLE = {"lexical", "semantic", "hybrid"}
 
@@ -81,11 +88,18 @@ def make_queries(
 
     def add(cls: str, text: str, rel: list[str], pred=(None, None, None), count=None) -> None:  # noqa: ANN001
         qid = f"{cls}-{sum(q['class'] == cls for q in queries) + 1:03d}"
-        queries.append({
-            "query_id": qid, "class": cls, "text": text,
-            "predicate_field": pred[0], "predicate_op": pred[1], "predicate_value": pred[2],
-            "expected_count": count, "similarity_expressible": cls in SIMILARITY_EXPRESSIBLE,
-        })
+        queries.append(
+            {
+                "query_id": qid,
+                "class": cls,
+                "text": text,
+                "predicate_field": pred[0],
+                "predicate_op": pred[1],
+                "predicate_value": pred[2],
+                "expected_count": count,
+                "similarity_expressible": cls in SIMILARITY_EXPRESSIBLE,
+            }
+        )
         qrels.extend((qid, m) for m in sorted(rel))
 
     def forms(rows: list[dict]) -> set[str]:
@@ -100,27 +114,52 @@ def make_queries(
         add("currency", text, rel, ("superseded_by", "is_null", None))
     for f in take("negation", sup):
         rel = [r["memory_id"] for r in by_fact[f.fact_id] if r["form"] == "correction"]
-        add("negation", rng.choice(T.NEGATION_QUESTIONS).format(rid=f.rid), rel,
-            ("superseded_by", "is_null", None))
+        add(
+            "negation",
+            rng.choice(T.NEGATION_QUESTIONS).format(rid=f.rid),
+            rel,
+            ("superseded_by", "is_null", None),
+        )
     cut = opts.temporal_cutoff_day
-    for f in take("temporal", lambda f, rows: f.rtype == "config" and not sup(f, rows)
-                  and any(r["created_day"] <= cut for r in rows)
-                  and any(r["created_day"] > cut for r in rows)):
+    for f in take(
+        "temporal",
+        lambda f, rows: (
+            f.rtype == "config"
+            and not sup(f, rows)
+            and any(r["created_day"] <= cut for r in rows)
+            and any(r["created_day"] > cut for r in rows)
+        ),
+    ):
         rel = [r["memory_id"] for r in by_fact[f.fact_id] if r["created_day"] <= cut]
-        add("temporal", T.TEMPORAL_QUESTION.format(day=cut, attr=f.predicate, sid=f.sid), rel,
-            ("created_day", "<=", str(cut)))
+        add(
+            "temporal",
+            T.TEMPORAL_QUESTION.format(day=cut, attr=f.predicate, sid=f.sid),
+            rel,
+            ("created_day", "<=", str(cut)),
+        )
     for f in take("aggregate", lambda f, rows: len(rows) >= 4):
         rows = by_fact[f.fact_id]
-        add("aggregate", rng.choice(T.AGGREGATE_QUESTIONS).format(rid=f.rid),
-            [r["memory_id"] for r in rows], ("fact_id", "=", f.fact_id), len(rows))
-    for f in take("hybrid", lambda f, rows: len(rows) >= 3 and not sup(f, rows)
-                  and {"id", "para"} <= forms(rows)):
+        add(
+            "aggregate",
+            rng.choice(T.AGGREGATE_QUESTIONS).format(rid=f.rid),
+            [r["memory_id"] for r in rows],
+            ("fact_id", "=", f.fact_id),
+            len(rows),
+        )
+    for f in take(
+        "hybrid",
+        lambda f, rows: len(rows) >= 3 and not sup(f, rows) and {"id", "para"} <= forms(rows),
+    ):
         text = T.HYBRID_PREFIX.format(rid=f.rid) + semantic_question(f)
         add("hybrid", text, [r["memory_id"] for r in by_fact[f.fact_id]])
-    for f in take("lexical", lambda f, rows: len(rows) >= 2 and not sup(f, rows)
-                  and f.rid in distracted):
-        add("lexical", rng.choice(T.LEXICAL_QUESTIONS).format(rid=f.rid),
-            [r["memory_id"] for r in by_fact[f.fact_id]])
+    for f in take(
+        "lexical", lambda f, rows: len(rows) >= 2 and not sup(f, rows) and f.rid in distracted
+    ):
+        add(
+            "lexical",
+            rng.choice(T.LEXICAL_QUESTIONS).format(rid=f.rid),
+            [r["memory_id"] for r in by_fact[f.fact_id]],
+        )
     for f in take("semantic", lambda f, rows: not sup(f, rows) and "para" in forms(rows)):
         rel = [r["memory_id"] for r in by_fact[f.fact_id] if r["form"] == "para"]
         add("semantic", semantic_question(f), rel)
@@ -129,18 +168,29 @@ def make_queries(
     for sid, mid in zip(memories["session_id"], memories["memory_id"], strict=True):
         by_session[sid].append(mid)
     for sid in rng.sample(sessions, min(per_class, len(sessions))):
-        add("provenance", rng.choice(T.PROVENANCE_QUESTIONS).format(session=sid),
-            by_session[sid], ("session_id", "=", sid))
+        add(
+            "provenance",
+            rng.choice(T.PROVENANCE_QUESTIONS).format(session=sid),
+            by_session[sid],
+            ("session_id", "=", sid),
+        )
 
     rank = {c: i for i, c in enumerate(QUERY_CLASSES)}
     queries.sort(key=lambda q: (rank[q["class"]], q["query_id"]))
     qdf = pl.DataFrame(
         queries,
-        schema={"query_id": pl.String, "class": pl.String, "text": pl.String,
-                "predicate_field": pl.String, "predicate_op": pl.String,
-                "predicate_value": pl.String, "expected_count": pl.Int32,
-                "similarity_expressible": pl.Boolean},
+        schema={
+            "query_id": pl.String,
+            "class": pl.String,
+            "text": pl.String,
+            "predicate_field": pl.String,
+            "predicate_op": pl.String,
+            "predicate_value": pl.String,
+            "expected_count": pl.Int32,
+            "similarity_expressible": pl.Boolean,
+        },
     )
-    rdf = pl.DataFrame(qrels, schema={"query_id": pl.String, "memory_id": pl.String},
-                       orient="row").with_columns(grade=pl.lit(1, dtype=pl.Int8))
+    rdf = pl.DataFrame(
+        qrels, schema={"query_id": pl.String, "memory_id": pl.String}, orient="row"
+    ).with_columns(grade=pl.lit(1, dtype=pl.Int8))
     return qdf, rdf.sort("query_id", "memory_id")

@@ -43,74 +43,134 @@ LAST_NAMES = (
 #               currency phrase)
 CONFIG_ATTRIBUTES: dict[str, dict] = {
     "request timeout": {
-        "values": [("30s", "half a minute"), ("5s", "five seconds"), ("60s", "a full minute"),
-                   ("120s", "two minutes"), ("10s", "ten seconds"), ("90s", "ninety seconds")],
-        "para": ["The {svc} gives up on a request after {vp}.",
-                 "Calls into the {svc} are abandoned once {vp} has passed without an answer."],
+        "values": [
+            ("30s", "half a minute"),
+            ("5s", "five seconds"),
+            ("60s", "a full minute"),
+            ("120s", "two minutes"),
+            ("10s", "ten seconds"),
+            ("90s", "ninety seconds"),
+        ],
+        "para": [
+            "The {svc} gives up on a request after {vp}.",
+            "Calls into the {svc} are abandoned once {vp} has passed without an answer.",
+        ],
         "question": "How long does the {svc} wait on a call before it gives up?",
     },
     "retry limit": {
-        "values": [("3", "three attempts"), ("5", "five attempts"), ("0", "no second attempt"),
-                   ("10", "ten attempts"), ("1", "a single extra attempt")],
-        "para": ["When a call fails, the {svc} tries again up to {vp}.",
-                 "The {svc} is allowed {vp} before it reports a failure."],
+        "values": [
+            ("3", "three attempts"),
+            ("5", "five attempts"),
+            ("0", "no second attempt"),
+            ("10", "ten attempts"),
+            ("1", "a single extra attempt"),
+        ],
+        "para": [
+            "When a call fails, the {svc} tries again up to {vp}.",
+            "The {svc} is allowed {vp} before it reports a failure.",
+        ],
         "question": "How many times will the {svc} try again after a failed call?",
     },
     "connection pool size": {
-        "values": [("20", "twenty connections"), ("50", "fifty connections"),
-                   ("100", "a hundred connections"), ("8", "eight connections")],
-        "para": ["The {svc} keeps {vp} open to its database at most.",
-                 "At most {vp} to the database are held by the {svc}."],
+        "values": [
+            ("20", "twenty connections"),
+            ("50", "fifty connections"),
+            ("100", "a hundred connections"),
+            ("8", "eight connections"),
+        ],
+        "para": [
+            "The {svc} keeps {vp} open to its database at most.",
+            "At most {vp} to the database are held by the {svc}.",
+        ],
         "question": "How many database connections can the {svc} hold open?",
     },
     "cache TTL": {
-        "values": [("300s", "five minutes"), ("3600s", "one hour"), ("86400s", "a whole day"),
-                   ("60s", "one minute")],
-        "para": ["Cached answers in the {svc} stay fresh for {vp}.",
-                 "The {svc} throws away a cached entry after {vp}."],
+        "values": [
+            ("300s", "five minutes"),
+            ("3600s", "one hour"),
+            ("86400s", "a whole day"),
+            ("60s", "one minute"),
+        ],
+        "para": [
+            "Cached answers in the {svc} stay fresh for {vp}.",
+            "The {svc} throws away a cached entry after {vp}.",
+        ],
         "question": "How long do cached entries live in the {svc} before they expire?",
     },
     "batch size": {
-        "values": [("500", "five hundred items"), ("1000", "a thousand items"),
-                   ("64", "sixty-four items"), ("250", "two hundred and fifty items")],
-        "para": ["The {svc} processes work in chunks of {vp}.",
-                 "Each chunk the {svc} handles holds {vp}."],
+        "values": [
+            ("500", "five hundred items"),
+            ("1000", "a thousand items"),
+            ("64", "sixty-four items"),
+            ("250", "two hundred and fifty items"),
+        ],
+        "para": [
+            "The {svc} processes work in chunks of {vp}.",
+            "Each chunk the {svc} handles holds {vp}.",
+        ],
         "question": "How big are the chunks of work the {svc} processes at once?",
     },
     "log level": {
-        "values": [("DEBUG", "every debugging detail"), ("WARN", "only warnings and worse"),
-                   ("ERROR", "nothing but errors"), ("INFO", "routine informational lines")],
-        "para": ["The {svc} writes {vp} to its logs.",
-                 "Logging in the {svc} is set to record {vp}."],
+        "values": [
+            ("DEBUG", "every debugging detail"),
+            ("WARN", "only warnings and worse"),
+            ("ERROR", "nothing but errors"),
+            ("INFO", "routine informational lines"),
+        ],
+        "para": [
+            "The {svc} writes {vp} to its logs.",
+            "Logging in the {svc} is set to record {vp}.",
+        ],
         "question": "How much detail does the {svc} write to its logs?",
     },
     "replica count": {
-        "values": [("3", "three copies"), ("5", "five copies"), ("2", "two copies"),
-                   ("7", "seven copies")],
-        "para": ["The {svc} runs as {vp} side by side.",
-                 "We keep {vp} of the {svc} running at all times."],
+        "values": [
+            ("3", "three copies"),
+            ("5", "five copies"),
+            ("2", "two copies"),
+            ("7", "seven copies"),
+        ],
+        "para": [
+            "The {svc} runs as {vp} side by side.",
+            "We keep {vp} of the {svc} running at all times.",
+        ],
         "question": "How many copies of the {svc} do we keep running?",
     },
     "rate limit": {
-        "values": [("100/s", "a hundred requests each second"),
-                   ("1000/s", "a thousand requests each second"),
-                   ("20/s", "twenty requests each second")],
-        "para": ["The {svc} accepts no more than {vp}.",
-                 "Traffic to the {svc} is throttled at {vp}."],
+        "values": [
+            ("100/s", "a hundred requests each second"),
+            ("1000/s", "a thousand requests each second"),
+            ("20/s", "twenty requests each second"),
+        ],
+        "para": [
+            "The {svc} accepts no more than {vp}.",
+            "Traffic to the {svc} is throttled at {vp}.",
+        ],
         "question": "How much traffic per second will the {svc} accept before throttling?",
     },
     "memory limit": {
-        "values": [("512Mi", "half a gigabyte"), ("2Gi", "two gigabytes"),
-                   ("8Gi", "eight gigabytes"), ("256Mi", "a quarter of a gigabyte")],
-        "para": ["The {svc} may use {vp} of RAM before it is killed.",
-                 "Each copy of the {svc} is capped at {vp} of memory."],
+        "values": [
+            ("512Mi", "half a gigabyte"),
+            ("2Gi", "two gigabytes"),
+            ("8Gi", "eight gigabytes"),
+            ("256Mi", "a quarter of a gigabyte"),
+        ],
+        "para": [
+            "The {svc} may use {vp} of RAM before it is killed.",
+            "Each copy of the {svc} is capped at {vp} of memory.",
+        ],
         "question": "How much RAM may the {svc} use before it gets killed?",
     },
     "max payload": {
-        "values": [("1MB", "one megabyte"), ("10MB", "ten megabytes"),
-                   ("64KB", "sixty-four kilobytes")],
-        "para": ["The {svc} refuses bodies larger than {vp}.",
-                 "Uploads to the {svc} must stay under {vp}."],
+        "values": [
+            ("1MB", "one megabyte"),
+            ("10MB", "ten megabytes"),
+            ("64KB", "sixty-four kilobytes"),
+        ],
+        "para": [
+            "The {svc} refuses bodies larger than {vp}.",
+            "Uploads to the {svc} must stay under {vp}.",
+        ],
         "question": "What is the largest request body the {svc} will accept?",
     },
 }
@@ -130,8 +190,10 @@ INCIDENT_CAUSES = [
     ("a memory leak in the worker pool", "its workers slowly ate all available memory"),
     ("connection pool exhaustion", "it ran out of database connections"),
     ("clock skew between nodes", "the machines disagreed about what time it was"),
-    ("a thundering herd after a cache flush", "everyone hit the backend at once after the "
-     "cache was emptied"),
+    (
+        "a thundering herd after a cache flush",
+        "everyone hit the backend at once after the cache was emptied",
+    ),
     ("a network partition in zone B", "part of the network got cut off from the rest"),
     ("a runaway cron job", "a scheduled task kept spawning copies of itself"),
     ("a schema migration lock", "a database change held a lock for far too long"),

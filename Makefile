@@ -1,0 +1,41 @@
+# agentmem — two commands: `make reproduce` (the study) and `make test` (the checks).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+CORES ?= 16
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: help install reproduce test lint bench schema clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	# torch is pinned (==2.13.0) in pyproject: the CPU wheel; an unpinned torch pulls CUDA builds
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $@
+
+install: $(STAMP)  ## create .venv if missing and install the project
+
+reproduce: $(STAMP)  ## run the whole study (snakemake --cores $(CORES)) and print the report path
+	$(BIN)/snakemake --cores $(CORES)
+	@echo
+	@echo "Report: $(CURDIR)/results/report/index.html"
+	@echo "Tables: $(CURDIR)/results/tables/"
+
+lint: $(STAMP)  ## ruff + snakemake --lint
+	$(BIN)/ruff check src tests scripts
+	$(BIN)/ruff format --check src tests scripts
+	$(BIN)/snakemake --lint --cores 1
+
+test: lint  ## lint, then pytest (unit, arm conformance, bad input, end-to-end smoke run)
+	$(BIN)/pytest -q
+
+schema: $(STAMP)  ## regenerate workflow/schemas/config.schema.yaml from the pydantic model
+	$(BIN)/python -m agentmem.config
+
+clean:  ## remove results/ and .snakemake/ (keeps .venv)
+	rm -rf results .snakemake

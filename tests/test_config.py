@@ -1,0 +1,52 @@
+"""The config model, its generated schema, and validation errors that name the key."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from agentmem.config import ConfigError, json_schema, load_config
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_shipped_configs_validate():
+    default = load_config(REPO / "config/config.yaml")
+    assert default.main_size == "m"
+    assert default.sizes["m"].facts == 2500
+    smoke = load_config(REPO / "config/smoke.yaml")
+    assert smoke.main_size == "xs"
+
+
+def test_schema_file_matches_model():
+    text = (REPO / "workflow/schemas/config.schema.yaml").read_text()
+    assert yaml.safe_load(text) == json_schema(), "run `make schema` to regenerate"
+
+
+@pytest.mark.parametrize(
+    ("data", "needle"),
+    [
+        ({"bogus": 1}, "bogus: unknown key"),
+        ({"run": {"k": 0}}, "run.k"),
+        ({"run": {"kk": 3}}, "run.kk: unknown key"),
+        ({"main_size": "xl"}, "main_size"),
+        ({"arms": ["file-jsonl", "no-such-arm"]}, "unknown arm 'no-such-arm'"),
+        ({"arm_params": {"file-vec": {"nonsense": 1}}}, "arm_params.file-vec"),
+        ({"corpus": {"distractor_ratio": "lots"}}, "corpus.distractor_ratio"),
+        ({"corpus": {"temporal_cutoff_day": 400}}, "temporal_cutoff_day"),
+        ({"sizes": {"xs": {"facts": 40, "queries_per_class": 2}}}, "main_size 'm'"),
+    ],
+)
+def test_bad_values_are_named(data, needle):
+    with pytest.raises(ConfigError) as exc:
+        load_config(data)
+    assert needle in str(exc.value)
+
+
+def test_missing_and_malformed_files(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(tmp_path / "nope.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("run: [unclosed")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(bad)

@@ -1,0 +1,131 @@
+"""Arm conformance: every registered arm, on the real smoke corpus with real embeddings.
+
+New arms are picked up from ``agentmem.arms.ARMS`` automatically.
+"""
+
+from __future__ import annotations
+
+import gc
+
+import polars as pl
+import pytest
+from hostile import HOSTILE_TEXTS
+
+from agentmem.arms import ARMS
+from agentmem.arms.base import Arm, ArmError, Predicate, Query, StorageStats
+from agentmem.config import load_config
+from agentmem.corpus import load_corpus, load_queries, write_corpus
+from agentmem.embeddings import embed_corpus, load_embeddings
+
+from conftest import REPO
+
+K = 10
+
+
+@pytest.fixture(scope="session")
+def smoke(tmp_path_factory):
+    """The smoke corpus (config/smoke.yaml) with real all-MiniLM-L6-v2 vectors."""
+    cfg = load_config(REPO / "config/smoke.yaml")
+    d = tmp_path_factory.mktemp("smoke")
+    write_corpus(d / "corpus", cfg.sizes[cfg.main_size], cfg.corpus)
+    embed_corpus(d / "corpus", d / "emb.parquet", d / "cache", progress=False)
+    vectors = load_embeddings(d / "emb.parquet")
+    return {
+        "corpus": load_corpus(d / "corpus"),
+        "vectors": vectors,
+        "queries": load_queries(d / "corpus", vectors),
+        "dir": d,
+    }
+
+
+@pytest.fixture(scope="module", params=sorted(ARMS))
+def built(request, smoke, tmp_path_factory):
+    name = request.param
+    arm = ARMS[name]()
+    store = tmp_path_factory.mktemp(name.replace("-", "_"))
+    stats = arm.build(smoke["corpus"], smoke["vectors"], store)
+    yield name, arm, store, stats
+    arm.close()
+    gc.collect()
+
+
+def _row_ok(row: dict, pred: Predicate) -> bool:
+    return pred.matches(row)
+
+
+def test_protocol_and_build_stats(built):
+    name, arm, _, stats = built
+    assert isinstance(arm, Arm)
+    assert arm.name == name
+    assert stats.ingest_ms >= 0 and stats.index_ms >= 0
+    st = arm.storage()
+    assert isinstance(st, StorageStats)
+    assert st.total_bytes > 0
+    assert st.total_bytes == sum(st.objects.values())
+    assert st.source
+
+
+def test_every_query_well_formed(built, smoke):
+    name, arm, _, _ = built
+    mem = smoke["corpus"].memories
+    rows = {r["memory_id"]: r for r in mem.iter_rows(named=True)}
+    caps = arm.capabilities
+    for q in smoke["queries"]:
+        res = arm.query(q, K)
+        ids = res.memory_ids
+        assert len(ids) <= K, (name, q.query_id)
+        assert len(set(ids)) == len(ids), (name, q.query_id)
+        assert all(i in rows for i in ids), (name, q.query_id)
+        if caps.predicate and q.predicate is not None:
+            assert all(_row_ok(rows[i], q.predicate) for i in ids), (name, q.query_id)
+        if q.wants_count and caps.aggregate:
+            expected = mem.filter(pl.col("fact_id") == q.predicate.value).height
+            assert res.count == expected, (name, q.query_id)
+        if not caps.aggregate:
+            assert res.count is None
+
+
+def test_explain_per_class(built, smoke):
+    _, arm, _, _ = built
+    seen = set()
+    for q in smoke["queries"]:
+        if q.query_class in seen:
+            continue
+        seen.add(q.query_class)
+        plan = arm.explain(q)
+        assert isinstance(plan, str) and plan.strip()
+
+
+def test_hostile_texts_never_raise(built, smoke):
+    name, arm, _, _ = built
+    emb = smoke["queries"][0].embedding
+    preds = [None, Predicate("superseded_by", "is_null"), Predicate("created_day", "<=", 100)]
+    for i, text in enumerate(HOSTILE_TEXTS):
+        q = Query(f"h{i}", text, emb, preds[i % 3], wants_count=i % 2 == 0)
+        res = arm.query(q, K)
+        assert len(res.memory_ids) <= K, (name, text[:40])
+        assert all(isinstance(m, str) for m in res.memory_ids)
+
+
+def test_reopen_gives_same_answers(built, smoke):
+    name, arm, store, _ = built
+    qs = smoke["queries"][:5]
+    before = [arm.query(q, K).memory_ids for q in qs]
+    arm.close()
+    again = ARMS[name]()
+    again.open(store)
+    try:
+        assert [again.query(q, K).memory_ids for q in qs] == before
+    finally:
+        again.close()
+        again.close()  # idempotent
+    arm.open(store)  # leave the module fixture usable
+
+
+def test_open_missing_store_names_path(tmp_path):
+    for name, cls in sorted(ARMS.items()):
+        missing = tmp_path / f"nope-{name}"
+        arm = cls()
+        with pytest.raises(ArmError, match="nope-"):
+            arm.open(missing)
+        arm.close()

@@ -1,0 +1,82 @@
+"""End-to-end: the real workflow on config/smoke.yaml in a temporary directory."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from agentmem.config import load_config
+from agentmem.corpus.queries import QUERY_CLASSES
+
+from conftest import REPO
+
+SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
+
+
+def _workdir(tmp: Path) -> Path:
+    for d in ("config", "profiles"):
+        shutil.copytree(REPO / d, tmp / d)
+    return tmp
+
+
+def _snakemake(workdir: Path, *args: str, config: str = "config/smoke.yaml"):
+    cmd = [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "--directory", str(workdir),
+           "--cores", "2", f"--configfile={config}", *args]
+    return subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    wd = _workdir(tmp_path_factory.mktemp("e2e"))
+    proc = _snakemake(wd)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
+    return wd
+
+
+def test_outputs_exist(smoke_run):
+    cfg = load_config(REPO / "config/smoke.yaml")
+    for rel in ("results/tables/by_class.csv", "results/tables/by_class.md",
+                "results/tables/capabilities.md", "results/capture.json",
+                "results/report/index.html", "results/trials/crash.csv",
+                "results/trials/lost_update.csv"):
+        assert (smoke_run / rel).is_file(), rel
+    for arm in cfg.arms:
+        build = json.loads((smoke_run / f"results/builds/xs/{arm}.json").read_text())
+        assert build["storage_bytes"] > 0 and build["bytes_per_memory"] > 0
+        plans = json.loads((smoke_run / f"results/plans/xs/{arm}.json").read_text())
+        assert set(plans["plans"]) == set(QUERY_CLASSES)
+
+
+def test_by_class_table_long_form(smoke_run):
+    cfg = load_config(REPO / "config/smoke.yaml")
+    t = pl.read_csv(smoke_run / "results/tables/by_class.csv")
+    assert t.columns == ["arm", "query_class", "n_queries", "ndcg_at_10", "recall_at_10", "mrr",
+                         "precision_at_10", "exact_count_rate", "p50_ms", "p95_ms"]
+    assert t.height == len(cfg.arms) * (len(QUERY_CLASSES) + 1)
+    assert t["ndcg_at_10"].is_between(0, 1).all()
+    agg = t.filter(pl.col("query_class") == "aggregate")
+    rates = dict(zip(agg["arm"], agg["exact_count_rate"], strict=True))
+    assert rates["sqlite-fts"] == 1.0 and rates["file-jsonl"] == 0.0
+    html = (smoke_run / "results/report/index.html").read_text()
+    assert "sqlite-fts" in html and "nDCG@10 by query class" in html
+
+
+def test_second_run_does_nothing(smoke_run):
+    proc = _snakemake(smoke_run, "-n")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Nothing to be done" in proc.stdout + proc.stderr
+
+
+def test_bad_config_stops_before_any_job(tmp_path):
+    wd = _workdir(tmp_path)
+    (wd / "config" / "bad.yaml").write_text("run: {k: 0}\nbogus_key: 1\n")
+    proc = _snakemake(wd, config="config/bad.yaml")
+    assert proc.returncode != 0
+    assert "bogus_key" in proc.stderr
+    assert not (wd / "results").exists()
