@@ -208,7 +208,8 @@ def _format_errors(exc: ValidationError) -> str:
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = "unknown key"
-        lines.append(f"  {loc}: {msg} (got {err.get('input')!r})")
+        got = "" if not err["loc"] else f" (got {err.get('input')!r})"
+        lines.append(f"  {loc}: {msg}{got}")
     return "invalid configuration:\n" + "\n".join(lines)
 
 

@@ -4,6 +4,13 @@ from __future__ import annotations
 
 from agentmem.arms.base import Arm
 from agentmem.arms.files import FileJsonlArm
+from agentmem.arms.postgres import (
+    PgBtreeArm,
+    PgGinArm,
+    PgHnswArm,
+    PgHnswIterativeArm,
+    PgHybridArm,
+)
 from agentmem.arms.sqlite import SqliteBtreeArm, SqliteFtsArm, SqliteHybridArm
 from agentmem.arms.vector import FileVecArm, FileVecMetaArm
 
@@ -16,6 +23,11 @@ ARMS: dict[str, type[Arm]] = {
         SqliteFtsArm,
         SqliteBtreeArm,
         SqliteHybridArm,
+        PgBtreeArm,
+        PgGinArm,
+        PgHnswArm,
+        PgHybridArm,
+        PgHnswIterativeArm,
     )
 }
 

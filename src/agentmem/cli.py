@@ -1,0 +1,113 @@
+r"""``agentmem``: ad-hoc use of the library outside Snakemake.
+
+Examples::
+
+    agentmem arms                                   # registered arms and capabilities
+    agentmem recall --arm sqlite-fts --store results/stores/m/sqlite-fts "ADR-297 storage"
+    agentmem recall --arm pg-hnsw --store results/stores/m/pg-hnsw \\
+        --where created_day '<=' 160 "timeouts before the spring"
+    agentmem schema workflow/schemas/config.schema.yaml
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def _cmd_arms(args: argparse.Namespace) -> int:
+    from agentmem.arms import ARMS
+
+    for name, cls in ARMS.items():
+        c = cls.capabilities
+        flags = [f for f in ("predicate", "join", "aggregate", "transactions") if getattr(c, f)]
+        print(
+            f"{name:20s} {cls.family:9s} vector={c.vector_access:15s} "
+            f"text={c.text_access:12s} {' '.join(flags)}"
+        )
+    return 0
+
+
+def _cmd_recall(args: argparse.Namespace) -> int:
+    from agentmem.arms.base import ArmError, Predicate, Query
+    from agentmem.embeddings import encode
+    from agentmem.runner import make_arm
+
+    pred = None
+    if args.where:
+        field, op, *rest = args.where
+        try:
+            pred = Predicate.parse(field, op, rest[0] if rest else None)
+        except ValueError as exc:
+            print(f"agentmem: bad --where: {exc}", file=sys.stderr)
+            return 2
+    try:
+        arm = make_arm(args.arm)
+    except KeyError as exc:
+        print(f"agentmem: {exc.args[0]}", file=sys.stderr)
+        return 2
+    try:
+        arm.open(Path(args.store))
+        q = Query("cli", args.text, encode([args.text])[0], pred, wants_count=args.count)
+        res = arm.query(q, args.k)
+    except ArmError as exc:
+        print(f"agentmem: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        arm.close()
+    for rank, mid in enumerate(res.memory_ids, start=1):
+        print(f"{rank:3d}  {mid}")
+    if res.count is not None:
+        print(f"count: {res.count}")
+    if not res.memory_ids:
+        print("(no results)", file=sys.stderr)
+    return 0
+
+
+def _cmd_schema(args: argparse.Namespace) -> int:
+    from agentmem.config import write_json_schema
+
+    write_json_schema(args.path)
+    print(f"wrote {args.path}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``agentmem`` command."""
+    p = argparse.ArgumentParser(
+        prog="agentmem",
+        description="Agent-memory storage architectures: inspect arms and query built stores. "
+        "The experiments themselves run under Snakemake (`make reproduce`).",
+    )
+    sub = p.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("arms", help="list registered arms and their capabilities").set_defaults(
+        func=_cmd_arms
+    )
+    r = sub.add_parser("recall", help="query a store built by the pipeline")
+    r.add_argument("text", help="free-text query (quotes, *, NEAR, SQL are all safe)")
+    r.add_argument("--arm", required=True, help="arm name (see `agentmem arms`)")
+    r.add_argument("--store", required=True, help="store directory, e.g. results/stores/m/ARM")
+    r.add_argument("--k", type=int, default=10, help="results to return (default 10)")
+    r.add_argument(
+        "--where",
+        nargs="+",
+        metavar="X",
+        help="predicate: FIELD OP [VALUE], e.g. created_day '<=' 160 or superseded_by is_null",
+    )
+    r.add_argument("--count", action="store_true", help="also ask for an exact count")
+    r.set_defaults(func=_cmd_recall)
+    s = sub.add_parser("schema", help="write the config JSON schema generated from the model")
+    s.add_argument("path", nargs="?", default="workflow/schemas/config.schema.yaml")
+    s.set_defaults(func=_cmd_schema)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``agentmem`` command; returns the process exit code."""
+    args = build_parser().parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
