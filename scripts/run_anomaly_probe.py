@@ -1,0 +1,24 @@
+import sys
+
+sys.stderr = open(snakemake.log[0], "w")  # kept open for the whole job
+
+# Update-anomaly repair probe on ONE already-built arm (issue 4, DESIGN §6).
+# params: arm, arm_params, store_dir, corpus_dir, facts, k, seed (optional: cache_dir)
+# input: embeddings; output[0]: one-row CSV arm,facts_probed,mean_reached,mean_total,
+# stale_fraction.
+from agentmem.trials.anomaly import run_anomaly_probe
+
+p = snakemake.params
+row = run_anomaly_probe(
+    p.arm,
+    p.arm_params,
+    p.store_dir,
+    p.corpus_dir,
+    snakemake.input.embeddings,
+    snakemake.output[0],
+    facts=p.facts,
+    k=p.k,
+    seed=p.seed,
+    cache_dir=getattr(p, "cache_dir", None),
+)
+print(f"anomaly probe: {row}", file=sys.stderr)

@@ -1,0 +1,33 @@
+import sys
+
+sys.stderr = open(snakemake.log[0], "w")  # kept open for the whole job
+
+# Crash trials of ONE family -> results/trials/crash/{family}.csv (DESIGN §6).
+# params: family, trials, seed, record_chars, batch_size, baseline_records,
+#         max_kill_after_ms (config trials.crash.* and trials.seed); optional work_dir
+#         (default: a temporary directory, removed afterwards).
+import tempfile
+from pathlib import Path
+
+import polars as pl
+
+from agentmem.io import write_csv
+from agentmem.trials.crash import FIELDS, run_crash_trials
+
+p = snakemake.params
+work_dir = p.get("work_dir", None)
+with tempfile.TemporaryDirectory(prefix=f"agentmem-crash-{p.family}-") as tmp:
+    if work_dir:
+        Path(work_dir).mkdir(parents=True, exist_ok=True)
+    rows = run_crash_trials(
+        family=p.family,
+        trials=int(p.trials),
+        seed=int(p.seed),
+        work_dir=work_dir or tmp,
+        record_chars=int(p.record_chars),
+        batch_size=int(p.batch_size),
+        baseline_records=int(p.baseline_records),
+        max_kill_after_ms=int(p.max_kill_after_ms),
+        progress=True,
+    )
+write_csv(snakemake.output[0], pl.DataFrame(rows).select(FIELDS))

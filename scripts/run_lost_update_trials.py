@@ -1,0 +1,28 @@
+import sys
+
+sys.stderr = open(snakemake.log[0], "w")  # kept open for the whole job
+
+# Lost-update trials, every store x mode -> results/trials/lost_update.csv (DESIGN §6).
+# params: writers, increments, modes (config trials.lost_update.*); optional work_dir
+#         (default: a temporary directory, removed afterwards).
+import tempfile
+from pathlib import Path
+
+import polars as pl
+
+from agentmem.io import write_csv
+from agentmem.trials.lost_update import FIELDS, run_lost_update_matrix
+
+p = snakemake.params
+work_dir = p.get("work_dir", None)
+with tempfile.TemporaryDirectory(prefix="agentmem-lost-update-") as tmp:
+    if work_dir:
+        Path(work_dir).mkdir(parents=True, exist_ok=True)
+    rows = run_lost_update_matrix(
+        writers=int(p.writers),
+        increments=int(p.increments),
+        modes=list(p.modes),
+        work_dir=work_dir or tmp,
+        progress=True,
+    )
+write_csv(snakemake.output[0], pl.DataFrame(rows).select(FIELDS))

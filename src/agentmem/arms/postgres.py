@@ -1,0 +1,840 @@
+"""PostgreSQL arms (family ``postgres``): ILIKE scoring, GIN tsvector, pgvector HNSW, hybrid.
+
+Each arm owns one database (see :mod:`agentmem.pg`: an embedded PostgreSQL 18.3 +
+pgvector 0.8.2 server per store directory by default, or the external server named by
+``AGENTMEM_PG_DSN``), opened through :func:`agentmem.pg.connect_store` with the arm's
+name. Schema (shared; each arm builds only the columns and indexes it reads, so that
+:meth:`storage` measures what the architecture needs)::
+
+    memories(memory_id text PRIMARY KEY, session_id, turn_no, seq, kind, body, fact_id,
+             created_day, source, confidence, superseded_by, tokens,
+             entity_ids text[],
+             embedding vector(384),                         -- pg-hnsw*, pg-hybrid
+             tsv tsvector GENERATED ALWAYS AS
+                 (to_tsvector('english', body)) STORED)      -- pg-gin, pg-hybrid
+    memory_entities(memory_id, entity_id)                   -- the "join" capability
+    B-tree indexes on session_id, created_day, fact_id, superseded_by,
+        memory_entities(entity_id, memory_id)
+    GIN index on tsv; HNSW index on embedding (vector_cosine_ops, m=16, ef_construction=64)
+
+Rows are written with ``COPY ... (FORMAT BINARY)`` (psycopg ``copy`` + ``set_types``);
+indexes are built afterwards. Every value that comes from a query — free text, LIKE
+patterns, tsquery terms, predicate values, the query vector, ``k`` — is a bound
+parameter; SQL text is composed only from fixed fragments and :class:`psycopg.sql.Identifier`
+column names from a fixed table. Free text becomes terms via :mod:`agentmem.arms.text`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import psycopg
+from psycopg import sql
+
+from agentmem.arms.base import (
+    PREDICATE_FIELDS,
+    ArmError,
+    BuildStats,
+    Capabilities,
+    Corpus,
+    Embeddings,
+    Predicate,
+    Query,
+    Result,
+    StorageStats,
+)
+from agentmem.arms.text import like_pattern, query_terms
+from agentmem.pg import PgError, PgHandle, connect_store
+
+#: Embedding dimension of the ``embedding`` column (all-MiniLM-L6-v2).
+VECTOR_DIM = 384
+#: ``maintenance_work_mem`` for index builds, so an HNSW graph of the ``l`` corpus
+#: (33k x 384) is built in memory (pgvector warns and slows down past the limit).
+BUILD_MAINTENANCE_WORK_MEM = "256MB"
+#: Text-search configuration of the stored tsvector and of every tsquery.
+TS_CONFIG = "english"
+#: ``ts_rank_cd`` normalization flag: 1 divides the rank by 1 + log(document length)
+#: (PostgreSQL manual, "Ranking Search Results"), the length normalisation BM25 also has.
+#: Without it a short statement of a fact ties with long chatter that merely mentions the
+#: identifier, and the newest-first tie-break hands the slot to the chatter.
+TS_RANK_NORMALIZATION = 1
+
+#: (column, COPY type, DDL type) of the memory columns, in COPY order.
+_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("memory_id", "text", "text PRIMARY KEY"),
+    ("session_id", "text", "text"),
+    ("turn_no", "int4", "integer"),
+    ("seq", "int8", "bigint"),
+    ("kind", "text", "text"),
+    ("body", "text", "text NOT NULL"),
+    ("fact_id", "text", "text"),
+    ("created_day", "int4", "integer"),
+    ("source", "text", "text"),
+    ("confidence", "float8", "double precision"),
+    ("superseded_by", "text", "text"),
+    ("tokens", "int4", "integer"),
+    ("entity_ids", "text[]", "text[] NOT NULL DEFAULT '{}'"),
+)
+_BTREE_COLUMNS = ("session_id", "created_day", "fact_id", "superseded_by")
+
+
+def predicate_sql(pred: Predicate | None) -> tuple[sql.Composable, dict[str, Any]]:
+    """Translate a predicate into a SQL condition on ``memories`` plus its bound value.
+
+    Args:
+        pred: the structured filter, or ``None``.
+
+    Returns:
+        ``(condition, params)``: ``TRUE`` when ``pred`` is ``None``; otherwise
+        ``<column> <= %(pv)s``, ``<column> = %(pv)s`` or ``<column> IS NULL``, the column
+        an :class:`~psycopg.sql.Identifier` from :data:`~agentmem.arms.base.PREDICATE_FIELDS`
+        and the value bound as ``pv``, never spliced.
+
+    Raises:
+        ArmError: for a field or op outside the supported set.
+    """
+    if pred is None:
+        return sql.SQL("TRUE"), {}
+    if pred.field not in PREDICATE_FIELDS:
+        raise ArmError(f"unsupported predicate field {pred.field!r}")
+    col = sql.Identifier(pred.field)
+    if pred.op == "is_null":
+        return sql.SQL("{} IS NULL").format(col), {}
+    if pred.op == "<=":
+        return sql.SQL("{} <= %(pv)s").format(col), {"pv": pred.value}
+    if pred.op == "=":
+        return sql.SQL("{} = %(pv)s").format(col), {"pv": pred.value}
+    raise ArmError(f"unsupported predicate op {pred.op!r}")
+
+
+def _safe_terms(text: str) -> list[str]:
+    """Return :func:`query_terms` of ``text`` without NUL characters (PostgreSQL rejects them)."""
+    return [t for t in (x.replace("\x00", "") for x in query_terms(text or "")) if t]
+
+
+def tsquery_sql(terms: list[str], prefix: str = "t") -> tuple[sql.Composable, dict[str, Any]]:
+    """Build an OR-tsquery from ``terms``, server-side and injection-proof.
+
+    Each term becomes ``plainto_tsquery('english', %(t<i>)s)`` and the pieces are joined
+    with the tsquery OR operator ``||``. ``plainto_tsquery`` treats its argument as plain
+    text (operators ``& | ! : * ( ) '`` are ignored), so no user text can produce a
+    tsquery syntax error; ``ADR-297`` is parsed by the same parser as the stored
+    ``tsvector`` (``'adr' & '-297'``: both parts must occur, as they do in a body that
+    carries the identifier). A term that is only a stopword yields an empty tsquery,
+    which ``||`` drops.
+
+    Args:
+        terms: non-empty list of search terms.
+        prefix: parameter-name prefix.
+
+    Returns:
+        ``(expression, params)``.
+    """
+    parts = [
+        sql.SQL("plainto_tsquery({}, {})").format(
+            sql.Literal(TS_CONFIG), sql.Placeholder(f"{prefix}{i}")
+        )
+        for i in range(len(terms))
+    ]
+    expr = sql.SQL("(") + sql.SQL(" || ").join(parts) + sql.SQL(")")
+    return expr, {f"{prefix}{i}": t for i, t in enumerate(terms)}
+
+
+class _PgArm:
+    """Shared machinery of the Postgres arms: schema, build, open, count, explain, storage.
+
+    Subclasses set the class variables, :meth:`_session_settings` and :meth:`_ranking`
+    (the ranking statement and its parameters, or ``None`` when no statement runs).
+    """
+
+    name: ClassVar[str]
+    family: ClassVar[str] = "postgres"
+    capabilities: ClassVar[Capabilities]
+    #: store the ``embedding vector(384)`` column
+    _uses_vectors: ClassVar[bool] = False
+    #: store the generated ``tsv`` column and its GIN index
+    _uses_fts: ClassVar[bool] = False
+
+    def __init__(self) -> None:
+        self._h: PgHandle | None = None
+        self._store_dir: Path | None = None
+
+    # ----------------------------------------------------------------- connection
+    def _session_settings(self) -> dict[str, str]:
+        """Return session GUCs this arm sets on every connection (name -> value)."""
+        return {}
+
+    def _apply_settings(self, conn: psycopg.Connection) -> None:
+        """Load pgvector (so its GUCs exist) and apply :meth:`_session_settings`, bound."""
+        settings = self._session_settings()
+        if any(k.startswith("hnsw.") for k in settings):
+            conn.execute("SELECT '[1]'::vector")  # loads the vector library -> hnsw.* GUCs
+        for key, value in settings.items():
+            conn.execute("SELECT set_config(%s, %s, false)", (key, value))
+
+    def _conn(self) -> psycopg.Connection:
+        """Return the open connection.
+
+        Raises:
+            ArmError: when the arm was never built/opened or has been closed.
+        """
+        if self._h is None or self._h.closed:
+            raise ArmError(f"{self.name}: store is not open (call build() or open() first)")
+        return self._h.conn
+
+    def _where(self) -> str:
+        """Name the store in messages: database and store directory."""
+        if self._h is None:
+            return str(self._store_dir)
+        return f"database {self._h.database} ({self._store_dir})"
+
+    # ---------------------------------------------------------------------- build
+    def _ddl(self) -> list[sql.Composable]:
+        """Return CREATE TABLE statements for this arm's layout."""
+        cols = [sql.SQL("{} {}").format(sql.Identifier(c), sql.SQL(d)) for c, _, d in _COLUMNS]
+        if self._uses_vectors:
+            cols.append(sql.SQL("embedding vector({}) NOT NULL").format(sql.Literal(VECTOR_DIM)))
+        if self._uses_fts:
+            cols.append(
+                sql.SQL("tsv tsvector GENERATED ALWAYS AS (to_tsvector({}, body)) STORED").format(
+                    sql.Literal(TS_CONFIG)
+                )
+            )
+        return [
+            sql.SQL("CREATE TABLE memories ({})").format(sql.SQL(", ").join(cols)),
+            sql.SQL(
+                "CREATE TABLE memory_entities (memory_id text NOT NULL, entity_id text NOT NULL)"
+            ),
+        ]
+
+    def _index_ddl(self) -> list[sql.Composable]:
+        """Return CREATE INDEX statements (B-tree always; GIN and HNSW by layout)."""
+        out: list[sql.Composable] = [
+            sql.SQL("CREATE INDEX {} ON memories ({})").format(
+                sql.Identifier(f"memories_{c}_idx"), sql.Identifier(c)
+            )
+            for c in _BTREE_COLUMNS
+        ]
+        out.append(
+            sql.SQL(
+                "CREATE INDEX memory_entities_entity_idx ON memory_entities (entity_id, memory_id)"
+            )
+        )
+        if self._uses_fts:
+            out.append(sql.SQL("CREATE INDEX memories_tsv_idx ON memories USING gin (tsv)"))
+        if self._uses_vectors:
+            out.append(self._hnsw_ddl())
+        return out
+
+    def _hnsw_ddl(self) -> sql.Composable:
+        """Return the HNSW index statement with the arm's ``m`` / ``ef_construction``.
+
+        Both are validated ints rendered as literals (index storage parameters cannot be
+        bound); pgvector's defaults (16, 64) apply when the arm has no such attribute.
+        """
+        m = int(getattr(self, "m", 16))
+        efc = int(getattr(self, "ef_construction", 64))
+        return sql.SQL(
+            "CREATE INDEX memories_embedding_idx ON memories "
+            "USING hnsw (embedding vector_cosine_ops) WITH (m = {}, ef_construction = {})"
+        ).format(sql.Literal(m), sql.Literal(efc))
+
+    def build(self, corpus: Corpus, vectors: Embeddings, store_dir: Path) -> BuildStats:
+        """Create this arm's database for ``store_dir`` from scratch and leave it open.
+
+        ``ingest_ms``: CREATE TABLE + binary COPY of ``memories`` and ``memory_entities``
+        in one transaction (the ``tsv`` column, when present, is computed during COPY).
+        ``index_ms``: the B-tree, GIN and HNSW indexes plus ``VACUUM (ANALYZE)`` (planner
+        statistics, visibility map and hint bits, so the first timed query does not pay
+        for them).
+
+        Args:
+            corpus: the memories (columns of :class:`~agentmem.arms.base.Corpus`).
+            vectors: float32 ``(n, 384)`` embeddings keyed by memory id (read only by
+                arms with a vector column).
+            store_dir: the store directory (embedded data lives in ``store_dir/pgdata``);
+                an existing database of this arm is dropped first.
+
+        Returns:
+            Build timings in milliseconds.
+
+        Raises:
+            ArmError: on missing columns or embeddings, or any PostgreSQL error (the
+                message names the database and store directory).
+        """
+        self.close()
+        store_dir = Path(store_dir)
+        self._store_dir = store_dir
+        mem = corpus.memories
+        names = [c for c, _, _ in _COLUMNS]
+        missing = [c for c in names if c not in mem.columns]
+        if missing:
+            raise ArmError(f"{self.name}: corpus memories lack columns {missing} ({store_dir})")
+        ids = mem["memory_id"].to_list()
+        mat: np.ndarray | None = None
+        if self._uses_vectors:
+            try:
+                mat = np.ascontiguousarray(vectors.get(ids), dtype=np.float32)
+            except KeyError as exc:
+                raise ArmError(f"{self.name}: {exc.args[0]} ({store_dir})") from None
+            if mat.ndim != 2 or mat.shape[1] != VECTOR_DIM:
+                raise ArmError(
+                    f"{self.name}: embeddings have shape {mat.shape}, need (n, {VECTOR_DIM})"
+                )
+
+        try:
+            self._h = connect_store(store_dir, self.name, create=True)
+        except PgError as exc:
+            raise ArmError(f"{self.name}: cannot create store in {store_dir}: {exc}") from None
+        conn = self._h.conn
+        copy_cols = list(names) + (["embedding"] if self._uses_vectors else [])
+        copy_types = [t for _, t, _ in _COLUMNS] + (["vector"] if self._uses_vectors else [])
+        copy_mem = sql.SQL("COPY memories ({}) FROM STDIN (FORMAT BINARY)").format(
+            sql.SQL(", ").join(map(sql.Identifier, copy_cols))
+        )
+        ent_idx = names.index("entity_ids")
+        try:
+            t0 = time.perf_counter()
+            with conn.transaction(), conn.cursor() as cur:
+                for stmt in self._ddl():
+                    cur.execute(stmt)
+                with cur.copy(copy_mem) as cp:
+                    cp.set_types(copy_types)
+                    for i, row in enumerate(mem.select(names).iter_rows()):
+                        vals = list(row)
+                        vals[ent_idx] = [str(e) for e in (vals[ent_idx] or [])]
+                        if mat is not None:
+                            vals.append(mat[i])
+                        cp.write_row(vals)
+                with cur.copy(
+                    "COPY memory_entities (memory_id, entity_id) FROM STDIN (FORMAT BINARY)"
+                ) as cp:
+                    cp.set_types(["text", "text"])
+                    for mid, ents in zip(ids, mem["entity_ids"].to_list(), strict=True):
+                        for e in ents or []:
+                            cp.write_row((mid, str(e)))
+            t1 = time.perf_counter()
+            conn.execute(
+                "SELECT set_config('maintenance_work_mem', %s, false)",
+                (BUILD_MAINTENANCE_WORK_MEM,),
+            )
+            for stmt in self._index_ddl():
+                conn.execute(stmt)
+            conn.execute("VACUUM (ANALYZE) memories")
+            conn.execute("VACUUM (ANALYZE) memory_entities")
+            t2 = time.perf_counter()
+            conn.execute("RESET maintenance_work_mem")
+            self._apply_settings(conn)
+        except psycopg.Error as exc:
+            where = self._where()
+            self.close()
+            raise ArmError(f"{self.name}: build of {where} failed: {exc}") from exc
+        return BuildStats(ingest_ms=(t1 - t0) * 1e3, index_ms=(t2 - t1) * 1e3)
+
+    # ----------------------------------------------------------------------- open
+    def open(self, store_dir: Path) -> None:
+        """Reopen this arm's database built earlier under ``store_dir`` (server restarted).
+
+        Raises:
+            ArmError: naming the store when it is missing, unreachable, or lacks a column
+                this arm needs (e.g. a pg-btree store opened as pg-hnsw).
+        """
+        self.close()
+        store_dir = Path(store_dir)
+        self._store_dir = store_dir
+        try:
+            h = connect_store(store_dir, self.name, create=False)
+        except PgError as exc:
+            raise ArmError(f"{self.name}: cannot open store {store_dir}: {exc}") from None
+        need = {c for c, _, _ in _COLUMNS}
+        if self._uses_vectors:
+            need.add("embedding")
+        if self._uses_fts:
+            need.add("tsv")
+        try:
+            have = {
+                r[0]
+                for r in h.conn.execute(
+                    "SELECT column_name FROM information_schema.columns "
+                    "WHERE table_schema = current_schema() AND table_name = 'memories'"
+                )
+            }
+            self._apply_settings(h.conn)
+        except psycopg.Error as exc:
+            h.close()
+            raise ArmError(f"{self.name}: cannot read {h.database} ({store_dir}): {exc}") from exc
+        if need - have:
+            h.close()
+            raise ArmError(
+                f"{self.name}: database {h.database} ({store_dir}) lacks memories columns "
+                f"{sorted(need - have)}"
+            )
+        self._h = h
+
+    # ---------------------------------------------------------------------- query
+    def _ranking(self, q: Query, k: int) -> tuple[sql.Composable, dict[str, Any]] | None:
+        """Return the ranking statement and parameters for ``q``, or ``None`` (no ids)."""
+        raise NotImplementedError
+
+    def _count_sql(self, q: Query) -> tuple[sql.Composable, dict[str, Any]]:
+        """Return the exact-count statement: memories matching the predicate (not the text)."""
+        cond, params = predicate_sql(q.predicate)
+        return sql.SQL("SELECT count(*) FROM memories WHERE {}").format(cond), params
+
+    def _query_vector(self, q: Query) -> np.ndarray:
+        """Return the query embedding as float32 ``(384,)``.
+
+        Raises:
+            ArmError: when the embedding is missing or not of size 384.
+        """
+        if q.embedding is None:
+            raise ArmError(f"{self.name}: query {q.query_id!r} has no embedding")
+        v = np.ascontiguousarray(q.embedding, dtype=np.float32).reshape(-1)
+        if v.shape[0] != VECTOR_DIM:
+            raise ArmError(
+                f"{self.name}: query {q.query_id!r} embedding has {v.shape[0]} values, "
+                f"need {VECTOR_DIM}"
+            )
+        return v
+
+    def _statements(self, q: Query, k: int) -> list[tuple[str, Any]]:
+        """Return ``[(label, (stmt, params) | None), ...]`` in the order :meth:`query` runs."""
+        out: list[tuple[str, Any]] = [("ranking", self._ranking(q, k) if k > 0 else None)]
+        if q.wants_count:
+            out.append(("count", self._count_sql(q)))
+        return out
+
+    def query(self, q: Query, k: int) -> Result:
+        """Return at most ``k`` memory ids best first, plus the exact count if wanted.
+
+        ``Result.count`` (when ``q.wants_count``) is ``SELECT count(*)`` of the memories
+        matching the predicate (all memories without one), independent of the text.
+        Hostile text never raises: text with no search terms gives no ranked ids from the
+        text-only arms.
+
+        Raises:
+            ArmError: when the store is not open, or on a PostgreSQL error.
+        """
+        conn = self._conn()
+        ids: list[str] = []
+        count: int | None = None
+        try:
+            for label, stmt in self._statements(q, k):
+                if stmt is None:
+                    continue
+                rows = conn.execute(stmt[0], stmt[1]).fetchall()
+                if label == "ranking":
+                    ids = [r[0] for r in rows]
+                else:
+                    count = int(rows[0][0])
+        except psycopg.Error as exc:
+            raise ArmError(
+                f"{self.name}: query {q.query_id!r} on {self._where()} failed: {exc}"
+            ) from exc
+        return Result(memory_ids=ids[:k], count=count)
+
+    def explain(self, q: Query, k: int = 10) -> str:
+        """Return ``EXPLAIN (FORMAT JSON, SETTINGS)`` of the statements :meth:`query` runs.
+
+        Args:
+            q: the query.
+            k: the result size bound into ``LIMIT``.
+
+        Returns:
+            JSON text: a list with one object per statement (ranking, then count when
+            ``q.wants_count``). Each is PostgreSQL's own EXPLAIN object (``"Plan"``, ...)
+            plus ``"Statement"`` (label), ``"Query Text"`` (the SQL with placeholders) and
+            ``"Session Settings"`` (the arm's GUCs, e.g. ``hnsw.ef_search``); a ranking
+            statement that does not run (no search terms) appears as a ``"Note"``.
+
+        Raises:
+            ArmError: when the store is not open or EXPLAIN fails.
+        """
+        conn = self._conn()
+        plans: list[dict[str, Any]] = []
+        try:
+            settings = {
+                key: conn.execute("SELECT current_setting(%s)", (key,)).fetchone()[0]  # type: ignore[index]
+                for key in self._session_settings()
+            }
+            for label, stmt in self._statements(q, max(k, 1)):
+                if stmt is None:
+                    plans.append(
+                        {"Statement": label, "Note": "no statement runs: the text has no terms"}
+                    )
+                    continue
+                body, params = stmt
+                row = conn.execute(
+                    sql.SQL("EXPLAIN (FORMAT JSON, SETTINGS) ") + body, params
+                ).fetchone()
+                doc = row[0] if row is not None else []
+                if isinstance(doc, str):
+                    doc = json.loads(doc)
+                for entry in doc:
+                    plans.append(
+                        {
+                            "Statement": label,
+                            "Query Text": body.as_string(conn),
+                            "Session Settings": settings,
+                            **entry,
+                        }
+                    )
+        except psycopg.Error as exc:
+            raise ArmError(f"{self.name}: explain on {self._where()} failed: {exc}") from exc
+        return json.dumps(plans, indent=2)
+
+    # -------------------------------------------------------------------- storage
+    def storage(self) -> StorageStats:
+        """Return bytes per relation of this store from PostgreSQL's own accounting.
+
+        Objects: each table's heap (``pg_table_size`` minus its TOAST), its TOAST table
+        with the TOAST index (``"<table> (toast)"``, ``pg_total_relation_size`` of
+        ``reltoastrelid``) and each index (``pg_total_relation_size``), found in
+        ``pg_class`` / ``pg_index`` for the tables of the current schema. The total equals
+        the sum of ``pg_total_relation_size`` over the tables.
+
+        Raises:
+            ArmError: when the store is not open or the catalog query fails.
+        """
+        conn = self._conn()
+        objects: dict[str, int] = {}
+        try:
+            tables = conn.execute(
+                "SELECT c.oid, c.relname, c.reltoastrelid::oid, pg_table_size(c.oid), "
+                "CASE WHEN c.reltoastrelid = 0 THEN 0 "
+                "ELSE pg_total_relation_size(c.reltoastrelid) END "
+                "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') "
+                "ORDER BY c.relname"
+            ).fetchall()
+            for oid, relname, toast_oid, table_size, toast_size in tables:
+                objects[relname] = int(table_size) - int(toast_size)
+                if int(toast_oid) != 0:
+                    objects[f"{relname} (toast)"] = int(toast_size)
+                for iname, isize in conn.execute(
+                    "SELECT ci.relname, pg_total_relation_size(ci.oid) FROM pg_index i "
+                    "JOIN pg_class ci ON ci.oid = i.indexrelid WHERE i.indrelid = %s "
+                    "ORDER BY ci.relname",
+                    (oid,),
+                ):
+                    objects[iname] = int(isize)
+        except psycopg.Error as exc:
+            raise ArmError(f"{self.name}: storage query on {self._where()} failed: {exc}") from exc
+        return StorageStats(
+            total_bytes=sum(objects.values()), objects=objects, source="pg_total_relation_size"
+        )
+
+    def close(self) -> None:
+        """Close the connection and stop the embedded server if this was its last user.
+
+        Safe to call twice.
+        """
+        h, self._h = self._h, None
+        if h is not None:
+            h.close()
+
+
+# ------------------------------------------------------------------------------ arms
+def _check_positive(**params: int) -> None:
+    """Raise ``ValueError`` naming the first parameter that is not a positive int."""
+    for key, value in params.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{key} must be a positive integer, got {value!r}")
+
+
+class PgHnswArm(_PgArm):
+    """``pg-hnsw``: pgvector HNSW (cosine) with the predicate in ``WHERE``.
+
+    ``SELECT memory_id FROM memories WHERE <predicate> ORDER BY embedding <=> $q LIMIT k``.
+    With pgvector's default ``hnsw.ef_search = 40`` and iterative scans off, a filtered
+    query examines only ~40 nearest candidates and then filters them, so it can return
+    fewer than ``k`` ids ("underfill") — the behaviour this arm exists to show; see
+    :class:`PgHnswIterativeArm` for the fix. (The planner may also skip the HNSW index for
+    a very selective predicate and sort exact distances instead; EXPLAIN shows which.)
+    Aggregates: ``SELECT count(*) ... WHERE <predicate>``.
+
+    Args:
+        m: HNSW ``m`` (max neighbours per layer; pgvector default 16).
+        ef_construction: HNSW build candidate list size (pgvector default 64).
+        ef_search: ``hnsw.ef_search`` for queries (pgvector default 40).
+    """
+
+    name: ClassVar[str] = "pg-hnsw"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        predicate=True,
+        join=True,
+        aggregate=True,
+        vector_access="hnsw-filtered",
+        text_access="none",
+        transactions=True,
+    )
+    _uses_vectors: ClassVar[bool] = True
+
+    def __init__(self, *, m: int = 16, ef_construction: int = 64, ef_search: int = 40) -> None:
+        super().__init__()
+        _check_positive(m=m, ef_construction=ef_construction, ef_search=ef_search)
+        self.m = m
+        self.ef_construction = ef_construction
+        self.ef_search = ef_search
+
+    def _session_settings(self) -> dict[str, str]:
+        return {"hnsw.ef_search": str(self.ef_search), "hnsw.iterative_scan": "off"}
+
+    def _ranking(self, q: Query, k: int) -> tuple[sql.Composable, dict[str, Any]] | None:
+        cond, params = predicate_sql(q.predicate)
+        stmt = sql.SQL(
+            "SELECT memory_id FROM memories WHERE {} ORDER BY embedding <=> %(qv)s LIMIT %(k)s"
+        ).format(cond)
+        return stmt, {**params, "qv": self._query_vector(q), "k": int(k)}
+
+
+class PgHnswIterativeArm(PgHnswArm):
+    """``pg-hnsw-iterative``: pg-hnsw with pgvector 0.8 iterative index scans.
+
+    Session settings ``hnsw.iterative_scan = relaxed_order`` and ``hnsw.max_scan_tuples``
+    let a filtered HNSW scan continue past ``ef_search`` candidates until ``k`` rows pass
+    the predicate (or ``max_scan_tuples`` tuples were visited), so filtered queries fill
+    their ``k`` slots. Relaxed order may return slightly out-of-order rows, so the ``k``
+    results are re-sorted by distance in a materialized CTE, as pgvector's README
+    recommends (``ORDER BY distance + 0``)::
+
+        WITH relaxed AS MATERIALIZED (SELECT memory_id, embedding <=> $q AS distance
+            FROM memories WHERE <predicate> ORDER BY distance LIMIT k)
+        SELECT memory_id FROM relaxed ORDER BY distance + 0
+
+    Args:
+        m: HNSW ``m`` (default 16).
+        ef_construction: HNSW build list size (default 64).
+        ef_search: ``hnsw.ef_search`` (default 40).
+        max_scan_tuples: ``hnsw.max_scan_tuples``, the iterative scan's tuple budget
+            (pgvector default 20000).
+    """
+
+    name: ClassVar[str] = "pg-hnsw-iterative"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        predicate=True,
+        join=True,
+        aggregate=True,
+        vector_access="hnsw-iterative",
+        text_access="none",
+        transactions=True,
+    )
+
+    def __init__(
+        self,
+        *,
+        m: int = 16,
+        ef_construction: int = 64,
+        ef_search: int = 40,
+        max_scan_tuples: int = 20000,
+    ) -> None:
+        super().__init__(m=m, ef_construction=ef_construction, ef_search=ef_search)
+        _check_positive(max_scan_tuples=max_scan_tuples)
+        self.max_scan_tuples = max_scan_tuples
+
+    def _session_settings(self) -> dict[str, str]:
+        return {
+            "hnsw.ef_search": str(self.ef_search),
+            "hnsw.iterative_scan": "relaxed_order",
+            "hnsw.max_scan_tuples": str(self.max_scan_tuples),
+        }
+
+    def _ranking(self, q: Query, k: int) -> tuple[sql.Composable, dict[str, Any]] | None:
+        cond, params = predicate_sql(q.predicate)
+        stmt = sql.SQL(
+            "WITH relaxed AS MATERIALIZED ("
+            "SELECT memory_id, embedding <=> %(qv)s AS distance FROM memories "
+            "WHERE {} ORDER BY distance LIMIT %(k)s) "
+            "SELECT memory_id FROM relaxed ORDER BY distance + 0"
+        ).format(cond)
+        return stmt, {**params, "qv": self._query_vector(q), "k": int(k)}
+
+
+class PgBtreeArm(_PgArm):
+    r"""``pg-btree``: B-tree indexes for predicates, ILIKE-term scoring for text.
+
+    Same scoring as sqlite-btree: score = number of query terms
+    (:func:`agentmem.arms.text.query_terms`) contained in the body, each tested with
+    ``body ILIKE %(t<i>)s ESCAPE '\'`` (:func:`agentmem.arms.text.like_pattern`);
+    ``WHERE score > 0 AND <predicate> ORDER BY score DESC, created_day DESC, seq DESC
+    LIMIT k``. Text without terms returns no ids (the count, if wanted, still comes).
+    """
+
+    name: ClassVar[str] = "pg-btree"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        predicate=True,
+        join=True,
+        aggregate=True,
+        vector_access="none",
+        text_access="b-tree+like",
+        transactions=True,
+    )
+
+    def _ranking(self, q: Query, k: int) -> tuple[sql.Composable, dict[str, Any]] | None:
+        terms = _safe_terms(q.text)
+        if not terms:
+            return None
+        cond, params = predicate_sql(q.predicate)
+        score = sql.SQL(" + ").join(
+            sql.SQL("(body ILIKE {} ESCAPE '\\')::int").format(sql.Placeholder(f"t{i}"))
+            for i in range(len(terms))
+        )
+        stmt = sql.SQL(
+            "SELECT memory_id FROM ("
+            "SELECT memory_id, created_day, seq, ({}) AS score FROM memories WHERE {}"
+            ") AS scored WHERE score > 0 "
+            "ORDER BY score DESC, created_day DESC, seq DESC LIMIT %(k)s"
+        ).format(score, cond)
+        binds = {f"t{i}": like_pattern(t) for i, t in enumerate(terms)}
+        return stmt, {**params, **binds, "k": int(k)}
+
+
+class PgGinArm(_PgArm):
+    """``pg-gin``: stored English ``tsvector`` + GIN index, ranked by ``ts_rank_cd``.
+
+    ``tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', body)) STORED`` with a GIN
+    index; the query is the OR of the terms (:func:`tsquery_sql`, each term through
+    ``plainto_tsquery``, so no text can raise a tsquery syntax error)::
+
+        SELECT memory_id FROM memories WHERE tsv @@ $tsq AND <predicate>
+        ORDER BY ts_rank_cd(tsv, $tsq, 1) DESC, created_day DESC, seq DESC LIMIT k
+
+    Text without terms returns no ids (the count, if wanted, still comes).
+    """
+
+    name: ClassVar[str] = "pg-gin"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        predicate=True,
+        join=True,
+        aggregate=True,
+        vector_access="none",
+        text_access="gin-tsvector",
+        transactions=True,
+    )
+    _uses_fts: ClassVar[bool] = True
+
+    def _ranking(self, q: Query, k: int) -> tuple[sql.Composable, dict[str, Any]] | None:
+        terms = _safe_terms(q.text)
+        if not terms:
+            return None
+        cond, params = predicate_sql(q.predicate)
+        tsq, tparams = tsquery_sql(terms)
+        stmt = sql.SQL(
+            "SELECT memory_id FROM memories WHERE tsv @@ {tsq} AND {cond} "
+            "ORDER BY ts_rank_cd(tsv, {tsq}, %(rnorm)s) DESC, created_day DESC, seq DESC "
+            "LIMIT %(k)s"
+        ).format(tsq=tsq, cond=cond)
+        return stmt, {**params, **tparams, "k": int(k), "rnorm": TS_RANK_NORMALIZATION}
+
+
+class PgHybridArm(_PgArm):
+    """``pg-hybrid``: GIN branch + HNSW branch fused by RRF, in ONE SQL statement.
+
+    Branch ``gin``: top ``branch_k`` by ``ts_rank_cd`` among ``tsv @@ $tsq AND <predicate>``
+    (ties newest first); branch ``vec``: top ``branch_k`` by cosine distance
+    (``ORDER BY embedding <=> $q``) among ``<predicate>``. Each branch numbers its rows
+    with ``row_number()`` (rank from 1); the branches are combined with ``UNION ALL`` and
+    ``GROUP BY memory_id`` and ranked by Reciprocal Rank Fusion (Cormack, Clarke &
+    Buettcher 2009): ``score(d) = sum over branches of 1 / (rrf_k + rank_b(d))``; ties
+    newest first; ``LIMIT k``. Both branches live in the same statement, so one EXPLAIN
+    shows the GIN and the HNSW index. When the text has no terms only the vector branch
+    runs. Note: with pgvector's default ``hnsw.ef_search = 40`` the HNSW branch yields at
+    most ~40 candidates before filtering, fewer than ``branch_k = 50``.
+
+    Args:
+        branch_k: candidates per branch (default 50).
+        rrf_k: RRF constant (default 60).
+        m: HNSW ``m`` (default 16).
+        ef_construction: HNSW build list size (default 64).
+        ef_search: ``hnsw.ef_search`` (default 40).
+    """
+
+    name: ClassVar[str] = "pg-hybrid"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        predicate=True,
+        join=True,
+        aggregate=True,
+        vector_access="hnsw-filtered",
+        text_access="gin-tsvector",
+        transactions=True,
+    )
+    _uses_vectors: ClassVar[bool] = True
+    _uses_fts: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        *,
+        branch_k: int = 50,
+        rrf_k: int = 60,
+        m: int = 16,
+        ef_construction: int = 64,
+        ef_search: int = 40,
+    ) -> None:
+        super().__init__()
+        _check_positive(
+            branch_k=branch_k, m=m, ef_construction=ef_construction, ef_search=ef_search
+        )
+        if isinstance(rrf_k, bool) or not isinstance(rrf_k, int) or rrf_k < 0:
+            raise ValueError(f"rrf_k must be a non-negative integer, got {rrf_k!r}")
+        self.branch_k = branch_k
+        self.rrf_k = rrf_k
+        self.m = m
+        self.ef_construction = ef_construction
+        self.ef_search = ef_search
+
+    def _session_settings(self) -> dict[str, str]:
+        return {"hnsw.ef_search": str(self.ef_search), "hnsw.iterative_scan": "off"}
+
+    def _ranking(self, q: Query, k: int) -> tuple[sql.Composable, dict[str, Any]] | None:
+        cond, params = predicate_sql(q.predicate)
+        binds: dict[str, Any] = {
+            **params,
+            "qv": self._query_vector(q),
+            "bk": self.branch_k,
+            "rrfk": self.rrf_k,
+            "k": int(k),
+        }
+        vec = sql.SQL(
+            "vec AS (SELECT memory_id, created_day, seq, "
+            "row_number() OVER (ORDER BY distance) AS rnk FROM ("
+            "SELECT memory_id, created_day, seq, embedding <=> %(qv)s AS distance "
+            "FROM memories WHERE {cond} ORDER BY distance LIMIT %(bk)s) AS v)"
+        ).format(cond=cond)
+        ctes = [vec]
+        union = sql.SQL("SELECT memory_id, created_day, seq, rnk FROM vec")
+        terms = _safe_terms(q.text)
+        if terms:
+            tsq, tparams = tsquery_sql(terms)
+            binds.update(tparams)
+            binds["rnorm"] = TS_RANK_NORMALIZATION
+            gin = sql.SQL(
+                "gin AS (SELECT memory_id, created_day, seq, row_number() OVER "
+                "(ORDER BY rank DESC, created_day DESC, seq DESC) AS rnk FROM ("
+                "SELECT memory_id, created_day, seq, ts_rank_cd(tsv, {tsq}, %(rnorm)s) AS rank "
+                "FROM memories WHERE tsv @@ {tsq} AND {cond} "
+                "ORDER BY rank DESC, created_day DESC, seq DESC LIMIT %(bk)s) AS g)"
+            ).format(tsq=tsq, cond=cond)
+            ctes.insert(0, gin)
+            union = sql.SQL("SELECT memory_id, created_day, seq, rnk FROM gin UNION ALL ") + union
+        stmt = sql.SQL(
+            "WITH {ctes} SELECT memory_id FROM ({union}) AS u "
+            "GROUP BY memory_id, created_day, seq "
+            "ORDER BY sum(1.0 / (%(rrfk)s + rnk)) DESC, created_day DESC, seq DESC "
+            "LIMIT %(k)s"
+        ).format(ctes=sql.SQL(", ").join(ctes), union=union)
+        return stmt, binds
+
+
+__all__ = [
+    "PgBtreeArm",
+    "PgGinArm",
+    "PgHnswArm",
+    "PgHnswIterativeArm",
+    "PgHybridArm",
+    "predicate_sql",
+    "tsquery_sql",
+]

@@ -1,0 +1,627 @@
+"""Tests for the PostgreSQL arms and agentmem.pg, on real embedded PostgreSQL servers.
+
+One tiny store directory (one embedded server, one database per arm) is shared by the
+module; a "bulk" store (3,000 synthetic memories) shows planner behaviour that six rows
+cannot: the HNSW and GIN indexes in pg-hybrid's plan, and pg-hnsw's filtered underfill.
+
+Hand-computed expectations on the ``tiny`` corpus (tests/conftest.py):
+
+- "CFG-799" occurs in M1, M3, M5 (M2 paraphrases it); "decide" occurs only in M3
+  ("decided"; the English stemmer maps both to ``decid``).
+- ILIKE scoring gives every CFG-799 memory score 1, so ties go newest first: M5, M3, M1;
+  adding "timeout" lifts M1 and M5 (score 2): M5, M1, M3.
+- M1 and M2 are superseded by M5; fact F1 = {M1, M2, M5}; session S3 = {M5, M6};
+  created_day <= 15 = {M1, M2, M3}.
+- The fake query vector of a body equals that memory's vector (cosine distance 0).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import psutil
+import pytest
+from conftest import REPO, fake_vector, make_tiny
+from hostile import HOSTILE_TEXTS
+from psycopg import sql
+
+from agentmem import pg
+from agentmem.arms.base import ArmError, Corpus, Embeddings, Predicate, Query, Result
+from agentmem.arms.postgres import (
+    PgBtreeArm,
+    PgGinArm,
+    PgHnswArm,
+    PgHnswIterativeArm,
+    PgHybridArm,
+    tsquery_sql,
+)
+
+ARM_CLASSES = [PgHnswArm, PgHnswIterativeArm, PgBtreeArm, PgGinArm, PgHybridArm]
+TEXT_ARMS = ["pg-btree", "pg-gin"]
+VECTOR_ARMS = ["pg-hnsw", "pg-hnsw-iterative", "pg-hybrid"]
+ALL_IDS = {"M1", "M2", "M3", "M4", "M5", "M6"}
+NOT_SUPERSEDED = Predicate("superseded_by", "is_null")
+
+
+def q(
+    text: str,
+    predicate: Predicate | None = None,
+    wants_count: bool = False,
+    vector_of: str | None = None,
+) -> Query:
+    """A query; its embedding is the fake vector of ``vector_of`` (default: the text)."""
+    return Query(
+        "q", text, fake_vector(vector_of if vector_of is not None else text), predicate, wants_count
+    )
+
+
+def wait_dead(pid: int | None, timeout: float = 15.0) -> bool:
+    """Wait until postmaster ``pid`` no longer runs (a zombie awaiting reaping is dead)."""
+    return pg._wait(lambda: not pg.process_alive(pid), timeout)
+
+
+def servers_under(root: Path) -> list[int]:
+    """Pids of live (non-zombie) postgres processes whose command line names ``root``."""
+    out = []
+    for p in psutil.process_iter(["name", "cmdline", "status"]):
+        try:
+            if (
+                p.info["name"] == "postgres"
+                and p.info["status"] != psutil.STATUS_ZOMBIE
+                and any(str(root) in part for part in (p.info["cmdline"] or []))
+            ):
+                out.append(p.pid)
+        except psutil.Error:
+            continue
+    return out
+
+
+@pytest.fixture(autouse=True)
+def _embedded_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test runs in embedded mode unless it sets the DSN itself."""
+    monkeypatch.delenv(pg.ENV_DSN, raising=False)
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory):
+    """Module temp root; at the end no postgres server may run under it."""
+    path = tmp_path_factory.mktemp("pgarms")
+    yield path
+    survivors = [p for p in servers_under(path) if not wait_dead(p)]
+    assert survivors == [], f"postgres servers still running under {path}: {survivors}"
+
+
+@pytest.fixture(scope="module")
+def tiny_arms(root: Path):
+    """All five arms built on the tiny corpus in ONE store dir (one server, 5 databases)."""
+    old = os.environ.pop(pg.ENV_DSN, None)
+    corpus, vectors = make_tiny()
+    store = root / "tiny"
+    arms = {}
+    pid = None
+    try:
+        for cls in ARM_CLASSES:
+            arm = cls()
+            stats = arm.build(corpus, vectors, store)
+            assert stats.ingest_ms > 0 and stats.index_ms > 0
+            arms[cls.name] = arm
+        pid = pg.postmaster_pid(store / pg.PGDATA_DIRNAME)
+        assert pg.process_alive(pid)
+        yield arms
+    finally:
+        for arm in arms.values():
+            arm.close()
+        if old is not None:
+            os.environ[pg.ENV_DSN] = old
+    assert wait_dead(pid), f"embedded postmaster {pid} survived close()"
+
+
+def bulk_corpus(n: int = 3000) -> tuple[Corpus, Embeddings]:
+    """``n`` synthetic memories in two vector clusters split by ``created_day``.
+
+    Days 0..49 lie near ``+e0``, days 50..99 near ``-e0``; body ``i`` contains ``w{i%100}``.
+    """
+    rng = np.random.default_rng(7)
+    day = np.arange(n) % 100
+    x = rng.standard_normal((n, 384)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    x[:, 0] += np.where(day <= 49, 1.0, -1.0).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    ids = [f"B{i}" for i in range(n)]
+    mem = pl.DataFrame(
+        {
+            "memory_id": ids,
+            "session_id": [f"S{i % 30}" for i in range(n)],
+            "turn_no": [i % 10 for i in range(n)],
+            "seq": list(range(n)),
+            "kind": ["semantic"] * n,
+            "body": [f"note {i} about w{i % 100} and topic t{i % 7}" for i in range(n)],
+            "fact_id": [None] * n,
+            "created_day": day.tolist(),
+            "source": ["user_message"] * n,
+            "confidence": [0.5] * n,
+            "superseded_by": [None] * n,
+            "tokens": [7] * n,
+            "entity_ids": [[f"E{i % 5}"] for i in range(n)],
+        },
+        schema_overrides={
+            "turn_no": pl.Int32,
+            "created_day": pl.Int32,
+            "seq": pl.Int64,
+            "tokens": pl.Int32,
+            "fact_id": pl.Utf8,
+            "superseded_by": pl.Utf8,
+        },
+    )
+    return Corpus(memories=mem), Embeddings(ids=ids, matrix=x)
+
+
+@pytest.fixture(scope="module")
+def bulk(root: Path):
+    """pg-hnsw, pg-hnsw-iterative and pg-hybrid on the bulk corpus (one server)."""
+    corpus, vectors = bulk_corpus()
+    store = root / "bulk"
+    arms = {}
+    pid = None
+    try:
+        for cls in (PgHnswArm, PgHnswIterativeArm, PgHybridArm):
+            arm = cls()
+            arm.build(corpus, vectors, store)
+            arms[cls.name] = arm
+        pid = pg.postmaster_pid(store / pg.PGDATA_DIRNAME)
+        yield arms, vectors
+    finally:
+        for arm in arms.values():
+            arm.close()
+    assert wait_dead(pid)
+
+
+# ------------------------------------------------------------------ connection layer
+@pytest.mark.parametrize(
+    ("dsn", "expected"),
+    [
+        (
+            "postgresql://bob:s3cret@db.example:5432/agentmem?sslmode=require",
+            "postgresql://bob:***@db.example:5432/agentmem?sslmode=require",
+        ),
+        ("postgres://bob:p@ss/word@host/db", "postgres://bob:***@host/db"),
+        (
+            "postgresql://bob@host/db?password=s3cret&sslmode=disable",
+            "postgresql://bob@host/db?password=***&sslmode=disable",
+        ),
+        ("host=h user=bob password=s3cret dbname=x", "host=h user=bob password=*** dbname=x"),
+        ("host=h password = 'se cret' user=bob", "host=h password = *** user=bob"),
+        (
+            "postgresql://postgres:@/postgres?host=/tmp/x",
+            "postgresql://postgres:***@/postgres?host=/tmp/x",
+        ),
+        ("host=/tmp/x dbname=postgres", "host=/tmp/x dbname=postgres"),
+    ],
+)
+def test_redact_dsn(dsn: str, expected: str) -> None:
+    assert pg.redact_dsn(dsn) == expected
+    assert "s3cret" not in pg.redact_dsn(dsn) and "se cret" not in pg.redact_dsn(dsn)
+
+
+def test_connection_error_names_dsn_without_password(tmp_path: Path) -> None:
+    dsn = f"postgresql://bob:s3cret@/postgres?host={tmp_path / 'nowhere'}"
+    with pytest.raises(pg.PgError) as err:
+        pg.connect(dsn)
+    msg = str(err.value)
+    assert "s3cret" not in msg
+    assert f"postgresql://bob:***@/postgres?host={tmp_path / 'nowhere'}" in msg
+
+
+def test_database_name_is_a_safe_identifier(tmp_path: Path) -> None:
+    a = pg.database_name("pg-hnsw", tmp_path / "m" / "pg-hnsw")
+    b = pg.database_name("pg-hnsw", tmp_path / "s" / "pg-hnsw")
+    assert a.startswith("agentmem_pg_hnsw_m_") and b.startswith("agentmem_pg_hnsw_s_")
+    assert a != b
+    weird = pg.database_name("x" * 80, tmp_path / "Ünïcode dir; DROP DATABASE")
+    assert len(weird.encode()) <= 63
+    assert all(c.isascii() and (c.isalnum() or c == "_") for c in weird)
+
+
+def test_open_missing_store_names_path(tmp_path: Path) -> None:
+    for cls in ARM_CLASSES:
+        with pytest.raises(ArmError, match=str(tmp_path / "absent")):
+            cls().open(tmp_path / "absent")
+    assert not (tmp_path / "absent").exists()
+
+
+def test_constructor_rejects_bad_parameters() -> None:
+    with pytest.raises(ValueError, match="ef_search"):
+        PgHnswArm(ef_search=0)
+    with pytest.raises(ValueError, match="max_scan_tuples"):
+        PgHnswIterativeArm(max_scan_tuples=-1)
+    with pytest.raises(ValueError, match="rrf_k"):
+        PgHybridArm(rrf_k=-1)
+
+
+# ------------------------------------------------------------------- capabilities
+def test_capabilities() -> None:
+    expected = {
+        "pg-hnsw": ("hnsw-filtered", "none"),
+        "pg-hnsw-iterative": ("hnsw-iterative", "none"),
+        "pg-btree": ("none", "b-tree+like"),
+        "pg-gin": ("none", "gin-tsvector"),
+        "pg-hybrid": ("hnsw-filtered", "gin-tsvector"),
+    }
+    for cls in ARM_CLASSES:
+        c = cls.capabilities
+        assert cls.family == "postgres"
+        assert (c.vector_access, c.text_access) == expected[cls.name]
+        assert c.predicate and c.join and c.aggregate and c.transactions
+
+
+# --------------------------------------------------------------------- rankings
+def test_btree_ilike_scoring(tiny_arms) -> None:
+    arm = tiny_arms["pg-btree"]
+    assert arm.query(q("CFG-799"), 10).memory_ids == ["M5", "M3", "M1"]
+    assert arm.query(q("cfg-799 TIMEOUT"), 10).memory_ids == ["M5", "M1", "M3"]
+    assert arm.query(q("amber ledger"), 10).memory_ids == ["M2"]
+    # '%' and '_' in the text are literal, not wildcards
+    assert arm.query(q("%_\\"), 10).memory_ids == []
+
+
+def test_gin_ranking(tiny_arms) -> None:
+    arm = tiny_arms["pg-gin"]
+    assert set(arm.query(q("CFG-799"), 10).memory_ids) == {"M1", "M3", "M5"}
+    assert arm.query(q("outage disk"), 10).memory_ids == ["M4"]
+    # stemming: "rotating" -> rotat, matching "rotate"
+    assert arm.query(q("rotating keys"), 10).memory_ids == ["M6"]
+    # M1 and M5 match both terms, M3 only the identifier
+    ranked = arm.query(q("CFG-799 timeout"), 10).memory_ids
+    assert set(ranked[:2]) == {"M1", "M5"} and ranked[2] == "M3"
+
+
+def test_tsquery_builder_never_raises_on_raw_operators(tiny_arms) -> None:
+    conn = tiny_arms["pg-gin"]._conn()
+    terms = ["a:*", "!b", "c & d | e", "'f'", "(g", "ADR-297", "<->", "\\", "the", "x" * 3000]
+    expr, params = tsquery_sql(terms)
+    got = conn.execute(sql.SQL("SELECT ") + expr + sql.SQL("::text"), params).fetchone()[0]
+    assert "'adr' & '-297'" in got and "'f'" in got
+    expr, params = tsquery_sql(["the"])  # stopword only: empty query, no error, no rows
+    n = conn.execute(sql.SQL("SELECT count(*) FROM memories WHERE tsv @@ ") + expr, params)
+    assert n.fetchone()[0] == 0
+
+
+@pytest.mark.parametrize("name", TEXT_ARMS + ["pg-hybrid"])
+def test_hyphenated_identifier_alone_and_in_question(tiny_arms, name: str) -> None:
+    arm = tiny_arms[name]
+    alone = arm.query(q("CFG-799"), 10).memory_ids
+    question = arm.query(q("What did we decide about CFG-799 in the end?"), 10).memory_ids
+    assert {"M1", "M3", "M5"} <= set(alone)
+    assert {"M1", "M3", "M5"} <= set(question)
+    if name in TEXT_ARMS:
+        assert set(alone) == set(question) == {"M1", "M3", "M5"}
+        assert question[0] == "M3"  # the only memory with both "decide" and the id
+    # an identifier nobody mentions matches nothing in the text arms
+    if name in TEXT_ARMS:
+        assert arm.query(q("ADR-297"), 10).memory_ids == []
+        assert arm.query(q("SVC-5345"), 10).memory_ids[0] in {"M1", "M4", "M5"}
+        assert "M6" not in arm.query(q("SVC-5345"), 10).memory_ids  # SVC-77 is different
+
+
+@pytest.mark.parametrize("name", ["pg-hnsw", "pg-hnsw-iterative"])
+def test_hnsw_exact_on_tiny(tiny_arms, name: str) -> None:
+    corpus, vectors = make_tiny()
+    arm = tiny_arms[name]
+    bodies = dict(zip(corpus.memories["memory_id"], corpus.memories["body"], strict=True))
+    for mid, body in bodies.items():
+        qv = fake_vector(body)
+        sims = vectors.matrix @ qv
+        order = [vectors.ids[i] for i in np.argsort(-sims, kind="stable")]
+        got = arm.query(Query("q", "", qv), 6).memory_ids
+        assert got[0] == mid
+        assert len(got) == 6 and set(got) == ALL_IDS
+        # compare the prefix whose similarities are strictly distinct
+        s = np.sort(sims)[::-1]
+        n_distinct = next((i for i in range(1, 6) if abs(s[i] - s[i - 1]) < 1e-6), 6)
+        assert got[: n_distinct - 1] == order[: n_distinct - 1]
+
+
+def test_hybrid_rrf_on_tiny(tiny_arms) -> None:
+    corpus, _ = make_tiny()
+    bodies = dict(zip(corpus.memories["memory_id"], corpus.memories["body"], strict=True))
+    arm = tiny_arms["pg-hybrid"]
+    # text matches only M4 (GIN rank 1); the vector is M2's (vector rank 1).
+    # M4: 1/61 + 1/(60 + vec rank >= 2) > M2: 1/61 (M2 is not in the GIN branch)
+    got = arm.query(q("INC-2356 outage", vector_of=bodies["M2"]), 10).memory_ids
+    assert got[:2] == ["M4", "M2"]
+    assert set(got) == ALL_IDS
+    # no text terms: the vector branch alone ranks
+    got = arm.query(q("", vector_of=bodies["M6"]), 3).memory_ids
+    assert got[0] == "M6"
+
+
+# --------------------------------------------------------------------- predicates
+PREDICATES = [
+    (None, ALL_IDS),
+    (Predicate("session_id", "=", "S3"), {"M5", "M6"}),
+    (Predicate("created_day", "<=", 15), {"M1", "M2", "M3"}),
+    (Predicate("fact_id", "=", "F1"), {"M1", "M2", "M5"}),
+    (NOT_SUPERSEDED, {"M3", "M4", "M5", "M6"}),
+    (Predicate("superseded_by", "=", "M5"), {"M1", "M2"}),
+    (Predicate("session_id", "=", "S404"), set()),
+]
+
+
+@pytest.mark.parametrize("name", [c.name for c in ARM_CLASSES])
+@pytest.mark.parametrize(("pred", "allowed"), PREDICATES)
+def test_predicates_and_exact_counts(tiny_arms, name: str, pred, allowed: set[str]) -> None:
+    arm = tiny_arms[name]
+    text = "CFG-799 SVC-5345 timeout amber outage keys"
+    res = arm.query(q(text, pred, wants_count=True), 10)
+    assert res.count == len(allowed)
+    assert set(res.memory_ids) <= allowed
+    if name in VECTOR_ARMS:
+        assert set(res.memory_ids) == allowed  # every row is a vector candidate
+    else:
+        text_hits = {"M1", "M2", "M3", "M4", "M5", "M6"}  # every body has one of the terms
+        assert set(res.memory_ids) == allowed & text_hits
+    no_count = arm.query(q(text, pred), 10)
+    assert no_count.count is None and no_count.memory_ids == res.memory_ids
+
+
+def test_count_without_text_terms(tiny_arms) -> None:
+    for name in TEXT_ARMS:
+        res = tiny_arms[name].query(q("   ", Predicate("fact_id", "=", "F1"), True), 5)
+        assert res.memory_ids == [] and res.count == 3
+
+
+def test_k_bounds(tiny_arms) -> None:
+    for arm in tiny_arms.values():
+        assert len(arm.query(q("CFG-799 SVC-5345"), 2).memory_ids) <= 2
+        assert arm.query(q("CFG-799"), 0).memory_ids == []
+
+
+# ------------------------------------------------------------------- hostile text
+@pytest.mark.parametrize("name", [c.name for c in ARM_CLASSES])
+def test_hostile_texts(tiny_arms, name: str) -> None:
+    arm = tiny_arms[name]
+    for text in HOSTILE_TEXTS:
+        for pred in (None, NOT_SUPERSEDED):
+            res = arm.query(q(text, pred, wants_count=True), 5)
+            assert isinstance(res, Result)
+            assert len(res.memory_ids) <= 5
+            assert all(isinstance(i, str) and i in ALL_IDS for i in res.memory_ids)
+            assert res.count == (6 if pred is None else 4)
+        json.loads(arm.explain(q(text, NOT_SUPERSEDED)))
+    # the database survived every one of them
+    assert arm.query(q("x", None, True), 1).count == 6
+
+
+# ------------------------------------------------------------------ explain/storage
+def test_explain_is_json_of_the_statements(tiny_arms) -> None:
+    for name, arm in tiny_arms.items():
+        pred = Predicate("session_id", "=", "S3")
+        plans = json.loads(arm.explain(q("CFG-799", pred, wants_count=True)))
+        assert [p["Statement"] for p in plans] == ["ranking", "count"]
+        assert all("Plan" in p for p in plans), name
+        assert "%(pv)s" in plans[0]["Query Text"]  # bound, never spliced
+        assert "CFG" not in plans[0]["Query Text"] and "S3" not in plans[0]["Query Text"]
+    iterative = json.loads(tiny_arms["pg-hnsw-iterative"].explain(q("x")))[0]
+    assert iterative["Session Settings"]["hnsw.iterative_scan"] == "relaxed_order"
+    assert iterative["Session Settings"]["hnsw.max_scan_tuples"] == "20000"
+    assert "MATERIALIZED" in iterative["Query Text"]
+    note = json.loads(tiny_arms["pg-gin"].explain(q("?!")))
+    assert note == [{"Statement": "ranking", "Note": "no statement runs: the text has no terms"}]
+
+
+def test_storage_uses_pg_accounting(tiny_arms) -> None:
+    sizes = {}
+    for name, arm in tiny_arms.items():
+        st = arm.storage()
+        assert st.source == "pg_total_relation_size"
+        assert st.total_bytes == sum(st.objects.values()) > 0
+        assert {
+            "memories",
+            "memory_entities",
+            "memories_pkey",
+            "memories_session_id_idx",
+            "memories_created_day_idx",
+            "memories_fact_id_idx",
+            "memories_superseded_by_idx",
+            "memory_entities_entity_idx",
+        } <= set(st.objects)
+        total = (
+            arm._conn()
+            .execute(
+                "SELECT sum(pg_total_relation_size(oid)) FROM pg_class "
+                "WHERE relname IN ('memories', 'memory_entities')"
+            )
+            .fetchone()[0]
+        )
+        assert st.total_bytes == total
+        sizes[name] = st
+    assert "memories_embedding_idx" in sizes["pg-hnsw"].objects
+    assert "memories_tsv_idx" in sizes["pg-gin"].objects
+    assert {"memories_embedding_idx", "memories_tsv_idx"} <= set(sizes["pg-hybrid"].objects)
+    assert "memories_embedding_idx" not in sizes["pg-btree"].objects
+
+
+# -------------------------------------------------------------------- bulk store
+def test_hybrid_explain_shows_gin_and_hnsw(bulk) -> None:
+    arms, vectors = bulk
+    query = Query("q", "what about w75?", vectors.matrix[75])
+    plan = json.loads(arms["pg-hybrid"].explain(query))
+    assert len(plan) == 1  # ONE statement
+    text = json.dumps(plan)
+    assert '"Index Name": "memories_tsv_idx"' in text
+    assert '"Index Name": "memories_embedding_idx"' in text
+    ids = arms["pg-hybrid"].query(query, 10).memory_ids
+    assert len(ids) == 10 and "B75" in ids  # in both branches: GIN and nearest vector
+
+
+def test_hnsw_underfills_filtered_and_iterative_fills(bulk) -> None:
+    arms, vectors = bulk
+    # query from the day >= 50 cluster, filter to the day <= 49 cluster: the 40 HNSW
+    # candidates (ef_search) are all filtered away
+    pred = Predicate("created_day", "<=", 49)
+    query = Query("q", "", vectors.matrix[75], pred)
+    plain_plan = json.dumps(json.loads(arms["pg-hnsw"].explain(query)))
+    assert "memories_embedding_idx" in plain_plan
+    plain = arms["pg-hnsw"].query(query, 10).memory_ids
+    assert len(plain) < 10  # underfill: the point of this arm
+    filled = arms["pg-hnsw-iterative"].query(query, 10).memory_ids
+    assert len(filled) == 10
+    rows = vectors.get(filled)
+    days = [int(m[1:]) % 100 for m in filled]
+    assert all(d <= 49 for d in days)
+    dist = 1.0 - rows @ vectors.matrix[75]
+    assert np.all(np.diff(dist) >= -1e-5)  # re-sorted by distance
+    # unfiltered both find the query's own memory first
+    assert arms["pg-hnsw"].query(Query("q", "", vectors.matrix[75]), 5).memory_ids[0] == "B75"
+
+
+# ---------------------------------------------------------------- reopen/lifecycle
+def test_reopen_in_second_instance_shares_server(tiny_arms, root: Path) -> None:
+    store = root / "tiny"
+    for name in ("pg-gin", "pg-hybrid"):
+        first = tiny_arms[name]
+        second = type(first)()
+        second.open(store)
+        try:
+            query = q("CFG-799 timeout", NOT_SUPERSEDED, True)
+            assert second.query(query, 5) == first.query(query, 5)
+            assert second.storage().objects.keys() == first.storage().objects.keys()
+        finally:
+            second.close()
+        second.close()  # idempotent
+    # the server is still up for the other arms
+    assert tiny_arms["pg-btree"].query(q("CFG-799"), 3).memory_ids == ["M5", "M3", "M1"]
+
+
+def test_close_stops_server_and_open_restarts_it(tmp_path: Path) -> None:
+    corpus, vectors = make_tiny()
+    store = tmp_path / "s" / "pg-gin"
+    arm = PgGinArm()
+    arm.build(corpus, vectors, store)
+    expected = arm.query(q("CFG-799 timeout"), 5)
+    pid = pg.postmaster_pid(store / "pgdata")
+    assert pg.process_alive(pid)
+    arm.close()
+    arm.close()
+    assert wait_dead(pid)
+    with pytest.raises(ArmError, match="not open"):
+        arm.query(q("x"), 1)
+
+    again = PgGinArm()
+    again.open(store)
+    pid2 = pg.postmaster_pid(store / "pgdata")
+    assert pg.process_alive(pid2) and pid2 != pid
+    assert again.query(q("CFG-799 timeout"), 5) == expected
+    again.close()
+    assert wait_dead(pid2)
+
+    # a store of another arm is not there: clear error naming the directory
+    with pytest.raises(ArmError, match="pg-btree"):
+        PgBtreeArm().open(store)
+
+    # reopen from a fresh process (as the pipeline does after build)
+    code = (
+        "import json, sys\n"
+        "from agentmem.arms.postgres import PgGinArm\n"
+        "from agentmem.arms.base import Query\n"
+        "import numpy as np\n"
+        "a = PgGinArm(); a.open(sys.argv[1])\n"
+        "try:\n"
+        "    r = a.query(Query('q', 'CFG-799 timeout', np.zeros(384, 'float32')), 5)\n"
+        "    print(json.dumps(r.memory_ids))\n"
+        "finally:\n"
+        "    a.close()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != pg.ENV_DSN}
+    try:
+        out = subprocess.run(
+            [sys.executable, "-c", code, str(store)],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            env=env,
+            timeout=120,
+        )
+        assert out.returncode == 0, out.stderr[-4000:]
+        assert json.loads(out.stdout.strip().splitlines()[-1]) == expected.memory_ids
+        survivors = [p for p in servers_under(tmp_path) if not wait_dead(p)]
+        assert survivors == [], "the child process left its server running"
+    finally:
+        for p in servers_under(tmp_path):  # never leave a server behind, even on failure
+            psutil.Process(p).kill()
+
+
+def test_restart_after_postmaster_sigkill_in_same_process(tmp_path: Path) -> None:
+    corpus, vectors = make_tiny()
+    store = tmp_path / "crash"
+    first = PgBtreeArm()
+    first.build(corpus, vectors, store)
+    pid = pg.postmaster_pid(store / "pgdata")
+    os.kill(pid, signal.SIGKILL)
+    assert wait_dead(pid)
+    # pgserver's cached server object is dead; a second open must restart the cluster
+    second = PgBtreeArm()
+    second.open(store)
+    try:
+        new_pid = pg.postmaster_pid(store / "pgdata")
+        assert new_pid != pid and pg.process_alive(new_pid)
+        assert second.query(q("CFG-799"), 3).memory_ids == ["M5", "M3", "M1"]
+    finally:
+        first.close()  # its connection died with the old server; must not raise
+        second.close()
+    assert wait_dead(new_pid)
+
+
+# ------------------------------------------------------------------ external DSN mode
+def test_external_dsn_mode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    server = pg.EmbeddedServer.acquire(tmp_path / "ext-pgdata", create=True)
+    corpus, vectors = make_tiny()
+    store = tmp_path / "stores" / "xs" / "pg-hybrid"
+    try:
+        monkeypatch.setenv(pg.ENV_DSN, server.uri())
+        arm = PgHybridArm()
+        arm.build(corpus, vectors, store)
+        assert not (store / "pgdata").exists()  # no embedded server was started
+        db = pg.database_name("pg-hybrid", store)
+        assert db.startswith("agentmem_pg_hybrid_xs_")
+        got = arm.query(q("CFG-799", NOT_SUPERSEDED, True), 5)
+        arm.close()
+        reopened = PgHybridArm()
+        reopened.open(store)
+        assert reopened.query(q("CFG-799", NOT_SUPERSEDED, True), 5) == got
+        reopened.close()
+        assert pg.process_alive(server.pid)  # closing an external store leaves the server
+
+        # built externally, opened embedded: a clear error, not a new empty server
+        monkeypatch.delenv(pg.ENV_DSN)
+        with pytest.raises(ArmError, match="external mode"):
+            PgHybridArm().open(store)
+        monkeypatch.setenv(pg.ENV_DSN, server.uri())
+        pg.drop_store(store, "pg-hybrid")
+        with psycopg_connect(server.uri()) as conn:
+            assert (
+                conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (db,)).fetchone()
+                is None
+            )
+
+        # a bad external DSN: the message names it, password redacted
+        monkeypatch.setenv(pg.ENV_DSN, f"postgresql://bob:s3cret@/postgres?host={tmp_path}/no")
+        with pytest.raises(ArmError) as err:
+            PgGinArm().build(corpus, vectors, tmp_path / "other")
+        assert "s3cret" not in str(err.value) and "bob:***@" in str(err.value)
+    finally:
+        pid = server.pid
+        server.release()
+    assert wait_dead(pid)
+
+
+def psycopg_connect(dsn: str):
+    """A plain autocommit connection (through the layer under test)."""
+    return pg.connect(dsn)
