@@ -11,5 +11,10 @@ write_capture(
     snakemake.output[0],
     config=snakemake.params.config,
     main_size=snakemake.params.main_size,
-    trials={"crash": snakemake.input.crash, "lost_update": snakemake.input.lost_update},
+    trials={
+        "crash": snakemake.input.crash,
+        "lost_update": snakemake.input.lost_update,
+        "anomaly": snakemake.input.anomaly,
+    },
+    restatements=snakemake.input.restatements,
 )

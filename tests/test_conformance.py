@@ -9,6 +9,7 @@ import gc
 
 import polars as pl
 import pytest
+from conftest import REPO
 from hostile import HOSTILE_TEXTS
 
 from agentmem.arms import ARMS
@@ -16,8 +17,6 @@ from agentmem.arms.base import Arm, ArmError, Predicate, Query, StorageStats
 from agentmem.config import load_config
 from agentmem.corpus import load_corpus, load_queries, write_corpus
 from agentmem.embeddings import embed_corpus, load_embeddings
-
-from conftest import REPO
 
 K = 10
 

@@ -10,11 +10,10 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from conftest import REPO
 
 from agentmem.config import load_config
 from agentmem.corpus.queries import QUERY_CLASSES
-
-from conftest import REPO
 
 SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
 
@@ -26,8 +25,17 @@ def _workdir(tmp: Path) -> Path:
 
 
 def _snakemake(workdir: Path, *args: str, config: str = "config/smoke.yaml"):
-    cmd = [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "--directory", str(workdir),
-           "--cores", "2", f"--configfile={config}", *args]
+    cmd = [
+        SNAKEMAKE,
+        "-s",
+        str(REPO / "Snakefile"),
+        "--directory",
+        str(workdir),
+        "--cores",
+        "2",
+        f"--configfile={config}",
+        *args,
+    ]
     return subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=900)
 
 
@@ -41,10 +49,15 @@ def smoke_run(tmp_path_factory):
 
 def test_outputs_exist(smoke_run):
     cfg = load_config(REPO / "config/smoke.yaml")
-    for rel in ("results/tables/by_class.csv", "results/tables/by_class.md",
-                "results/tables/capabilities.md", "results/capture.json",
-                "results/report/index.html", "results/trials/crash.csv",
-                "results/trials/lost_update.csv"):
+    for rel in (
+        "results/tables/by_class.csv",
+        "results/tables/by_class.md",
+        "results/tables/capabilities.md",
+        "results/capture.json",
+        "results/report/index.html",
+        "results/trials/crash.csv",
+        "results/trials/lost_update.csv",
+    ):
         assert (smoke_run / rel).is_file(), rel
     for arm in cfg.arms:
         build = json.loads((smoke_run / f"results/builds/xs/{arm}.json").read_text())
@@ -56,8 +69,18 @@ def test_outputs_exist(smoke_run):
 def test_by_class_table_long_form(smoke_run):
     cfg = load_config(REPO / "config/smoke.yaml")
     t = pl.read_csv(smoke_run / "results/tables/by_class.csv")
-    assert t.columns == ["arm", "query_class", "n_queries", "ndcg_at_10", "recall_at_10", "mrr",
-                         "precision_at_10", "exact_count_rate", "p50_ms", "p95_ms"]
+    assert t.columns == [
+        "arm",
+        "query_class",
+        "n_queries",
+        "ndcg_at_10",
+        "recall_at_10",
+        "mrr",
+        "precision_at_10",
+        "exact_count_rate",
+        "p50_ms",
+        "p95_ms",
+    ]
     assert t.height == len(cfg.arms) * (len(QUERY_CLASSES) + 1)
     assert t["ndcg_at_10"].is_between(0, 1).all()
     agg = t.filter(pl.col("query_class") == "aggregate")

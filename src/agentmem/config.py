@@ -151,7 +151,10 @@ def _default_sizes() -> dict[str, SizeConfig]:
     }
 
 
-DEFAULT_ARMS: tuple[str, ...] = ("file-jsonl", "file-vec", "sqlite-fts", "pg-hnsw")
+def _default_arms() -> list[str]:
+    from agentmem.arms import ARMS
+
+    return list(ARMS)
 
 
 class Config(_Strict):
@@ -167,7 +170,7 @@ class Config(_Strict):
     embedding: EmbeddingConfig = EmbeddingConfig()
     run: RunConfig = RunConfig()
     arms: list[str] = Field(
-        default_factory=lambda: list(DEFAULT_ARMS),
+        default_factory=_default_arms,
         min_length=1,
         description="arms to run, by name (agentmem.arms.ARMS); a list, so that a second "
         "--configfile replaces it instead of merging",

@@ -61,6 +61,11 @@ def crash_tables():
     return expand("results/trials/crash/{family}.csv", family=CRASH_FAMILIES)
 
 
+def anomaly_tables():
+    """One update-anomaly probe per arm at the main size."""
+    return expand("results/trials/anomaly/{size}/{arm}.csv", size=MAIN, arm=ARM_NAMES)
+
+
 def all_targets():
     """Everything `snakemake` builds by default."""
     return [
@@ -69,6 +74,8 @@ def all_targets():
         "results/tables/capabilities.md",
         "results/trials/crash.csv",
         "results/trials/lost_update.csv",
+        "results/trials/anomaly.csv",
+        f"results/trials/restatements/{MAIN}.json",
         "results/capture.json",
         "results/report/index.html",
     ]

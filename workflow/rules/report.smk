@@ -47,6 +47,8 @@ rule write_capture:
         manifest=f"results/corpus/{MAIN}/manifest.json",
         crash="results/trials/crash.csv",
         lost_update="results/trials/lost_update.csv",
+        anomaly="results/trials/anomaly.csv",
+        restatements=f"results/trials/restatements/{MAIN}.json",
     output:
         "results/capture.json",
     params:

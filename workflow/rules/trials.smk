@@ -31,7 +31,7 @@ rule combine_crash_trials:
     resources:
         mem_mb=500,
     script:
-        "../../scripts/combine_crash_trials.py"
+        "../../scripts/combine_tables.py"
 
 
 rule run_lost_update_trials:
@@ -50,3 +50,58 @@ rule run_lost_update_trials:
         mem_mb=2000,
     script:
         "../../scripts/run_lost_update_trials.py"
+
+
+rule probe_update_anomaly:
+    input:
+        embeddings="results/embeddings/{size}.parquet",
+        build="results/builds/{size}/{arm}.json",
+        memories="results/corpus/{size}/memories.parquet",
+        source=library_file("agentmem/trials/anomaly.py"),
+    output:
+        "results/trials/anomaly/{size}/{arm}.csv",
+    params:
+        arm="{arm}",
+        arm_params=arm_params,
+        store_dir="results/stores/{size}/{arm}",
+        corpus_dir="results/corpus/{size}",
+        facts=CFG.trials.anomaly.facts,
+        k=CFG.trials.anomaly.k,
+        seed=CFG.trials.seed,
+        cache_dir="results/cache/embeddings",
+    log:
+        "results/logs/probe_update_anomaly/{size}/{arm}.log",
+    threads: 1
+    resources:
+        bench_slot=1,
+        mem_mb=2000,
+    script:
+        "../../scripts/run_anomaly_probe.py"
+
+
+rule combine_anomaly_probes:
+    input:
+        anomaly_tables(),
+    output:
+        "results/trials/anomaly.csv",
+    log:
+        "results/logs/combine_anomaly_probes.log",
+    threads: 1
+    resources:
+        mem_mb=500,
+    script:
+        "../../scripts/combine_tables.py"
+
+
+rule summarise_restatements:
+    input:
+        memories="results/corpus/{size}/memories.parquet",
+    output:
+        "results/trials/restatements/{size}.json",
+    log:
+        "results/logs/summarise_restatements/{size}.log",
+    threads: 1
+    resources:
+        mem_mb=1000,
+    script:
+        "../../scripts/summarise_restatements.py"

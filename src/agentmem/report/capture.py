@@ -59,6 +59,7 @@ def write_capture(
     config: dict[str, Any],
     main_size: str,
     trials: dict[str, str | Path] | None = None,
+    restatements: str | Path | None = None,
 ) -> dict[str, Any]:
     """Assemble the capture document and write it to ``out``.
 
@@ -69,7 +70,8 @@ def write_capture(
         out: target path.
         config: the validated config (as JSON-able dict).
         main_size: the size the headline tables use.
-        trials: name -> CSV path of trial tables (crash, lost_update, ...).
+        trials: name -> CSV path of trial tables (crash, lost_update, anomaly).
+        restatements: JSON of restatement statistics (update anomaly).
     """
     doc = {
         "generated_utc": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -80,6 +82,7 @@ def write_capture(
         "by_class": pl.read_csv(by_class).to_dicts(),
         "builds": [json.loads(Path(b).read_text()) for b in builds],
         "trials": {n: pl.read_csv(p).to_dicts() for n, p in (trials or {}).items()},
+        "restatements": json.loads(Path(restatements).read_text()) if restatements else None,
     }
     write_json(out, doc)
     return doc

@@ -132,6 +132,9 @@ def render_report(capture: str | Path, capabilities: str | Path, out: str | Path
         "superseded",
         "tokens_per_memory",
     ]
+    trials = _summarise_trials(doc["trials"])
+    if doc.get("restatements"):
+        trials["restatements per fact (update anomaly)"] = [doc["restatements"]]
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     html = env.from_string(TEMPLATE).render(
         generated=doc["generated_utc"],

@@ -1,0 +1,759 @@
+"""Tests for the three-tier arm (L1 SQLite working memory, L2 summaries, L3 pgvector).
+
+Real engines only: apsw SQLite files and embedded PostgreSQL 18 + pgvector servers.
+
+Hand-computed expectations on the ``tiny`` corpus (tests/conftest.py) with
+``l1_max_tokens=40`` and the default ``compact_fraction=0.5`` (compact down to 20 tokens):
+
+- o200k tokens of the bodies M1..M6: 17, 11, 12, 17, 20, 17.
+- M1, M2, M3 -> L1 holds 17, 28, 40 tokens (40 is not past the cap: no compaction).
+- M4 -> 57 > 40: evict oldest until <= 20: M1 (57-17=40), M2 (29), M3 (17); all of session
+  S1, so ONE node (S1, epoch 0) covering M1, M2, M3; L1 = {M4}, 17 tokens.
+- M5 -> 37. M6 -> 54 > 40: evict M4 (37), M5 (17); sessions S2 and S3, so TWO nodes
+  (S2, 0) = [M4] and (S3, 0) = [M5]; L1 = {M6}, 17 tokens.
+- Final: L1 = {M6}; L2 = 3 nodes covering 5 memories; L3 = {M1..M5}.
+- Predicates: session S3 = {M5 (L3), M6 (L1)}; superseded_by IS NULL = {M3, M4, M5, M6};
+  created_day <= 15 = {M1, M2, M3}; fact F1 = {M1, M2, M5}.
+- The fake vector of "CFG-799" has a positive cosine only with bodies containing the word
+  "CFG-799" (M1, M3, M5); with summary_tokens=200 every sentence fits into its summary.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import apsw
+import numpy as np
+import polars as pl
+import psutil
+import pytest
+from conftest import fake_vector, make_tiny
+from hostile import HOSTILE_TEXTS
+
+from agentmem import pg
+from agentmem.arms.base import ArmError, Corpus, Embeddings, Predicate, Query, Result
+from agentmem.arms.three_tier import (
+    DB_NAME,
+    AssembledContext,
+    ThreeTierArm,
+    rrf_fuse,
+)
+from agentmem.summarise import (
+    ENV_API_KEY,
+    ENV_BASE_URL,
+    ENV_MODEL,
+    ExtractiveSummariser,
+    OpenAICompatibleSummariser,
+    Summariser,
+    SummariserError,
+    make_summariser,
+    split_sentences,
+    truncate_to_tokens,
+)
+from agentmem.tokens import count_tokens
+
+ALL_IDS = {"M1", "M2", "M3", "M4", "M5", "M6"}
+TINY_TOKENS = [17, 11, 12, 17, 20, 17]
+CAP = 40
+
+
+def q(
+    text: str,
+    predicate: Predicate | None = None,
+    wants_count: bool = False,
+    vector_of: str | None = None,
+) -> Query:
+    """A query whose embedding is the fake vector of ``vector_of`` (default: the text)."""
+    return Query(
+        "q", text, fake_vector(vector_of if vector_of is not None else text), predicate, wants_count
+    )
+
+
+def tiny_rows() -> list[tuple[dict, np.ndarray]]:
+    """The tiny memories as (row dict, vector) in seq order."""
+    corpus, vectors = make_tiny()
+    rows = list(corpus.memories.sort("seq").iter_rows(named=True))
+    return [(r, vectors.get([r["memory_id"]])[0]) for r in rows]
+
+
+def wait_dead(pid: int | None, timeout: float = 15.0) -> bool:
+    """Wait until postmaster ``pid`` no longer runs (a zombie awaiting reaping is dead)."""
+    return pg._wait(lambda: not pg.process_alive(pid), timeout)
+
+
+def servers_under(root: Path) -> list[int]:
+    """Pids of live (non-zombie) postgres processes whose command line names ``root``."""
+    out = []
+    for p in psutil.process_iter(["name", "cmdline", "status"]):
+        try:
+            if (
+                p.info["name"] == "postgres"
+                and p.info["status"] != psutil.STATUS_ZOMBIE
+                and any(str(root) in part for part in (p.info["cmdline"] or []))
+            ):
+                out.append(p.pid)
+        except psutil.Error:
+            continue
+    return out
+
+
+def l2_nodes(arm: ThreeTierArm) -> list[tuple[str, int, list[str]]]:
+    """(session, epoch, covered ids in order) of every L2 node, in node order."""
+    db = arm._sqlite()
+    out = []
+    for node_id, sid, epoch in db.execute(
+        "SELECT node_id, session_id, epoch FROM l2_nodes ORDER BY node_id"
+    ):
+        ids = [
+            r[0]
+            for r in db.execute(
+                "SELECT memory_id FROM l2_covers WHERE node_id = ? ORDER BY ord", (node_id,)
+            )
+        ]
+        out.append((sid, epoch, ids))
+    return out
+
+
+def l1_ids(arm: ThreeTierArm) -> list[str]:
+    return [r[0] for r in arm._sqlite().execute("SELECT memory_id FROM l1_turns ORDER BY id")]
+
+
+def l3_ids(arm: ThreeTierArm) -> list[str]:
+    rows = arm._pg().execute("SELECT memory_id FROM l3_memories ORDER BY memory_id").fetchall()
+    return [r[0] for r in rows]
+
+
+# ------------------------------------------------------------------------- fixtures
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory):
+    """Module temp root in embedded mode; at the end no postgres server may run under it."""
+    old = os.environ.pop(pg.ENV_DSN, None)
+    path = tmp_path_factory.mktemp("threetier")
+    try:
+        yield path
+    finally:
+        if old is not None:
+            os.environ[pg.ENV_DSN] = old
+    survivors = [p for p in servers_under(path) if not wait_dead(p)]
+    assert survivors == [], f"postgres servers still running under {path}: {survivors}"
+
+
+@pytest.fixture(scope="module")
+def built(root: Path):
+    """The tiny corpus built with a 40-token L1 (compaction happens twice)."""
+    corpus, vectors = make_tiny()
+    arm = ThreeTierArm(l1_max_tokens=CAP, summary_tokens=200)
+    stats = arm.build(corpus, vectors, root / "tiny")
+    assert stats.ingest_ms > 0 and stats.index_ms > 0
+    pid = pg.postmaster_pid(root / "tiny" / pg.PGDATA_DIRNAME)
+    assert pg.process_alive(pid)
+    yield arm
+    arm.close()
+    assert wait_dead(pid), f"embedded postmaster {pid} survived close()"
+
+
+@pytest.fixture(scope="module")
+def turns(root: Path):
+    """An empty store for turn-by-turn tests (each test calls ``reset()`` first)."""
+    arm = ThreeTierArm(l1_max_tokens=CAP, summary_tokens=200)
+    arm.create(root / "turns")
+    pid = pg.postmaster_pid(root / "turns" / pg.PGDATA_DIRNAME)
+    yield arm
+    arm.close()
+    assert wait_dead(pid)
+
+
+# ---------------------------------------------------------------- tiers after build
+def test_identity_and_capabilities() -> None:
+    cap = ThreeTierArm.capabilities
+    assert (ThreeTierArm.name, ThreeTierArm.family) == ("three-tier", "tiered")
+    assert cap.predicate and cap.aggregate and cap.transactions and not cap.join
+    assert (cap.vector_access, cap.text_access) == ("hnsw-filtered", "fts5-bm25")
+
+
+def test_token_counts_behind_the_expectations() -> None:
+    corpus, _ = make_tiny()
+    assert count_tokens(corpus.memories["body"].to_list()) == TINY_TOKENS
+
+
+def test_tiers_really_populated(built: ThreeTierArm) -> None:
+    stats = built.tier_stats()
+    assert stats["l1_turns"] == 1 and stats["l1_tokens"] == 17 <= CAP
+    assert stats["l2_nodes"] == 3 and stats["l2_covered"] == 5
+    assert stats["l3_rows"] == 5
+    assert 0 < stats["l2_summary_tokens"] <= 3 * 200
+    assert l1_ids(built) == ["M6"]
+    assert l3_ids(built) == ["M1", "M2", "M3", "M4", "M5"]
+    assert l2_nodes(built) == [
+        ("S1", 0, ["M1", "M2", "M3"]),
+        ("S2", 0, ["M4"]),
+        ("S3", 0, ["M5"]),
+    ]
+    # provenance carries the metadata predicates need, and the summary quotes its sources
+    db = built._sqlite()
+    rows = db.execute(
+        "SELECT c.memory_id, c.session_id, c.created_day, c.fact_id, c.superseded_by, "
+        "c.excerpt, n.summary FROM l2_covers c JOIN l2_nodes n USING (node_id) "
+        "WHERE c.memory_id = 'M1'"
+    ).fetchall()
+    (mid, sid, day, fact, sup, excerpt, summary) = rows[0]
+    assert (mid, sid, day, fact, sup) == ("M1", "S1", 10, "F1", "M5")
+    assert excerpt == "CFG-799 sets the timeout of SVC-5345 to 30s." and excerpt in summary
+    # L3's HNSW index and predicate indexes exist
+    idx = {
+        r[0]
+        for r in built._pg().execute(
+            "SELECT indexname FROM pg_indexes WHERE tablename = 'l3_memories'"
+        )
+    }
+    assert {"l3_embedding_idx", "l3_session_id_idx", "l3_superseded_by_idx"} <= idx
+    typ = built._pg().execute(
+        "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+        "WHERE attrelid = 'l3_memories'::regclass AND attname = 'embedding'"
+    ).fetchone()
+    assert typ == ("vector(384)",)
+
+
+# --------------------------------------------------------------- turn by turn (issue 8)
+def test_compaction_triggered_at_threshold(turns: ThreeTierArm) -> None:
+    turns.reset()
+    events = [turns.ingest_turn(row, vec) for row, vec in tiny_rows()]
+    assert [e.tokens for e in events] == TINY_TOKENS
+    assert [e.l1_tokens for e in events] == [17, 28, 40, 17, 37, 17]
+    assert [e.compacted for e in events] == [False, False, False, True, False, True]
+    assert all(e.l1_tokens <= CAP for e in events)
+    assert events[3].moved_to_l3 == ["M1", "M2", "M3"]
+    (c,) = events[3].compactions
+    assert (c.session_id, c.epoch, c.memory_ids, c.source_tokens) == (
+        "S1",
+        0,
+        ("M1", "M2", "M3"),
+        40,
+    )
+    assert 0 < c.summary_tokens <= 200
+    assert events[5].moved_to_l3 == ["M4", "M5"]
+    assert [(x.session_id, x.epoch, x.memory_ids) for x in events[5].compactions] == [
+        ("S2", 0, ("M4",)),
+        ("S3", 0, ("M5",)),
+    ]
+    for e in events:
+        assert set(e.latency_ms) == {"L1", "L2", "L3"}
+        assert all(v >= 0 for v in e.latency_ms.values())
+        if not e.compacted:
+            assert e.latency_ms["L2"] == 0 and e.latency_ms["L3"] == 0
+    assert events[3].latency_ms["L3"] > 0 and events[3].latency_ms["L2"] > 0
+    # replaying through ingest_turn gives the same tiers as build()
+    assert l1_ids(turns) == ["M6"]
+    assert l3_ids(turns) == ["M1", "M2", "M3", "M4", "M5"]
+    assert l2_nodes(turns) == [
+        ("S1", 0, ["M1", "M2", "M3"]),
+        ("S2", 0, ["M4"]),
+        ("S3", 0, ["M5"]),
+    ]
+
+
+def test_epochs_count_per_session_and_oversized_turn(turns: ThreeTierArm) -> None:
+    turns.reset()
+    vec = fake_vector("x")
+    body = "Alpha beta gamma delta."  # 5 tokens
+    assert count_tokens([body]) == [5]
+    events = []
+    for i in range(17):  # 9 turns = 45 tokens > 40 -> compact to <= 20 (evict 5 turns)
+        row = {"memory_id": f"A{i}", "session_id": "SA", "seq": i, "body": body}
+        events.append(turns.ingest_turn(row, vec))
+    assert [i for i, e in enumerate(events) if e.compacted] == [8, 13]
+    assert [len(e.moved_to_l3) for e in events if e.compacted] == [5, 5]
+    assert [(s, ep) for s, ep, _ in l2_nodes(turns)] == [("SA", 0), ("SA", 1)]
+    # identical sentences are one candidate: the summary says it once
+    assert turns._sqlite().execute("SELECT summary FROM l2_nodes").fetchall() == [
+        (body,),
+        (body,),
+    ]
+    # a turn larger than the cap alone is compacted immediately (L1 ends empty)
+    big = " ".join(f"word{i}" for i in range(60))
+    e = turns.ingest_turn({"memory_id": "BIG", "session_id": "SB", "body": big}, vec)
+    assert e.compacted and e.l1_tokens == 0 and e.l1_turns == 0
+    assert e.moved_to_l3[-1] == "BIG"
+    assert [c.session_id for c in e.compactions] == ["SA", "SB"]
+    assert all(c.summary_tokens <= 200 for c in e.compactions)
+
+
+def test_ingest_turn_rejects_bad_input(turns: ThreeTierArm) -> None:
+    turns.reset()
+    row, vec = tiny_rows()[0]
+    turns.ingest_turn(row, vec)
+    with pytest.raises(ArmError, match="already in L1"):
+        turns.ingest_turn(row, vec)
+    with pytest.raises(ArmError, match="384"):
+        turns.ingest_turn({**row, "memory_id": "N1"}, np.zeros(3, dtype=np.float32))
+    with pytest.raises(ArmError, match="NUL"):
+        turns.ingest_turn({**row, "memory_id": "N2", "body": "a\x00b"}, vec)
+    with pytest.raises(ArmError, match="body"):
+        turns.ingest_turn({"memory_id": "N3"}, vec)
+    with pytest.raises(ArmError, match="created_day"):
+        turns.ingest_turn({**row, "memory_id": "N4", "created_day": "soon"}, vec)
+    # a memory already moved to L3 cannot come back
+    for r, v in tiny_rows()[1:4]:
+        turns.ingest_turn(r, v)
+    assert "M1" in l3_ids(turns)
+    with pytest.raises(ArmError, match="already in L3"):
+        turns.ingest_turn(row, vec)
+    assert turns.tier_stats()["l1_tokens"] <= CAP
+
+
+def test_conversation_cap_and_context_bounds(turns: ThreeTierArm) -> None:
+    """A 300-turn, 12-session conversation: every invariant after every turn."""
+    turns.reset()
+    rng = np.random.default_rng(3)
+    words = ["deploy", "cache", "timeout", "owner", "rollback", "queue", "index", "budget"]
+    n = 300
+    max_body = 0
+    for i in range(n):
+        picked = rng.choice(words, size=int(rng.integers(2, 6)))
+        body = f"CFG-{i} {' '.join(picked)}."
+        max_body = max(max_body, count_tokens([body])[0])
+        row = {
+            "memory_id": f"T{i:03d}",
+            "session_id": f"S{i // 25:02d}",
+            "seq": i,
+            "created_day": i // 25,
+            "superseded_by": None if i % 3 else "X",
+            "body": body,
+        }
+        e = turns.ingest_turn(row, fake_vector(body))
+        assert e.l1_tokens <= CAP
+        if i % 37 == 0:
+            ctx = turns.assemble_context(body, fake_vector(body), 5)
+            assert ctx.tokens["L1"] == e.l1_tokens
+            assert ctx.total_tokens <= CAP + 1 * 200 + 5 * max_body
+    stats = turns.tier_stats()
+    assert stats["l1_turns"] + stats["l2_covered"] == n
+    assert stats["l3_rows"] == stats["l2_covered"]
+    assert stats["l2_nodes"] > 12  # several epochs per session
+    # every memory is in exactly one of L1 / L3, and covered by exactly one node
+    db = turns._sqlite()
+    assert db.execute("SELECT count(DISTINCT memory_id) FROM l2_covers").fetchall() == [
+        (stats["l2_covered"],)
+    ]
+    assert set(l1_ids(turns)).isdisjoint(l3_ids(turns))
+    epochs = db.execute(
+        "SELECT session_id, group_concat(epoch) FROM "
+        "(SELECT session_id, epoch FROM l2_nodes ORDER BY node_id) GROUP BY session_id"
+    ).fetchall()
+    for _sid, eps in epochs:
+        got = [int(x) for x in eps.split(",")]
+        assert got == list(range(len(got)))
+    # exact counts over L1 ∪ L3
+    r = turns.query(q("CFG-7", Predicate("superseded_by", "is_null"), True), 10)
+    assert r.count == sum(1 for i in range(n) if i % 3)
+    r = turns.query(q("x", Predicate("created_day", "<=", 3), True), 10)
+    assert r.count == 100
+
+
+# --------------------------------------------------------------------- assemble context
+def test_assemble_context_tiers_tokens_latency(built: ThreeTierArm) -> None:
+    ctx = built.assemble_context("CFG-799 timeout", fake_vector("CFG-799"), 3)
+    assert isinstance(ctx, AssembledContext)
+    items, tokens, latency = ctx  # unpacks as a 3-tuple
+    assert [it.tier for it in items] == ["L1", "L2", "L3", "L3", "L3"]
+    l1 = items[0]
+    assert (l1.ref, l1.memory_ids, l1.keyword_hit) == ("M6", ("M6",), False)
+    l2 = items[1]
+    assert l2.keyword_hit and "CFG-799" in l2.text and l2.ref.startswith("L2:")
+    assert set(l2.memory_ids) in ({"M1", "M2", "M3"}, {"M5"})
+    assert {it.ref for it in items if it.tier == "L3"} == {"M1", "M3", "M5"}
+    for it in items:
+        assert it.tokens == count_tokens([it.text])[0]
+    assert tokens == {
+        t: sum(it.tokens for it in items if it.tier == t) for t in ("L1", "L2", "L3")
+    }
+    assert tokens["L1"] == 17 and tokens["L3"] == 17 + 12 + 20
+    assert set(latency) == {"L1", "L2", "L3"} and all(v > 0 for v in latency.values())
+    assert ctx.total_tokens == sum(tokens.values())
+    assert {"M1", "M3", "M5", "M6"} <= ctx.memory_ids()
+
+
+def test_assemble_context_recency_fill_and_predicate(built: ThreeTierArm) -> None:
+    # no terms: the newest summary node fills L2 (running summary); L1 whole
+    ctx = built.assemble_context("", fake_vector("CFG-799"), 2)
+    l2 = [it for it in ctx.items if it.tier == "L2"]
+    assert [(it.memory_ids, it.keyword_hit) for it in l2] == [(("M5",), False)]
+    assert [it.ref for it in ctx.items if it.tier == "L1"] == ["M6"]
+    # predicate restricts L2 and L3, never working memory
+    pred = Predicate("session_id", "=", "S1")
+    ctx = built.assemble_context("timeout", fake_vector("CFG-799"), 5, predicate=pred)
+    assert [it.ref for it in ctx.items if it.tier == "L1"] == ["M6"]
+    assert {it.ref for it in ctx.items if it.tier == "L3"} == {"M1", "M2", "M3"}
+    assert [it.memory_ids for it in ctx.items if it.tier == "L2"] == [("M1", "M2", "M3")]
+    ctx = built.assemble_context("timeout", fake_vector("CFG-799"), 0)
+    assert ctx.tokens["L3"] == 0
+
+
+# ----------------------------------------------------------------- query: predicates
+@pytest.mark.parametrize(
+    ("pred", "expected"),
+    [
+        (Predicate("session_id", "=", "S3"), {"M5", "M6"}),
+        (Predicate("superseded_by", "is_null"), {"M3", "M4", "M5", "M6"}),
+        (Predicate("created_day", "<=", 15), {"M1", "M2", "M3"}),
+        (Predicate("fact_id", "=", "F1"), {"M1", "M2", "M5"}),
+        (Predicate("session_id", "=", "nope"), set()),
+        (None, ALL_IDS),
+    ],
+)
+def test_predicates_and_exact_counts(
+    built: ThreeTierArm, pred: Predicate | None, expected: set[str]
+) -> None:
+    r = built.query(q("CFG-799 timeout", pred, wants_count=True), 10)
+    assert set(r.memory_ids) == expected  # every tier filtered; all matches fit in k=10
+    assert len(r.memory_ids) == len(set(r.memory_ids))
+    assert r.count == len(expected)
+    assert set(built.last_latency_ms) >= {"L1", "L2", "L3", "fuse", "count"}
+
+
+def test_count_counts_a_memory_in_both_tiers_once(built: ThreeTierArm) -> None:
+    """L1 ids are unioned with L3 ids in SQL, so an id present in both counts once."""
+    l1, union = built._count_statements(q("x", None, True))
+    ids = [r[0] for r in built._run(l1)]
+    assert ids == ["M6"]
+    assert built._run(union(ids))[0][0] == 6
+    assert built._run(union([*ids, "M1", "M2"]))[0][0] == 6  # duplicates of L3 rows
+
+
+def test_query_ranking_and_k(built: ThreeTierArm) -> None:
+    r = built.query(q("CFG-799"), 10)
+    assert set(r.memory_ids[:3]) == {"M1", "M3", "M5"}
+    assert set(r.memory_ids) == ALL_IDS
+    assert len(built.query(q("CFG-799"), 2).memory_ids) == 2
+    assert built.query(q("CFG-799"), 0) == Result(memory_ids=[], count=None)
+    assert built.query(q("CFG-799", None, True), 0).count == 6
+
+
+def test_l2_summary_search_maps_back_to_covered_ids(built: ThreeTierArm) -> None:
+    """The identifier, alone or in a question, reaches its compacted memories through L2."""
+    for text in ("CFG-799", "What did we decide about CFG-799 last week?"):
+        (st,) = [s for s in built._statements(q(text), 10) if s.label == "L2 summaries"]
+        ids = [r[0] for r in built._run(st)]
+        assert set(ids[:3]) == {"M1", "M3", "M5"}, text  # the memories the summaries quote
+        assert "M4" not in ids  # its node does not mention CFG-799
+
+
+def test_identifier_in_working_memory(root: Path) -> None:
+    """Everything in L1 (default 3,000-token cap): FTS5 finds CFG-799 alone or in a question."""
+    corpus, vectors = make_tiny()
+    arm = ThreeTierArm(recent_k=0)
+    try:
+        arm.build(corpus, vectors, root / "l1only")
+        assert arm.tier_stats()["l1_turns"] == 6 and arm.tier_stats()["l3_rows"] == 0
+        far = "unrelated words only"
+        r = arm.query(q("CFG-799", vector_of=far), 3)
+        assert set(r.memory_ids) == {"M1", "M3", "M5"}
+        r = arm.query(q("What did we decide about CFG-799 last week?", vector_of=far), 3)
+        assert r.memory_ids[0] == "M3" and set(r.memory_ids) == {"M1", "M3", "M5"}
+        r = arm.query(q("CFG-799", Predicate("superseded_by", "is_null"), True, far), 10)
+        assert set(r.memory_ids) == {"M3", "M5"} and r.count == 4
+    finally:
+        arm.close()
+
+
+def test_rrf_fuse_hand_computed() -> None:
+    a = [("A", 1, 1), ("B", 2, 2), ("C", 3, 3)]
+    b = [("C", 3, 3), ("A", 1, 1)]
+    fused = rrf_fuse([a, b], 60)
+    assert [m for m, _ in fused] == ["A", "C", "B"]
+    assert fused[0][1] == pytest.approx(1 / 61 + 1 / 62)
+    assert fused[1][1] == pytest.approx(1 / 63 + 1 / 61)
+    # ties go newest first
+    assert [m for m, _ in rrf_fuse([[("old", 1, 1)], [("new", 9, 1)]], 60)] == ["new", "old"]
+
+
+# --------------------------------------------------------------------- hostile texts
+def test_hostile_texts_query_context_explain(built: ThreeTierArm) -> None:
+    preds = [None, Predicate("superseded_by", "is_null"), Predicate("session_id", "=", "S1")]
+    counts = [6, 4, 3]
+    for text in HOSTILE_TEXTS:
+        for pred, n in zip(preds, counts, strict=True):
+            r = built.query(q(text, pred, True, vector_of="CFG-799"), 5)
+            assert isinstance(r, Result) and len(r.memory_ids) <= 5
+            assert set(r.memory_ids) <= ALL_IDS and len(set(r.memory_ids)) == len(r.memory_ids)
+            assert r.count == n, text
+        ctx = built.assemble_context(text, fake_vector("CFG-799"), 2)
+        assert ctx.tokens["L1"] == 17
+    for text in ("", "'; DROP TABLE l1_turns; --", "NEAR(a b, 3)", "x" * 10_000):
+        assert "QUERY PLAN" in built.explain(q(text, preds[1], True))
+    assert built.tier_stats()["l3_rows"] == 5  # nothing was dropped
+
+
+def test_hostile_texts_as_turns(turns: ThreeTierArm) -> None:
+    """Every hostile text ingested as a turn body (NUL is refused cleanly), then searched."""
+    turns.reset()
+    n = 0
+    for i, text in enumerate(HOSTILE_TEXTS):
+        row = {"memory_id": f"H{i}", "session_id": f"S{i % 4}", "seq": i, "body": text}
+        if "\x00" in text:
+            with pytest.raises(ArmError, match="NUL"):
+                turns.ingest_turn(row, fake_vector(text))
+            continue
+        e = turns.ingest_turn(row, fake_vector(text))
+        n += 1
+        assert e.l1_tokens <= CAP
+    stats = turns.tier_stats()
+    assert stats["l1_turns"] + stats["l2_covered"] == n == stats["l1_turns"] + stats["l3_rows"]
+    summaries = turns._sqlite().execute("SELECT summary, summary_tokens FROM l2_nodes").fetchall()
+    assert all(count_tokens([s])[0] == t <= 200 for s, t in summaries)
+    for text in HOSTILE_TEXTS:
+        r = turns.query(q(text, None, True), 10)
+        assert len(r.memory_ids) <= 10 and r.count == n
+    r = turns.query(q("ADR-297"), 10)
+    assert {"H0", "H1"} <= set(r.memory_ids)
+
+
+# ------------------------------------------------------------- explain, storage, reopen
+def test_explain_shows_every_tier(built: ThreeTierArm) -> None:
+    text = built.explain(q("CFG-799", Predicate("session_id", "=", "S3"), True))
+    for label in (
+        "-- L1 keyword [sqlite]",
+        "-- L1 recency [sqlite]",
+        "-- L2 summaries [sqlite]",
+        "-- L3 vector [postgres]",
+        "-- count: L1 ids [sqlite]",
+        "-- count: L1 ∪ L3 [postgres]",
+    ):
+        assert label in text
+    assert "l1_fts VIRTUAL TABLE" in text and "l2_fts VIRTUAL TABLE" in text
+    assert '"Relation Name": "l3_memories"' in text and "hnsw.ef_search" in text
+    empty = built.explain(q("   "))
+    assert "no statement runs" in empty and "L1 keyword [sqlite]" not in empty
+
+
+def test_storage_both_engines(built: ThreeTierArm) -> None:
+    st = built.storage()
+    assert st.total_bytes == sum(st.objects.values()) > 0
+    for obj in (
+        "sqlite:l1_turns",
+        "sqlite:l1_fts_data",
+        "sqlite:l2_nodes",
+        "sqlite:l2_covers",
+        "sqlite:l2_fts_data",
+        "pg:l3_memories",
+        "pg:l3_embedding_idx",
+        "pg:l3_memories_pkey",
+    ):
+        assert st.objects.get(obj, 0) > 0, obj
+    assert "dbstat" in st.source and "pg_total_relation_size" in st.source
+
+
+def test_reopen_recover_and_no_surviving_server(root: Path) -> None:
+    corpus, vectors = make_tiny()
+    store = root / "reopen"
+    pgdata = store / pg.PGDATA_DIRNAME
+    arm = ThreeTierArm(l1_max_tokens=CAP, summary_tokens=200)
+    arm.build(corpus, vectors, store)
+    before = arm.query(q("CFG-799 timeout", None, True), 10)
+    stats = arm.tier_stats()
+    pid = pg.postmaster_pid(pgdata)
+    arm.close()
+    arm.close()  # idempotent
+    assert wait_dead(pid), "embedded postmaster survived close()"
+    assert servers_under(store) == []
+    with pytest.raises(ArmError, match="not open"):
+        arm.query(q("x"), 3)
+
+    again = ThreeTierArm(l1_max_tokens=CAP, summary_tokens=200)
+    again.open(store)
+    try:
+        assert again.tier_stats() == stats
+        assert again.query(q("CFG-799 timeout", None, True), 10) == before
+        ev = again.ingest_turn(
+            {"memory_id": "M7", "session_id": "S4", "seq": 6, "body": "New turn about SVC-77."},
+            fake_vector("New turn about SVC-77."),
+        )
+        assert ev.l1_turns == 2 and not ev.compacted
+        pid = again._h.postmaster_pid if again._h else None
+    finally:
+        again.close()
+    assert wait_dead(pid)
+
+    # simulate a crash between the L1 insert and the compaction: L1 over its cap on disk
+    db = apsw.Connection(str(store / DB_NAME))
+    with db:
+        db.execute(
+            "INSERT INTO l1_turns(memory_id, session_id, seq, body, entity_ids, body_tokens, "
+            "embedding) VALUES ('M8', 'S4', 7, ?, '[]', 30, ?)",
+            ("Padding turn " * 10, fake_vector("pad").tobytes()),
+        )
+    db.close()
+    third = ThreeTierArm(l1_max_tokens=CAP, summary_tokens=200)
+    third.open(store)  # finishes the pending compaction
+    try:
+        s = third.tier_stats()
+        assert s["l1_tokens"] <= CAP
+        assert s["l1_turns"] + s["l3_rows"] == 8 and s["l3_rows"] == s["l2_covered"]
+        assert third.query(q("x", None, True), 1).count == 8
+    finally:
+        third.close()
+    assert servers_under(store) == []
+
+
+def test_open_errors(root: Path, built: ThreeTierArm) -> None:
+    with pytest.raises(ArmError, match="missing tiers.db"):
+        ThreeTierArm().open(root / "nowhere")
+    # a store is reopened only with the parameters it was built with
+    other = ThreeTierArm(l1_max_tokens=CAP + 1, summary_tokens=200)
+    with pytest.raises(ArmError, match="l1_max_tokens"):
+        other.open(root / "tiny")
+    other.close()
+    bad = root / "corrupt"
+    bad.mkdir()
+    (bad / DB_NAME).write_bytes(b"not a database at all" * 100)
+    with pytest.raises(ArmError, match=str(bad)):
+        ThreeTierArm().open(bad)
+
+
+def test_parameter_validation() -> None:
+    for kwargs in (
+        {"l1_max_tokens": 0},
+        {"compact_fraction": 0.0},
+        {"compact_fraction": 1.5},
+        {"summary_tokens": -1},
+        {"summariser": "gpt"},
+        {"recent_k": -1},
+        {"branch_k": True},
+    ):
+        with pytest.raises(ValueError):
+            ThreeTierArm(**kwargs)
+    assert ThreeTierArm(compact_fraction=0.25, l1_max_tokens=3000).l1_target_tokens == 2250
+    assert ThreeTierArm(summariser=ExtractiveSummariser()).summariser == "extractive"
+
+
+# ----------------------------------------------------------------------- bulk build
+def test_bulk_build_is_fast_and_consistent(root: Path) -> None:
+    n = 2000
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((n, 384)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    ids = [f"B{i:04d}" for i in range(n)]
+    mem = pl.DataFrame(
+        {
+            "memory_id": ids,
+            "session_id": [f"S{i // 25:03d}" for i in range(n)],
+            "turn_no": [i % 25 for i in range(n)],
+            "seq": list(range(n)),
+            "kind": ["semantic"] * n,
+            "body": [f"SVC-{i % 97} note {i}: the cache timeout is {i % 13}s." for i in range(n)],
+            "fact_id": [f"F{i % 50}" for i in range(n)],
+            "created_day": [i // 25 for i in range(n)],
+            "source": ["user_message"] * n,
+            "confidence": [0.5] * n,
+            "superseded_by": [None if i % 4 else "Z" for i in range(n)],
+            "tokens": [0] * n,
+            "entity_ids": [[f"SVC-{i % 97}"] for i in range(n)],
+        },
+        schema_overrides={
+            "turn_no": pl.Int32,
+            "created_day": pl.Int32,
+            "seq": pl.Int64,
+            "tokens": pl.Int32,
+            "superseded_by": pl.Utf8,
+        },
+    )
+    arm = ThreeTierArm(l1_max_tokens=600)
+    try:
+        t0 = time.perf_counter()
+        arm.build(Corpus(memories=mem.sample(fraction=1.0, shuffle=True, seed=1)),
+                  Embeddings(ids=ids, matrix=x), root / "bulk")
+        assert time.perf_counter() - t0 < 30
+        s = arm.tier_stats()
+        assert 300 < s["l1_tokens"] <= 600
+        assert s["l1_turns"] + s["l3_rows"] == n and s["l3_rows"] == s["l2_covered"]
+        # replay is in seq order: L1 holds exactly the newest turns
+        assert l1_ids(arm) == ids[n - s["l1_turns"] :]
+        r = arm.query(Query("b", "timeout", x[5], Predicate("fact_id", "=", "F7"), True), 10)
+        assert r.count == n // 50 and len(r.memory_ids) > 0
+        assert all(int(m[1:]) % 50 == 7 for m in r.memory_ids)
+        assert r.memory_ids[0] == "B0005" or "B0005" not in ids  # exact vector match first
+    finally:
+        arm.close()
+
+
+# ----------------------------------------------------------------------- summarisers
+TEXTS = [
+    "CFG-799 sets the timeout of SVC-5345 to 30s. The team agreed quickly.",
+    "The amber ledger gateway waits half a minute per call.",
+    "Someone asked about CFG-799 in chat; nothing decided.",
+    "Correction: CFG-799 now sets the timeout of SVC-5345 to 45s!",
+    "Lunch was good.",
+]
+
+
+def test_extractive_summariser_deterministic_and_within_budget() -> None:
+    s = ExtractiveSummariser()
+    assert isinstance(s, Summariser)
+    for budget in (0, 1, 3, 8, 12, 20, 30, 50, 200):
+        out = s.summarise(TEXTS, budget)
+        assert out == s.summarise(list(TEXTS), budget) == ExtractiveSummariser().summarise(
+            TEXTS, budget
+        )
+        assert count_tokens([out])[0] <= budget
+    assert s.summarise(TEXTS, 0) == ""
+    # generous budget: every distinct sentence, in original order
+    full = s.summarise(TEXTS, 500)
+    assert full.split("\n") == [x for t in TEXTS for x in split_sentences(t)]
+    # tight budget: the identifier-dense sentences win over chit-chat
+    tight = s.summarise(TEXTS, 40)
+    assert "CFG-799" in tight and "Lunch" not in tight
+    # extracted sentences are verbatim
+    for line in tight.split("\n"):
+        assert any(line in t for t in TEXTS)
+
+
+def test_extractive_summariser_edge_cases() -> None:
+    s = ExtractiveSummariser()
+    assert s.summarise([], 50) == ""
+    assert s.summarise(["", "   ", "\n"], 50) == ""
+    assert s.summarise(["same. same.", "Same.", "same."], 50) == "same."
+    long = "x" * 10_000
+    out = s.summarise([long], 10)
+    assert out and long.startswith(out) and count_tokens([out])[0] <= 10
+    for text in HOSTILE_TEXTS:
+        for budget in (1, 7, 64):
+            assert count_tokens([s.summarise([text, text[:50]], budget)])[0] <= budget
+    assert truncate_to_tokens("🔥🚀 deploy 🔥", 2) in ("🔥", "🔥🚀", "")
+    assert count_tokens([truncate_to_tokens("データベースのタイムアウト", 3)])[0] <= 3
+
+
+def test_split_sentences() -> None:
+    assert split_sentences('One. Two! "Three?" Four\nFive 1.5s ok.') == [
+        "One.",
+        "Two!",
+        '"Three?"',
+        "Four",
+        "Five 1.5s ok.",
+    ]
+    assert split_sentences("") == []
+
+
+def test_openai_summariser_needs_env() -> None:
+    with pytest.raises(SummariserError, match=f"{ENV_BASE_URL} and {ENV_MODEL}"):
+        OpenAICompatibleSummariser(env={})
+    with pytest.raises(SummariserError, match=ENV_MODEL):
+        OpenAICompatibleSummariser(env={ENV_BASE_URL: "http://localhost:1/v1"})
+    with pytest.raises(SummariserError, match="http"):
+        OpenAICompatibleSummariser(env={ENV_BASE_URL: "ftp://x", ENV_MODEL: "m"})
+    s = OpenAICompatibleSummariser(env={ENV_BASE_URL: "http://h/v1/", ENV_MODEL: "m"})
+    assert s.base_url == "http://h/v1" and s.summarise(["x"], 0) == ""
+    assert not OpenAICompatibleSummariser.available({ENV_API_KEY: "k"})
+    with pytest.raises(ValueError, match="unknown summariser"):
+        make_summariser("nope")
+
+
+@pytest.mark.skipif(
+    not OpenAICompatibleSummariser.available(),
+    reason=f"set {ENV_BASE_URL} and {ENV_MODEL} to test the LLM summariser",
+)
+def test_openai_summariser_live() -> None:
+    s = make_summariser("openai")
+    out = s.summarise(TEXTS, 40)
+    assert out and count_tokens([out])[0] <= 40
