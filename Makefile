@@ -26,10 +26,13 @@ reproduce: $(STAMP)  ## run the whole study (snakemake --cores $(CORES)) and pri
 	@echo "Report: $(CURDIR)/results/report/index.html"
 	@echo "Tables: $(CURDIR)/results/tables/"
 
-lint: $(STAMP)  ## ruff + snakemake --lint
+lint: $(STAMP)  ## ruff, snakefmt --check, snakemake --lint (any lint fails the target)
 	$(BIN)/ruff check src tests scripts
 	$(BIN)/ruff format --check src tests scripts
-	$(BIN)/snakemake --lint --cores 1
+	$(BIN)/snakefmt --check Snakefile workflow/rules/
+	@$(BIN)/snakemake --lint --cores 1 > .lint.out 2>&1 || { cat .lint.out; rm -f .lint.out; exit 1; }
+	@if grep -q "Lints for" .lint.out; then cat .lint.out; rm -f .lint.out; exit 1; fi
+	@rm -f .lint.out; echo "snakemake --lint: clean"
 
 test: lint  ## lint, then pytest (unit, arm conformance, bad input, end-to-end smoke run)
 	$(BIN)/pytest -q

@@ -6,6 +6,8 @@ sys.stderr = open(snakemake.log[0], "w")  # kept open for the whole job
 # params: arm, arm_params, store_dir, corpus_dir, facts, k, seed (optional: cache_dir)
 # input: embeddings; output[0]: one-row CSV arm,facts_probed,mean_reached,mean_total,
 # stale_fraction.
+from pathlib import Path
+
 from agentmem.trials.anomaly import run_anomaly_probe
 
 p = snakemake.params
@@ -13,7 +15,7 @@ row = run_anomaly_probe(
     p.arm,
     p.arm_params,
     p.store_dir,
-    p.corpus_dir,
+    Path(snakemake.input.memories).parent,
     snakemake.input.embeddings,
     snakemake.output[0],
     facts=p.facts,

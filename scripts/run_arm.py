@@ -2,13 +2,15 @@ import sys
 
 sys.stderr = open(snakemake.log[0], "w")
 
+from pathlib import Path
+
 from agentmem.runner import run_arm
 
 p = snakemake.params
 build = run_arm(
     p.arm,
     p.arm_params,
-    p.corpus_dir,
+    Path(snakemake.input.memories).parent,
     snakemake.input.embeddings,
     p.store_dir,
     snakemake.output.runs,

@@ -8,20 +8,21 @@ rule run_arm:
         runs="results/runs/{size}/{arm}.parquet",
         build="results/builds/{size}/{arm}.json",
         plans="results/plans/{size}/{arm}.json",
-    params:
-        arm="{arm}",
-        arm_params=arm_params,
-        corpus_dir="results/corpus/{size}",
-        store_dir="results/stores/{size}/{arm}",
-        k=CFG.run.k,
-        warmup=CFG.run.warmup,
-        repeats=CFG.run.repeats,
     log:
         "results/logs/run_arm/{size}/{arm}.log",
+    conda:
+        "../../envs/agentmem.yaml"
     threads: 1
     resources:
         bench_slot=1,
         mem_mb=4000,
+    params:
+        arm="{arm}",
+        arm_params=arm_params,
+        store_dir="results/stores/{size}/{arm}",
+        k=CFG.run.k,
+        warmup=CFG.run.warmup,
+        repeats=CFG.run.repeats,
     script:
         "../../scripts/run_arm.py"
 
@@ -33,12 +34,14 @@ rule score_run:
         qrels="results/corpus/{size}/qrels.parquet",
     output:
         "results/metrics/{size}/{arm}.parquet",
-    params:
-        k=CFG.run.k,
     log:
         "results/logs/score_run/{size}/{arm}.log",
+    conda:
+        "../../envs/agentmem.yaml"
     threads: 1
     resources:
         mem_mb=1000,
+    params:
+        k=CFG.run.k,
     script:
         "../../scripts/score_run.py"

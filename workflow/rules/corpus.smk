@@ -8,13 +8,15 @@ rule generate_corpus:
         queries="results/corpus/{size}/queries.parquet",
         qrels="results/corpus/{size}/qrels.parquet",
         manifest="results/corpus/{size}/manifest.json",
-    params:
-        size=size_params,
-        corpus=CFG.corpus.model_dump(),
     log:
         "results/logs/generate_corpus/{size}.log",
+    conda:
+        "../../envs/agentmem.yaml"
     threads: 1
     resources:
         mem_mb=2000,
+    params:
+        size=size_params,
+        corpus=CFG.corpus.model_dump(),
     script:
         "../../scripts/generate_corpus.py"

@@ -4,13 +4,15 @@ rule embed_texts:
         queries="results/corpus/{size}/queries.parquet",
     output:
         "results/embeddings/{size}.parquet",
-    params:
-        cache_dir="results/cache/embeddings",
-        batch_size=CFG.embedding.batch_size,
     log:
         "results/logs/embed_texts/{size}.log",
+    conda:
+        "../../envs/agentmem.yaml"
     threads: 2
     resources:
         mem_mb=4000,
+    params:
+        cache_dir="results/cache/embeddings",
+        batch_size=CFG.embedding.batch_size,
     script:
         "../../scripts/embed_texts.py"

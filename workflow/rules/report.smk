@@ -9,13 +9,15 @@ rule tabulate_by_class:
             labels={"table": "by class (csv)"},
         ),
         md="results/tables/by_class.md",
-    params:
-        arms=ARM_NAMES,
     log:
         "results/logs/tabulate_by_class.log",
+    conda:
+        "../../envs/agentmem.yaml"
     threads: 1
     resources:
         mem_mb=1000,
+    params:
+        arms=ARM_NAMES,
     script:
         "../../scripts/tabulate_by_class.py"
 
@@ -29,13 +31,15 @@ rule tabulate_capabilities:
             caption="../report/capabilities.rst",
             category="Architectures",
         ),
-    params:
-        arms=ARM_NAMES,
     log:
         "results/logs/tabulate_capabilities.log",
+    conda:
+        "../../envs/agentmem.yaml"
     threads: 1
     resources:
         mem_mb=500,
+    params:
+        arms=ARM_NAMES,
     script:
         "../../scripts/tabulate_capabilities.py"
 
@@ -51,14 +55,16 @@ rule write_capture:
         restatements=f"results/trials/restatements/{MAIN}.json",
     output:
         "results/capture.json",
-    params:
-        config=CFG.model_dump(mode="json"),
-        main_size=MAIN,
     log:
         "results/logs/write_capture.log",
+    conda:
+        "../../envs/agentmem.yaml"
     threads: 1
     resources:
         mem_mb=500,
+    params:
+        config=CFG.model_dump(mode="json"),
+        main_size=MAIN,
     script:
         "../../scripts/write_capture.py"
 
@@ -71,6 +77,8 @@ rule render_report:
         "results/report/index.html",
     log:
         "results/logs/render_report.log",
+    conda:
+        "../../envs/agentmem.yaml"
     threads: 1
     resources:
         mem_mb=500,

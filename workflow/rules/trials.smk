@@ -1,6 +1,14 @@
 rule run_crash_trials:
     output:
         "results/trials/crash/{family}.csv",
+    log:
+        "results/logs/run_crash_trials/{family}.log",
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 2
+    resources:
+        bench_slot=1,
+        mem_mb=2000,
     params:
         family="{family}",
         trials=CFG.trials.crash.trials,
@@ -10,12 +18,6 @@ rule run_crash_trials:
         baseline_records=CFG.trials.crash.baseline_records,
         max_kill_after_ms=CFG.trials.crash.max_kill_after_ms,
         work_dir="results/stores/trials/crash/{family}",
-    log:
-        "results/logs/run_crash_trials/{family}.log",
-    threads: 2
-    resources:
-        bench_slot=1,
-        mem_mb=2000,
     script:
         "../../scripts/run_crash_trials.py"
 
@@ -27,6 +29,8 @@ rule combine_crash_trials:
         "results/trials/crash.csv",
     log:
         "results/logs/combine_crash_trials.log",
+    conda:
+        "../../envs/agentmem.yaml"
     threads: 1
     resources:
         mem_mb=500,
@@ -37,17 +41,19 @@ rule combine_crash_trials:
 rule run_lost_update_trials:
     output:
         "results/trials/lost_update.csv",
+    log:
+        "results/logs/run_lost_update_trials.log",
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 2
+    resources:
+        bench_slot=1,
+        mem_mb=2000,
     params:
         writers=CFG.trials.lost_update.writers,
         increments=CFG.trials.lost_update.increments,
         modes=list(CFG.trials.lost_update.modes),
         work_dir="results/stores/trials/lost_update",
-    log:
-        "results/logs/run_lost_update_trials.log",
-    threads: 2
-    resources:
-        bench_slot=1,
-        mem_mb=2000,
     script:
         "../../scripts/run_lost_update_trials.py"
 
@@ -60,21 +66,22 @@ rule probe_update_anomaly:
         source=library_file("agentmem/trials/anomaly.py"),
     output:
         "results/trials/anomaly/{size}/{arm}.csv",
-    params:
-        arm="{arm}",
-        arm_params=arm_params,
-        store_dir="results/stores/{size}/{arm}",
-        corpus_dir="results/corpus/{size}",
-        facts=CFG.trials.anomaly.facts,
-        k=CFG.trials.anomaly.k,
-        seed=CFG.trials.seed,
-        cache_dir="results/cache/embeddings",
     log:
         "results/logs/probe_update_anomaly/{size}/{arm}.log",
+    conda:
+        "../../envs/agentmem.yaml"
     threads: 1
     resources:
         bench_slot=1,
         mem_mb=2000,
+    params:
+        arm="{arm}",
+        arm_params=arm_params,
+        store_dir="results/stores/{size}/{arm}",
+        facts=CFG.trials.anomaly.facts,
+        k=CFG.trials.anomaly.k,
+        seed=CFG.trials.seed,
+        cache_dir="results/cache/embeddings",
     script:
         "../../scripts/run_anomaly_probe.py"
 
@@ -86,6 +93,8 @@ rule combine_anomaly_probes:
         "results/trials/anomaly.csv",
     log:
         "results/logs/combine_anomaly_probes.log",
+    conda:
+        "../../envs/agentmem.yaml"
     threads: 1
     resources:
         mem_mb=500,
@@ -100,6 +109,8 @@ rule summarise_restatements:
         "results/trials/restatements/{size}.json",
     log:
         "results/logs/summarise_restatements/{size}.log",
+    conda:
+        "../../envs/agentmem.yaml"
     threads: 1
     resources:
         mem_mb=1000,
