@@ -17,4 +17,6 @@ write_capture(
         "anomaly": snakemake.input.anomaly,
     },
     restatements=snakemake.input.restatements,
+    extra_tables={"fill_rate": snakemake.input.fill_rate},
+    extra_json={"hnsw_recall": snakemake.input.hnsw_recall},
 )

@@ -72,6 +72,8 @@ def all_targets():
         "results/tables/by_class.csv",
         "results/tables/by_class.md",
         "results/tables/capabilities.md",
+        "results/tables/fill_rate.csv",
+        f"results/tables/hnsw_recall_{MAIN}.json",
         "results/trials/crash.csv",
         "results/trials/lost_update.csv",
         "results/trials/anomaly.csv",

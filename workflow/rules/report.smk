@@ -53,6 +53,8 @@ rule write_capture:
         lost_update="results/trials/lost_update.csv",
         anomaly="results/trials/anomaly.csv",
         restatements=f"results/trials/restatements/{MAIN}.json",
+        fill_rate="results/tables/fill_rate.csv",
+        hnsw_recall=f"results/tables/hnsw_recall_{MAIN}.json",
     output:
         "results/capture.json",
     log:
@@ -84,3 +86,44 @@ rule render_report:
         mem_mb=500,
     script:
         "../../scripts/render_report.py"
+
+
+rule measure_hnsw_recall:
+    input:
+        embeddings="results/embeddings/{size}.parquet",
+        memories="results/corpus/{size}/memories.parquet",
+        queries="results/corpus/{size}/queries.parquet",
+    output:
+        "results/tables/hnsw_recall_{size}.json",
+    log:
+        "results/logs/measure_hnsw_recall/{size}.log",
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+    params:
+        k=CFG.run.k,
+    script:
+        "../../scripts/measure_hnsw_recall.py"
+
+
+rule tabulate_fill_rates:
+    input:
+        runs=expand("results/runs/{size}/{arm}.parquet", size=MAIN, arm=ARM_NAMES),
+        memories=f"results/corpus/{MAIN}/memories.parquet",
+        queries=f"results/corpus/{MAIN}/queries.parquet",
+    output:
+        "results/tables/fill_rate.csv",
+    log:
+        "results/logs/tabulate_fill_rates.log",
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+    params:
+        arms=ARM_NAMES,
+        k=CFG.run.k,
+    script:
+        "../../scripts/tabulate_fill_rates.py"

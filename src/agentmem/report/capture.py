@@ -60,6 +60,8 @@ def write_capture(
     main_size: str,
     trials: dict[str, str | Path] | None = None,
     restatements: str | Path | None = None,
+    extra_tables: dict[str, str | Path] | None = None,
+    extra_json: dict[str, str | Path] | None = None,
 ) -> dict[str, Any]:
     """Assemble the capture document and write it to ``out``.
 
@@ -72,6 +74,8 @@ def write_capture(
         main_size: the size the headline tables use.
         trials: name -> CSV path of trial tables (crash, lost_update, anomaly).
         restatements: JSON of restatement statistics (update anomaly).
+        extra_tables: name -> CSV of further tables (fill rates, ...), stored as rows.
+        extra_json: name -> JSON documents (HNSW recall, ...), stored as they are.
     """
     doc = {
         "generated_utc": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -84,5 +88,9 @@ def write_capture(
         "trials": {n: pl.read_csv(p).to_dicts() for n, p in (trials or {}).items()},
         "restatements": json.loads(Path(restatements).read_text()) if restatements else None,
     }
+    for name, p in (extra_tables or {}).items():
+        doc[name] = pl.read_csv(p).to_dicts()
+    for name, p in (extra_json or {}).items():
+        doc[name] = json.loads(Path(p).read_text())
     write_json(out, doc)
     return doc

@@ -70,7 +70,7 @@ Python {{ env.python }}, SQLite {{ env.packages.sqlite }}, {{ env.cpus }} CPUs.<
 <pre>{{ capabilities }}</pre>
 
 {% for name, rows in trials.items() %}
-<h2>{{ loop.index + 4 }}. Trials: {{ name.replace('_', ' ') }}</h2>
+<h2>{{ loop.index + 4 }}. {{ name.replace('_', ' ') }}</h2>
 <table><caption>{{ name }} ({{ rows|length }} rows)</caption>
 {% if rows %}<tr>{% for k in rows[0].keys() %}<th>{{ k }}</th>{% endfor %}</tr>{% endif %}
 {% for r in rows %}<tr>{% for v in r.values() %}<td>{{ v }}</td>{% endfor %}</tr>{% endfor %}
@@ -133,6 +133,14 @@ def render_report(capture: str | Path, capabilities: str | Path, out: str | Path
         "tokens_per_memory",
     ]
     trials = _summarise_trials(doc["trials"])
+    if doc.get("fill_rate"):
+        trials["filtered queries: result slots filled"] = doc["fill_rate"]
+    if doc.get("hnsw_recall"):
+        h = doc["hnsw_recall"]
+        trials["hnswlib recall@k vs exact search"] = [
+            {"ef_search": ef, "recall": r, "k": h["k"], "memories": h["memories"]}
+            for ef, r in h["by_ef"].items()
+        ]
     if doc.get("restatements"):
         trials["restatements per fact (update anomaly)"] = [doc["restatements"]]
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)

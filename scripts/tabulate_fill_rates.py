@@ -1,0 +1,13 @@
+import sys
+
+sys.stderr = open(snakemake.log[0], "w")
+
+from agentmem.report.diagnostics import fill_rates
+
+fill_rates(
+    dict(zip(snakemake.params.arms, snakemake.input.runs, strict=True)),
+    snakemake.input.memories,
+    snakemake.input.queries,
+    snakemake.output[0],
+    k=snakemake.params.k,
+)
