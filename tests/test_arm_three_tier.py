@@ -21,6 +21,7 @@ Hand-computed expectations on the ``tiny`` corpus (tests/conftest.py) with
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 
@@ -209,10 +210,14 @@ def test_tiers_really_populated(built: ThreeTierArm) -> None:
         )
     }
     assert {"l3_embedding_idx", "l3_session_id_idx", "l3_superseded_by_idx"} <= idx
-    typ = built._pg().execute(
-        "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
-        "WHERE attrelid = 'l3_memories'::regclass AND attname = 'embedding'"
-    ).fetchone()
+    typ = (
+        built._pg()
+        .execute(
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+            "WHERE attrelid = 'l3_memories'::regclass AND attname = 'embedding'"
+        )
+        .fetchone()
+    )
     assert typ == ("vector(384)",)
 
 
@@ -242,7 +247,7 @@ def test_compaction_triggered_at_threshold(turns: ThreeTierArm) -> None:
         assert set(e.latency_ms) == {"L1", "L2", "L3"}
         assert all(v >= 0 for v in e.latency_ms.values())
         if not e.compacted:
-            assert e.latency_ms["L2"] == 0 and e.latency_ms["L3"] == 0
+            assert e.latency_ms["L2"] == 0  # L3 still pays the duplicate-id lookup
     assert events[3].latency_ms["L3"] > 0 and events[3].latency_ms["L2"] > 0
     # replaying through ingest_turn gives the same tiers as build()
     assert l1_ids(turns) == ["M6"]
@@ -338,12 +343,10 @@ def test_conversation_cap_and_context_bounds(turns: ThreeTierArm) -> None:
         (stats["l2_covered"],)
     ]
     assert set(l1_ids(turns)).isdisjoint(l3_ids(turns))
-    epochs = db.execute(
-        "SELECT session_id, group_concat(epoch) FROM "
-        "(SELECT session_id, epoch FROM l2_nodes ORDER BY node_id) GROUP BY session_id"
-    ).fetchall()
-    for _sid, eps in epochs:
-        got = [int(x) for x in eps.split(",")]
+    epochs: dict[str, list[int]] = {}
+    for sid, epoch in db.execute("SELECT session_id, epoch FROM l2_nodes ORDER BY node_id"):
+        epochs.setdefault(sid, []).append(epoch)
+    for got in epochs.values():
         assert got == list(range(len(got)))
     # exact counts over L1 ∪ L3
     r = turns.query(q("CFG-7", Predicate("superseded_by", "is_null"), True), 10)
@@ -366,9 +369,7 @@ def test_assemble_context_tiers_tokens_latency(built: ThreeTierArm) -> None:
     assert {it.ref for it in items if it.tier == "L3"} == {"M1", "M3", "M5"}
     for it in items:
         assert it.tokens == count_tokens([it.text])[0]
-    assert tokens == {
-        t: sum(it.tokens for it in items if it.tier == t) for t in ("L1", "L2", "L3")
-    }
+    assert tokens == {t: sum(it.tokens for it in items if it.tier == t) for t in ("L1", "L2", "L3")}
     assert tokens["L1"] == 17 and tokens["L3"] == 17 + 12 + 20
     assert set(latency) == {"L1", "L2", "L3"} and all(v > 0 for v in latency.values())
     assert ctx.total_tokens == sum(tokens.values())
@@ -557,7 +558,7 @@ def test_reopen_recover_and_no_surviving_server(root: Path) -> None:
     arm.close()
     arm.close()  # idempotent
     assert wait_dead(pid), "embedded postmaster survived close()"
-    assert servers_under(store) == []
+    assert all(wait_dead(p) for p in servers_under(store))
     with pytest.raises(ArmError, match="not open"):
         arm.query(q("x"), 3)
 
@@ -594,7 +595,7 @@ def test_reopen_recover_and_no_surviving_server(root: Path) -> None:
         assert third.query(q("x", None, True), 1).count == 8
     finally:
         third.close()
-    assert servers_under(store) == []
+    assert all(wait_dead(p) for p in servers_under(store))
 
 
 def test_open_errors(root: Path, built: ThreeTierArm) -> None:
@@ -608,7 +609,7 @@ def test_open_errors(root: Path, built: ThreeTierArm) -> None:
     bad = root / "corrupt"
     bad.mkdir()
     (bad / DB_NAME).write_bytes(b"not a database at all" * 100)
-    with pytest.raises(ArmError, match=str(bad)):
+    with pytest.raises(ArmError, match=re.escape(str(bad))):
         ThreeTierArm().open(bad)
 
 
@@ -662,18 +663,21 @@ def test_bulk_build_is_fast_and_consistent(root: Path) -> None:
     arm = ThreeTierArm(l1_max_tokens=600)
     try:
         t0 = time.perf_counter()
-        arm.build(Corpus(memories=mem.sample(fraction=1.0, shuffle=True, seed=1)),
-                  Embeddings(ids=ids, matrix=x), root / "bulk")
+        arm.build(
+            Corpus(memories=mem.sample(fraction=1.0, shuffle=True, seed=1)),
+            Embeddings(ids=ids, matrix=x),
+            root / "bulk",
+        )
         assert time.perf_counter() - t0 < 30
         s = arm.tier_stats()
-        assert 300 < s["l1_tokens"] <= 600
+        assert 0 < s["l1_tokens"] <= 600 and s["l2_nodes"] >= n // 25
         assert s["l1_turns"] + s["l3_rows"] == n and s["l3_rows"] == s["l2_covered"]
         # replay is in seq order: L1 holds exactly the newest turns
         assert l1_ids(arm) == ids[n - s["l1_turns"] :]
-        r = arm.query(Query("b", "timeout", x[5], Predicate("fact_id", "=", "F7"), True), 10)
-        assert r.count == n // 50 and len(r.memory_ids) > 0
+        r = arm.query(Query("b", "timeout", x[7], Predicate("fact_id", "=", "F7"), True), 10)
+        assert r.count == n // 50 and len(r.memory_ids) == 10
         assert all(int(m[1:]) % 50 == 7 for m in r.memory_ids)
-        assert r.memory_ids[0] == "B0005" or "B0005" not in ids  # exact vector match first
+        assert "B0007" in r.memory_ids  # its own vector: L3 rank 1
     finally:
         arm.close()
 
@@ -693,8 +697,10 @@ def test_extractive_summariser_deterministic_and_within_budget() -> None:
     assert isinstance(s, Summariser)
     for budget in (0, 1, 3, 8, 12, 20, 30, 50, 200):
         out = s.summarise(TEXTS, budget)
-        assert out == s.summarise(list(TEXTS), budget) == ExtractiveSummariser().summarise(
-            TEXTS, budget
+        assert (
+            out
+            == s.summarise(list(TEXTS), budget)
+            == ExtractiveSummariser().summarise(TEXTS, budget)
         )
         assert count_tokens([out])[0] <= budget
     assert s.summarise(TEXTS, 0) == ""

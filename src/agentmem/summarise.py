@@ -101,8 +101,10 @@ def truncate_to_tokens(text: str, budget_tokens: int) -> str:
         budget_tokens: maximum o200k tokens.
 
     Returns:
-        ``text`` itself when it fits; otherwise a decoded token prefix whose re-encoded
-        length is ``<= budget_tokens`` (``""`` for a budget ``<= 0``).
+        ``text`` itself when it fits; otherwise the longest decoded token prefix that is a
+        true prefix of ``text`` (no split characters) and re-encodes to
+        ``<= budget_tokens`` tokens, trailing whitespace removed (``""`` for a budget
+        ``<= 0`` or when no such prefix exists).
     """
     if budget_tokens <= 0 or not text:
         return ""
@@ -114,9 +116,10 @@ def truncate_to_tokens(text: str, budget_tokens: int) -> str:
     ids = enc.encode_ordinary(text)
     n = min(len(ids), budget_tokens)
     while n > 0:
-        cut = enc.decode(ids[:n]).rstrip()
-        # decoding a cut in the middle of a multi-byte character may re-encode longer
-        if cut and count_tokens([cut])[0] <= budget_tokens:
+        # a cut inside a multi-byte character leaves incomplete trailing bytes: drop them,
+        # so the result is always a true prefix of ``text`` (no U+FFFD)
+        cut = enc.decode_bytes(ids[:n]).decode("utf-8", errors="ignore").rstrip()
+        if cut and text.startswith(cut) and count_tokens([cut])[0] <= budget_tokens:
             return cut
         n -= 1
     return ""

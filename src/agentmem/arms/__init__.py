@@ -13,6 +13,7 @@ from agentmem.arms.postgres import (
     PgHybridArm,
 )
 from agentmem.arms.sqlite import SqliteBtreeArm, SqliteFtsArm, SqliteHybridArm
+from agentmem.arms.three_tier import ThreeTierArm
 from agentmem.arms.vector import FileVecArm, FileVecMetaArm
 
 ARMS: dict[str, type[Arm]] = {
@@ -30,6 +31,7 @@ ARMS: dict[str, type[Arm]] = {
         PgHybridArm,
         PgHnswIterativeArm,
         SqliteGraphArm,
+        ThreeTierArm,
     )
 }
 

@@ -218,7 +218,9 @@ class TierEvent:
         compactions: L2 nodes written (empty when no compaction ran).
         moved_to_l3: memory ids moved from L1 to L3, oldest first.
         latency_ms: wall time per tier in milliseconds: ``"L1"`` (insert + accounting),
-            ``"L2"`` (summarising + node writes + L1 deletes), ``"L3"`` (vector inserts).
+            ``"L2"`` (summarising + node writes + L1 deletes), ``"L3"`` (vector inserts;
+            for :meth:`ThreeTierArm.ingest_turn` also the lookup that keeps ids unique
+            across L1 and L3, so it is never 0 there).
     """
 
     memory_id: str
@@ -366,8 +368,11 @@ class ThreeTierArm:
     * ``L1 keyword``: FTS5 ``bm25`` over L1 turns (ties newest first), ``branch_k`` rows;
     * ``L1 recency``: the ``recent_k`` newest L1 turns (working memory is always present);
     * ``L2 summaries``: the ``l2_search_nodes`` best summaries by FTS5 ``bm25``, mapped back
-      to their covered memory ids, ordered by node rank, then by how many query terms the
-      memory's own excerpt of the summary contains, then newest first; ``branch_k`` rows;
+      to their covered memory ids, ordered first by how many query terms the memory's own
+      excerpt of the summary contains (``instr`` on the lower-cased excerpt: the sentences
+      that matched point to the memories they came from), then by node rank, then newest
+      first; ``branch_k`` rows. Covered memories the summary does not quote follow; an
+      LLM summary that paraphrases yields no excerpts, so node rank alone orders then;
     * ``L3 vector``: pgvector HNSW, ``ORDER BY embedding <=> q`` among rows matching the
       predicate, ``branch_k`` rows (with ``hnsw.ef_search`` candidates; iterative scans off,
       so a selective predicate can underfill, as in ``pg-hnsw``).
@@ -896,6 +901,7 @@ class ThreeTierArm:
         """
         self._sqlite()
         vals, _ = self._normalise(memory_row)
+        t0 = time.perf_counter()
         try:
             dup = (
                 self._pg()
@@ -906,8 +912,11 @@ class ThreeTierArm:
             raise ArmError(f"{self.name}: L3 lookup on {self._where()} failed: {exc}") from exc
         if dup:
             raise ArmError(f"{self.name}: memory {vals[0]!r} is already in L3 of {self._where()}")
+        lookup_ms = _ms(t0)
         ntok = count_tokens([memory_row["body"]])[0]
-        return self._ingest(memory_row, vector, ntok, self._l3_insert)
+        event = self._ingest(memory_row, vector, ntok, self._l3_insert)
+        event.latency_ms["L3"] += lookup_ms
+        return event
 
     def _l3_insert(self, rows: list[tuple[Any, ...]]) -> None:
         """Insert evicted rows into L3 in one transaction (``ON CONFLICT DO NOTHING``).
@@ -1367,7 +1376,8 @@ class ThreeTierArm:
         """Return the real plans of every statement :meth:`query` runs for ``q``.
 
         SQLite statements get ``EXPLAIN QUERY PLAN`` (an indented tree); PostgreSQL ones
-        ``EXPLAIN (FORMAT JSON, SETTINGS)`` (JSON, with ``hnsw.*`` settings). The count's
+        ``EXPLAIN (FORMAT JSON, SETTINGS)`` (JSON), preceded by the session's ``hnsw.*``
+        settings (``SETTINGS`` lists only non-default ones). The count's
         PostgreSQL statement is explained with the L1 ids the SQLite statement returns.
 
         Args:
@@ -1414,7 +1424,14 @@ class ThreeTierArm:
         if isinstance(doc, str):
             doc = json.loads(doc)
         text = st.text.as_string(conn)
-        return f"-- {st.label} [postgres]: {' '.join(text.split())}\n{json.dumps(doc, indent=2)}"
+        settings = {
+            key: conn.execute("SELECT current_setting(%s)", (key,)).fetchone()[0]  # type: ignore[index]
+            for key in ("hnsw.ef_search", "hnsw.iterative_scan")
+        }
+        return (
+            f"-- {st.label} [postgres]: {' '.join(text.split())}\n"
+            f"-- session settings: {json.dumps(settings)}\n{json.dumps(doc, indent=2)}"
+        )
 
     def storage(self) -> StorageStats:
         """Return bytes per object of both engines, from their own accounting.
