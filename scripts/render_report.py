@@ -4,4 +4,9 @@ sys.stderr = open(snakemake.log[0], "w")
 
 from agentmem.report.html import render_report
 
-render_report(snakemake.input.capture, snakemake.input.capabilities, snakemake.output[0])
+render_report(
+    snakemake.input.capture,
+    snakemake.input.capabilities,
+    snakemake.output[0],
+    figures=list(snakemake.input.figures),
+)

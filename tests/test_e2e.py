@@ -88,6 +88,7 @@ def test_by_class_table_long_form(smoke_run):
     assert rates["sqlite-fts"] == 1.0 and rates["file-jsonl"] == 0.0
     html = (smoke_run / "results/report/index.html").read_text()
     assert "sqlite-fts" in html and "nDCG@10 by query class" in html
+    assert html.count("data:image/svg+xml;base64,") == 4  # figures embedded
 
 
 def test_second_run_does_nothing(smoke_run):

@@ -23,6 +23,12 @@ wildcard_constraints:
     family="|".join(re.escape(f) for f in CRASH_FAMILIES),
 
 
+FIGURES = [
+    f"results/figures/{name}.svg"
+    for name in ("ndcg_heatmap", "crash", "lost_update", "anomaly")
+]
+
+
 def library_file(relpath):
     """Absolute path of a file under src/ (listed as an input so edits rerun dependants)."""
     return str(Path(workflow.basedir) / "src" / relpath)
@@ -80,4 +86,5 @@ def all_targets():
         f"results/trials/restatements/{MAIN}.json",
         "results/capture.json",
         "results/report/index.html",
+        *FIGURES,
     ]

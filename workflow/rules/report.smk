@@ -75,6 +75,7 @@ rule render_report:
     input:
         capture="results/capture.json",
         capabilities="results/tables/capabilities.md",
+        figures=FIGURES,
     output:
         "results/report/index.html",
     log:
@@ -127,3 +128,91 @@ rule tabulate_fill_rates:
         k=CFG.run.k,
     script:
         "../../scripts/tabulate_fill_rates.py"
+
+
+rule plot_ndcg_heatmap:
+    input:
+        table="results/tables/by_class.csv",
+        code=library_file("agentmem/report/figures/ndcg_heatmap.py"),
+    output:
+        svg=report(
+            "results/figures/ndcg_heatmap.svg",
+            caption="../report/ndcg_heatmap.rst",
+            category="Retrieval",
+        ),
+        png="results/figures/ndcg_heatmap.png",
+    log:
+        "results/logs/plot_ndcg_heatmap.log",
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+    script:
+        "../../scripts/plot_ndcg_heatmap.py"
+
+
+rule plot_crash:
+    input:
+        table="results/trials/crash.csv",
+        code=library_file("agentmem/report/figures/crash.py"),
+    output:
+        svg=report(
+            "results/figures/crash.svg",
+            caption="../report/crash.rst",
+            category="Integrity trials",
+        ),
+        png="results/figures/crash.png",
+    log:
+        "results/logs/plot_crash.log",
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+    script:
+        "../../scripts/plot_crash.py"
+
+
+rule plot_lost_update:
+    input:
+        table="results/trials/lost_update.csv",
+        code=library_file("agentmem/report/figures/lost_update.py"),
+    output:
+        svg=report(
+            "results/figures/lost_update.svg",
+            caption="../report/lost_update.rst",
+            category="Integrity trials",
+        ),
+        png="results/figures/lost_update.png",
+    log:
+        "results/logs/plot_lost_update.log",
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+    script:
+        "../../scripts/plot_lost_update.py"
+
+
+rule plot_anomaly:
+    input:
+        table="results/trials/anomaly.csv",
+        code=library_file("agentmem/report/figures/anomaly.py"),
+    output:
+        svg=report(
+            "results/figures/anomaly.svg",
+            caption="../report/anomaly.rst",
+            category="Integrity trials",
+        ),
+        png="results/figures/anomaly.png",
+    log:
+        "results/logs/plot_anomaly.log",
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+    script:
+        "../../scripts/plot_anomaly.py"

@@ -7,6 +7,7 @@ external assets, so the file can be mailed or opened offline. nDCG cells are sha
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,9 @@ Python {{ env.python }}, SQLite {{ env.packages.sqlite }}, {{ env.cpus }} CPUs.<
 {% for arm, row in grid.items() %}<tr><td>{{ arm }}</td>{% for c in classes %}
 <td style="background:{{ shade(row.get(c)) }}">{{ f(row.get(c)) }}</td>{% endfor %}</tr>
 {% endfor %}</table>
+{% if figs.ndcg_heatmap %}<figure><img src="{{ figs.ndcg_heatmap.src }}" alt="nDCG heatmap"
+ style="max-width:100%"><figcaption class="note">{{ figs.ndcg_heatmap.caption }}</figcaption>
+</figure>{% endif %}
 
 <h2>3. Storage</h2>
 <table><caption>Bytes on disk from the engine's own accounting</caption>
@@ -69,8 +73,13 @@ Python {{ env.python }}, SQLite {{ env.packages.sqlite }}, {{ env.cpus }} CPUs.<
 <h2>4. What each architecture can express</h2>
 <pre>{{ capabilities }}</pre>
 
+<h2>5. Integrity: crashes, concurrent writers, changing facts</h2>
+{% for name in ["crash", "lost_update", "anomaly"] %}{% if figs[name] %}
+<figure><img src="{{ figs[name].src }}" alt="{{ name }}" style="max-width:100%">
+<figcaption class="note">{{ figs[name].caption }}</figcaption></figure>{% endif %}{% endfor %}
+
 {% for name, rows in trials.items() %}
-<h2>{{ loop.index + 4 }}. {{ name.replace('_', ' ') }}</h2>
+<h3>{{ name.replace('_', ' ') }}</h3>
 <table><caption>{{ name }} ({{ rows|length }} rows)</caption>
 {% if rows %}<tr>{% for k in rows[0].keys() %}<th>{{ k }}</th>{% endfor %}</tr>{% endif %}
 {% for r in rows %}<tr>{% for v in r.values() %}<td>{{ v }}</td>{% endfor %}</tr>{% endfor %}
@@ -114,8 +123,38 @@ def _summarise_trials(trials: dict[str, list[dict]]) -> dict[str, list[dict]]:
     return out
 
 
-def render_report(capture: str | Path, capabilities: str | Path, out: str | Path) -> None:
-    """Render ``index.html`` from ``capture.json`` and ``capabilities.md``."""
+CAPTIONS = {
+    "ndcg_heatmap": "nDCG@10 per arm and query class (k = 10). Full-text arms win where the "
+    "question carries an identifier; dense arms win on paraphrases; only arms that apply the "
+    "predicate in the engine answer provenance and aggregate questions.",
+    "crash": "SIGKILL during sustained writes: trials whose store was unreadable, failed its "
+    "integrity check, or lost records the writer had reported committed.",
+    "lost_update": "Concurrent increments of one record: share of updates lost, with writers "
+    "as threads and as processes.",
+    "anomaly": "Update anomaly: restatements of a fact reached by a top-10 repair search, and "
+    "the share left stale.",
+}
+
+
+def _data_uri(path: str | Path) -> str:
+    data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
+    return f"data:image/svg+xml;base64,{data}"
+
+
+def render_report(
+    capture: str | Path,
+    capabilities: str | Path,
+    out: str | Path,
+    figures: list[str | Path] | None = None,
+) -> None:
+    """Render ``index.html`` from ``capture.json``, ``capabilities.md`` and figure SVGs.
+
+    Figures are embedded as ``data:`` URIs, so the page is one self-contained file.
+    """
+    figs = {
+        Path(f).stem: {"src": _data_uri(f), "caption": CAPTIONS.get(Path(f).stem, "")}
+        for f in (figures or [])
+    }
     doc = json.loads(Path(capture).read_text())
     t = pl.DataFrame(doc["by_class"])
     overall = t.filter(pl.col("query_class") == "all").to_dicts()
@@ -156,8 +195,9 @@ def render_report(capture: str | Path, capabilities: str | Path, out: str | Path
         builds=doc["builds"],
         bpm=bpm,
         capabilities=Path(capabilities).read_text(),
-        trials=_summarise_trials(doc["trials"]),
+        trials=trials,
         f=_f,
         shade=_shade,
+        figs=figs,
     )
     write_text(out, html)

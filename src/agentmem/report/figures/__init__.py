@@ -1,0 +1,1 @@
+"""Figures (matplotlib, SVG + PNG), one module per figure, drawn from result tables only."""
