@@ -18,6 +18,7 @@ include: "workflow/rules/corpus.smk"
 include: "workflow/rules/embed.smk"
 include: "workflow/rules/arms.smk"
 include: "workflow/rules/trials.smk"
+include: "workflow/rules/sweeps.smk"
 include: "workflow/rules/report.smk"
 
 

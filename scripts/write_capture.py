@@ -17,6 +17,15 @@ write_capture(
         "anomaly": snakemake.input.anomaly,
     },
     restatements=snakemake.input.restatements,
-    extra_tables={"fill_rate": snakemake.input.fill_rate},
+    extra_tables={
+        name: snakemake.input[name]
+        for name in (
+            "fill_rate",
+            "postfilter",
+            "budget",
+            "scaling",
+            "scaling_exponents",
+        )
+    },
     extra_json={"hnsw_recall": snakemake.input.hnsw_recall},
 )

@@ -130,6 +130,27 @@ class TrialsConfig(_Strict):
     anomaly: AnomalyConfig = AnomalyConfig()
 
 
+class SweepsConfig(_Strict):
+    """Post-filter overfetch and token-budget sweeps (issue 5)."""
+
+    overfetch: list[int] = Field(
+        default_factory=lambda: [1, 2, 4, 8, 16, 32, 64, 128],
+        min_length=1,
+        description="file-vec-meta overfetch factors",
+    )
+    budget_k: list[int] = Field(
+        default_factory=lambda: [1, 3, 5, 10, 20, 50],
+        min_length=1,
+        description="result-list lengths of the token-budget sweep",
+    )
+
+    @model_validator(mode="after")
+    def _positive(self) -> SweepsConfig:
+        if min(self.overfetch) < 1 or min(self.budget_k) < 1:
+            raise ValueError("overfetch factors and budget k values must be >= 1")
+        return self
+
+
 class LocomoConfig(_Strict):
     """Where the LoCoMo file is read from (never copied into the repo)."""
 
@@ -166,6 +187,12 @@ class Config(_Strict):
     sizes: dict[Literal[SIZE_NAMES], SizeConfig] = Field(  # type: ignore[valid-type]
         default_factory=_default_sizes, min_length=1
     )
+    scaling_sizes: list[Literal[SIZE_NAMES]] = Field(  # type: ignore[valid-type]
+        default_factory=lambda: list(SIZE_NAMES),
+        min_length=1,
+        description="sizes the scaling sweep runs every arm at (a list, replaced whole)",
+    )
+    sweeps: SweepsConfig = SweepsConfig()
     corpus: CorpusConfig = CorpusConfig()
     embedding: EmbeddingConfig = EmbeddingConfig()
     run: RunConfig = RunConfig()
@@ -189,6 +216,9 @@ class Config(_Strict):
             raise ValueError(
                 f"main_size {self.main_size!r} is not among sizes {sorted(self.sizes)}"
             )
+        missing = [s for s in self.scaling_sizes if s not in self.sizes]
+        if missing:
+            raise ValueError(f"scaling_sizes {missing} are not among sizes {sorted(self.sizes)}")
         from agentmem.arms import ARMS
 
         if len(set(self.arms)) != len(self.arms):

@@ -15,6 +15,11 @@ SIZES = list(CFG.sizes)
 MAIN = CFG.main_size
 ARM_NAMES = list(CFG.arms)
 CRASH_FAMILIES = list(CFG.trials.crash.families)
+SCALING_ENTRIES = [(a, s) for s in CFG.scaling_sizes for a in ARM_NAMES]
+#: arms the post-filter sweep compares (those of them that are configured)
+POSTFILTER_ARMS = [
+    a for a in ("file-vec-meta", "pg-hnsw", "pg-hnsw-iterative") if a in ARM_NAMES
+]
 
 
 wildcard_constraints:
@@ -52,6 +57,16 @@ def arm_sources(wildcards):
     return [library_file(f"{mod_path}.py"), library_file("agentmem/runner.py")]
 
 
+def postfilter_builds():
+    """Build records of the post-filter arms (their stores must exist)."""
+    return expand("results/builds/{size}/{arm}.json", size=MAIN, arm=POSTFILTER_ARMS)
+
+
+def postfilter_stores():
+    """Store directories of the post-filter arms at the main size."""
+    return {a: f"results/stores/{MAIN}/{a}" for a in POSTFILTER_ARMS}
+
+
 def main_metrics():
     """Per-query score tables of every arm at the main size."""
     return expand("results/metrics/{size}/{arm}.parquet", size=MAIN, arm=ARM_NAMES)
@@ -84,6 +99,9 @@ def all_targets():
         "results/trials/lost_update.csv",
         "results/trials/anomaly.csv",
         f"results/trials/restatements/{MAIN}.json",
+        "results/sweeps/postfilter.csv",
+        "results/sweeps/budget.csv",
+        "results/sweeps/scaling.csv",
         "results/capture.json",
         "results/report/index.html",
         *FIGURES,

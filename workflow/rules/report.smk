@@ -55,6 +55,10 @@ rule write_capture:
         restatements=f"results/trials/restatements/{MAIN}.json",
         fill_rate="results/tables/fill_rate.csv",
         hnsw_recall=f"results/tables/hnsw_recall_{MAIN}.json",
+        postfilter="results/sweeps/postfilter.csv",
+        budget="results/sweeps/budget.csv",
+        scaling="results/sweeps/scaling.csv",
+        scaling_exponents="results/sweeps/scaling_exponents.csv",
     output:
         "results/capture.json",
     log:
@@ -216,3 +220,69 @@ rule plot_anomaly:
         mem_mb=1000,
     script:
         "../../scripts/plot_anomaly.py"
+
+
+rule plot_postfilter:
+    input:
+        table="results/sweeps/postfilter.csv",
+        code=library_file("agentmem/report/figures/postfilter.py"),
+    output:
+        svg=report(
+            "results/figures/postfilter.svg",
+            caption="../report/postfilter.rst",
+            category="Sweeps",
+        ),
+        png="results/figures/postfilter.png",
+    log:
+        "results/logs/plot_postfilter.log",
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+    script:
+        "../../scripts/plot_postfilter.py"
+
+
+rule plot_budget:
+    input:
+        table="results/sweeps/budget.csv",
+        code=library_file("agentmem/report/figures/budget.py"),
+    output:
+        svg=report(
+            "results/figures/budget.svg",
+            caption="../report/budget.rst",
+            category="Sweeps",
+        ),
+        png="results/figures/budget.png",
+    log:
+        "results/logs/plot_budget.log",
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+    script:
+        "../../scripts/plot_budget.py"
+
+
+rule plot_scaling:
+    input:
+        table="results/sweeps/scaling.csv",
+        code=library_file("agentmem/report/figures/scaling.py"),
+    output:
+        svg=report(
+            "results/figures/scaling.svg",
+            caption="../report/scaling.rst",
+            category="Sweeps",
+        ),
+        png="results/figures/scaling.png",
+    log:
+        "results/logs/plot_scaling.log",
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+    script:
+        "../../scripts/plot_scaling.py"

@@ -73,7 +73,12 @@ Python {{ env.python }}, SQLite {{ env.packages.sqlite }}, {{ env.cpus }} CPUs.<
 <h2>4. What each architecture can express</h2>
 <pre>{{ capabilities }}</pre>
 
-<h2>5. Integrity: crashes, concurrent writers, changing facts</h2>
+<h2>5. Why: corpus validation and sweeps</h2>
+{% for name in sweep_figs %}{% if figs[name] %}
+<figure><img src="{{ figs[name].src }}" alt="{{ name }}" style="max-width:100%">
+<figcaption class="note">{{ figs[name].caption }}</figcaption></figure>{% endif %}{% endfor %}
+
+<h2>6. Integrity: crashes, concurrent writers, changing facts</h2>
 {% for name in ["crash", "lost_update", "anomaly"] %}{% if figs[name] %}
 <figure><img src="{{ figs[name].src }}" alt="{{ name }}" style="max-width:100%">
 <figcaption class="note">{{ figs[name].caption }}</figcaption></figure>{% endif %}{% endfor %}
@@ -133,7 +138,14 @@ CAPTIONS = {
     "as threads and as processes.",
     "anomaly": "Update anomaly: restatements of a fact reached by a top-10 repair search, and "
     "the share left stale.",
+    "postfilter": "Post-filter overfetch sweep: fill rate and recall@10 of file-vec-meta "
+    "against the overfetch factor, with the in-engine filtered HNSW arms as reference lines.",
+    "budget": "Token budget: quality against the o200k tokens the returned memories cost.",
+    "scaling": "Scaling: p50 latency and nDCG@10 against corpus size, one line per arm.",
+    "validation": "Corpus validation: mean query-relevant cosine per class against the "
+    "random-pair cosine; identifier overlap per class.",
 }
+SECTION_FIGURES = {"sweeps": ("validation", "postfilter", "scaling", "budget")}
 
 
 def _data_uri(path: str | Path) -> str:
@@ -199,5 +211,6 @@ def render_report(
         f=_f,
         shade=_shade,
         figs=figs,
+        sweep_figs=SECTION_FIGURES["sweeps"],
     )
     write_text(out, html)

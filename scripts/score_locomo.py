@@ -1,0 +1,25 @@
+import sys
+
+sys.stderr = open(snakemake.log[0], "w")
+
+# Score LoCoMo runs at turn and session level (agentmem.external.locomo.score_locomo).
+#   params.arms         arm names, in table order
+#   input.runs          the runner's runs Parquet of each arm (same order as params.arms)
+#   input.memories      results/external/locomo/corpus/memories.parquet (corpus dir = parent)
+#   output.scores       results/external/locomo/scores.csv
+#                       (arm,level,category,n_queries,recall_at_1,recall_at_5,recall_at_10,
+#                       ndcg_at_10,mrr,hit_at_1,ndcg_at_5)
+#   output.ci           the same rows with <metric>_lo/<metric>_hi bootstrap 95 % CIs
+#   output.comparison   Markdown: our session-level all-category rows beside the
+#                       published anchors (REFERENCE §6)
+from pathlib import Path
+
+from agentmem.external.locomo import score_locomo
+
+score_locomo(
+    Path(snakemake.input.memories).parent,
+    dict(zip(snakemake.params.arms, snakemake.input.runs, strict=True)),
+    snakemake.output.scores,
+    ci_csv=snakemake.output.ci,
+    comparison_md=snakemake.output.comparison,
+)

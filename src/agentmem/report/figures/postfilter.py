@@ -1,0 +1,61 @@
+"""Figure: post-filter overfetch sweep — fill rate and recall@10 against the overfetch factor."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from agentmem.report.figures._common import plt, save
+
+#: Line styles of the reference arms (horizontal lines).
+REFERENCE_STYLE = {
+    "pg-hnsw": {"color": "#c0392b", "linestyle": "--"},
+    "pg-hnsw-iterative": {"color": "#27ae60", "linestyle": ":"},
+}
+
+
+def plot(postfilter_csv: str | Path, out_svg: str | Path) -> None:
+    """Fill rate and recall@10 vs overfetch (log2 x) for the swept arm; pg arms as lines.
+
+    Args:
+        postfilter_csv: ``results/sweeps/postfilter.csv`` (rows with a null ``overfetch``
+            are reference arms, drawn as horizontal lines).
+        out_svg: SVG path; a PNG is written beside it.
+    """
+    t = pl.read_csv(postfilter_csv)
+    swept = t.filter(pl.col("overfetch").is_not_null()).sort("overfetch")
+    refs = t.filter(pl.col("overfetch").is_null())
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3.3), sharex=True)
+    panels = [("fill_rate", "fill rate (slots filled / slots)"), ("recall_at_10", "recall@10")]
+    for ax, (col, label) in zip(axes, panels, strict=True):
+        for arm in swept["arm"].unique(maintain_order=True).to_list():
+            s = swept.filter(pl.col("arm") == arm)
+            ax.plot(
+                s["overfetch"], s[col], marker="o", color="#2c3e50", label=f"{arm} (post-filter)"
+            )
+        for i, r in enumerate(refs.iter_rows(named=True)):
+            style = REFERENCE_STYLE.get(r["arm"], {"color": f"C{i + 2}", "linestyle": "-."})
+            if r[col] is not None:
+                ax.axhline(r[col], label=r["arm"], linewidth=1.2, **style)
+        ax.set_xscale("log", base=2)
+        if swept.height:
+            xs = swept["overfetch"].unique().sort().to_list()
+            ax.set_xticks(xs, [f"×{x}" for x in xs])
+        ax.set_ylim(0, 1.05)
+        ax.set_xlabel("overfetch (neighbours fetched per result slot)")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3, linewidth=0.5)
+    if swept.height:
+        first = swept.filter(pl.col("arm") == swept["arm"][0])
+        top = axes[0].secondary_xaxis("top")
+        top.set_xticks(
+            first["overfetch"].to_list(),
+            [f"{f:.0%}" if f is not None else "" for f in first["scan_fraction"].to_list()],
+            fontsize=6,
+        )
+        top.set_xlabel("share of corpus fetched", fontsize=7)
+    axes[1].legend(frameon=False, fontsize=7, loc="lower right")
+    fig.suptitle("Filtered queries: post-filtering an HNSW top-k vs filtering inside the engine")
+    fig.tight_layout()
+    save(fig, out_svg)

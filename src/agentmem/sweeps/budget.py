@@ -1,0 +1,184 @@
+"""Token-budget sweep: retrieval quality against the tokens an agent must read.
+
+An agent pays for every memory it retrieves with context-window tokens. For each cut-off
+``k`` in ``ks`` (default 1, 3, 5, 10, 20, 50) one arm answers every query with that ``k``
+(untimed; a fresh query per ``k``, since an arm's top-``k`` need not be a prefix of its
+top-``k'``), and the sweep records nDCG@k and recall@k against the qrels
+(:func:`agentmem.metrics.ndcg_at_k`, :func:`agentmem.metrics.recall_at_k`; Järvelin &
+Kekäläinen 2002 for nDCG) and the tokens of the memories returned.
+
+Tokens are the o200k_base counts (gpt-4o's encoding, via ``bpe-openai``,
+:func:`agentmem.tokens.count_tokens`) stored in the ``tokens`` column of
+``memories.parquet`` (computed here from the bodies when that column is absent).
+
+Output columns (one row per ``k``; one arm per call — the pipeline runs one job per arm
+and concatenates): ``arm, k, ndcg, recall, mean_tokens, ndcg_per_100_tokens`` where
+
+- ``ndcg`` / ``recall``: means over all queries of nDCG@k / recall@k;
+- ``mean_tokens``: mean over queries of the summed token counts of the returned memories;
+- ``ndcg_per_100_tokens = ndcg / mean_tokens * 100`` (null when ``mean_tokens == 0``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from agentmem.arms.base import Arm, Query
+from agentmem.corpus.io import load_corpus, load_qrels, load_queries
+from agentmem.embeddings import load_embeddings
+from agentmem.metrics import ndcg_at_k, recall_at_k
+from agentmem.runner import make_arm
+from agentmem.sweeps.postfilter import relevant_sets
+from agentmem.tokens import count_tokens
+
+#: Default cut-offs (issue 5).
+DEFAULT_KS: tuple[int, ...] = (1, 3, 5, 10, 20, 50)
+#: Column order of the budget table (``results/sweeps/budget.csv``).
+BUDGET_SCHEMA: dict[str, pl.DataType] = {
+    "arm": pl.String,
+    "k": pl.Int64,
+    "ndcg": pl.Float64,
+    "recall": pl.Float64,
+    "mean_tokens": pl.Float64,
+    "ndcg_per_100_tokens": pl.Float64,
+}
+#: Columns of :func:`budget_per_query`.
+PER_QUERY_SCHEMA: dict[str, pl.DataType] = {
+    "query_id": pl.String,
+    "k": pl.Int64,
+    "returned": pl.Int64,
+    "ndcg": pl.Float64,
+    "recall": pl.Float64,
+    "tokens": pl.Int64,
+}
+
+
+def memory_tokens(memories: pl.DataFrame) -> dict[str, int]:
+    """Return ``{memory_id: o200k_base tokens of its body}``.
+
+    Uses the ``tokens`` column when present, else counts the bodies with
+    :func:`agentmem.tokens.count_tokens`.
+    """
+    ids = memories["memory_id"].to_list()
+    if "tokens" in memories.columns:
+        toks = [int(t) for t in memories["tokens"].to_list()]
+    else:
+        toks = count_tokens(memories["body"].to_list())
+    return dict(zip(ids, toks, strict=True))
+
+
+def budget_per_query(
+    arm: Arm,
+    queries: list[Query],
+    relevant: Mapping[str, set[str]],
+    tokens: Mapping[str, int],
+    ks: Iterable[int] = DEFAULT_KS,
+) -> pl.DataFrame:
+    """Query an open arm at every ``k`` and score each answer.
+
+    Args:
+        arm: an open arm.
+        queries: the queries to run.
+        relevant: ``{query_id: relevant memory ids}`` (every query must have some).
+        tokens: ``{memory_id: token count}``.
+        ks: cut-offs (deduplicated, ascending; each >= 1).
+
+    Returns:
+        One row per (k, query) with the columns of :data:`PER_QUERY_SCHEMA`: ``returned``
+        ids (first ``k`` of the answer), nDCG@k, recall@k and their summed ``tokens``.
+
+    Raises:
+        ValueError: when a query has no qrels or a cut-off is < 1.
+        KeyError: when the arm returns an id that is not a corpus memory.
+    """
+    cuts = sorted({int(k) for k in ks})
+    if any(k < 1 for k in cuts):
+        raise ValueError(f"cut-offs must be >= 1, got {cuts}")
+    rows = []
+    for k in cuts:
+        for q in queries:
+            rel = relevant.get(q.query_id)
+            if not rel:
+                raise ValueError(f"query {q.query_id} has no qrels")
+            ids = arm.query(q, k).memory_ids[:k]
+            rows.append(
+                {
+                    "query_id": q.query_id,
+                    "k": k,
+                    "returned": len(ids),
+                    "ndcg": ndcg_at_k(ids, rel, k),
+                    "recall": recall_at_k(ids, rel, k),
+                    "tokens": sum(tokens[m] for m in ids),
+                }
+            )
+    return pl.DataFrame(rows, schema=PER_QUERY_SCHEMA)
+
+
+def summarise_budget(arm_name: str, per_query: pl.DataFrame) -> pl.DataFrame:
+    """Average :func:`budget_per_query` rows per ``k`` into the budget table.
+
+    Returns:
+        Columns of :data:`BUDGET_SCHEMA`, ascending ``k``.
+    """
+    agg = (
+        per_query.group_by("k")
+        .agg(
+            ndcg=pl.col("ndcg").mean(),
+            recall=pl.col("recall").mean(),
+            mean_tokens=pl.col("tokens").cast(pl.Float64).mean(),
+        )
+        .sort("k")
+        .with_columns(
+            arm=pl.lit(arm_name, pl.String),
+            ndcg_per_100_tokens=pl.when(pl.col("mean_tokens") > 0)
+            .then(pl.col("ndcg") / pl.col("mean_tokens") * 100.0)
+            .otherwise(None),
+        )
+    )
+    return agg.select(list(BUDGET_SCHEMA)).cast(BUDGET_SCHEMA)
+
+
+def budget_sweep(
+    arm_name: str,
+    arm_params: Mapping[str, Any] | None,
+    store_dir: str | Path,
+    corpus_dir: str | Path,
+    embeddings_path: str | Path,
+    ks: Iterable[int] = DEFAULT_KS,
+) -> pl.DataFrame:
+    """Token-budget table of one arm: quality and tokens returned at each ``k``.
+
+    Reopens the store the pipeline built (``make_arm(arm_name, arm_params).open(store_dir)``),
+    runs every query of the corpus at every ``k`` (untimed) and closes the arm (stopping
+    any embedded server), also on errors.
+
+    Args:
+        arm_name: registered arm name.
+        arm_params: its constructor parameters (``None`` -> defaults).
+        store_dir: the store built by the pipeline (``results/stores/{size}/{arm}``).
+        corpus_dir: corpus directory (memories with ``tokens``, queries, qrels).
+        embeddings_path: the size's embeddings Parquet (query vectors).
+        ks: cut-offs.
+
+    Returns:
+        One row per ``k`` with the columns of :data:`BUDGET_SCHEMA`.
+
+    Raises:
+        KeyError: on an unknown arm; ValueError: a query without qrels or a cut-off < 1;
+        agentmem.arms.base.ArmError: when the store cannot be opened or queried.
+    """
+    corpus = load_corpus(corpus_dir)
+    queries = load_queries(corpus_dir, load_embeddings(embeddings_path))
+    relevant = relevant_sets(load_qrels(corpus_dir))
+    tokens = memory_tokens(corpus.memories)
+    arm = make_arm(arm_name, dict(arm_params or {}))
+    try:
+        arm.open(Path(store_dir))
+        per_query = budget_per_query(arm, queries, relevant, tokens, ks)
+    finally:
+        arm.close()
+    return summarise_budget(arm_name, per_query)

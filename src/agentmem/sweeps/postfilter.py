@@ -1,0 +1,228 @@
+"""Post-filter overfetch sweep: how many neighbours must a post-filtering vector store fetch?
+
+``file-vec-meta`` answers a filtered question by fetching ``k * overfetch`` approximate
+nearest neighbours, filtering them on metadata in Python and cutting to ``k``. A selective
+predicate leaves fewer than ``k`` survivors (filtered-ANN underfill). This sweep reopens
+the store built by the pipeline at each overfetch factor ×1, ×2, ×4 … ×128 and runs every
+*filtered* query (a query carrying a predicate), reporting how many result slots were
+filled, recall@k against the qrels, latency and the share of the corpus fetched. The
+PostgreSQL arms ``pg-hnsw`` (predicate in ``WHERE``, iterative scan off: pgvector examines
+``hnsw.ef_search`` candidates, then filters) and ``pg-hnsw-iterative`` (iterative scan on)
+answer the same queries once each, as reference lines.
+
+Definitions (per filtered query ``q``, cut-off ``k``):
+
+- ``slots(q) = min(k, |memories satisfying q's predicate|)`` — the slots an exact
+  filtered search fills (as :func:`agentmem.report.diagnostics.fill_rates`);
+- ``fill(q) = min(returned, slots) / slots`` (1 when ``slots == 0``);
+- ``recall(q) = recall@k`` of the returned ids against the qrels
+  (:func:`agentmem.metrics.recall_at_k`).
+
+Output columns (one row per (arm, overfetch); REFERENCE §4 has the study's numbers):
+
+- ``arm``; ``overfetch`` (null for the reference arms);
+- ``fetched``: neighbours fetched per query, ``min(k * overfetch, corpus size)`` for the
+  swept arm; ``k`` (the ``LIMIT``) for the reference arms;
+- ``mean_slots_filled``: mean number of ids returned (<= k);
+- ``fill_rate``: mean of ``fill(q)``; ``recall_at_10``: mean of ``recall(q)`` (named for
+  the default ``k = 10``; it is recall@k for the ``k`` given);
+- ``mean_ms``: mean over queries of the median of ``repeats`` timed calls after one
+  warm-up (:func:`agentmem.runner.time_query`);
+- ``scan_fraction``: ``fetched / corpus size`` for the swept arm; null for the reference
+  arms, whose number of visited index tuples the result does not reveal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from agentmem.arms.base import Arm, Query
+from agentmem.corpus.io import load_corpus, load_qrels, load_queries
+from agentmem.embeddings import load_embeddings
+from agentmem.metrics import recall_at_k
+from agentmem.runner import make_arm, time_query
+
+#: The arm whose overfetch factor is swept.
+SWEPT_ARM = "file-vec-meta"
+#: The default overfetch factors: powers of two, ×1 … ×128 (REFERENCE §4).
+DEFAULT_OVERFETCH: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128)
+#: Column order of the sweep table (``results/sweeps/postfilter.csv``).
+POSTFILTER_SCHEMA: dict[str, pl.DataType] = {
+    "arm": pl.String,
+    "overfetch": pl.Int64,
+    "fetched": pl.Int64,
+    "mean_slots_filled": pl.Float64,
+    "fill_rate": pl.Float64,
+    "recall_at_10": pl.Float64,
+    "mean_ms": pl.Float64,
+    "scan_fraction": pl.Float64,
+}
+
+
+def filtered_queries(queries: Iterable[Query]) -> list[Query]:
+    """Return the queries that carry a structured predicate, in their original order."""
+    return [q for q in queries if q.predicate is not None]
+
+
+def predicate_slots(memories: pl.DataFrame, queries: Iterable[Query], k: int) -> dict[str, int]:
+    """Result slots an exact filtered search would fill, per query.
+
+    Args:
+        memories: the corpus memories (must hold the predicate columns created_day,
+            session_id, fact_id, superseded_by).
+        queries: queries with a predicate (queries without one are skipped).
+        k: cut-off.
+
+    Returns:
+        ``{query_id: min(k, number of memories satisfying the predicate)}``.
+    """
+    rows = memories.select("created_day", "session_id", "fact_id", "superseded_by").to_dicts()
+    out: dict[str, int] = {}
+    for q in queries:
+        if q.predicate is None:
+            continue
+        pred = q.predicate
+        out[q.query_id] = min(k, sum(1 for r in rows if pred.matches(r)))
+    return out
+
+
+def relevant_sets(qrels: pl.DataFrame) -> dict[str, set[str]]:
+    """Group ``qrels`` (query_id, memory_id, ...) into ``{query_id: {memory_id, ...}}``."""
+    rel: dict[str, set[str]] = {}
+    for qid, mid in zip(qrels["query_id"], qrels["memory_id"], strict=True):
+        rel.setdefault(qid, set()).add(mid)
+    return rel
+
+
+def measure_filtered(
+    arm: Arm,
+    queries: list[Query],
+    slots: Mapping[str, int],
+    relevant: Mapping[str, set[str]],
+    k: int = 10,
+    warmup: int = 1,
+    repeats: int = 3,
+) -> dict[str, float | None]:
+    """Run every query on an open arm and average fill, recall and latency.
+
+    Args:
+        arm: an open arm.
+        queries: the filtered queries.
+        slots: ``{query_id: slots}`` from :func:`predicate_slots`.
+        relevant: ``{query_id: relevant memory ids}``.
+        k: cut-off.
+        warmup: untimed calls per query before timing.
+        repeats: timed calls per query (the median is kept).
+
+    Returns:
+        ``mean_slots_filled``, ``fill_rate``, ``recall_at_10`` and ``mean_ms`` (all
+        ``None`` when ``queries`` is empty).
+
+    Raises:
+        ValueError: when a query has no qrels (recall is undefined).
+    """
+    returned, fills, recalls, times = [], [], [], []
+    for q in queries:
+        if not relevant.get(q.query_id):
+            raise ValueError(f"query {q.query_id} has no qrels")
+        res, ms = time_query(arm, q, k, warmup=warmup, repeats=repeats)
+        ids = res.memory_ids[:k]
+        s = slots[q.query_id]
+        returned.append(len(ids))
+        fills.append(min(len(ids), s) / s if s else 1.0)
+        recalls.append(recall_at_k(ids, relevant[q.query_id], k))
+        times.append(ms)
+    if not queries:
+        return {"mean_slots_filled": None, "fill_rate": None, "recall_at_10": None, "mean_ms": None}
+    return {
+        "mean_slots_filled": float(np.mean(returned)),
+        "fill_rate": float(np.mean(fills)),
+        "recall_at_10": float(np.mean(recalls)),
+        "mean_ms": float(np.mean(times)),
+    }
+
+
+def postfilter_sweep(
+    corpus_dir: str | Path,
+    embeddings_path: str | Path,
+    stores: Mapping[str, str | Path],
+    overfetch: Iterable[int] = DEFAULT_OVERFETCH,
+    k: int = 10,
+    repeats: int = 3,
+    warmup: int = 1,
+    arm_params: Mapping[str, Mapping[str, Any] | None] | None = None,
+) -> pl.DataFrame:
+    """Sweep ``file-vec-meta``'s overfetch over the filtered queries; add reference arms.
+
+    For ``file-vec-meta`` (when in ``stores``) the store is reopened once per factor
+    ``x`` as ``FileVecMetaArm(**arm_params["file-vec-meta"], overfetch=x)``; every other
+    arm in ``stores`` (normally ``pg-hnsw`` and ``pg-hnsw-iterative``) is reopened once
+    with its parameters and gives one reference row (``overfetch`` null, ``fetched = k``,
+    ``scan_fraction`` null). Arms absent from ``stores`` are skipped. Every arm opened is
+    closed (embedded PostgreSQL servers stopped), also on errors.
+
+    Args:
+        corpus_dir: corpus directory (memories, queries, qrels Parquet files).
+        embeddings_path: the size's embeddings Parquet (query vectors).
+        stores: ``{arm name: store directory built by the pipeline}``.
+        overfetch: factors to sweep (deduplicated, ascending; each >= 1).
+        k: result slots per query.
+        repeats: timed calls per query (median kept).
+        warmup: untimed calls per query before timing.
+        arm_params: ``{arm name: constructor parameters}`` as in the config's
+            ``arm_params`` (the swept ``overfetch`` overrides the configured one).
+
+    Returns:
+        One row per (arm, overfetch) with the columns of :data:`POSTFILTER_SCHEMA`:
+        the swept arm first (ascending overfetch), then the reference arms in
+        ``stores`` order.
+
+    Raises:
+        ValueError: on a factor < 1 or ``k < 1``, or a filtered query without qrels.
+        KeyError: on an unknown arm name.
+        agentmem.arms.base.ArmError: when a store cannot be opened or queried.
+        agentmem.corpus.io.CorpusError: when the corpus directory is incomplete.
+    """
+    factors = sorted({int(x) for x in overfetch})
+    if k < 1 or any(x < 1 for x in factors):
+        raise ValueError(f"need k >= 1 and overfetch factors >= 1, got k={k}, {factors}")
+    params = {name: dict(p or {}) for name, p in (arm_params or {}).items()}
+    corpus = load_corpus(corpus_dir)
+    n = corpus.memories.height
+    queries = filtered_queries(load_queries(corpus_dir, load_embeddings(embeddings_path)))
+    slots = predicate_slots(corpus.memories, queries, k)
+    relevant = relevant_sets(load_qrels(corpus_dir))
+
+    def run(name: str, store: str | Path, p: dict[str, Any]) -> dict[str, float | None]:
+        arm = make_arm(name, p)
+        try:
+            arm.open(Path(store))
+            return measure_filtered(arm, queries, slots, relevant, k, warmup, repeats)
+        finally:
+            arm.close()
+
+    rows: list[dict[str, Any]] = []
+    if SWEPT_ARM in stores:
+        for x in factors:
+            fetched = min(k * x, n)
+            m = run(SWEPT_ARM, stores[SWEPT_ARM], {**params.get(SWEPT_ARM, {}), "overfetch": x})
+            rows.append(
+                {
+                    "arm": SWEPT_ARM,
+                    "overfetch": x,
+                    "fetched": fetched,
+                    **m,
+                    "scan_fraction": fetched / n if n else None,
+                }
+            )
+    for name, store in stores.items():
+        if name == SWEPT_ARM:
+            continue
+        m = run(name, store, params.get(name, {}))
+        rows.append({"arm": name, "overfetch": None, "fetched": k, **m, "scan_fraction": None})
+    return pl.DataFrame(rows, schema=POSTFILTER_SCHEMA)

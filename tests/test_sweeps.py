@@ -1,0 +1,375 @@
+"""Tests for agentmem.sweeps (post-filter overfetch, token budget, scaling) and their figures.
+
+One small generated corpus (80 facts, 4 queries per class: ~250 memories, 20 filtered
+queries) with real all-MiniLM-L6-v2 embeddings; real stores: hnswlib (file-vec-meta),
+embedded PostgreSQL + pgvector (pg-hnsw, pg-hnsw-iterative; one store dir, one server)
+and SQLite FTS5 (sqlite-fts). The scaling tests use hand-written build records and
+metrics files with hand-computable exponents.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import polars as pl
+import psutil
+import pytest
+
+from agentmem import pg
+from agentmem.config import CorpusConfig, SizeConfig
+from agentmem.corpus.io import load_corpus, load_qrels, load_queries, write_corpus
+from agentmem.embeddings import embed_corpus, load_embeddings
+from agentmem.runner import make_arm
+from agentmem.sweeps.budget import BUDGET_SCHEMA, budget_per_query, budget_sweep
+from agentmem.sweeps.postfilter import (
+    POSTFILTER_SCHEMA,
+    filtered_queries,
+    postfilter_sweep,
+    predicate_slots,
+)
+from agentmem.sweeps.scaling import SCALING_SCHEMA, fit_exponents, scaling_table
+
+ARMS = ("file-vec-meta", "pg-hnsw", "pg-hnsw-iterative", "sqlite-fts")
+PG_ARMS = ("pg-hnsw", "pg-hnsw-iterative")
+
+
+def servers_under(root: Path) -> list[int]:
+    """Pids of live (non-zombie) postgres processes whose command line names ``root``."""
+    out = []
+    for p in psutil.process_iter(["name", "cmdline", "status"]):
+        try:
+            if (
+                p.info["name"] == "postgres"
+                and p.info["status"] != psutil.STATUS_ZOMBIE
+                and any(str(root) in part for part in (p.info["cmdline"] or []))
+            ):
+                out.append(p.pid)
+        except psutil.Error:
+            continue
+    return out
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory):
+    """Corpus dir, embeddings path and {arm: store dir}, every arm built and closed."""
+    mp = pytest.MonkeyPatch()
+    mp.delenv(pg.ENV_DSN, raising=False)  # embedded servers under the temp root
+    root = tmp_path_factory.mktemp("sweeps")
+    corpus_dir = root / "corpus"
+    write_corpus(corpus_dir, SizeConfig(facts=80, queries_per_class=4), CorpusConfig())
+    emb = root / "embeddings.parquet"
+    embed_corpus(corpus_dir, emb, root / "cache", progress=False)
+    corpus, vectors = load_corpus(corpus_dir), load_embeddings(emb)
+    stores = {}
+    for name in ARMS:
+        # both pg arms share one store dir: one server, one database per arm
+        store = root / "stores" / ("pg" if name in PG_ARMS else name)
+        arm = make_arm(name)
+        try:
+            arm.build(corpus, vectors, store)
+        finally:
+            arm.close()
+        stores[name] = store
+    assert pg._wait(lambda: not servers_under(root), 15.0)  # close() stopped the server
+    yield corpus_dir, emb, stores
+    mp.undo()
+    gone = pg._wait(lambda: not servers_under(root), 15.0)
+    assert gone, f"postgres servers still running under {root}: {servers_under(root)}"
+
+
+@pytest.fixture(scope="module")
+def sweep(built) -> pl.DataFrame:
+    corpus_dir, emb, stores = built
+    df = postfilter_sweep(
+        corpus_dir,
+        emb,
+        {a: stores[a] for a in ("file-vec-meta", *PG_ARMS)},
+        overfetch=(1, 2, 4, 8, 16, 32, 64, 128),
+        k=10,
+        repeats=1,
+    )
+    print(df)
+    return df
+
+
+# ------------------------------------------------------------------------ post-filter
+def test_postfilter_columns_and_rows(sweep: pl.DataFrame, built) -> None:
+    corpus_dir, _, stores = built
+    assert (
+        sweep.columns
+        == list(POSTFILTER_SCHEMA)
+        == [
+            "arm",
+            "overfetch",
+            "fetched",
+            "mean_slots_filled",
+            "fill_rate",
+            "recall_at_10",
+            "mean_ms",
+            "scan_fraction",
+        ]
+    )
+    n = load_corpus(corpus_dir).memories.height
+    meta = sweep.filter(pl.col("arm") == "file-vec-meta")
+    assert meta["overfetch"].to_list() == [1, 2, 4, 8, 16, 32, 64, 128]
+    assert meta["fetched"].to_list() == [min(10 * x, n) for x in (1, 2, 4, 8, 16, 32, 64, 128)]
+    assert meta["scan_fraction"].to_list() == pytest.approx([f / n for f in meta["fetched"]])
+    refs = sweep.filter(pl.col("overfetch").is_null())
+    assert refs["arm"].to_list() == list(PG_ARMS)
+    assert refs["fetched"].to_list() == [10, 10]
+    assert refs["scan_fraction"].null_count() == 2
+    assert (sweep["mean_ms"] > 0).all()
+    assert (sweep["mean_slots_filled"] <= 10).all()
+
+
+def test_postfilter_fill_rises_with_overfetch(sweep: pl.DataFrame) -> None:
+    meta = sweep.filter(pl.col("arm") == "file-vec-meta").sort("overfetch")
+    fill = meta["fill_rate"].to_list()
+    assert fill[0] < 1.0  # underfill at x1
+    assert all(b >= a - 1e-12 for a, b in zip(fill, fill[1:], strict=False))
+    # fetching the whole corpus (x32 and up: 320 > ~250 memories) with ef >= n is an
+    # exact filtered search: every slot fills
+    assert fill[-1] == pytest.approx(1.0)
+    recall = meta["recall_at_10"].to_list()
+    assert all(b >= a - 1e-12 for a, b in zip(recall, recall[1:], strict=False))
+    assert meta["mean_slots_filled"].to_list() == sorted(meta["mean_slots_filled"].to_list())
+
+
+def test_postfilter_iterative_fills_at_least_plain(sweep: pl.DataFrame) -> None:
+    by = {r["arm"]: r for r in sweep.filter(pl.col("overfetch").is_null()).iter_rows(named=True)}
+    assert by["pg-hnsw-iterative"]["fill_rate"] >= by["pg-hnsw"]["fill_rate"]
+    assert by["pg-hnsw-iterative"]["fill_rate"] == pytest.approx(1.0)
+
+
+def test_postfilter_fill_matches_direct_count_at_x1(built, sweep: pl.DataFrame) -> None:
+    """Recompute the x1 fill rate by querying the arm directly (no timing)."""
+    corpus_dir, emb, stores = built
+    qs = filtered_queries(load_queries(corpus_dir, load_embeddings(emb)))
+    slots = predicate_slots(load_corpus(corpus_dir).memories, qs, 10)
+    assert len(qs) == 20 and set(slots) == {q.query_id for q in qs}
+    arm = make_arm("file-vec-meta", {"overfetch": 1})
+    try:
+        arm.open(stores["file-vec-meta"])
+        fills = [
+            min(len(arm.query(q, 10).memory_ids), slots[q.query_id]) / slots[q.query_id] for q in qs
+        ]
+    finally:
+        arm.close()
+    got = sweep.filter(pl.col("overfetch") == 1)["fill_rate"][0]
+    assert got == pytest.approx(sum(fills) / len(fills))
+
+
+def test_postfilter_skips_absent_arms(built) -> None:
+    corpus_dir, emb, stores = built
+    df = postfilter_sweep(
+        corpus_dir, emb, {"file-vec-meta": stores["file-vec-meta"]}, overfetch=(2, 1), repeats=1
+    )
+    assert df["arm"].to_list() == ["file-vec-meta", "file-vec-meta"]
+    assert df["overfetch"].to_list() == [1, 2]
+    with pytest.raises(ValueError, match="overfetch"):
+        postfilter_sweep(corpus_dir, emb, {}, overfetch=(0,))
+
+
+# ---------------------------------------------------------------------------- budget
+def _one_query_corpus(corpus_dir: Path, out: Path, query_id: str) -> Path:
+    """Copy of ``corpus_dir`` whose queries and qrels hold ``query_id`` only."""
+    out.mkdir()
+    for name in ("memories", "sessions", "facts", "entities"):
+        (out / f"{name}.parquet").symlink_to(corpus_dir / f"{name}.parquet")
+    for name in ("queries", "qrels"):
+        df = pl.read_parquet(corpus_dir / f"{name}.parquet")
+        df.filter(pl.col("query_id") == query_id).write_parquet(out / f"{name}.parquet")
+    return out
+
+
+def test_budget_one_query_by_hand(built, tmp_path: Path) -> None:
+    corpus_dir, emb, stores = built
+    one = _one_query_corpus(corpus_dir, tmp_path / "one", "lexical-001")
+    df = budget_sweep("sqlite-fts", None, stores["sqlite-fts"], one, emb, ks=(1, 3, 10))
+    assert df.columns == list(BUDGET_SCHEMA)
+    assert df["arm"].to_list() == ["sqlite-fts"] * 3 and df["k"].to_list() == [1, 3, 10]
+    # by hand: ask the arm, then binary DCG / IDCG and hit counts
+    (q,) = [
+        x for x in load_queries(corpus_dir, load_embeddings(emb)) if x.query_id == "lexical-001"
+    ]
+    rel = set(load_qrels(corpus_dir).filter(pl.col("query_id") == "lexical-001")["memory_id"])
+    toks = dict(load_corpus(corpus_dir).memories.select("memory_id", "tokens").iter_rows())
+    arm = make_arm("sqlite-fts")
+    try:
+        arm.open(stores["sqlite-fts"])
+        for row in df.iter_rows(named=True):
+            k = row["k"]
+            ids = arm.query(q, k).memory_ids[:k]
+            dcg = sum(1 / math.log2(i + 2) for i, m in enumerate(ids) if m in rel)
+            idcg = sum(1 / math.log2(i + 2) for i in range(min(len(rel), k)))
+            assert row["ndcg"] == pytest.approx(dcg / idcg)
+            assert row["recall"] == pytest.approx(len(rel & set(ids)) / len(rel))
+            assert row["mean_tokens"] == sum(toks[m] for m in ids)
+            assert row["ndcg_per_100_tokens"] == pytest.approx(
+                row["ndcg"] / row["mean_tokens"] * 100
+            )
+    finally:
+        arm.close()
+    # of the two relevant memories only one names INC-461 (the other paraphrases it):
+    # full-text search finds that one and never the paraphrase
+    assert df.filter(pl.col("k") == 10)["recall"][0] == 0.5
+
+
+def test_budget_tokens_grow_with_k(built) -> None:
+    corpus_dir, emb, stores = built
+    df = budget_sweep("file-vec-meta", {"overfetch": 4}, stores["file-vec-meta"], corpus_dir, emb)
+    assert df["k"].to_list() == [1, 3, 5, 10, 20, 50]
+    toks = df["mean_tokens"].to_list()
+    assert all(b > a for a, b in zip(toks, toks[1:], strict=False))  # strictly more tokens
+    rec = df["recall"].to_list()
+    assert all(b >= a - 1e-12 for a, b in zip(rec, rec[1:], strict=False))
+    assert (df["ndcg_per_100_tokens"] > 0).all()
+    print(df)
+
+
+def test_budget_per_query_zero_tokens_gives_null(built) -> None:
+    corpus_dir, emb, stores = built
+    qs = load_queries(corpus_dir, load_embeddings(emb))[:2]
+    rel = {q.query_id: {"nonexistent"} for q in qs}
+    arm = make_arm("file-vec-meta")
+    try:
+        arm.open(stores["file-vec-meta"])
+        per = budget_per_query(arm, qs, rel, dict.fromkeys(arm._ids, 0), ks=(2,))
+    finally:
+        arm.close()
+    from agentmem.sweeps.budget import summarise_budget
+
+    s = summarise_budget("file-vec-meta", per)
+    assert s["mean_tokens"][0] == 0 and s["ndcg_per_100_tokens"][0] is None
+    assert s["ndcg"][0] == 0.0
+
+
+# --------------------------------------------------------------------------- scaling
+def _job(root: Path, arm: str, size: str, memories: int, lat: list[float], **build) -> tuple:
+    b = root / f"{size}-{arm}.json"
+    b.write_text(
+        json.dumps(
+            {
+                "arm": arm,
+                "memories": memories,
+                "queries": len(lat),
+                "storage_bytes": build.get("storage_bytes", 1000 * memories),
+                "bytes_per_memory": build.get("storage_bytes", 1000 * memories) / memories,
+                "ingest_ms": build["ingest_ms"],
+                "index_ms": build.get("index_ms", 0.0),
+            }
+        )
+    )
+    m = root / f"{size}-{arm}.parquet"
+    pl.DataFrame(
+        {
+            "query_id": [f"q{i}" for i in range(len(lat))],
+            "ndcg_at_10": [0.5] * len(lat),
+            "recall_at_10": [1.0] * (len(lat) - 1) + [0.0],
+            "latency_ms": lat,
+        }
+    ).write_parquet(m)
+    return (arm, size, b, m)
+
+
+def test_scaling_table_and_exponents(tmp_path: Path) -> None:
+    entries = [
+        # listed out of size order on purpose
+        _job(tmp_path, "scan", "s", 200, [2.0, 2.0, 4.0], ingest_ms=40.0, index_ms=0.0),
+        _job(tmp_path, "scan", "xs", 100, [1.0, 1.0, 2.0], ingest_ms=10.0, index_ms=0.0),
+        _job(tmp_path, "index", "xs", 100, [3.0, 3.0, 3.0], ingest_ms=5.0, index_ms=2.0),
+        _job(tmp_path, "index", "s", 200, [3.0, 3.0, 3.0], ingest_ms=10.0, index_ms=4.0),
+        _job(tmp_path, "index", "m", 400, [3.0, 3.0, 3.0], ingest_ms=20.0, index_ms=8.0),
+    ]
+    t = scaling_table(entries)
+    assert (
+        t.columns
+        == list(SCALING_SCHEMA)
+        == [
+            "arm",
+            "size",
+            "memories",
+            "queries",
+            "ingest_ms",
+            "index_ms",
+            "p50_ms",
+            "p95_ms",
+            "ndcg_at_10",
+            "recall_at_10",
+            "storage_bytes",
+            "bytes_per_memory",
+        ]
+    )
+    assert t.select("arm", "size").rows() == [
+        ("scan", "xs"),
+        ("scan", "s"),
+        ("index", "xs"),
+        ("index", "s"),
+        ("index", "m"),
+    ]
+    xs = t.row(0, named=True)
+    # latencies [1, 1, 2]: median 1; p95 = 1 + 0.9 * (2 - 1) (linear interpolation)
+    assert xs["p50_ms"] == 1.0 and xs["p95_ms"] == pytest.approx(1.9)
+    assert xs["recall_at_10"] == pytest.approx(2 / 3) and xs["ndcg_at_10"] == 0.5
+    assert xs["queries"] == 3 and xs["bytes_per_memory"] == 1000.0
+    e = {r["arm"]: r for r in fit_exponents(t).iter_rows(named=True)}
+    # scan: p50 doubles when memories double -> 1; ingest quadruples -> 2; index 0 -> null
+    assert e["scan"]["latency_exponent"] == pytest.approx(1.0)
+    assert e["scan"]["ingest_exponent"] == pytest.approx(2.0)
+    assert e["scan"]["index_exponent"] is None
+    assert e["scan"]["storage_exponent"] == pytest.approx(1.0)
+    # index: flat latency -> 0 with a perfect fit; linear ingest and index build
+    assert e["index"]["latency_exponent"] == pytest.approx(0.0, abs=1e-12)
+    assert e["index"]["latency_r2"] == pytest.approx(1.0)
+    assert e["index"]["ingest_exponent"] == pytest.approx(1.0)
+    assert e["index"]["index_exponent"] == pytest.approx(1.0)
+    assert (e["index"]["sizes"], e["index"]["min_memories"], e["index"]["max_memories"]) == (
+        3,
+        100,
+        400,
+    )
+    with pytest.raises(ValueError, match="twice"):
+        scaling_table([entries[0], entries[0]])
+
+
+def test_single_size_has_no_exponent(tmp_path: Path) -> None:
+    t = scaling_table([_job(tmp_path, "a", "m", 100, [1.0], ingest_ms=1.0)])
+    e = fit_exponents(t)
+    assert e["latency_exponent"][0] is None and e["sizes"][0] == 1
+
+
+# --------------------------------------------------------------------------- figures
+def test_figures_render(sweep: pl.DataFrame, built, tmp_path: Path) -> None:
+    from agentmem.io import write_csv
+    from agentmem.report.figures import budget as fig_budget
+    from agentmem.report.figures import postfilter as fig_postfilter
+    from agentmem.report.figures import scaling as fig_scaling
+
+    write_csv(tmp_path / "postfilter.csv", sweep)
+    fig_postfilter.plot(tmp_path / "postfilter.csv", tmp_path / "postfilter.svg")
+    budget = pl.DataFrame(
+        {
+            "arm": ["a"] * 3 + ["b"] * 3,
+            "k": [1, 3, 10] * 2,
+            "ndcg": [0.5, 0.6, 0.7, 0.3, 0.4, 0.5],
+            "recall": [0.2, 0.5, 0.9, 0.1, 0.3, 0.6],
+            "mean_tokens": [20.0, 60.0, 200.0, 25.0, 70.0, 240.0],
+            "ndcg_per_100_tokens": [2.5, 1.0, 0.35, 1.2, 0.57, 0.21],
+        }
+    )
+    write_csv(tmp_path / "budget.csv", budget)
+    fig_budget.plot(tmp_path / "budget.csv", tmp_path / "budget.svg")
+    entries = [
+        _job(tmp_path, "a", "xs", 100, [1.0], ingest_ms=1.0),
+        _job(tmp_path, "a", "s", 300, [3.0], ingest_ms=3.0),
+        _job(tmp_path, "b", "xs", 100, [2.0], ingest_ms=1.0),
+        _job(tmp_path, "b", "s", 300, [2.1], ingest_ms=3.0),
+    ]
+    write_csv(tmp_path / "scaling.csv", scaling_table(entries))
+    fig_scaling.plot(tmp_path / "scaling.csv", tmp_path / "scaling.svg")
+    for name in ("postfilter", "budget", "scaling"):
+        svg = (tmp_path / f"{name}.svg").read_text()
+        assert svg.lstrip().startswith("<?xml") and "</svg>" in svg
+        assert (tmp_path / f"{name}.png").stat().st_size > 1000

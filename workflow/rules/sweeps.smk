@@ -1,0 +1,85 @@
+rule run_postfilter_sweep:
+    input:
+        memories=f"results/corpus/{MAIN}/memories.parquet",
+        embeddings=f"results/embeddings/{MAIN}.parquet",
+        builds=postfilter_builds(),
+        code=library_file("agentmem/sweeps/postfilter.py"),
+    output:
+        "results/sweeps/postfilter.csv",
+    log:
+        "results/logs/run_postfilter_sweep.log",
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        bench_slot=1,
+        mem_mb=2000,
+    params:
+        stores=postfilter_stores(),
+        overfetch=CFG.sweeps.overfetch,
+        k=CFG.run.k,
+        repeats=CFG.run.repeats,
+        arm_params=dict(CFG.arm_params),
+    script:
+        "../../scripts/run_postfilter_sweep.py"
+
+
+rule run_budget_sweep:
+    input:
+        memories="results/corpus/{size}/memories.parquet",
+        embeddings="results/embeddings/{size}.parquet",
+        build="results/builds/{size}/{arm}.json",
+        code=library_file("agentmem/sweeps/budget.py"),
+    output:
+        "results/sweeps/budget/{size}/{arm}.csv",
+    log:
+        "results/logs/run_budget_sweep/{size}/{arm}.log",
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        bench_slot=1,
+        mem_mb=2000,
+    params:
+        arm="{arm}",
+        arm_params=arm_params,
+        store_dir="results/stores/{size}/{arm}",
+        ks=CFG.sweeps.budget_k,
+    script:
+        "../../scripts/run_budget_sweep.py"
+
+
+rule combine_budget_sweeps:
+    input:
+        expand("results/sweeps/budget/{size}/{arm}.csv", size=MAIN, arm=ARM_NAMES),
+    output:
+        "results/sweeps/budget.csv",
+    log:
+        "results/logs/combine_budget_sweeps.log",
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        mem_mb=500,
+    script:
+        "../../scripts/combine_tables.py"
+
+
+rule tabulate_scaling:
+    input:
+        builds=[f"results/builds/{s}/{a}.json" for a, s in SCALING_ENTRIES],
+        metrics=[f"results/metrics/{s}/{a}.parquet" for a, s in SCALING_ENTRIES],
+    output:
+        table="results/sweeps/scaling.csv",
+        exponents="results/sweeps/scaling_exponents.csv",
+    log:
+        "results/logs/tabulate_scaling.log",
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+    params:
+        entries=[list(e) for e in SCALING_ENTRIES],
+    script:
+        "../../scripts/tabulate_scaling.py"
