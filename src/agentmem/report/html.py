@@ -58,7 +58,7 @@ Python {{ env.python }}, SQLite {{ env.packages.sqlite }}, {{ env.cpus }} CPUs.<
 {% for arm, row in grid.items() %}<tr><td>{{ arm }}</td>{% for c in classes %}
 <td style="background:{{ shade(row.get(c)) }}">{{ f(row.get(c)) }}</td>{% endfor %}</tr>
 {% endfor %}</table>
-{% if figs.ndcg_heatmap %}<figure><img src="{{ figs.ndcg_heatmap.src }}" alt="nDCG heatmap"
+{% if "ndcg_heatmap" in figs %}<figure><img src="{{ figs.ndcg_heatmap.src }}" alt="nDCG heatmap"
  style="max-width:100%"><figcaption class="note">{{ figs.ndcg_heatmap.caption }}</figcaption>
 </figure>{% endif %}
 
@@ -74,12 +74,12 @@ Python {{ env.python }}, SQLite {{ env.packages.sqlite }}, {{ env.cpus }} CPUs.<
 <pre>{{ capabilities }}</pre>
 
 <h2>5. Why: corpus validation and sweeps</h2>
-{% for name in sweep_figs %}{% if figs[name] %}
+{% for name in sweep_figs %}{% if name in figs %}
 <figure><img src="{{ figs[name].src }}" alt="{{ name }}" style="max-width:100%">
 <figcaption class="note">{{ figs[name].caption }}</figcaption></figure>{% endif %}{% endfor %}
 
 <h2>6. Integrity: crashes, concurrent writers, changing facts</h2>
-{% for name in ["crash", "lost_update", "anomaly"] %}{% if figs[name] %}
+{% for name in ["crash", "lost_update", "anomaly"] %}{% if name in figs %}
 <figure><img src="{{ figs[name].src }}" alt="{{ name }}" style="max-width:100%">
 <figcaption class="note">{{ figs[name].caption }}</figcaption></figure>{% endif %}{% endfor %}
 
