@@ -25,6 +25,8 @@ write_capture(
             "budget",
             "scaling",
             "scaling_exponents",
+            "validation",
+            "dense_probe",
         )
     },
     extra_json={"hnsw_recall": snakemake.input.hnsw_recall},

@@ -99,6 +99,8 @@ def all_targets():
         "results/trials/lost_update.csv",
         "results/trials/anomaly.csv",
         f"results/trials/restatements/{MAIN}.json",
+        "results/tables/validation.csv",
+        f"results/tables/dense_probe_{MAIN}.csv",
         "results/sweeps/postfilter.csv",
         "results/sweeps/budget.csv",
         "results/sweeps/scaling.csv",

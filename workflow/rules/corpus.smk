@@ -20,3 +20,47 @@ rule generate_corpus:
         corpus=CFG.corpus.model_dump(),
     script:
         "../../scripts/generate_corpus.py"
+
+
+rule validate_corpus:
+    input:
+        memories="results/corpus/{size}/memories.parquet",
+        queries="results/corpus/{size}/queries.parquet",
+        qrels="results/corpus/{size}/qrels.parquet",
+        embeddings="results/embeddings/{size}.parquet",
+        code=library_file("agentmem/corpus/validation.py"),
+    output:
+        table="results/tables/validation_{size}.csv",
+        probe="results/tables/dense_probe_{size}.csv",
+    log:
+        "results/logs/validate_corpus/{size}.log",
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+    params:
+        random_pairs=1000,
+        seed=CFG.corpus.seed,
+    script:
+        "../../scripts/validate_corpus.py"
+
+
+rule publish_validation:
+    input:
+        f"results/tables/validation_{MAIN}.csv",
+    output:
+        report(
+            "results/tables/validation.csv",
+            caption="../report/validation.rst",
+            category="Corpus",
+        ),
+    log:
+        "results/logs/publish_validation.log",
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        mem_mb=500,
+    script:
+        "../../scripts/combine_tables.py"

@@ -59,6 +59,8 @@ rule write_capture:
         budget="results/sweeps/budget.csv",
         scaling="results/sweeps/scaling.csv",
         scaling_exponents="results/sweeps/scaling_exponents.csv",
+        validation="results/tables/validation.csv",
+        dense_probe=f"results/tables/dense_probe_{MAIN}.csv",
     output:
         "results/capture.json",
     log:
@@ -286,3 +288,25 @@ rule plot_scaling:
         mem_mb=1000,
     script:
         "../../scripts/plot_scaling.py"
+
+
+rule plot_validation:
+    input:
+        table="results/tables/validation.csv",
+        code=library_file("agentmem/report/figures/validation.py"),
+    output:
+        svg=report(
+            "results/figures/validation.svg",
+            caption="../report/validation.rst",
+            category="Corpus",
+        ),
+        png="results/figures/validation.png",
+    log:
+        "results/logs/plot_validation.log",
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+    script:
+        "../../scripts/plot_validation.py"
