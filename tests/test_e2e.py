@@ -16,6 +16,16 @@ from agentmem.config import load_config
 from agentmem.corpus.queries import QUERY_CLASSES
 
 SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
+FIGURES = (
+    "ndcg_heatmap",
+    "crash",
+    "lost_update",
+    "anomaly",
+    "postfilter",
+    "budget",
+    "scaling",
+    "validation",
+)
 
 
 def _workdir(tmp: Path) -> Path:
@@ -88,7 +98,33 @@ def test_by_class_table_long_form(smoke_run):
     assert rates["sqlite-fts"] == 1.0 and rates["file-jsonl"] == 0.0
     html = (smoke_run / "results/report/index.html").read_text()
     assert "sqlite-fts" in html and "nDCG@10 by query class" in html
-    assert html.count("data:image/svg+xml;base64,") == 4  # figures embedded
+    assert html.count("data:image/svg+xml;base64,") == len(FIGURES)  # figures embedded
+
+
+def test_sweep_tables(smoke_run):
+    cfg = load_config(REPO / "config/smoke.yaml")
+    post = pl.read_csv(smoke_run / "results/sweeps/postfilter.csv")
+    assert post.columns == [
+        "arm",
+        "overfetch",
+        "fetched",
+        "mean_slots_filled",
+        "fill_rate",
+        "recall_at_10",
+        "mean_ms",
+        "scan_fraction",
+    ]
+    meta = post.filter(pl.col("arm") == "file-vec-meta").sort("overfetch")
+    assert meta["overfetch"].to_list() == [1, 4, 16]
+    assert meta["fill_rate"].to_list() == sorted(meta["fill_rate"].to_list())
+    budget = pl.read_csv(smoke_run / "results/sweeps/budget.csv")
+    assert budget.height == len(cfg.arms) * 3
+    scaling = pl.read_csv(smoke_run / "results/sweeps/scaling.csv")
+    assert scaling.height == len(cfg.arms) and set(scaling["size"]) == {"xs"}
+    val = pl.read_csv(smoke_run / "results/tables/validation.csv")
+    assert val["query_class"].to_list()[-1] == "random_pairs"
+    sem = val.filter(pl.col("query_class") == "semantic")
+    assert sem["identifier_overlap"][0] == 0
 
 
 def test_second_run_does_nothing(smoke_run):
