@@ -28,10 +28,17 @@ wildcard_constraints:
     family="|".join(re.escape(f) for f in CRASH_FAMILIES),
 
 
-FIGURES = [
-    f"results/figures/{name}.svg"
-    for name in ("ndcg_heatmap", "crash", "lost_update", "anomaly")
-]
+FIGURE_NAMES = (
+    "ndcg_heatmap",
+    "crash",
+    "lost_update",
+    "anomaly",
+    "postfilter",
+    "budget",
+    "scaling",
+    "validation",
+)
+FIGURES = [f"results/figures/{name}.svg" for name in FIGURE_NAMES]
 
 
 def library_file(relpath):
