@@ -19,6 +19,7 @@ include: "workflow/rules/embed.smk"
 include: "workflow/rules/arms.smk"
 include: "workflow/rules/trials.smk"
 include: "workflow/rules/sweeps.smk"
+include: "workflow/rules/external.smk"
 include: "workflow/rules/report.smk"
 
 

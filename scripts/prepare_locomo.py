@@ -12,4 +12,8 @@ from pathlib import Path
 
 from agentmem.external.locomo import prepare_locomo
 
-prepare_locomo(snakemake.params.path, Path(snakemake.output.manifest).parent)
+prepare_locomo(
+    snakemake.params.path,
+    Path(snakemake.output.manifest).parent,
+    limit_conversations=snakemake.params.limit_conversations,
+)

@@ -140,3 +140,45 @@ def test_bad_config_stops_before_any_job(tmp_path):
     assert proc.returncode != 0
     assert "bogus_key" in proc.stderr
     assert not (wd / "results").exists()
+
+
+def test_locomo_targets(tmp_path):
+    """LoCoMo through the workflow (first conversation), when ../shared is present."""
+    from conftest import LOCOMO
+
+    if not LOCOMO.is_file():
+        pytest.skip(f"LoCoMo file {LOCOMO} absent (a user's clone has no ../shared)")
+    wd = _workdir(tmp_path)
+    (wd / "config" / "loc.yaml").write_text(
+        f"external:\n  locomo:\n    path: {LOCOMO}\n    limit_conversations: 1\n"
+    )
+    proc = _snakemake(
+        wd,
+        "results/external/locomo/scores.csv",
+        "results/figures/locomo.svg",
+        config="config/loc.yaml",
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
+    cfg = load_config(REPO / "config/config.yaml")
+    scores = pl.read_csv(wd / "results/external/locomo/scores.csv")
+    assert set(scores["arm"]) == set(cfg.arms)
+    assert set(scores["level"]) == {"turn", "session"}
+    assert "all" in set(scores["category"])
+    fts = scores.filter(
+        (pl.col("arm") == "sqlite-fts")
+        & (pl.col("level") == "session")
+        & (pl.col("category") == "all")
+    )
+    assert fts["n_queries"][0] == 150
+    assert 0.6 < fts["recall_at_5"][0] <= 1.0
+
+
+def test_locomo_target_without_file_says_where_to_get_it(tmp_path):
+    wd = _workdir(tmp_path)
+    proc = _snakemake(
+        wd, "results/external/locomo/corpus/manifest.json", config="config/config.yaml"
+    )
+    assert proc.returncode != 0
+    out = proc.stdout + proc.stderr
+    assert "skipping the LoCoMo targets" in out
+    assert "snap-research/LoCoMo" in out

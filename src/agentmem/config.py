@@ -154,7 +154,13 @@ class SweepsConfig(_Strict):
 class LocomoConfig(_Strict):
     """Where the LoCoMo file is read from (never copied into the repo)."""
 
-    path: str = "data/external/locomo10.json"
+    path: str = Field(
+        "data/external/locomo10.json",
+        description="LoCoMo JSON (public repository snap-research/LoCoMo, data/locomo10.json)",
+    )
+    limit_conversations: int | None = Field(
+        None, ge=1, le=10, description="use only the first N conversations (tests)"
+    )
 
 
 class ExternalConfig(_Strict):

@@ -1,5 +1,6 @@
 # Helpers, config validation and wildcard constraints (no rules here).
 import re
+import sys
 from pathlib import Path
 
 from snakemake.utils import validate
@@ -94,6 +95,27 @@ def anomaly_tables():
     return expand("results/trials/anomaly/{size}/{arm}.csv", size=MAIN, arm=ARM_NAMES)
 
 
+LOCOMO_PATH = Path(CFG.external.locomo.path)
+HAVE_LOCOMO = LOCOMO_PATH.is_file()
+if not HAVE_LOCOMO:
+    print(
+        f"LoCoMo file {LOCOMO_PATH} not found: skipping the LoCoMo targets "
+        "(see external.locomo.path in config/config.yaml).",
+        file=sys.stderr,
+    )
+LOCOMO_TARGETS = ["results/external/locomo/scores.csv", "results/figures/locomo.svg"]
+
+
+def locomo_source(wildcards):
+    """The LoCoMo file as an input when present; else nothing (the script says where to get it)."""
+    return [str(LOCOMO_PATH)] if HAVE_LOCOMO else []
+
+
+def report_figures():
+    """Figures embedded in the HTML report (LoCoMo's only when its file is present)."""
+    return FIGURES + (["results/figures/locomo.svg"] if HAVE_LOCOMO else [])
+
+
 def all_targets():
     """Everything `snakemake` builds by default."""
     return [
@@ -114,4 +136,5 @@ def all_targets():
         "results/capture.json",
         "results/report/index.html",
         *FIGURES,
+        *(LOCOMO_TARGETS if HAVE_LOCOMO else []),
     ]

@@ -81,7 +81,7 @@ rule render_report:
     input:
         capture="results/capture.json",
         capabilities="results/tables/capabilities.md",
-        figures=FIGURES,
+        figures=report_figures(),
     output:
         "results/report/index.html",
     log:

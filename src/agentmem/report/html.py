@@ -142,10 +142,12 @@ CAPTIONS = {
     "against the overfetch factor, with the in-engine filtered HNSW arms as reference lines.",
     "budget": "Token budget: quality against the o200k tokens the returned memories cost.",
     "scaling": "Scaling: p50 latency and nDCG@10 against corpus size, one line per arm.",
+    "locomo": "LoCoMo, real conversations: session-level R@5 and Hit@1 per arm beside the "
+    "published BM25 and fusion anchors; turn-level nDCG@10 per question category.",
     "validation": "Corpus validation: mean query-relevant cosine per class against the "
     "random-pair cosine; identifier overlap per class.",
 }
-SECTION_FIGURES = {"sweeps": ("validation", "postfilter", "scaling", "budget")}
+SECTION_FIGURES = {"sweeps": ("validation", "postfilter", "scaling", "budget", "locomo")}
 
 
 def _data_uri(path: str | Path) -> str:

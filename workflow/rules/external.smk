@@ -1,0 +1,120 @@
+# LoCoMo: real conversations through the same corpus contract, arms, runner and metrics.
+
+
+rule prepare_locomo:
+    input:
+        locomo_source,
+    output:
+        memories="results/external/locomo/corpus/memories.parquet",
+        queries="results/external/locomo/corpus/queries.parquet",
+        qrels="results/external/locomo/corpus/qrels.parquet",
+        manifest="results/external/locomo/corpus/manifest.json",
+    log:
+        "results/logs/prepare_locomo.log",
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+    params:
+        path=CFG.external.locomo.path,
+        limit_conversations=CFG.external.locomo.limit_conversations,
+    script:
+        "../../scripts/prepare_locomo.py"
+
+
+rule embed_locomo:
+    input:
+        memories="results/external/locomo/corpus/memories.parquet",
+        queries="results/external/locomo/corpus/queries.parquet",
+    output:
+        "results/external/locomo/embeddings.parquet",
+    log:
+        "results/logs/embed_locomo.log",
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 2
+    resources:
+        mem_mb=4000,
+    params:
+        cache_dir="results/cache/embeddings",
+        batch_size=CFG.embedding.batch_size,
+    script:
+        "../../scripts/embed_texts.py"
+
+
+rule run_arm_locomo:
+    input:
+        memories="results/external/locomo/corpus/memories.parquet",
+        queries="results/external/locomo/corpus/queries.parquet",
+        embeddings="results/external/locomo/embeddings.parquet",
+        sources=arm_sources,
+    output:
+        runs="results/external/locomo/runs/{arm}.parquet",
+        build="results/external/locomo/builds/{arm}.json",
+        plans="results/external/locomo/plans/{arm}.json",
+    log:
+        "results/logs/run_arm_locomo/{arm}.log",
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        bench_slot=1,
+        mem_mb=4000,
+    params:
+        arm="{arm}",
+        arm_params=arm_params,
+        store_dir="results/stores/locomo/{arm}",
+        k=CFG.run.k,
+        warmup=CFG.run.warmup,
+        repeats=CFG.run.repeats,
+    script:
+        "../../scripts/run_arm.py"
+
+
+rule score_locomo:
+    input:
+        runs=expand("results/external/locomo/runs/{arm}.parquet", arm=ARM_NAMES),
+        memories="results/external/locomo/corpus/memories.parquet",
+        code=library_file("agentmem/external/locomo.py"),
+    output:
+        scores=report(
+            "results/external/locomo/scores.csv",
+            caption="../report/locomo.rst",
+            category="LoCoMo",
+        ),
+        ci="results/external/locomo/scores_ci.csv",
+        comparison="results/external/locomo/vs_published.md",
+    log:
+        "results/logs/score_locomo.log",
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+    params:
+        arms=ARM_NAMES,
+    script:
+        "../../scripts/score_locomo.py"
+
+
+rule plot_locomo:
+    input:
+        table="results/external/locomo/scores.csv",
+        code=library_file("agentmem/report/figures/locomo.py"),
+    output:
+        svg=report(
+            "results/figures/locomo.svg",
+            caption="../report/locomo.rst",
+            category="LoCoMo",
+        ),
+        png="results/figures/locomo.png",
+    log:
+        "results/logs/plot_locomo.log",
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+    script:
+        "../../scripts/plot_locomo.py"
