@@ -5,15 +5,18 @@ Examples::
     agentmem arms                                   # registered arms and capabilities
     agentmem recall --arm sqlite-fts --store results/stores/m/sqlite-fts "ADR-297 storage"
     agentmem recall --arm pg-hnsw --store results/stores/m/pg-hnsw \\
-        --where created_day '<=' 160 "timeouts before the spring"
+        --where "created_day<=160" "timeouts before the spring"
     agentmem schema workflow/schemas/config.schema.yaml
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
+
+from agentmem.arms.base import PREDICATE_FIELDS, Predicate
 
 
 def _cmd_arms(args: argparse.Namespace) -> int:
@@ -29,16 +32,50 @@ def _cmd_arms(args: argparse.Namespace) -> int:
     return 0
 
 
+_WHERE = re.compile(
+    r"^\s*(?P<field>[a-z_]+)\s*(?:(?P<op><=|=)\s*(?P<value>.+?)|\s+(?P<null>is\s+null))\s*$",
+    re.IGNORECASE,
+)
+
+
+def parse_where(text: str) -> Predicate:
+    """Parse ``--where``: ``created_day<=160``, ``session_id=S00012``, ``superseded_by is null``.
+
+    Raises:
+        ValueError: naming the accepted forms, or from :class:`Predicate` (unknown field,
+            wrong value type).
+    """
+    m = _WHERE.match(text or "")
+    if not m:
+        raise ValueError(
+            f"cannot parse {text!r}; use FIELD<=DAY, FIELD=VALUE or 'FIELD is null' "
+            f"with FIELD one of {sorted(PREDICATE_FIELDS)}"
+        )
+    if m["null"]:
+        return Predicate(m["field"], "is_null", None)
+    return Predicate.parse(m["field"], m["op"], m["value"].strip())
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {v}")
+    return v
+
+
 def _cmd_recall(args: argparse.Namespace) -> int:
-    from agentmem.arms.base import ArmError, Predicate, Query
-    from agentmem.embeddings import encode
+    import numpy as np
+
+    from agentmem.arms.base import ArmError, Query
     from agentmem.runner import make_arm
 
     pred = None
     if args.where:
-        field, op, *rest = args.where
         try:
-            pred = Predicate.parse(field, op, rest[0] if rest else None)
+            pred = parse_where(args.where)
         except ValueError as exc:
             print(f"agentmem: bad --where: {exc}", file=sys.stderr)
             return 2
@@ -47,9 +84,21 @@ def _cmd_recall(args: argparse.Namespace) -> int:
     except KeyError as exc:
         print(f"agentmem: {exc.args[0]}", file=sys.stderr)
         return 2
+    caps = arm.capabilities
+    if pred is not None and not caps.predicate:
+        print(
+            f"agentmem: note: {args.arm} cannot apply predicates; --where is ignored",
+            file=sys.stderr,
+        )
+    if caps.vector_access == "none":
+        vec = np.zeros(384, dtype=np.float32)  # text-only arm: skip loading the model
+    else:
+        from agentmem.embeddings import encode
+
+        vec = encode([args.text])[0]
     try:
         arm.open(Path(args.store))
-        q = Query("cli", args.text, encode([args.text])[0], pred, wants_count=args.count)
+        q = Query("cli", args.text, vec, pred, wants_count=args.count)
         res = arm.query(q, args.k)
     except ArmError as exc:
         print(f"agentmem: {exc}", file=sys.stderr)
@@ -68,7 +117,11 @@ def _cmd_recall(args: argparse.Namespace) -> int:
 def _cmd_schema(args: argparse.Namespace) -> int:
     from agentmem.config import write_json_schema
 
-    write_json_schema(args.path)
+    try:
+        write_json_schema(args.path)
+    except OSError as exc:
+        print(f"agentmem: cannot write {args.path}: {exc.strerror}", file=sys.stderr)
+        return 1
     print(f"wrote {args.path}")
     return 0
 
@@ -88,12 +141,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("text", help="free-text query (quotes, *, NEAR, SQL are all safe)")
     r.add_argument("--arm", required=True, help="arm name (see `agentmem arms`)")
     r.add_argument("--store", required=True, help="store directory, e.g. results/stores/m/ARM")
-    r.add_argument("--k", type=int, default=10, help="results to return (default 10)")
+    r.add_argument("--k", type=_positive_int, default=10, help="results to return (default 10)")
     r.add_argument(
         "--where",
-        nargs="+",
-        metavar="X",
-        help="predicate: FIELD OP [VALUE], e.g. created_day '<=' 160 or superseded_by is_null",
+        metavar="PREDICATE",
+        help="structured filter: 'created_day<=160', 'session_id=S00012', 'fact_id=F000042' "
+        "or 'superseded_by is null'",
     )
     r.add_argument("--count", action="store_true", help="also ask for an exact count")
     r.set_defaults(func=_cmd_recall)

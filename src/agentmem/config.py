@@ -229,13 +229,16 @@ class Config(_Strict):
 
         if len(set(self.arms)) != len(self.arms):
             raise ValueError(f"arms: duplicate names in {self.arms}")
-        for name in [*self.arms, *self.arm_params]:
-            if name not in ARMS:
-                raise ValueError(f"arms: unknown arm {name!r}; known arms: {sorted(ARMS)}")
+        for key, names in (("arms", self.arms), ("arm_params", list(self.arm_params))):
+            for name in names:
+                if name not in ARMS:
+                    raise ValueError(f"{key}: unknown arm {name!r}; known arms: {sorted(ARMS)}")
         for name, params in self.arm_params.items():
             try:
                 inspect.signature(ARMS[name]).bind(**(params or {}))
-            except TypeError as exc:
+                # constructors validate values (ranges, types) without touching any store
+                ARMS[name](**(params or {})).close()
+            except (TypeError, ValueError) as exc:
                 raise ValueError(f"arm_params.{name}: bad parameters {params!r}: {exc}") from None
         return self
 

@@ -7,10 +7,11 @@ from snakemake.utils import validate
 
 from agentmem.config import load_config
 
-# 1) the JSON schema generated from the pydantic model (unknown keys, types, ranges) ...
-validate(config, schema="../schemas/config.schema.yaml")
-# 2) ... then the model itself (cross-field checks: main_size in sizes, arm names/params).
+# 1) the pydantic model: one line per bad key or value, cross-field checks (main_size in
+#    sizes, arm names and parameters) ...
 CFG = load_config(config)
+# 2) ... and the JSON schema generated from it, as Snakemake users expect (fills defaults).
+validate(config, schema="../schemas/config.schema.yaml")
 
 SIZES = list(CFG.sizes)
 MAIN = CFG.main_size

@@ -71,7 +71,10 @@ Python {{ env.python }}, SQLite {{ env.packages.sqlite }}, {{ env.cpus }} CPUs.<
 <td>{{ f(b.index_ms, 1) }}</td></tr>{% endfor %}</table>
 
 <h2>4. What each architecture can express</h2>
-<pre>{{ capabilities }}</pre>
+<table><caption>Generated from each arm's declared capabilities</caption>
+<tr>{% for h in capabilities[0] %}<th>{{ h }}</th>{% endfor %}</tr>
+{% for row in capabilities[1:] %}<tr>{% for v in row %}<td>{{ v }}</td>{% endfor %}</tr>
+{% endfor %}</table>
 
 <h2>5. Why: corpus validation and sweeps</h2>
 {% for name in sweep_figs %}{% if name in figs %}
@@ -87,7 +90,7 @@ Python {{ env.python }}, SQLite {{ env.packages.sqlite }}, {{ env.cpus }} CPUs.<
 <h3>{{ name.replace('_', ' ') }}</h3>
 <table><caption>{{ name }} ({{ rows|length }} rows)</caption>
 {% if rows %}<tr>{% for k in rows[0].keys() %}<th>{{ k }}</th>{% endfor %}</tr>{% endif %}
-{% for r in rows %}<tr>{% for v in r.values() %}<td>{{ v }}</td>{% endfor %}</tr>{% endfor %}
+{% for r in rows %}<tr>{% for v in r.values() %}<td>{{ f(v) }}</td>{% endfor %}</tr>{% endfor %}
 </table>{% endfor %}
 </body></html>
 """
@@ -108,6 +111,15 @@ def _shade(v: float | None) -> str:
     g = int(255 - 120 * v)
     rb = int(255 - 200 * v)
     return f"rgb({rb},{g + 0},{rb})" if v else "#fff"
+
+
+def _markdown_rows(text: str) -> list[list[str]]:
+    """Cells of the first Markdown table in ``text`` (header row first, separator dropped)."""
+    rows = []
+    for line in text.splitlines():
+        if line.startswith("|") and not set(line) <= set("|-: "):
+            rows.append([c.strip() for c in line.strip().strip("|").split("|")])
+    return rows or [["(no capability table)"]]
 
 
 def _summarise_trials(trials: dict[str, list[dict]]) -> dict[str, list[dict]]:
@@ -208,7 +220,7 @@ def render_report(
         classes=[*QUERY_CLASSES, "all"],
         builds=doc["builds"],
         bpm=bpm,
-        capabilities=Path(capabilities).read_text(),
+        capabilities=_markdown_rows(Path(capabilities).read_text()),
         trials=trials,
         f=_f,
         shade=_shade,
