@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 CORES ?= 16
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: help install reproduce test lint bench schema clean
+.PHONY: help install reproduce test lint chromium bench schema clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -34,8 +34,17 @@ lint: $(STAMP)  ## ruff, snakefmt --check, snakemake --lint (any lint fails the 
 	@if grep -q "Lints for" .lint.out; then cat .lint.out; rm -f .lint.out; exit 1; fi
 	@rm -f .lint.out; echo "snakemake --lint: clean"
 
-test: lint  ## lint, then pytest (unit, arm conformance, bad input, end-to-end smoke run)
+test: lint chromium  ## lint, then pytest (unit, arm conformance, bad input, end-to-end smoke run)
 	$(BIN)/pytest -q
+
+chromium:  ## install Debian's chromium for the report's browser test (as root; else it is skipped)
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else \
+	    echo "chromium not installed and not root: the browser test will be skipped" \
+	         "(sudo apt-get install chromium)"; \
+	  fi; }
 
 schema: $(STAMP)  ## regenerate workflow/schemas/config.schema.yaml from the pydantic model
 	$(BIN)/python -m agentmem.config

@@ -335,11 +335,11 @@ def test_schema_wal_and_join_table(built, cls):
     assert conn.execute("PRAGMA journal_mode").fetchall()[0][0] == "wal"
     indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type='index'")}
     assert {
-        "idx_memories_session",
-        "idx_memories_day",
-        "idx_memories_fact",
-        "idx_memories_superseded",
-        "idx_memory_entities_entity",
+        "memories_session_id_idx",
+        "memories_created_day_idx",
+        "memories_fact_id_idx",
+        "memories_superseded_by_idx",
+        "memory_entities_entity_idx",
     } <= indexes
     rows = conn.execute(
         "SELECT m.memory_id FROM memory_entities AS e JOIN memories AS m "
@@ -355,7 +355,7 @@ def test_storage_from_dbstat(built, cls):
     s = built[cls].storage()
     assert s.source == "dbstat"
     assert s.total_bytes == sum(s.objects.values()) > 0
-    assert {"memories", "memory_entities", "idx_memories_fact"} <= s.objects.keys()
+    assert {"memories", "memory_entities", "memories_fact_id_idx"} <= s.objects.keys()
     assert ("memories_fts_data" in s.objects) == (cls is not SqliteBtreeArm)
     assert ("memory_vectors" in s.objects) == (cls is SqliteHybridArm)
     if cls is SqliteHybridArm:  # 6 vectors x 1536 bytes need more than one 4 KiB page
@@ -365,7 +365,7 @@ def test_storage_from_dbstat(built, cls):
 def test_explain_shows_real_plans(built):
     fts = built[SqliteFtsArm].explain(q("CFG-799", Predicate("fact_id", "=", "F1"), True))
     assert "memories_fts VIRTUAL TABLE" in fts and "m.fact_id = :pv" in fts
-    assert "-- count:" in fts and "idx_memories_fact" in fts
+    assert "-- count:" in fts and "memories_fact_id_idx" in fts
     bt = built[SqliteBtreeArm].explain(q("CFG-799"))
     assert "LIKE :t0 ESCAPE" in bt and "QUERY PLAN" in bt
     hy = built[SqliteHybridArm].explain(q("CFG-799", NOT_SUPERSEDED))

@@ -25,6 +25,7 @@ FIGURES = (
     "budget",
     "scaling",
     "validation",
+    "er_diagram",
 )
 
 
@@ -125,6 +126,44 @@ def test_sweep_tables(smoke_run):
     assert val["query_class"].to_list()[-1] == "random_pairs"
     sem = val.filter(pl.col("query_class") == "semantic")
     assert sem["identifier_overlap"][0] == 0
+
+
+def test_report_in_a_real_browser(smoke_run):
+    """Headless Chromium: every figure loads, no console errors; screenshot kept."""
+    from browser import chromium_path, inspect_page
+
+    if chromium_path() is None:
+        pytest.skip("no Chromium: `make test` installs Debian's chromium package (needs root)")
+    shot = smoke_run / "results" / "report" / "screenshot.png"
+    page = inspect_page(smoke_run / "results" / "report" / "index.html", shot)
+    assert page["title"] == "agentmem report"
+    assert len(page["images"]) >= len(FIGURES)
+    assert all(width > 0 for _alt, width in page["images"]), page["images"]
+    assert page["errors"] == []
+    assert shot.stat().st_size > 10_000
+    keep = REPO / "results" / "report" / "screenshot_smoke.png"
+    keep.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(shot, keep)
+
+
+def test_editing_one_figure_reruns_only_that_figure(smoke_run):
+    """Touching one figure's module makes `snakemake <figure>` rerun that job alone (dry run)."""
+    import os
+    import re
+    import time
+
+    module = REPO / "src/agentmem/report/figures/crash.py"
+    st = module.stat()
+    try:
+        os.utime(module, (time.time() + 5, time.time() + 5))
+        proc = _snakemake(smoke_run, "-n", "results/figures/crash.svg")
+    finally:
+        os.utime(module, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout + proc.stderr
+    jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", out, flags=re.M))
+    assert jobs.get("plot_crash") == "1", out[-2000:]
+    assert jobs.get("total") == "1", out[-2000:]
 
 
 def test_second_run_does_nothing(smoke_run):

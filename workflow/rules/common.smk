@@ -39,6 +39,7 @@ FIGURE_NAMES = (
     "budget",
     "scaling",
     "validation",
+    "er_diagram",
 )
 FIGURES = [f"results/figures/{name}.svg" for name in FIGURE_NAMES]
 
@@ -130,6 +131,7 @@ def all_targets():
         "results/trials/anomaly.csv",
         f"results/trials/restatements/{MAIN}.json",
         "results/tables/validation.csv",
+        "results/schema/er.mmd",
         f"results/tables/dense_probe_{MAIN}.csv",
         "results/sweeps/postfilter.csv",
         "results/sweeps/budget.csv",

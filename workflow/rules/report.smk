@@ -310,3 +310,46 @@ rule plot_validation:
         mem_mb=1000,
     script:
         "../../scripts/plot_validation.py"
+
+
+rule render_schema:
+    input:
+        code=library_file("agentmem/schema.py"),
+    output:
+        mermaid="results/schema/er.mmd",
+        dot="results/schema/er.dot",
+        sqlite="results/schema/sqlite.sql",
+        postgres="results/schema/postgres.sql",
+    log:
+        "results/logs/render_schema.log",
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        mem_mb=500,
+    script:
+        "../../scripts/render_schema.py"
+
+
+rule plot_er_diagram:
+    input:
+        code=[
+            library_file("agentmem/schema.py"),
+            library_file("agentmem/report/figures/er_diagram.py"),
+        ],
+    output:
+        svg=report(
+            "results/figures/er_diagram.svg",
+            caption="../report/er_diagram.rst",
+            category="Architectures",
+        ),
+        png="results/figures/er_diagram.png",
+    log:
+        "results/logs/plot_er_diagram.log",
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+    script:
+        "../../scripts/plot_er_diagram.py"

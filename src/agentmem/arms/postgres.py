@@ -49,6 +49,7 @@ from agentmem.arms.base import (
 )
 from agentmem.arms.text import like_pattern, query_terms
 from agentmem.pg import PgError, PgHandle, connect_store
+from agentmem.schema import postgres_ddl
 
 #: Embedding dimension of the ``embedding`` column (all-MiniLM-L6-v2).
 VECTOR_DIM = 384
@@ -79,7 +80,6 @@ _COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("tokens", "int4", "integer"),
     ("entity_ids", "text[]", "text[] NOT NULL DEFAULT '{}'"),
 )
-_BTREE_COLUMNS = ("session_id", "created_day", "fact_id", "superseded_by")
 
 
 def predicate_sql(pred: Predicate | None) -> tuple[sql.Composable, dict[str, Any]]:
@@ -194,36 +194,28 @@ class _PgArm:
 
     # ---------------------------------------------------------------------- build
     def _ddl(self) -> list[sql.Composable]:
-        """Return CREATE TABLE statements for this arm's layout."""
-        cols = [sql.SQL("{} {}").format(sql.Identifier(c), sql.SQL(d)) for c, _, d in _COLUMNS]
+        """Return CREATE TABLE statements: the schema declaration plus this arm's access path.
+
+        ``memories`` and ``memory_entities`` come from :func:`agentmem.schema.postgres_ddl`;
+        the arm adds the denormalised ``entity_ids`` array, and by layout the ``embedding``
+        column and the generated English ``tsvector`` (constants, never user input).
+        """
+        extra = ["entity_ids text[] NOT NULL DEFAULT '{}'"]
         if self._uses_vectors:
-            cols.append(sql.SQL("embedding vector({}) NOT NULL").format(sql.Literal(VECTOR_DIM)))
+            extra.append(f"embedding vector({int(VECTOR_DIM)}) NOT NULL")
         if self._uses_fts:
-            cols.append(
-                sql.SQL("tsv tsvector GENERATED ALWAYS AS (to_tsvector({}, body)) STORED").format(
-                    sql.Literal(TS_CONFIG)
-                )
+            extra.append(
+                f"tsv tsvector GENERATED ALWAYS AS (to_tsvector('{TS_CONFIG}', body)) STORED"
             )
-        return [
-            sql.SQL("CREATE TABLE memories ({})").format(sql.SQL(", ").join(cols)),
-            sql.SQL(
-                "CREATE TABLE memory_entities (memory_id text NOT NULL, entity_id text NOT NULL)"
-            ),
-        ]
+        creates, _ = postgres_ddl(
+            ("memories", "memory_entities"), extra_columns={"memories": extra}
+        )
+        return [sql.SQL(c) for c in creates]  # type: ignore[arg-type]
 
     def _index_ddl(self) -> list[sql.Composable]:
-        """Return CREATE INDEX statements (B-tree always; GIN and HNSW by layout)."""
-        out: list[sql.Composable] = [
-            sql.SQL("CREATE INDEX {} ON memories ({})").format(
-                sql.Identifier(f"memories_{c}_idx"), sql.Identifier(c)
-            )
-            for c in _BTREE_COLUMNS
-        ]
-        out.append(
-            sql.SQL(
-                "CREATE INDEX memory_entities_entity_idx ON memory_entities (entity_id, memory_id)"
-            )
-        )
+        """Return CREATE INDEX statements: the schema's B-tree indexes; GIN and HNSW by layout."""
+        _, indexes = postgres_ddl(("memories", "memory_entities"))
+        out: list[sql.Composable] = [sql.SQL(i) for i in indexes]  # type: ignore[arg-type]
         if self._uses_fts:
             out.append(sql.SQL("CREATE INDEX memories_tsv_idx ON memories USING gin (tsv)"))
         if self._uses_vectors:
@@ -315,8 +307,8 @@ class _PgArm:
                 ) as cp:
                     cp.set_types(["text", "text"])
                     for mid, ents in zip(ids, mem["entity_ids"].to_list(), strict=True):
-                        for e in ents or []:
-                            cp.write_row((mid, str(e)))
+                        for e in dict.fromkeys(str(x) for x in (ents or [])):
+                            cp.write_row((mid, e))
             t1 = time.perf_counter()
             conn.execute(
                 "SELECT set_config('maintenance_work_mem', %s, false)",

@@ -46,6 +46,7 @@ from agentmem.arms.base import (
     StorageStats,
 )
 from agentmem.arms.text import fts5_match, like_pattern, query_terms
+from agentmem.schema import sqlite_ddl
 
 DB_NAME = "memory.db"
 #: Embedding dimension the hybrid's vector column holds (all-MiniLM-L6-v2).
@@ -66,35 +67,11 @@ _MEMORY_COLUMNS = (
     "tokens",
 )
 
-_SCHEMA = """
-CREATE TABLE memories(
-    id INTEGER PRIMARY KEY,
-    memory_id TEXT NOT NULL UNIQUE,
-    session_id TEXT,
-    turn_no INTEGER,
-    seq INTEGER,
-    kind TEXT,
-    body TEXT NOT NULL,
-    fact_id TEXT,
-    created_day INTEGER,
-    source TEXT,
-    confidence REAL,
-    superseded_by TEXT,
-    tokens INTEGER
-);
-CREATE TABLE memory_entities(
-    memory_id TEXT NOT NULL,
-    entity_id TEXT NOT NULL
-);
-"""
-
-_BTREE_INDEXES = """
-CREATE INDEX idx_memories_session ON memories(session_id);
-CREATE INDEX idx_memories_day ON memories(created_day);
-CREATE INDEX idx_memories_fact ON memories(fact_id);
-CREATE INDEX idx_memories_superseded ON memories(superseded_by);
-CREATE INDEX idx_memory_entities_entity ON memory_entities(entity_id, memory_id);
-"""
+# memories + memory_entities and their B-tree indexes come from the one schema declaration
+# (agentmem.schema); ``id`` is the integer rowid alias FTS5 external content needs.
+_TABLES, _INDEXES = sqlite_ddl(("memories", "memory_entities"), rowid_alias={"memories": "id"})
+_SCHEMA = ";\n".join(_TABLES) + ";"
+_BTREE_INDEXES = ";\n".join(_INDEXES) + ";"
 
 _FTS_SCHEMA = """
 CREATE VIRTUAL TABLE memories_fts USING fts5(
@@ -255,7 +232,7 @@ class _SqliteArm:
             for mid, ents in zip(
                 mem["memory_id"].to_list(), mem["entity_ids"].to_list(), strict=True
             )
-            for e in (ents or [])
+            for e in dict.fromkeys(str(x) for x in (ents or []))
         ]
         vec_rows: list[tuple[int, bytes]] = []
         if self._uses_vectors:

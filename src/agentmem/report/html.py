@@ -71,6 +71,9 @@ Python {{ env.python }}, SQLite {{ env.packages.sqlite }}, {{ env.cpus }} CPUs.<
 <td>{{ f(b.index_ms, 1) }}</td></tr>{% endfor %}</table>
 
 <h2>4. What each architecture can express</h2>
+{% if "er_diagram" in figs %}<figure><img src="{{ figs.er_diagram.src }}" alt="ER diagram"
+ style="max-width:100%"><figcaption class="note">{{ figs.er_diagram.caption }}</figcaption>
+</figure>{% endif %}
 <table><caption>Generated from each arm's declared capabilities</caption>
 <tr>{% for h in capabilities[0] %}<th>{{ h }}</th>{% endfor %}</tr>
 {% for row in capabilities[1:] %}<tr>{% for v in row %}<td>{{ v }}</td>{% endfor %}</tr>
@@ -154,6 +157,8 @@ CAPTIONS = {
     "against the overfetch factor, with the in-engine filtered HNSW arms as reference lines.",
     "budget": "Token budget: quality against the o200k tokens the returned memories cost.",
     "scaling": "Scaling: p50 latency and nDCG@10 against corpus size, one line per arm.",
+    "er_diagram": "The relational schema (agentmem.schema); the same declaration creates the "
+    "SQLite and PostgreSQL tables.",
     "locomo": "LoCoMo, real conversations: session-level R@5 and Hit@1 per arm beside the "
     "published BM25 and fusion anchors; turn-level nDCG@10 per question category.",
     "validation": "Corpus validation: mean query-relevant cosine per class against the "

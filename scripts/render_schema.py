@@ -1,0 +1,14 @@
+import sys
+
+sys.stderr = open(snakemake.log[0], "w")
+
+from agentmem.io import write_text
+from agentmem.schema import dot_er, mermaid_er, postgres_ddl, sqlite_ddl
+
+TABLES = ("agents", "sessions", "entities", "facts", "memories", "memory_entities")
+write_text(snakemake.output.mermaid, mermaid_er())
+write_text(snakemake.output.dot, dot_er())
+sq, si = sqlite_ddl(TABLES, foreign_keys=True)
+pg, pi = postgres_ddl(TABLES, foreign_keys=True)
+write_text(snakemake.output.sqlite, ";\n\n".join(sq + si) + ";\n")
+write_text(snakemake.output.postgres, ";\n\n".join(pg + pi) + ";\n")
