@@ -9,4 +9,6 @@ render_report(
     snakemake.input.capabilities,
     snakemake.output[0],
     figures=list(snakemake.input.figures),
+    reference_csv=snakemake.input.vs_reference,
+    bootstrap_csv=snakemake.input.bootstrap,
 )

@@ -26,6 +26,10 @@ FIGURES = (
     "scaling",
     "validation",
     "er_diagram",
+    "overall",
+    "latency",
+    "storage",
+    "capabilities",
 )
 
 

@@ -40,6 +40,10 @@ FIGURE_NAMES = (
     "scaling",
     "validation",
     "er_diagram",
+    "overall",
+    "latency",
+    "storage",
+    "capabilities",
 )
 FIGURES = [f"results/figures/{name}.svg" for name in FIGURE_NAMES]
 
@@ -137,6 +141,8 @@ def all_targets():
         "results/sweeps/budget.csv",
         "results/sweeps/scaling.csv",
         "results/capture.json",
+        "results/tables/vs_reference.md",
+        "results/tables/paired_bootstrap.csv",
         "results/report/index.html",
         *FIGURES,
         *(LOCOMO_TARGETS if HAVE_LOCOMO else []),

@@ -82,6 +82,9 @@ rule render_report:
         capture="results/capture.json",
         capabilities="results/tables/capabilities.md",
         figures=report_figures(),
+        vs_reference="results/tables/vs_reference.csv",
+        bootstrap="results/tables/bootstrap_ci.csv",
+        paired="results/tables/paired_bootstrap.csv",
     output:
         "results/report/index.html",
     log:
@@ -353,3 +356,146 @@ rule plot_er_diagram:
         mem_mb=1000,
     script:
         "../../scripts/plot_er_diagram.py"
+
+
+rule bootstrap_metrics:
+    input:
+        metrics=main_metrics(),
+        code=library_file("agentmem/report/stats.py"),
+    output:
+        ci="results/tables/bootstrap_ci.csv",
+        paired="results/tables/paired_bootstrap.csv",
+    log:
+        "results/logs/bootstrap_metrics.log",
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+    params:
+        arms=ARM_NAMES,
+        pairs=None,
+        n_boot=2000,
+        seed=CFG.corpus.seed,
+    script:
+        "../../scripts/bootstrap_metrics.py"
+
+
+rule compare_reference:
+    input:
+        capture="results/capture.json",
+        ci="results/tables/bootstrap_ci.csv",
+        code=library_file("agentmem/report/reference.py"),
+    output:
+        md=report(
+            "results/tables/vs_reference.md",
+            caption="../report/vs_reference.rst",
+            category="Reference",
+        ),
+        csv="results/tables/vs_reference.csv",
+    log:
+        "results/logs/compare_reference.log",
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+    params:
+        results_dir="results",
+        main_size=MAIN,
+    script:
+        "../../scripts/compare_reference.py"
+
+
+rule plot_overall:
+    input:
+        table="results/tables/bootstrap_ci.csv",
+        code=library_file("agentmem/report/figures/overall.py"),
+    output:
+        svg=report(
+            "results/figures/overall.svg",
+            caption="../report/overall.rst",
+            category="Retrieval",
+        ),
+        png="results/figures/overall.png",
+    log:
+        "results/logs/plot_overall.log",
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+    script:
+        "../../scripts/plot_overall.py"
+
+
+rule plot_latency:
+    input:
+        table="results/tables/by_class.csv",
+        code=library_file("agentmem/report/figures/latency.py"),
+    output:
+        svg=report(
+            "results/figures/latency.svg",
+            caption="../report/latency.rst",
+            category="Retrieval",
+        ),
+        png="results/figures/latency.png",
+    log:
+        "results/logs/plot_latency.log",
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+    script:
+        "../../scripts/plot_latency.py"
+
+
+rule plot_storage:
+    input:
+        builds=main_builds(),
+        code=library_file("agentmem/report/figures/storage.py"),
+    output:
+        svg=report(
+            "results/figures/storage.svg",
+            caption="../report/storage.rst",
+            category="Architectures",
+        ),
+        png="results/figures/storage.png",
+    log:
+        "results/logs/plot_storage.log",
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+    params:
+        arms=ARM_NAMES,
+    script:
+        "../../scripts/plot_storage.py"
+
+
+rule plot_capabilities:
+    input:
+        code=[
+            library_file("agentmem/arms/__init__.py"),
+            library_file("agentmem/report/figures/capabilities.py"),
+        ],
+    output:
+        svg=report(
+            "results/figures/capabilities.svg",
+            caption="../report/capabilities.rst",
+            category="Architectures",
+        ),
+        png="results/figures/capabilities.png",
+    log:
+        "results/logs/plot_capabilities.log",
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+    params:
+        arms=ARM_NAMES,
+    script:
+        "../../scripts/plot_capabilities.py"

@@ -1,8 +1,13 @@
-"""``results/report/index.html``: a self-contained page of the study's tables.
+"""``results/report/index.html``: one self-contained page, in the order of the study's argument.
 
-Built from ``capture.json`` (and the capability grid) only, with a Jinja2 template; no
-external assets, so the file can be mailed or opened offline. nDCG cells are shaded
-(white → green) so the arm × class grid reads as a heatmap.
+Built only from result files (``capture.json``, the capability grid, ``vs_reference.csv``,
+bootstrap intervals and the figure SVGs) with a Jinja2 template. Figures are embedded as
+``data:`` URIs, so the page has no external assets and can be mailed or opened offline.
+
+Sections: 1 corpus and its validation · 2 retrieval quality and latency · 3 storage ·
+4 what each architecture can express · 5 why (post-filter, scaling, token budget) ·
+6 integrity trials · 7 real conversations (LoCoMo) · 8 seed experiments · 9 the published
+study beside ours · appendix tables.
 """
 
 from __future__ import annotations
@@ -18,91 +23,178 @@ import polars as pl
 from agentmem.corpus.queries import QUERY_CLASSES
 from agentmem.io import write_text
 
+#: (anchor, title, intro, figure names, appendix table keys) in the order of the argument.
+SECTIONS: list[tuple[str, str, str, tuple[str, ...]]] = [
+    (
+        "corpus",
+        "1. One corpus with known ground truth",
+        "Facts rendered into memories with identifier-bearing and paraphrase forms, distractors "
+        "and corrections; eight query classes with definitional relevance. Validation: lexical "
+        "questions sit at the random-pair cosine, semantic ones far above it.",
+        ("validation",),
+    ),
+    (
+        "retrieval",
+        "2. Retrieval quality and latency per arm",
+        "Full-text arms win where the question carries an identifier, dense arms on paraphrases; "
+        "only arms that apply predicates in the engine answer provenance and aggregate questions.",
+        ("ndcg_heatmap", "overall", "latency"),
+    ),
+    ("storage", "3. Storage", "Bytes per memory from each engine's own accounting.", ("storage",)),
+    (
+        "capabilities",
+        "4. What each architecture can express",
+        "The capability grid is generated from each arm's declared capabilities; the relational "
+        "schema is one declaration that also creates the tables.",
+        ("capabilities", "er_diagram"),
+    ),
+    (
+        "sweeps",
+        "5. Why: filtered ANN, scale and token budgets",
+        "Post-filtering underfills its k slots unless it overfetches; latency and quality across "
+        "corpus sizes; what each answer costs in tokens.",
+        ("postfilter", "scaling", "budget"),
+    ),
+    (
+        "integrity",
+        "6. Integrity: crashes, concurrent writers, changing facts",
+        "Real processes killed with SIGKILL; writers as threads and as processes; a fact restated "
+        "many times and then corrected.",
+        ("crash", "lost_update", "anomaly"),
+    ),
+    (
+        "locomo",
+        "7. Real conversations (LoCoMo)",
+        "Every arm on LoCoMo's conversations, scored against its evidence turns.",
+        ("locomo",),
+    ),
+    (
+        "seeds",
+        "8. The seed systems' claims",
+        "Three-tier memory over long conversations; graph memory forgetting over a year.",
+        ("conversation", "decay"),
+    ),
+]
+
+CAPTIONS = {
+    "validation": "Mean query–relevant cosine per class against the random-pair cosine, and "
+    "identifier overlap per class.",
+    "ndcg_heatmap": "nDCG@10 per arm and query class (k = 10); the last column is overall.",
+    "overall": "Overall nDCG@10, recall@10 and MRR with 95% bootstrap intervals over queries; "
+    "red markers are the published values.",
+    "latency": "p50 and p95 query latency per arm (median of 3 timed runs after a warm-up).",
+    "storage": "Bytes on disk per memory (dbstat, pg relation sizes, file sizes).",
+    "capabilities": "Capability grid generated from the arms' declared capabilities.",
+    "er_diagram": "The relational schema (agentmem.schema); the same declaration creates the "
+    "SQLite and PostgreSQL tables.",
+    "postfilter": "Post-filter overfetch sweep: fill rate and recall@10 of file-vec-meta "
+    "against the overfetch factor; in-engine filtered HNSW arms as reference lines.",
+    "scaling": "p50 latency and nDCG@10 against corpus size, one line per arm.",
+    "budget": "Quality against the o200k tokens the returned memories cost, k = 1 … 50.",
+    "crash": "SIGKILL during sustained writes: trials whose store was unreadable, failed its "
+    "integrity check, or lost records the writer had reported committed.",
+    "lost_update": "Concurrent increments of one record: share of updates lost, writers as "
+    "threads and as processes.",
+    "anomaly": "Restatements of a fact reached by a top-10 repair search; the rest stay stale.",
+    "locomo": "Session-level R@5 and Hit@1 per arm beside the published BM25 and fusion "
+    "anchors; turn-level nDCG@10 per question category.",
+    "conversation": "Context tokens per turn and cumulative, per strategy, beside the seed's "
+    "claims.",
+    "decay": "Graph memory under Ebbinghaus decay over a simulated year.",
+}
+
 TEMPLATE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <title>agentmem report</title>
 <style>
 body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;margin:1em 0;font-size:.9em}
-th,td{border:1px solid #ccc;padding:.3em .6em;text-align:right}
+table{border-collapse:collapse;margin:1em 0;font-size:.85em}
+th,td{border:1px solid #ccc;padding:.25em .5em;text-align:right}
 th:first-child,td:first-child{text-align:left}
 caption{text-align:left;font-weight:600;padding:.3em 0}
-.note{color:#555;font-size:.9em}
+figure{margin:1.5em 0} figure img{max-width:100%}
+.note{color:#555;font-size:.9em} nav a{margin-right:.8em}
+.ok{color:#1e7e34} .bad{color:#b02a37} .na{color:#777}
 code{background:#f4f4f4;padding:0 .2em}
 </style></head><body>
 <h1>agentmem: agent memory as a database problem</h1>
-<p class="note">Generated {{ generated }} · main corpus size <code>{{ main_size }}</code> ·
+<p class="note">Generated {{ generated }} · headline corpus size <code>{{ main_size }}</code> ·
 Python {{ env.python }}, SQLite {{ env.packages.sqlite }}, {{ env.cpus }} CPUs.</p>
+<nav>{% for s in sections %}<a href="#{{ s.anchor }}">{{ s.title }}</a>{% endfor %}
+<a href="#reference">9. The published study beside ours</a></nav>
 
-<h2>1. The corpus</h2>
-<table><caption>Corpus at size {{ main_size }} (REFERENCE: 8,282 memories, 333 sessions,
+{% for s in sections %}
+<h2 id="{{ s.anchor }}">{{ s.title }}</h2>
+<p>{{ s.intro }}</p>
+{% if s.anchor == "corpus" %}
+<table><caption>Corpus at size {{ main_size }} (study: 8,282 memories, 333 sessions,
 313 queries, 1,218 distractors, 844 superseded)</caption>
 <tr>{% for k in corpus_keys %}<th>{{ k }}</th>{% endfor %}</tr>
 <tr>{% for k in corpus_keys %}<td>{{ corpus[k] }}</td>{% endfor %}</tr></table>
-<table><caption>Queries by class</caption>
-<tr>{% for c, n in corpus.queries_by_class.items() %}<th>{{ c }}</th>{% endfor %}</tr>
-<tr>{% for c, n in corpus.queries_by_class.items() %}<td>{{ n }}</td>{% endfor %}</tr></table>
-
-<h2>2. Retrieval quality and latency per arm</h2>
-<table><caption>Overall (k = 10; latency: median of 3 timed runs after one warm-up)</caption>
+{% elif s.anchor == "retrieval" %}
+<table><caption>Overall (k = 10), 95% bootstrap interval of nDCG@10 in brackets</caption>
 <tr><th>arm</th><th>nDCG@10</th><th>recall@10</th><th>MRR</th><th>precision@10</th>
 <th>exact counts</th><th>p50 ms</th><th>p95 ms</th><th>bytes/memory</th></tr>
-{% for r in overall %}<tr><td>{{ r.arm }}</td><td>{{ f(r.ndcg_at_10) }}</td>
+{% for r in overall %}<tr><td>{{ r.arm }}</td>
+<td>{{ f(r.ndcg_at_10) }}{% if r.arm in ci %} <span class="note">[{{ f(ci[r.arm][0]) }},
+{{ f(ci[r.arm][1]) }}]</span>{% endif %}</td>
 <td>{{ f(r.recall_at_10) }}</td><td>{{ f(r.mrr) }}</td><td>{{ f(r.precision_at_10) }}</td>
 <td>{{ f(r.exact_count_rate) }}</td><td>{{ f(r.p50_ms, 2) }}</td><td>{{ f(r.p95_ms, 2) }}</td>
-<td>{{ bpm.get(r.arm, '–') }}</td></tr>
-{% endfor %}</table>
-
+<td>{{ bpm.get(r.arm, '–') }}</td></tr>{% endfor %}</table>
 <table><caption>nDCG@10 by query class (shaded: darker = better)</caption>
 <tr><th>arm</th>{% for c in classes %}<th>{{ c }}</th>{% endfor %}</tr>
 {% for arm, row in grid.items() %}<tr><td>{{ arm }}</td>{% for c in classes %}
 <td style="background:{{ shade(row.get(c)) }}">{{ f(row.get(c)) }}</td>{% endfor %}</tr>
 {% endfor %}</table>
-{% if "ndcg_heatmap" in figs %}<figure><img src="{{ figs.ndcg_heatmap.src }}" alt="nDCG heatmap"
- style="max-width:100%"><figcaption class="note">{{ figs.ndcg_heatmap.caption }}</figcaption>
-</figure>{% endif %}
-
-<h2>3. Storage</h2>
-<table><caption>Bytes on disk from the engine's own accounting</caption>
+{% elif s.anchor == "storage" %}
+<table><caption>Bytes on disk and build time</caption>
 <tr><th>arm</th><th>bytes</th><th>bytes/memory</th><th>source</th>
 <th>ingest ms</th><th>index ms</th></tr>
 {% for b in builds %}<tr><td>{{ b.arm }}</td><td>{{ "{:,}".format(b.storage_bytes) }}</td>
 <td>{{ b.bytes_per_memory }}</td><td>{{ b.storage_source }}</td><td>{{ f(b.ingest_ms, 1) }}</td>
 <td>{{ f(b.index_ms, 1) }}</td></tr>{% endfor %}</table>
-
-<h2>4. What each architecture can express</h2>
-{% if "er_diagram" in figs %}<figure><img src="{{ figs.er_diagram.src }}" alt="ER diagram"
- style="max-width:100%"><figcaption class="note">{{ figs.er_diagram.caption }}</figcaption>
-</figure>{% endif %}
-<table><caption>Generated from each arm's declared capabilities</caption>
+{% elif s.anchor == "capabilities" %}
+<table><caption>Capability grid</caption>
 <tr>{% for h in capabilities[0] %}<th>{{ h }}</th>{% endfor %}</tr>
 {% for row in capabilities[1:] %}<tr>{% for v in row %}<td>{{ v }}</td>{% endfor %}</tr>
 {% endfor %}</table>
-
-<h2>5. Why: corpus validation and sweeps</h2>
-{% for name in sweep_figs %}{% if name in figs %}
-<figure><img src="{{ figs[name].src }}" alt="{{ name }}" style="max-width:100%">
+{% endif %}
+{% for name in s.figures %}{% if name in figs %}
+<figure><img src="{{ figs[name].src }}" alt="{{ name }}">
 <figcaption class="note">{{ figs[name].caption }}</figcaption></figure>{% endif %}{% endfor %}
+{% for name in s.tables %}{% if tables.get(name) %}
+<table><caption>{{ name.replace('_', ' ') }}</caption>
+<tr>{% for k in tables[name][0].keys() %}<th>{{ k }}</th>{% endfor %}</tr>
+{% for r in tables[name] %}<tr>{% for v in r.values() %}<td>{{ f(v) }}</td>{% endfor %}</tr>
+{% endfor %}</table>{% endif %}{% endfor %}
+{% endfor %}
 
-<h2>6. Integrity: crashes, concurrent writers, changing facts</h2>
-{% for name in ["crash", "lost_update", "anomaly"] %}{% if name in figs %}
-<figure><img src="{{ figs[name].src }}" alt="{{ name }}" style="max-width:100%">
-<figcaption class="note">{{ figs[name].caption }}</figcaption></figure>{% endif %}{% endfor %}
-
-{% for name, rows in trials.items() %}
-<h3>{{ name.replace('_', ' ') }}</h3>
-<table><caption>{{ name }} ({{ rows|length }} rows)</caption>
-{% if rows %}<tr>{% for k in rows[0].keys() %}<th>{{ k }}</th>{% endfor %}</tr>{% endif %}
-{% for r in rows %}<tr>{% for v in r.values() %}<td>{{ f(v) }}</td>{% endfor %}</tr>{% endfor %}
-</table>{% endfor %}
+<h2 id="reference">9. The published study beside ours</h2>
+{% if reference %}<p>{{ reference_summary }}</p>
+{% for section, rows in reference.items() %}
+<table><caption>{{ section }}</caption>
+<tr><th>item</th><th>published</th><th>ours</th><th>difference</th><th>verdict</th></tr>
+{% for r in rows %}<tr><td>{{ r.group }} · {{ r.item }}</td><td>{{ f(r.published) }}</td><td>{{ f(r.ours) }}</td>
+<td>{{ f(r.difference) }}</td><td class="{{ verdict_class(r.verdict) }}">{{ r.verdict }}</td>
+</tr>{% endfor %}</table>{% endfor %}
+{% else %}<p class="note">(no comparison table)</p>{% endif %}
 </body></html>
 """
+
+#: appendix tables shown under each section, by section anchor
+SECTION_TABLES = {
+    "corpus": ("validation", "restatements"),
+    "sweeps": ("fill_rate", "hnsw_recall", "postfilter", "scaling_exponents"),
+    "integrity": ("crash_summary", "lost_update", "anomaly"),
+}
 
 
 def _f(v: Any, digits: int = 3) -> str:
     if v is None:
         return "–"
     if isinstance(v, float):
+        if v != v:  # NaN
+            return "–"
         return f"{v:.{digits}f}"
     return str(v)
 
@@ -111,9 +203,16 @@ def _shade(v: float | None) -> str:
     if v is None:
         return "#fff"
     v = max(0.0, min(1.0, float(v)))
-    g = int(255 - 120 * v)
-    rb = int(255 - 200 * v)
-    return f"rgb({rb},{g + 0},{rb})" if v else "#fff"
+    return f"rgb({int(255 - 200 * v)},{int(255 - 120 * v)},{int(255 - 200 * v)})"
+
+
+def _verdict_class(v: str | None) -> str:
+    v = (v or "").lower()
+    if v.startswith("reproduced") or v == "same setting":
+        return "ok"
+    if v.startswith("differs"):
+        return "bad"
+    return "na"
 
 
 def _markdown_rows(text: str) -> list[list[str]]:
@@ -125,46 +224,21 @@ def _markdown_rows(text: str) -> list[list[str]]:
     return rows or [["(no capability table)"]]
 
 
-def _summarise_trials(trials: dict[str, list[dict]]) -> dict[str, list[dict]]:
-    out = {}
-    for name, rows in trials.items():
-        if name == "crash" and rows:
-            df = pl.DataFrame(rows)
-            agg = df.group_by("family", maintain_order=True).agg(
-                trials=pl.len(),
-                unreadable=(~pl.col("readable").cast(pl.Boolean)).sum(),
-                integrity_failed=(~pl.col("integrity_ok").cast(pl.Boolean)).sum(),
-                committed_missing=pl.col("missing_committed").sum(),
-                trials_losing_committed=(pl.col("missing_committed") > 0).sum(),
-            )
-            out["crash (summary per family)"] = agg.to_dicts()
-        else:
-            out[name] = rows
-    return out
-
-
-CAPTIONS = {
-    "ndcg_heatmap": "nDCG@10 per arm and query class (k = 10). Full-text arms win where the "
-    "question carries an identifier; dense arms win on paraphrases; only arms that apply the "
-    "predicate in the engine answer provenance and aggregate questions.",
-    "crash": "SIGKILL during sustained writes: trials whose store was unreadable, failed its "
-    "integrity check, or lost records the writer had reported committed.",
-    "lost_update": "Concurrent increments of one record: share of updates lost, with writers "
-    "as threads and as processes.",
-    "anomaly": "Update anomaly: restatements of a fact reached by a top-10 repair search, and "
-    "the share left stale.",
-    "postfilter": "Post-filter overfetch sweep: fill rate and recall@10 of file-vec-meta "
-    "against the overfetch factor, with the in-engine filtered HNSW arms as reference lines.",
-    "budget": "Token budget: quality against the o200k tokens the returned memories cost.",
-    "scaling": "Scaling: p50 latency and nDCG@10 against corpus size, one line per arm.",
-    "er_diagram": "The relational schema (agentmem.schema); the same declaration creates the "
-    "SQLite and PostgreSQL tables.",
-    "locomo": "LoCoMo, real conversations: session-level R@5 and Hit@1 per arm beside the "
-    "published BM25 and fusion anchors; turn-level nDCG@10 per question category.",
-    "validation": "Corpus validation: mean query-relevant cosine per class against the "
-    "random-pair cosine; identifier overlap per class.",
-}
-SECTION_FIGURES = {"sweeps": ("validation", "postfilter", "scaling", "budget", "locomo")}
+def _crash_summary(rows: list[dict]) -> list[dict]:
+    if not rows:
+        return []
+    return (
+        pl.DataFrame(rows)
+        .group_by("family", maintain_order=True)
+        .agg(
+            trials=pl.len(),
+            unreadable=(~pl.col("readable").cast(pl.Boolean)).sum(),
+            integrity_failed=(~pl.col("integrity_ok").cast(pl.Boolean)).sum(),
+            trials_losing_committed=(pl.col("missing_committed") > 0).sum(),
+            committed_missing=pl.col("missing_committed").sum(),
+        )
+        .to_dicts()
+    )
 
 
 def _data_uri(path: str | Path) -> str:
@@ -177,59 +251,93 @@ def render_report(
     capabilities: str | Path,
     out: str | Path,
     figures: list[str | Path] | None = None,
+    reference_csv: str | Path | None = None,
+    bootstrap_csv: str | Path | None = None,
 ) -> None:
-    """Render ``index.html`` from ``capture.json``, ``capabilities.md`` and figure SVGs.
+    """Render ``index.html``.
 
-    Figures are embedded as ``data:`` URIs, so the page is one self-contained file.
+    Args:
+        capture: ``results/capture.json``.
+        capabilities: ``results/tables/capabilities.md``.
+        out: the HTML file to write (atomically).
+        figures: figure SVGs; each is embedded in its section by file stem.
+        reference_csv: ``results/tables/vs_reference.csv`` (section 9), optional.
+        bootstrap_csv: ``results/tables/bootstrap_ci.csv`` (nDCG intervals), optional.
     """
-    figs = {
-        Path(f).stem: {"src": _data_uri(f), "caption": CAPTIONS.get(Path(f).stem, "")}
-        for f in (figures or [])
-    }
     doc = json.loads(Path(capture).read_text())
     t = pl.DataFrame(doc["by_class"])
     overall = t.filter(pl.col("query_class") == "all").to_dicts()
     grid: dict[str, dict[str, float]] = {}
     for r in t.iter_rows(named=True):
         grid.setdefault(r["arm"], {})[r["query_class"]] = r["ndcg_at_10"]
-    bpm = {b["arm"]: b["bytes_per_memory"] for b in doc["builds"]}
-    corpus_keys = [
-        "memories",
-        "facts",
-        "sessions",
-        "queries",
-        "distractors",
-        "superseded",
-        "tokens_per_memory",
-    ]
-    trials = _summarise_trials(doc["trials"])
-    if doc.get("fill_rate"):
-        trials["filtered queries: result slots filled"] = doc["fill_rate"]
+    figs = {
+        Path(f).stem: {"src": _data_uri(f), "caption": CAPTIONS.get(Path(f).stem, "")}
+        for f in (figures or [])
+    }
+    ci: dict[str, tuple[float, float]] = {}
+    if bootstrap_csv and Path(bootstrap_csv).is_file():
+        b = pl.read_csv(bootstrap_csv).filter(
+            (pl.col("query_class") == "all") & (pl.col("metric") == "ndcg_at_10")
+        )
+        ci = {r["arm"]: (r["ci_low"], r["ci_high"]) for r in b.iter_rows(named=True)}
+    tables = {k: v for k, v in doc.items() if isinstance(v, list) and v and isinstance(v[0], dict)}
+    tables.update({k: v for k, v in doc.get("trials", {}).items()})
+    tables["crash_summary"] = _crash_summary(doc.get("trials", {}).get("crash", []))
+    if doc.get("restatements"):
+        tables["restatements"] = [doc["restatements"]]
     if doc.get("hnsw_recall"):
         h = doc["hnsw_recall"]
-        trials["hnswlib recall@k vs exact search"] = [
-            {"ef_search": ef, "recall": r, "k": h["k"], "memories": h["memories"]}
+        tables["hnsw_recall"] = [
+            {"ef_search": int(ef), "recall_at_k": r, "k": h["k"], "memories": h["memories"]}
             for ef, r in h["by_ef"].items()
         ]
-    if doc.get("restatements"):
-        trials["restatements per fact (update anomaly)"] = [doc["restatements"]]
+    reference: dict[str, list[dict]] = {}
+    summary = ""
+    if reference_csv and Path(reference_csv).is_file():
+        ref = pl.read_csv(reference_csv, infer_schema_length=0)  # all text: mixed columns
+        for r in ref.iter_rows(named=True):
+            reference.setdefault(r["section"], []).append(r)
+        counts = ref.group_by("verdict").len().sort("len", descending=True)
+        summary = "Verdicts: " + ", ".join(f"{v} {n}" for v, n in counts.iter_rows()) + "."
+    sections = [
+        {
+            "anchor": a,
+            "title": title,
+            "intro": intro,
+            "figures": figs_,
+            "tables": SECTION_TABLES.get(a, ()),
+        }
+        for a, title, intro, figs_ in SECTIONS
+    ]
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     html = env.from_string(TEMPLATE).render(
         generated=doc["generated_utc"],
         main_size=doc["main_size"],
         env=doc["environment"],
         corpus=doc["corpus"],
-        corpus_keys=corpus_keys,
+        corpus_keys=[
+            "memories",
+            "facts",
+            "sessions",
+            "queries",
+            "distractors",
+            "superseded",
+            "tokens_per_memory",
+        ],
         overall=overall,
         grid=grid,
+        ci=ci,
         classes=[*QUERY_CLASSES, "all"],
         builds=doc["builds"],
-        bpm=bpm,
+        bpm={b["arm"]: b["bytes_per_memory"] for b in doc["builds"]},
         capabilities=_markdown_rows(Path(capabilities).read_text()),
-        trials=trials,
+        sections=sections,
+        tables=tables,
+        figs=figs,
+        reference=reference,
+        reference_summary=summary,
         f=_f,
         shade=_shade,
-        figs=figs,
-        sweep_figs=SECTION_FIGURES["sweeps"],
+        verdict_class=_verdict_class,
     )
     write_text(out, html)

@@ -1,0 +1,20 @@
+import sys
+
+sys.stderr = open(snakemake.log[0], "w")
+
+# Bootstrap CIs of the headline metrics and paired differences between arms.
+# input.metrics: per-query score Parquet files, in the same order as params.arms
+# params.arms: arm names; params.pairs: list of [arm_a, arm_b] (empty/None: the defaults of
+#   agentmem.report.stats.DEFAULT_PAIRS whose arms exist); params.n_boot; params.seed
+# output.ci: results/tables/bootstrap_ci.csv; output.paired: results/tables/paired_bootstrap.csv
+
+from agentmem.report.stats import write_bootstrap
+
+write_bootstrap(
+    dict(zip(snakemake.params.arms, snakemake.input.metrics, strict=True)),
+    snakemake.output.ci,
+    snakemake.output.paired,
+    pairs=snakemake.params.pairs,
+    n_boot=int(snakemake.params.n_boot),
+    seed=int(snakemake.params.seed),
+)

@@ -1,0 +1,10 @@
+import sys
+
+sys.stderr = open(snakemake.log[0], "w")
+
+# Overall nDCG@10, recall@10, MRR per arm with 95 % bootstrap intervals, published markers.
+# input.table: results/tables/bootstrap_ci.csv; output.svg (a .png is written beside it)
+
+from agentmem.report.figures.overall import plot
+
+plot(snakemake.input.table, snakemake.output.svg)

@@ -1,0 +1,11 @@
+import sys
+
+sys.stderr = open(snakemake.log[0], "w")
+
+# Bytes on disk per memory per arm, published markers.
+# input.builds: results/builds/{main}/{arm}.json files; params.arms: arm order
+# output.svg (a .png is written beside it)
+
+from agentmem.report.figures.storage import plot
+
+plot(list(snakemake.input.builds), snakemake.output.svg, arms=list(snakemake.params.arms))
