@@ -49,8 +49,8 @@ def write_text(path: str | Path, text: str) -> None:
 
 
 def write_json(path: str | Path, obj: Any) -> None:
-    """Atomically write ``obj`` as indented, key-sorted JSON (deterministic bytes)."""
-    write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n")
+    """Atomically write ``obj`` as indented JSON, keys in insertion order (deterministic)."""
+    write_text(path, json.dumps(obj, indent=2, default=_json_default) + "\n")
 
 
 def write_parquet(path: str | Path, df: pl.DataFrame) -> None:

@@ -11,14 +11,20 @@ Two modes, chosen by the environment at connect time:
   store directory share one server, and the last :meth:`PgHandle.close` stops it.
 * **External**: when :data:`ENV_DSN` (``AGENTMEM_PG_DSN``) is set, every store lives on
   that server instead, one database per (arm, store) named by :func:`database_name`.
-  The DSN's own database is only used to ``DROP``/``CREATE DATABASE``.
+  The DSN's own database is only used to ``DROP``/``CREATE DATABASE``. The job that
+  builds a store drops and recreates its database; the database then stays, because
+  later jobs (sweeps, probes) reopen the store, until the next build or
+  :func:`drop_store`. The role needs ``CREATEDB``, and either superuser rights (pgvector
+  is not a trusted extension) or ``vector`` installed in ``template1`` by an
+  administrator (then every new database has it).
 
 In both modes a store is one *database* named by :func:`database_name`, created (dropped
 first if it exists) by ``connect_store(..., create=True)`` with the ``vector`` extension
-installed, and a marker file ``<store_dir>/pgstore.json`` records which databases were
-built there and in which mode (so :func:`connect_store` with ``create=False`` can say
-clearly what is missing). Every connection error names the server by its DSN with the
-password replaced by ``***`` (:func:`redact_dsn`).
+installed (a creation that fails half-way drops the database again), and a marker file
+``<store_dir>/pgstore.json`` records which databases were built there and in which mode
+(so :func:`connect_store` with ``create=False`` can say clearly what is missing). Every
+connection error names the server by its DSN with the password replaced by ``***``
+(:func:`redact_dsn`).
 
 Typical use::
 
@@ -418,7 +424,12 @@ def _log_tail(pgdata: Path, lines: int = 20) -> str:
 
 # ----------------------------------------------------------------------------- connect
 def connect(
-    dsn: str, *, what: str = "PostgreSQL", retry_s: float = 0.0, **kwargs: Any
+    dsn: str,
+    *,
+    what: str = "PostgreSQL",
+    retry_s: float = 0.0,
+    shown: str | None = None,
+    **kwargs: Any,
 ) -> psycopg.Connection:
     """Open a psycopg 3 connection, turning any failure into a :class:`PgError`.
 
@@ -427,6 +438,8 @@ def connect(
         what: how to name the target in the error (e.g. ``"database agentmem_x"``).
         retry_s: keep retrying an :class:`psycopg.OperationalError` (e.g. "the database
             system is starting up") for this many seconds; ``0`` tries once.
+        shown: how to write the server in the error (already redacted); default
+            :func:`redact_dsn` of ``dsn``.
         **kwargs: passed to :func:`psycopg.connect` (``autocommit`` defaults to ``True``,
             ``prepare_threshold`` to ``None`` so every statement is planned with its
             actual parameters, as ``EXPLAIN`` shows it).
@@ -452,7 +465,7 @@ def connect(
         except psycopg.Error as exc:
             error = exc
         reason = _scrub(str(error).strip(), dsn)
-        raise PgError(f"cannot connect to {what} at {redact_dsn(dsn)}: {reason}") from None
+        raise PgError(f"cannot connect to {what} at {shown or redact_dsn(dsn)}: {reason}") from None
 
 
 @dataclass
@@ -525,14 +538,27 @@ def _write_marker(store_dir: Path, database: str, mode: Mode, server: str) -> No
     write_json(store_dir / MARKER_NAME, data)
 
 
-def _create_database(admin_dsn: str, database: str, server: str, retry_s: float) -> None:
+def _create_database(
+    admin_dsn: str, database: str, server: str, retry_s: float, what: str = "PostgreSQL server"
+) -> None:
     """Check pgvector is available, then ``DROP DATABASE IF EXISTS`` + ``CREATE DATABASE``.
 
+    The availability check (``pg_available_extensions``) runs before anything is created,
+    so a server without pgvector is reported without leaving an empty database behind.
+
+    Args:
+        admin_dsn: DSN of the server's maintenance database (the external DSN as given, or
+            the embedded server's URI).
+        database: the store's database (:func:`database_name`).
+        server: ``admin_dsn`` redacted, for messages.
+        retry_s: see :func:`connect`.
+        what: how to name the server in a connection error.
+
     Raises:
-        PgError: naming the redacted server when ``vector`` is not available or the
-            statements fail (e.g. no ``CREATEDB`` privilege).
+        PgError: naming the redacted server when it cannot be reached, ``vector`` is not
+            available, or the statements fail (e.g. the role lacks ``CREATEDB``).
     """
-    with connect(admin_dsn, what="PostgreSQL server", retry_s=retry_s) as admin:
+    with connect(admin_dsn, what=what, retry_s=retry_s) as admin:
         try:
             row = admin.execute(
                 "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'"
@@ -546,6 +572,12 @@ def _create_database(admin_dsn: str, database: str, server: str, retry_s: float)
             ident = sql.Identifier(database)
             admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(ident))
             admin.execute(sql.SQL("CREATE DATABASE {}").format(ident))
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise PgError(
+                f"cannot create database {database} on {server}: "
+                f"{_scrub(str(exc).strip(), admin_dsn)} (the role in the DSN needs the "
+                "CREATEDB privilege, and must own any earlier database of that name)"
+            ) from None
         except psycopg.Error as exc:
             raise PgError(
                 f"cannot create database {database} on {server}: "
@@ -553,11 +585,28 @@ def _create_database(admin_dsn: str, database: str, server: str, retry_s: float)
             ) from None
 
 
+def _drop_database_quietly(admin_dsn: str, database: str) -> None:
+    """Best-effort ``DROP DATABASE IF EXISTS`` (cleanup after a failed store creation)."""
+    try:
+        with connect(admin_dsn) as admin:
+            admin.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(database))
+            )
+    except (PgError, psycopg.Error):
+        pass
+
+
 def _prepare(conn: psycopg.Connection, *, create: bool, what: str) -> None:
     """Install (with ``create``) and register the ``vector`` type on ``conn``.
 
+    pgvector is not a *trusted* extension (its control file has no ``trusted = true``),
+    so ``CREATE EXTENSION vector`` needs a superuser unless the database already has it,
+    e.g. because an administrator installed it in ``template1``, from which every new
+    database is copied; then ``CREATE EXTENSION IF NOT EXISTS`` is a no-op for any role.
+
     Raises:
-        PgError: when the extension cannot be created or is missing from the database.
+        PgError: when the extension cannot be created (with that advice for a missing
+            privilege) or is missing from the database.
     """
     from pgvector.psycopg import register_vector
 
@@ -565,6 +614,13 @@ def _prepare(conn: psycopg.Connection, *, create: bool, what: str) -> None:
         if create:
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         register_vector(conn)
+    except psycopg.errors.InsufficientPrivilege as exc:
+        raise PgError(
+            f"cannot use the 'vector' extension in {what}: {str(exc).strip()} "
+            "(pgvector is not a trusted extension: connect as a superuser, or have an "
+            "administrator run CREATE EXTENSION vector in template1 so that new databases "
+            "have it)"
+        ) from None
     except psycopg.Error as exc:
         raise PgError(f"cannot use the 'vector' extension in {what}: {exc}") from None
 
@@ -645,10 +701,14 @@ def connect_store(store_dir: Path, name: str, *, create: bool) -> PgHandle:
         store_dsn = make_conninfo(dsn, dbname=database)
     server = redact_dsn(admin_dsn)
     retry_s = float(CONNECT_TIMEOUT_S) if embedded is not None else 0.0
+    server_what = f"PostgreSQL server ({ENV_DSN})" if embedded is None else "PostgreSQL server"
+    created = False
     try:
         if create:
-            _create_database(admin_dsn, database, server, retry_s)
-        conn = connect(store_dsn, what=f"database {database}", retry_s=retry_s)
+            _create_database(admin_dsn, database, server, retry_s, what=server_what)
+            created = True
+        # named by the server DSN as configured (make_conninfo rewrites it to key=value)
+        conn = connect(store_dsn, what=f"database {database}", retry_s=retry_s, shown=server)
         try:
             _prepare(conn, create=create, what=f"database {database} on {server}")
         except BaseException:
@@ -657,6 +717,8 @@ def connect_store(store_dir: Path, name: str, *, create: bool) -> PgHandle:
         if create:
             _write_marker(store_dir, database, mode, server)
     except BaseException:
+        if created:  # leave no half-made database (e.g. pgvector could not be installed)
+            _drop_database_quietly(admin_dsn, database)
         if embedded is not None:
             embedded.release()
         raise
