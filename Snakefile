@@ -20,6 +20,7 @@ include: "workflow/rules/arms.smk"
 include: "workflow/rules/trials.smk"
 include: "workflow/rules/sweeps.smk"
 include: "workflow/rules/external.smk"
+include: "workflow/rules/seeds.smk"
 include: "workflow/rules/report.smk"
 
 

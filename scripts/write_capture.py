@@ -27,6 +27,9 @@ write_capture(
             "scaling_exponents",
             "validation",
             "dense_probe",
+            "conversation_summary",
+            "conversation_tiers",
+            "decay",
         )
     },
     extra_json={"hnsw_recall": snakemake.input.hnsw_recall},

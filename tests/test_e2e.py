@@ -30,6 +30,8 @@ FIGURES = (
     "latency",
     "storage",
     "capabilities",
+    "conversation",
+    "decay",
 )
 
 

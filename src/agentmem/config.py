@@ -151,6 +151,35 @@ class SweepsConfig(_Strict):
         return self
 
 
+class ConversationConfig(_Strict):
+    """The long-conversation experiment (three-tier memory vs alternatives, issue 8)."""
+
+    conversations: int = Field(3, ge=1, le=100)
+    turns: int = Field(100, ge=10, description="turns per conversation (the seed: 100)")
+    memories_per_turn: int = Field(
+        25, ge=1, description="memories per turn (25 ~ one chat exchange, ~565 tokens)"
+    )
+    probes_every: int = Field(2, ge=1, description="a probe question every N turns")
+    min_gap: int = Field(20, ge=1, description="probe facts first stated >= N turns earlier")
+    l1_max_tokens: int = Field(3000, ge=100, description="three-tier L1 cap (the seed: 3,000)")
+    k: int = Field(5, ge=1, description="memories recalled by the RAG strategies")
+    seed: int = 0
+
+
+class DecayConfig(_Strict):
+    """Graph-memory forgetting over simulated time (issue 8)."""
+
+    step_days: int = Field(7, ge=1, le=365, description="a decay pass every N simulated days")
+    max_day: int = Field(365, ge=1, le=3650)
+
+
+class SeedExperimentsConfig(_Strict):
+    """The seed systems' claims (REFERENCE §5)."""
+
+    conversation: ConversationConfig = ConversationConfig()
+    decay: DecayConfig = DecayConfig()
+
+
 class LocomoConfig(_Strict):
     """Where the LoCoMo file is read from (never copied into the repo)."""
 
@@ -199,6 +228,7 @@ class Config(_Strict):
         description="sizes the scaling sweep runs every arm at (a list, replaced whole)",
     )
     sweeps: SweepsConfig = SweepsConfig()
+    seed_experiments: SeedExperimentsConfig = SeedExperimentsConfig()
     corpus: CorpusConfig = CorpusConfig()
     embedding: EmbeddingConfig = EmbeddingConfig()
     run: RunConfig = RunConfig()

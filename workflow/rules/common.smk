@@ -44,6 +44,8 @@ FIGURE_NAMES = (
     "latency",
     "storage",
     "capabilities",
+    "conversation",
+    "decay",
 )
 FIGURES = [f"results/figures/{name}.svg" for name in FIGURE_NAMES]
 

@@ -61,6 +61,9 @@ rule write_capture:
         scaling_exponents="results/sweeps/scaling_exponents.csv",
         validation="results/tables/validation.csv",
         dense_probe=f"results/tables/dense_probe_{MAIN}.csv",
+        conversation_summary="results/sweeps/conversation_summary.csv",
+        conversation_tiers="results/sweeps/conversation_tiers.csv",
+        decay="results/sweeps/decay.csv",
     output:
         "results/capture.json",
     log:
@@ -499,3 +502,47 @@ rule plot_capabilities:
         arms=ARM_NAMES,
     script:
         "../../scripts/plot_capabilities.py"
+
+
+rule plot_conversation:
+    input:
+        table="results/sweeps/conversation.csv",
+        code=library_file("agentmem/report/figures/conversation.py"),
+    output:
+        svg=report(
+            "results/figures/conversation.svg",
+            caption="../report/conversation.rst",
+            category="Seed systems",
+        ),
+        png="results/figures/conversation.png",
+    log:
+        "results/logs/plot_conversation.log",
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+    script:
+        "../../scripts/plot_conversation.py"
+
+
+rule plot_decay:
+    input:
+        table="results/sweeps/decay.csv",
+        code=library_file("agentmem/report/figures/decay.py"),
+    output:
+        svg=report(
+            "results/figures/decay.svg",
+            caption="../report/decay.rst",
+            category="Seed systems",
+        ),
+        png="results/figures/decay.png",
+    log:
+        "results/logs/plot_decay.log",
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+    script:
+        "../../scripts/plot_decay.py"

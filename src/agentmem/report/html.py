@@ -174,7 +174,8 @@ Python {{ env.python }}, SQLite {{ env.packages.sqlite }}, {{ env.cpus }} CPUs.<
 {% for section, rows in reference.items() %}
 <table><caption>{{ section }}</caption>
 <tr><th>item</th><th>published</th><th>ours</th><th>difference</th><th>verdict</th></tr>
-{% for r in rows %}<tr><td>{{ r.group }} · {{ r.item }}</td><td>{{ f(r.published) }}</td><td>{{ f(r.ours) }}</td>
+{% for r in rows %}<tr><td>{{ r.group }} · {{ r.item }}</td><td>{{ f(r.published) }}</td>
+<td>{{ f(r.ours) }}</td>
 <td>{{ f(r.difference) }}</td><td class="{{ verdict_class(r.verdict) }}">{{ r.verdict }}</td>
 </tr>{% endfor %}</table>{% endfor %}
 {% else %}<p class="note">(no comparison table)</p>{% endif %}
@@ -186,6 +187,7 @@ SECTION_TABLES = {
     "corpus": ("validation", "restatements"),
     "sweeps": ("fill_rate", "hnsw_recall", "postfilter", "scaling_exponents"),
     "integrity": ("crash_summary", "lost_update", "anomaly"),
+    "seeds": ("conversation_summary", "conversation_tiers", "decay"),
 }
 
 

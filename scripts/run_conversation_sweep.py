@@ -1,0 +1,42 @@
+import sys
+
+sys.stderr = open(snakemake.log[0], "w")
+
+# Long-conversation sweep (issue 8): append, vector-rag, sqlite-fts, three-tier.
+# snakemake.input.memories      corpus memories.parquet (corpus dir = its parent)
+# snakemake.input.embeddings    that corpus's embeddings Parquet
+# snakemake.params.conversations, turns, seed, l1_max_tokens, k   (run_conversations)
+# snakemake.params.work_dir     scratch dir: sqlite-fts file + three-tier store (its embedded
+#                               PostgreSQL is stopped before the job ends)
+# optional params: probes_every (10), min_gap (20), memories_per_turn (1),
+#                  sampling ("window"), summariser ("extractive")
+# snakemake.output.table        results/sweeps/conversation.csv
+#                               strategy,conversation,turn,context_tokens,cumulative_tokens,
+#                               probe,probe_hit,latency_ms
+# snakemake.output.summary      results/sweeps/conversation_summary.csv (one row per strategy)
+# optional outputs: tiers (per-tier latency of three-tier), probes (one row per probe)
+
+from pathlib import Path
+
+from agentmem.sweeps.conversation import write_conversation_sweep
+
+p, out = snakemake.params, snakemake.output
+write_conversation_sweep(
+    out.table,
+    out.summary,
+    Path(snakemake.input.memories).parent,
+    snakemake.input.embeddings,
+    p.work_dir,
+    tiers_path=getattr(out, "tiers", None),
+    probes_path=getattr(out, "probes", None),
+    conversations=int(p.conversations),
+    turns=int(p.turns),
+    seed=int(p.seed),
+    l1_max_tokens=int(p.l1_max_tokens),
+    k=int(p.k),
+    probes_every=int(getattr(p, "probes_every", 10)),
+    min_gap=int(getattr(p, "min_gap", 20)),
+    memories_per_turn=int(getattr(p, "memories_per_turn", 1)),
+    sampling=str(getattr(p, "sampling", "window")),
+    summariser=str(getattr(p, "summariser", "extractive")),
+)

@@ -1,0 +1,161 @@
+"""Forgetting over simulated time: ``sqlite-graph``'s decay job across a year (issue 8).
+
+The seed's graph memory (REFERENCE §5) decays every node as ``confidence =
+base_confidence * exp(-decay_rate * days_since_last_access ** 0.8)``, prunes nodes below
+0.05, never decays episodic nodes, and drops a corrected node to confidence 0.3 / decay
+rate 0.5. This sweep builds :class:`~agentmem.arms.graph.SqliteGraphArm` (default
+parameters) on a corpus once, then for each simulated day in ascending order runs the
+decay job (:meth:`~agentmem.arms.graph.SqliteGraphArm.decay`) and measures retrieval.
+
+**Clock and last access.** The store holds the whole corpus from the start and the clock
+runs over the corpus's own year (``created_day`` 0-364). Nothing in this sweep accesses a
+memory (queries do not call :meth:`~agentmem.arms.graph.SqliteGraphArm.touch`), so a
+node's last access is the day it was written (``created_day``, as ``build`` records it);
+a superseded node's clock restarts on its correction's day (the seed's correction rule,
+applied by ``build``). A memory written after the current day has not aged yet (days
+since access are clipped at 0): on day ``d`` every memory written up to ``d`` has its
+true age, later ones sit at full confidence. Decay is computed from the base confidence,
+not compounded, so the state on day ``d`` does not depend on the step; pruning is
+permanent, so the days are processed in ascending order.
+
+With the arm's rates (semantic 0.01, procedural 0.005, episodic 0 per ``day ** 0.8``) and
+corpus confidences 0.5-1.0, no current memory falls below 0.05 within a year (a semantic
+node at 0.5 needs ~900 days); superseded nodes (0.3, rate 0.5) are pruned ~5 days after
+their correction. Pass longer ``days`` to see the current memories go.
+
+**Measures** (one row per day, :data:`DECAY_SCHEMA`):
+
+- ``pruned_fraction``: pruned memory nodes / all memory nodes (from the job's ``live``
+  count);
+- ``context_tokens_per_query``: mean over the evaluated queries of the o200k tokens
+  (the corpus's ``tokens`` column) of the top-``k`` memories returned;
+- ``currency_ndcg`` / ``lexical_ndcg``: mean nDCG@``k``
+  (:func:`agentmem.metrics.ndcg_at_k`, binary, Järvelin & Kekäläinen 2002) of the
+  corpus's currency and lexical queries against their qrels (the evaluated queries;
+  null when the corpus has none of a class);
+- ``valid_fact_recall``: share of facts whose current value is still stored — a fact
+  counts when at least one of its *valid* memories (``superseded_by`` null: every memory
+  of an uncorrected fact, the correction of a corrected one) is live (not pruned); pruned
+  nodes are never returned or counted by the arm, so this is an upper bound on what any
+  query can recall. Read from the store's ``nodes`` table through a read-only connection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+import apsw
+import polars as pl
+
+from agentmem.arms.graph import DB_NAME, SqliteGraphArm
+from agentmem.corpus.io import load_corpus, load_qrels, load_queries
+from agentmem.embeddings import load_embeddings
+from agentmem.metrics import ndcg_at_k
+from agentmem.sweeps.budget import memory_tokens
+
+#: Query classes evaluated each day (their nDCG columns follow).
+EVALUATED_CLASSES: tuple[str, ...] = ("currency", "lexical")
+#: Columns of the decay table (``results/sweeps/decay.csv``).
+DECAY_SCHEMA: dict[str, pl.DataType] = {
+    "day": pl.Int64,
+    "pruned_fraction": pl.Float64,
+    "context_tokens_per_query": pl.Float64,
+    "currency_ndcg": pl.Float64,
+    "lexical_ndcg": pl.Float64,
+    "valid_fact_recall": pl.Float64,
+}
+
+_VALID_FACTS_SQL = (
+    "SELECT count(DISTINCT fact_id), "
+    "count(DISTINCT CASE WHEN pruned_day IS NULL THEN fact_id END) "
+    "FROM nodes WHERE fact_id IS NOT NULL AND superseded_by IS NULL"
+)
+
+
+def valid_fact_recall(db: apsw.Connection) -> float | None:
+    """Share of facts with at least one live, non-superseded memory node.
+
+    Args:
+        db: a connection to a ``sqlite-graph`` store's ``graph.db``.
+
+    Returns:
+        ``live valid facts / valid facts``; ``None`` when no node has a fact.
+    """
+    total, live = db.execute(_VALID_FACTS_SQL).fetchall()[0]
+    return live / total if total else None
+
+
+def decay_sweep(
+    corpus_dir: str | Path,
+    embeddings_path: str | Path,
+    work_dir: str | Path,
+    days: Iterable[int] = range(0, 366, 7),
+    k: int = 10,
+) -> pl.DataFrame:
+    """Run the graph arm's decay job day by day and measure retrieval (module docstring).
+
+    Args:
+        corpus_dir: corpus directory (memories, queries, qrels Parquet files).
+        embeddings_path: embeddings Parquet holding every memory and query id.
+        work_dir: directory for the store (``work_dir/sqlite-graph/graph.db``, replaced).
+        days: simulated days (deduplicated and processed in ascending order; >= 0).
+        k: result length per query and the nDCG cut-off.
+
+    Returns:
+        One row per day with the columns of :data:`DECAY_SCHEMA`, ascending ``day``.
+
+    Raises:
+        ValueError: on a negative day, no day, or ``k < 1``.
+        agentmem.arms.base.ArmError: when the store fails.
+    """
+    todo = sorted({int(d) for d in days})
+    if not todo or todo[0] < 0:
+        raise ValueError(f"days must be non-empty and >= 0, got {todo[:5]}")
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    corpus = load_corpus(corpus_dir)
+    vectors = load_embeddings(embeddings_path)
+    tokens = memory_tokens(corpus.memories)
+    queries = [q for q in load_queries(corpus_dir, vectors) if q.query_class in EVALUATED_CLASSES]
+    qrels = load_qrels(corpus_dir)
+    relevant: dict[str, set[str]] = {}
+    for qid, mid in zip(qrels["query_id"], qrels["memory_id"], strict=True):
+        relevant.setdefault(qid, set()).add(mid)
+    n_nodes = corpus.memories.height
+    store = Path(work_dir) / "sqlite-graph"
+    arm = SqliteGraphArm()
+    rows = []
+    try:
+        arm.build(corpus, vectors, store)
+        db = apsw.Connection(str(store / DB_NAME), flags=apsw.SQLITE_OPEN_READONLY)
+        try:
+            for day in todo:
+                stats = arm.decay(day)
+                ndcg: dict[str, list[float]] = {c: [] for c in EVALUATED_CLASSES}
+                toks: list[int] = []
+                for q in queries:
+                    ids = arm.query(q, k).memory_ids[:k]
+                    toks.append(sum(tokens[m] for m in ids))
+                    ndcg[q.query_class].append(ndcg_at_k(ids, relevant[q.query_id], k))
+                rows.append(
+                    {
+                        "day": day,
+                        "pruned_fraction": 1.0 - stats["live"] / n_nodes if n_nodes else 0.0,
+                        "context_tokens_per_query": sum(toks) / len(toks) if toks else None,
+                        "currency_ndcg": (
+                            sum(ndcg["currency"]) / len(ndcg["currency"])
+                            if ndcg["currency"]
+                            else None
+                        ),
+                        "lexical_ndcg": (
+                            sum(ndcg["lexical"]) / len(ndcg["lexical"]) if ndcg["lexical"] else None
+                        ),
+                        "valid_fact_recall": valid_fact_recall(db),
+                    }
+                )
+        finally:
+            db.close()
+    finally:
+        arm.close()
+    return pl.DataFrame(rows, schema=DECAY_SCHEMA, orient="row")

@@ -1,0 +1,61 @@
+# The seed systems' claims (REFERENCE §5): long conversations and forgetting.
+
+
+rule run_conversation_sweep:
+    input:
+        memories=f"results/corpus/{MAIN}/memories.parquet",
+        embeddings=f"results/embeddings/{MAIN}.parquet",
+        code=[
+            library_file("agentmem/sweeps/conversation.py"),
+            library_file("agentmem/arms/three_tier.py"),
+        ],
+    output:
+        table="results/sweeps/conversation.csv",
+        summary="results/sweeps/conversation_summary.csv",
+        tiers="results/sweeps/conversation_tiers.csv",
+    log:
+        "results/logs/run_conversation_sweep.log",
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        bench_slot=1,
+        mem_mb=4000,
+    params:
+        conversations=CFG.seed_experiments.conversation.conversations,
+        turns=CFG.seed_experiments.conversation.turns,
+        memories_per_turn=CFG.seed_experiments.conversation.memories_per_turn,
+        probes_every=CFG.seed_experiments.conversation.probes_every,
+        min_gap=CFG.seed_experiments.conversation.min_gap,
+        l1_max_tokens=CFG.seed_experiments.conversation.l1_max_tokens,
+        k=CFG.seed_experiments.conversation.k,
+        seed=CFG.seed_experiments.conversation.seed,
+        work_dir="results/stores/seeds/conversation",
+    script:
+        "../../scripts/run_conversation_sweep.py"
+
+
+rule run_decay_sweep:
+    input:
+        memories=f"results/corpus/{MAIN}/memories.parquet",
+        embeddings=f"results/embeddings/{MAIN}.parquet",
+        code=[
+            library_file("agentmem/sweeps/decay.py"),
+            library_file("agentmem/arms/graph.py"),
+        ],
+    output:
+        "results/sweeps/decay.csv",
+    log:
+        "results/logs/run_decay_sweep.log",
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        bench_slot=1,
+        mem_mb=4000,
+    params:
+        work_dir="results/stores/seeds/decay",
+        step_days=CFG.seed_experiments.decay.step_days,
+        max_day=CFG.seed_experiments.decay.max_day,
+    script:
+        "../../scripts/run_decay_sweep.py"
