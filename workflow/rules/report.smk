@@ -404,7 +404,6 @@ rule compare_reference:
     resources:
         mem_mb=1000,
     params:
-        results_dir="results",
         main_size=MAIN,
     script:
         "../../scripts/compare_reference.py"
