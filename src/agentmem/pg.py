@@ -58,7 +58,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from agentmem.arms.base import ArmError
+from agentmem.errors import ArmError
 
 #: Environment variable naming an external PostgreSQL server (libpq URI or key=value DSN).
 ENV_DSN = "AGENTMEM_PG_DSN"

@@ -21,6 +21,21 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 import numpy as np
 import polars as pl
 
+from agentmem.errors import ArmError
+
+__all__ = [
+    "Arm",
+    "ArmError",
+    "BuildStats",
+    "Capabilities",
+    "Corpus",
+    "Embeddings",
+    "Predicate",
+    "Query",
+    "Result",
+    "StorageStats",
+]
+
 #: Fields a structured predicate may constrain, with the column type they compare to.
 PREDICATE_FIELDS: dict[str, type] = {
     "created_day": int,
@@ -30,10 +45,6 @@ PREDICATE_FIELDS: dict[str, type] = {
 }
 PredicateOp = Literal["<=", "=", "is_null"]
 PREDICATE_OPS: tuple[str, ...] = ("<=", "=", "is_null")
-
-
-class ArmError(RuntimeError):
-    """An arm could not build, open or query its store (message names the store path)."""
 
 
 @dataclass(frozen=True)
