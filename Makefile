@@ -46,6 +46,10 @@ chromium:  ## install Debian's chromium for the report's browser test (as root; 
 	         "(sudo apt-get install chromium)"; \
 	  fi; }
 
+bench: $(STAMP)  ## benchmarks -> results/bench/*.json + summary.md (add ARGS=--pipeline for the whole workflow)
+	$(BIN)/python scripts/bench.py $(ARGS)
+	@echo "Summary: $(CURDIR)/results/bench/summary.md"
+
 schema: $(STAMP)  ## regenerate workflow/schemas/config.schema.yaml from the pydantic model
 	$(BIN)/python -m agentmem.config
 

@@ -160,10 +160,13 @@ def test_editing_one_figure_reruns_only_that_figure(smoke_run):
 
     module = REPO / "src/agentmem/report/figures/crash.py"
     st = module.stat()
-    try:
+    original = module.read_bytes()
+    try:  # an edit: new content (Snakemake 9 also checks checksums, not only mtimes)
+        module.write_bytes(original + b"\n# edited by test_e2e\n")
         os.utime(module, (time.time() + 5, time.time() + 5))
         proc = _snakemake(smoke_run, "-n", "results/figures/crash.svg")
     finally:
+        module.write_bytes(original)
         os.utime(module, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = proc.stdout + proc.stderr

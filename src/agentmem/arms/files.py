@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -148,6 +149,22 @@ class FileJsonlArm:
             raise ArmError(f"file-jsonl: malformed memory object in {path}: {exc!r}") from exc
         scored.sort(key=lambda s: (-s[0], -s[1], -s[2]))
         return Result(memory_ids=[s[3] for s in scored[:k]], count=None)
+
+    def raw_query_call(self, q: Query, k: int) -> Callable[[], list[dict[str, Any]]]:
+        """Return a zero-argument function making the file access :meth:`query` makes.
+
+        Each call re-reads and JSON-parses the whole store file (``_read_all``), with no
+        scoring; the harness-overhead benchmark (:mod:`agentmem.bench`) times it against
+        :meth:`query`. ``q`` and ``k`` do not change the access (every recall reads it all).
+
+        Returns:
+            A function returning the parsed memory objects, in file order.
+
+        Raises:
+            ArmError: when the arm is not open.
+        """
+        path = self._require_open()
+        return lambda: _read_all(path)
 
     def explain(self, q: Query) -> str:
         """Describe the scan ``query`` performs for ``q`` (a file has no query planner)."""

@@ -1017,6 +1017,32 @@ class SqliteGraphArm:
             ) from exc
         return Result(memory_ids=ids[:k], count=count)
 
+    def raw_query_call(self, q: Query, k: int) -> Callable[[], list[list[Any]]]:
+        """Return a zero-argument function making exactly the driver calls :meth:`query` makes.
+
+        The retrieval statement (:meth:`_ranking`, when ``k > 0``) and the count statement
+        (when ``q.wants_count``) are built here, once; each call of the returned function
+        only executes them on the read-only connection and fetches every row. The
+        harness-overhead benchmark (:mod:`agentmem.bench`) times it against :meth:`query`.
+
+        Returns:
+            A function returning one list of rows per statement run.
+
+        Raises:
+            ArmError: when the store is not open or the embedding is malformed.
+        """
+        conn = self._r()
+        stmts: list[tuple[str, dict[str, Any]]] = []
+        if k > 0:
+            stmts.append(self._ranking(q, k))
+        if q.wants_count:
+            stmts.append(self._count_sql(q))
+
+        def call() -> list[list[Any]]:
+            return [conn.execute(s, p).fetchall() for s, p in stmts]
+
+        return call
+
     def explain(self, q: Query, k: int = 10) -> str:
         """Return EXPLAIN QUERY PLAN of the exact statements :meth:`query` runs for ``q``.
 

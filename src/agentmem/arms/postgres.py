@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -428,6 +429,33 @@ class _PgArm:
                 f"{self.name}: query {q.query_id!r} on {self._where()} failed: {exc}"
             ) from exc
         return Result(memory_ids=ids[:k], count=count)
+
+    def raw_query_call(self, q: Query, k: int) -> Callable[[], list[list[Any]]]:
+        """Return a zero-argument function making exactly the driver calls :meth:`query` makes.
+
+        The statements of :meth:`_statements` are rendered to their SQL text here, once
+        (``Composable.as_string``, the text psycopg sends); each call of the returned
+        function only runs ``conn.execute(text, params).fetchall()`` for each, with no
+        result handling. The harness-overhead benchmark (:mod:`agentmem.bench`) times it
+        against :meth:`query`.
+
+        Returns:
+            A function returning one list of rows per statement run (ranking, count).
+
+        Raises:
+            ArmError: when the store is not open.
+        """
+        conn = self._conn()
+        stmts = [
+            (stmt[0].as_string(conn), stmt[1])
+            for _, stmt in self._statements(q, k)
+            if stmt is not None
+        ]
+
+        def call() -> list[list[Any]]:
+            return [conn.execute(s, p).fetchall() for s, p in stmts]
+
+        return call
 
     def explain(self, q: Query, k: int = 10) -> str:
         """Return ``EXPLAIN (FORMAT JSON, SETTINGS)`` of the statements :meth:`query` runs.

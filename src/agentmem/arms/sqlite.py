@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -343,6 +344,34 @@ class _SqliteArm:
                 f"{self.name}: query {q.query_id!r} on {self._path} failed: {exc}"
             ) from exc
         return Result(memory_ids=ids[:k], count=count)
+
+    def raw_query_call(self, q: Query, k: int) -> Callable[[], list[list[Any]]]:
+        """Return a zero-argument function making exactly the driver calls :meth:`query` makes.
+
+        The statements and bindings are built here, once (:meth:`_ranking`, then
+        :meth:`_count_sql` when ``q.wants_count``); each call of the returned function
+        only runs ``conn.execute(sql, params)`` for each and fetches every row, with no
+        result handling. The harness-overhead benchmark (:mod:`agentmem.bench`) times it
+        against :meth:`query`.
+
+        Returns:
+            A function returning one list of rows per statement run (ranking, count).
+
+        Raises:
+            ArmError: when the store is not open.
+        """
+        conn = self._db()
+        stmts: list[tuple[str, dict[str, Any]]] = []
+        ranking = self._ranking(q, k) if k > 0 else None
+        if ranking is not None:
+            stmts.append(ranking)
+        if q.wants_count:
+            stmts.append(self._count_sql(q))
+
+        def call() -> list[list[Any]]:
+            return [conn.execute(s, p).fetchall() for s, p in stmts]
+
+        return call
 
     def explain(self, q: Query, k: int = 10) -> str:
         """Return EXPLAIN QUERY PLAN of the exact statements :meth:`query` runs for ``q``.

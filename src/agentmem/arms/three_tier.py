@@ -1227,6 +1227,48 @@ class ThreeTierArm:
         self.last_latency_ms = lat
         return Result(memory_ids=ids[:k], count=count)
 
+    def raw_query_call(self, q: Query, k: int) -> Callable[[], list[list[Any]]]:
+        """Return a zero-argument function making exactly the driver calls :meth:`query` makes.
+
+        The tier statements (:meth:`_statements`) and the count statements are built here,
+        once (PostgreSQL ones rendered to their SQL text); each call of the returned
+        function only executes them on their engines (SQLite, PostgreSQL) and fetches every
+        row, passing the L1 ids read by the count's first statement to its second. No RRF
+        fusion, no per-tier timing. The harness-overhead benchmark (:mod:`agentmem.bench`)
+        times it against :meth:`query`.
+
+        Returns:
+            A function returning one list of rows per statement run.
+
+        Raises:
+            ArmError: when the store is not open or the query embedding is bad.
+        """
+        db, conn = self._sqlite(), self._pg()
+
+        def bare(st: _Stmt) -> tuple[bool, Any, dict[str, Any]]:
+            pg = st.engine != "sqlite"
+            return pg, (st.text.as_string(conn) if pg else st.text), st.params
+
+        stmts = [bare(st) for st in self._statements(q, k)] if k > 0 else []
+        count: tuple[Any, Any] | None = None
+        if q.wants_count:
+            l1, union = self._count_statements(q)
+            count = (bare(l1), bare(union([])))
+
+        def call() -> list[list[Any]]:
+            out = [
+                (conn if pg else db).execute(text, params).fetchall() for pg, text, params in stmts
+            ]
+            if count is not None:
+                (_, l1_text, l1_params), (_, u_text, u_params) = count
+                l1_rows = db.execute(l1_text, l1_params).fetchall()
+                out.append(l1_rows)
+                u_rows = conn.execute(u_text, {**u_params, "l1": [r[0] for r in l1_rows]})
+                out.append(u_rows.fetchall())
+            return out
+
+        return call
+
     # ------------------------------------------------------------- assemble context
     def assemble_context(
         self,

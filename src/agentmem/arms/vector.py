@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -374,6 +375,43 @@ class FileVecArm:
         labels = self._search(q, k)
         return Result(memory_ids=[self._ids[i] for i in labels], count=None)
 
+    def raw_query_call(self, q: Query, k: int) -> Callable[[], Any]:
+        """Return a zero-argument function making exactly the hnswlib calls :meth:`query` makes.
+
+        The query vector, the neighbour count ``min(k, n)`` and the search breadth
+        ``max(ef_search, min(k, n))`` are computed here, once; each call of the returned
+        function only runs ``index.set_ef(ef)`` and ``index.knn_query(vec, k, num_threads=1)``
+        (no label-to-id mapping). A vector with a non-finite value makes no call, as in
+        :meth:`query`. The harness-overhead benchmark (:mod:`agentmem.bench`) times it
+        against :meth:`query`.
+
+        Returns:
+            A function returning hnswlib's ``(labels, distances)`` (``None`` when no
+            search runs).
+
+        Raises:
+            ArmError: when the arm is not open or the embedding has the wrong dimension.
+        """
+        store_dir = self._require_open()
+        index = self._index
+        assert index is not None
+        n_fetch = min(int(k), len(self._ids))
+        vec = np.ascontiguousarray(np.asarray(q.embedding, dtype=np.float32).reshape(1, -1))
+        if vec.shape[1] != self._dim:
+            raise ArmError(
+                f"{self.name}: query {q.query_id!r} embedding has dim {vec.shape[1]}, "
+                f"store {store_dir} has dim {self._dim}"
+            )
+        if n_fetch <= 0 or not np.all(np.isfinite(vec)):
+            return lambda: None
+        ef = max(self.ef_search, n_fetch)
+
+        def call() -> Any:
+            index.set_ef(ef)
+            return index.knn_query(vec, k=n_fetch, num_threads=1)
+
+        return call
+
     def explain(self, q: Query) -> str:
         """Describe the HNSW search ``query`` runs for ``q`` (hnswlib has no planner)."""
         self._require_open()
@@ -547,6 +585,20 @@ class FileVecMetaArm(FileVecArm):
             pred = q.predicate
             labels = [i for i in labels if pred.matches(self._pred_rows[i])]
         return Result(memory_ids=[self._ids[i] for i in labels[:k]], count=None)
+
+    def raw_query_call(self, q: Query, k: int) -> Callable[[], Any]:
+        """Return the bare hnswlib search :meth:`query` makes: ``k * overfetch`` neighbours.
+
+        As :meth:`FileVecArm.raw_query_call` with ``k * overfetch`` neighbours; the
+        Python post-filter is not part of it.
+
+        Raises:
+            ArmError: when the arm is not open or the embedding has the wrong dimension.
+        """
+        if k <= 0:
+            self._require_open()
+            return lambda: None
+        return super().raw_query_call(q, k * self.overfetch)
 
     def explain(self, q: Query) -> str:
         """Describe the search + Python post-filter ``query`` runs for ``q``."""

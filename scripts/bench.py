@@ -1,0 +1,13 @@
+"""`make bench`: benchmark the harness itself (issue 10); see agentmem.bench.
+
+Usage: python scripts/bench.py [--size s] [--out results/bench] [--pipeline]
+       [--config-file config/config.yaml] [--arms a,b] [--rounds 5] [--ingest-rounds 3]
+       [--embed-rounds 2] [--embed-texts 2000] [--skip-embedding] [--no-progress]
+"""
+
+import sys
+
+from agentmem.bench import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,325 @@
+"""Tests of the harness benchmark (agentmem.bench): statistics on hand-made timings, the
+summary table, and a tiny real run (build + raw bulk path + interleaved timing) of
+sqlite-fts, file-vec and pg-gin on the ``tiny`` corpus.
+
+No timing thresholds are asserted: speed targets live in ``make bench``, never in tests.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+from conftest import REPO, fake_vector
+from hostile import HOSTILE_TEXTS
+
+from agentmem import bench, pg
+from agentmem.arms.base import Predicate, Query
+
+# ------------------------------------------------------------------ hand-made timings
+
+
+def test_ratio_of_medians_and_safe_ratio() -> None:
+    assert bench.ratio_of_medians([3, 1, 2], [1, 1, 2]) == 2.0  # median 2 / median 1
+    assert bench.ratio_of_medians([1.1, 0.9, 1.0, 5.0], [1.0]) == pytest.approx(1.05)
+    assert math.isnan(bench.ratio_of_medians([], [1.0]))
+    assert math.isnan(bench.safe_ratio(1.0, 0.0))
+    assert math.isnan(bench.safe_ratio(math.inf, 1.0))
+
+
+def test_target_met() -> None:
+    assert bench.target_met(1.19, "<=", 1.2) is True
+    assert bench.target_met(1.2, "<=", 1.2) is True
+    assert bench.target_met(1.21, "<=", 1.2) is False
+    assert bench.target_met(0.8, ">=", 0.8) is True
+    assert bench.target_met(0.79, ">=", 0.8) is False
+    assert bench.target_met(math.nan, "<=", 1.2) is None
+    assert bench.target_met(None, ">=", 0.9) is None
+    with pytest.raises(ValueError, match="target op"):
+        bench.target_met(1.0, "<", 1.2)
+
+
+def test_harness_stats_on_hand_made_timings() -> None:
+    ms = 1_000_000  # ns per ms
+    arm = [[1.1 * ms, 1.0 * ms, 1.2 * ms], [2.0 * ms, 2.4 * ms, 2.2 * ms], [0.5 * ms] * 3]
+    bare = [[1.0 * ms] * 3, [2.0 * ms] * 3, [0.4 * ms] * 3]
+    s = bench.harness_stats(arm, bare)
+    # per-query medians: arm 1.1, 2.2, 0.5 ms; bare 1.0, 2.0, 0.4 ms
+    assert s["arm_median_ms"] == pytest.approx(1.1)
+    assert s["bare_median_ms"] == pytest.approx(1.0)
+    assert s["ratio"] == pytest.approx(1.1)
+    assert s["ratio_total"] == pytest.approx(3.8 / 3.4, abs=1e-4)
+    assert s["per_query_ratio_median"] == pytest.approx(1.1)  # ratios 1.1, 1.1, 1.25
+    assert s["overhead_median_us"] == pytest.approx(100.0)  # 100, 200, 100 us
+    with pytest.raises(ValueError):
+        bench.harness_stats(arm, bare[:2])
+
+
+def test_throughput_stats_ratio_is_raw_time_over_arm_time() -> None:
+    s = bench.throughput_stats(1000, arm_ms=[100.0, 120.0, 110.0], raw_ms=[90.0, 80.0, 100.0])
+    assert s["arm_per_s"] == pytest.approx(1000 / 0.110, abs=0.1)
+    assert s["raw_per_s"] == pytest.approx(1000 / 0.090, abs=0.1)
+    assert s["ratio"] == pytest.approx(90 / 110, abs=1e-4)
+    assert bench.throughput_stats(10, [5.0], [])["ratio"] is None
+
+
+def test_interleaved_times_alternates_order() -> None:
+    calls: list[str] = []
+    ta, tb = bench.interleaved_times(
+        lambda: calls.append("a"), lambda: calls.append("b"), rounds=3, warmup=1
+    )
+    assert "".join(calls) == "ab" + "ab" + "ba" + "ab"
+    assert len(ta) == len(tb) == 3 and all(t > 0 for t in ta + tb)
+    calls.clear()
+    bench.interleaved_times(
+        lambda: calls.append("a"), lambda: calls.append("b"), rounds=2, warmup=0, b_first=True
+    )
+    assert "".join(calls) == "ba" + "ab"
+
+
+def _hand_results() -> dict:
+    harness = {
+        "arms": {
+            "fast": {
+                "queries": 10,
+                "rounds": 5,
+                "arm_median_ms": 0.11,
+                "bare_median_ms": 0.1,
+                "ratio": 1.1,
+                "overhead_median_us": 10.0,
+                "met": True,
+            },
+            "slow": {
+                "queries": 10,
+                "rounds": 5,
+                "arm_median_ms": 0.5,
+                "bare_median_ms": 0.2,
+                "ratio": 2.5,
+                "overhead_median_us": 300.0,
+                "met": False,
+            },
+            "broken": {"error": "cannot build: ArmError: boom"},
+        }
+    }
+    ingest = {
+        "arms": {
+            "fast": {
+                "ratio": 0.9,
+                "arm_per_s": 900.0,
+                "raw_per_s": 1000.0,
+                "basis": "ingest",
+                "memories": 100,
+                "rounds": 3,
+                "met": True,
+            }
+        }
+    }
+    embedding = {
+        "ratio": 0.95,
+        "cache_per_s": 95.0,
+        "bare_per_s": 100.0,
+        "texts": 50,
+        "rounds": 2,
+        "met": True,
+    }
+    phase = {"returncode": 0, "nothing_to_do": True, "peak_job_rss_mb": 321.0, "peak_job_cmd": "x"}
+    pipeline = {
+        "config": "config/config.yaml",
+        "peak_job_rss_mb": 321.0,
+        "phases": {
+            "full": {**phase, "wall_s": 700.0, "met": False},
+            "rerun": {**phase, "wall_s": 2.0, "met": True},
+        },
+    }
+    return {"harness": harness, "ingest": ingest, "embedding": embedding, "pipeline": pipeline}
+
+
+def test_summary_rows_and_markdown() -> None:
+    rows = bench.summary_rows(_hand_results())
+    by = {r["measure"]: r for r in rows}
+    assert by["harness overhead: fast"]["met"] is True
+    assert by["harness overhead: fast"]["value"] == "1.100×"
+    assert by["harness overhead: slow"]["met"] is False
+    assert by["harness overhead: broken"]["met"] is None
+    assert "boom" in by["harness overhead: broken"]["note"]
+    assert by["ingest: fast"]["value"] == "0.900×"
+    assert by["embedding: cache path vs encode"]["met"] is True
+    assert by["pipeline: full run"]["value"] == "700.0 s"
+    assert by["pipeline: full run"]["met"] is False
+    assert by["pipeline: one figure rebuilt (--force)"]["met"] is None  # not run
+    assert by["pipeline: one figure rebuilt (--force)"]["target"] == "≤ 20 s"
+    assert by["pipeline: peak RSS of the largest job"]["value"] == "321 MiB"
+    md = bench.render_summary(rows, header="hdr")
+    assert "| measure | value | target | met? | note |" in md
+    assert "| harness overhead: fast | 1.100× | ≤ 1.2× | yes |" in md
+    assert "| harness overhead: slow | 2.500× | ≤ 1.2× | **no** |" in md
+    assert "| harness overhead: broken | — | ≤ 1.2× | n/a |" in md
+    assert md.rstrip().endswith(f"{len(rows)} measures; 2 target(s) missed.")
+
+
+def test_run_bench_summary_merges_earlier_results(tmp_path: Path) -> None:
+    res = _hand_results()
+    (tmp_path / "harness.json").write_text(json.dumps(res["harness"]))
+    out = bench.run_bench(
+        out_dir=tmp_path,
+        config_file=REPO / "config" / "config.yaml",
+        arms=[],
+        embedding=False,
+        progress=False,
+    )
+    md = (tmp_path / "summary.md").read_text()
+    assert "| harness overhead: slow | 2.500× |" in md
+    assert out["ingest"] is None and out["pipeline"] is None
+
+
+def test_pipeline_benchmark_names_missing_config(tmp_path: Path) -> None:
+    with pytest.raises(bench.BenchError, match="does not exist"):
+        bench.pipeline_benchmark(REPO, tmp_path / "nope.yaml", tmp_path)
+
+
+def test_run_monitored_sees_the_largest_child(tmp_path: Path) -> None:
+    child = "import time; x = b'x' * (64 * 2**20); time.sleep(1.5)"
+    cmd = [
+        sys.executable,
+        "-c",
+        f"import subprocess, sys; subprocess.run([sys.executable, '-c', {child!r}])",
+    ]
+    rec = bench.run_monitored(cmd, tmp_path / "run.log", poll_s=0.2)
+    assert rec["returncode"] == 0
+    assert rec["peak_job_rss_mb"] >= 64
+    assert "time.sleep" in rec["peak_job_cmd"]
+    assert rec["nothing_to_do"] is False
+
+
+# ------------------------------------------------------------------------ real runs
+
+
+def _queries() -> list[Query]:
+    def q(qid: str, text: str, **kw) -> Query:
+        return Query(qid, text, fake_vector(text), **kw)
+
+    return [
+        q("q1", "CFG-799 timeout"),
+        q(
+            "q2",
+            "What is the timeout of SVC-5345?",
+            predicate=Predicate("superseded_by", "is_null"),
+        ),
+        q("q3", "outage disk", predicate=Predicate("created_day", "<=", 250)),
+        q("q4", "how many memories about CFG-799", wants_count=True),
+        q("q5", "!!!"),  # no search terms: the text arms run no ranking statement
+    ]
+
+
+@pytest.fixture(autouse=True)
+def _embedded_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Postgres arms use their embedded server here."""
+    monkeypatch.delenv(pg.ENV_DSN, raising=False)
+
+
+@pytest.mark.parametrize("name", ["sqlite-fts", "file-vec", "pg-gin"])
+def test_tiny_real_ingest_and_harness(tiny, tmp_path: Path, name: str) -> None:
+    corpus, vectors = tiny
+    store = tmp_path / "store"
+    rec, arm = bench.ingest_benchmark(
+        name, None, corpus, vectors, store, tmp_path / "raw", rounds=1, progress=False
+    )
+    try:
+        assert rec["memories"] == 6 and "raw_error" not in rec
+        assert math.isfinite(rec["ratio"]) and rec["ratio"] > 0
+        assert rec["arm_per_s"] > 0 and rec["raw_per_s"] > 0
+        queries = _queries()
+        # the bare call makes the same driver call: same ranked rows as Arm.query
+        for q in queries:
+            raw = arm.raw_query_call(q, 3)()
+            ids = arm.query(q, 3).memory_ids
+            if name == "file-vec":
+                labels = raw[0][0]
+                assert [corpus.memories["memory_id"][int(i)] for i in labels] == ids
+            elif ids:
+                assert [r[0] for r in raw[0]] == ids
+        for i, text in enumerate(HOSTILE_TEXTS):  # the bare call survives hostile text too
+            hq = Query(f"h{i}", text, fake_vector(text), wants_count=True)
+            arm.raw_query_call(hq, 3)()
+        h = bench.harness_overhead(arm, queries, k=3, rounds=3, progress=False)
+        assert h["queries"] == len(queries) and h["skipped"] == []
+        for key in ("ratio", "ratio_total", "arm_median_ms", "bare_median_ms"):
+            assert math.isfinite(h[key]) and h[key] > 0, key
+        if name == "pg-gin":  # the raw COPY recreated the layout, generated tsvector included
+            with pg.connect_store(store, "pg-gin-raw", create=False) as raw_db:
+                n, tsv = raw_db.conn.execute("SELECT count(*), count(tsv) FROM memories").fetchone()
+                assert (n, tsv) == (6, 6)
+    finally:
+        arm.close()
+    if name == "pg-gin":  # closing the arm stopped the embedded server
+        assert _servers_under(store) == []
+
+
+def _servers_under(path: Path, timeout_s: float = 15.0) -> list[int]:
+    """Pids of postgres processes whose command line names ``path``, after waiting for them."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        pids = []
+        for p in psutil.process_iter(["name", "cmdline", "status"]):
+            try:
+                alive = p.info["status"] != psutil.STATUS_ZOMBIE
+                if (
+                    alive
+                    and "postgres" in (p.info["name"] or "")
+                    and str(path) in " ".join(p.info["cmdline"] or [])
+                ):
+                    pids.append(p.pid)
+            except psutil.Error:
+                continue
+        if not pids or time.monotonic() > deadline:
+            return pids
+        time.sleep(0.2)
+
+
+def test_bench_arms_reports_an_arm_it_cannot_build(tiny, tmp_path: Path) -> None:
+    corpus, vectors = tiny
+    harness, ingest = bench.bench_arms(
+        ["sqlite-fts"],
+        {"sqlite-fts": {"bogus": 1}},
+        corpus,
+        vectors,
+        _queries(),
+        tmp_path,
+        progress=False,
+    )
+    assert "bogus" in ingest["sqlite-fts"]["error"]
+    assert harness["sqlite-fts"]["error"] == ingest["sqlite-fts"]["error"]
+
+
+def test_harness_reports_arm_without_bare_call(tiny) -> None:
+    class NoBare:
+        name = "no-bare"
+
+    with pytest.raises(bench.BenchError, match="raw_query_call"):
+        bench.harness_overhead(NoBare(), _queries())  # type: ignore[arg-type]
+
+
+def test_raw_jsonl_and_hnsw_write_every_memory(tiny, tmp_path: Path) -> None:
+    corpus, vectors = tiny
+    assert bench._raw_jsonl(corpus, tmp_path) > 0
+    lines = (tmp_path / "memories.jsonl").read_text().splitlines()
+    assert [json.loads(x)["memory_id"] for x in lines] == corpus.memories["memory_id"].to_list()
+
+    class Params:
+        M, ef_construction, random_seed, num_threads = 16, 200, 100, 1
+
+    assert bench._raw_hnsw(Params(), corpus, vectors, tmp_path) > 0  # type: ignore[arg-type]
+    import hnswlib
+
+    idx = hnswlib.Index(space="cosine", dim=384)
+    idx.load_index(str(tmp_path / "index.bin"))
+    assert idx.get_current_count() == 6
+    labels, _ = idx.knn_query(vectors.matrix[3], k=1)
+    assert int(labels[0][0]) == 3
+    assert np.isfinite(vectors.matrix).all()
