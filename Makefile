@@ -35,7 +35,7 @@ lint: $(STAMP)  ## ruff, snakefmt --check, snakemake --lint (any lint fails the 
 	@rm -f .lint.out; echo "snakemake --lint: clean"
 
 test: lint chromium  ## lint, then pytest (unit, arm conformance, bad input, end-to-end smoke run)
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --durations=15
 
 chromium:  ## install Debian's chromium for the report's browser test (as root; else it is skipped)
 	@command -v chromium >/dev/null 2>&1 || { \
