@@ -37,6 +37,23 @@ RECORD_TYPES: dict[str, tuple[str, float, str]] = {
 SERVICES_PER_FACT = 0.10
 #: chance that a restatement after the first is identifier-bearing (the first always is)
 ID_FORM_SHARE = 0.65
+#: columns and dtypes of ``memories.parquet`` (DESIGN §2); every corpus source uses these
+MEMORY_SCHEMA: dict[str, pl.DataType] = {
+    "memory_id": pl.String,
+    "session_id": pl.String,
+    "turn_no": pl.Int32,
+    "seq": pl.Int64,
+    "kind": pl.String,
+    "body": pl.String,
+    "fact_id": pl.String,
+    "created_day": pl.Int32,
+    "source": pl.String,
+    "confidence": pl.Float64,
+    "superseded_by": pl.String,
+    "tokens": pl.Int32,
+    "entity_ids": pl.List(pl.String),
+    "form": pl.String,  # id | para | correction | distractor (synthetic), turn (LoCoMo)
+}
 AGENT_NAMES = ["planner", "coder", "reviewer", "operator", "researcher", "triager"]
 
 
@@ -420,22 +437,7 @@ def generate(size: SizeConfig, opts: CorpusConfig) -> Generated:
             "entity_ids": [m.entity_ids for m in mems],
             "form": [m.form for m in mems],
         },
-        schema={
-            "memory_id": pl.String,
-            "session_id": pl.String,
-            "turn_no": pl.Int32,
-            "seq": pl.Int64,
-            "kind": pl.String,
-            "body": pl.String,
-            "fact_id": pl.String,
-            "created_day": pl.Int32,
-            "source": pl.String,
-            "confidence": pl.Float64,
-            "superseded_by": pl.String,
-            "tokens": pl.Int32,
-            "entity_ids": pl.List(pl.String),
-            "form": pl.String,
-        },
+        schema=MEMORY_SCHEMA,
     )
     facts_df = pl.DataFrame(
         {

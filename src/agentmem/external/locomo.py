@@ -58,6 +58,7 @@ from typing import Any
 
 import polars as pl
 
+from agentmem.corpus.generate import MEMORY_SCHEMA
 from agentmem.io import write_csv, write_json, write_parquet, write_text
 from agentmem.metrics import bootstrap_ci, ndcg_at_k, recall_at_k, reciprocal_rank
 from agentmem.tokens import count_tokens
@@ -123,22 +124,6 @@ _SPLIT = re.compile(r"[;,\s]+")
 _LABEL = re.compile(r"D(:?)(\d+):(\d+)", re.IGNORECASE)
 _SESSION_KEY = re.compile(r"session_(\d+)")
 
-MEMORY_SCHEMA = {
-    "memory_id": pl.String,
-    "session_id": pl.String,
-    "turn_no": pl.Int32,
-    "seq": pl.Int64,
-    "kind": pl.String,
-    "body": pl.String,
-    "fact_id": pl.String,
-    "created_day": pl.Int32,
-    "source": pl.String,
-    "confidence": pl.Float64,
-    "superseded_by": pl.String,
-    "tokens": pl.Int32,
-    "entity_ids": pl.List(pl.String),
-    "form": pl.String,
-}
 QUERY_SCHEMA = {
     "query_id": pl.String,
     "class": pl.String,
