@@ -74,6 +74,7 @@ from agentmem.arms.base import (
     Result,
     StorageStats,
 )
+from agentmem.arms.postgres import _COLUMNS as PG_MEMORY_COLUMNS
 from agentmem.arms.postgres import BUILD_MAINTENANCE_WORK_MEM
 from agentmem.arms.postgres import predicate_sql as pg_predicate_sql
 from agentmem.arms.sqlite import predicate_sql as sqlite_predicate_sql
@@ -97,20 +98,10 @@ LAYOUT_VERSION = "1"
 #: Tier labels used in context items, token and latency dicts.
 TIERS: tuple[str, str, str] = ("L1", "L2", "L3")
 
-#: Memory columns in storage order: (name, PostgreSQL COPY type, PostgreSQL DDL type).
-_MEM_COLUMNS: tuple[tuple[str, str, str], ...] = (
-    ("memory_id", "text", "text PRIMARY KEY"),
-    ("session_id", "text", "text"),
-    ("turn_no", "int4", "integer"),
-    ("seq", "int8", "bigint"),
-    ("kind", "text", "text"),
-    ("body", "text", "text NOT NULL"),
-    ("fact_id", "text", "text"),
-    ("created_day", "int4", "integer"),
-    ("source", "text", "text"),
-    ("confidence", "float8", "double precision"),
-    ("superseded_by", "text", "text"),
-    ("tokens", "int4", "integer"),
+#: Memory columns in storage order: (name, PostgreSQL COPY type, PostgreSQL DDL type) —
+#: the Postgres arms' memory columns (agentmem.arms.postgres) without the entity array.
+_MEM_COLUMNS: tuple[tuple[str, str, str], ...] = tuple(
+    c for c in PG_MEMORY_COLUMNS if c[0] != "entity_ids"
 )
 _MEM_NAMES = tuple(c for c, _, _ in _MEM_COLUMNS)
 _INT_COLS = {"turn_no", "seq", "created_day", "tokens"}
