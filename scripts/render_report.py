@@ -11,4 +11,5 @@ render_report(
     figures=list(snakemake.input.figures),
     reference_csv=snakemake.input.vs_reference,
     bootstrap_csv=snakemake.input.bootstrap,
+    locomo_scores=next(iter(snakemake.input.locomo), None),
 )

@@ -119,6 +119,11 @@ def locomo_source(wildcards):
     return [str(LOCOMO_PATH)] if HAVE_LOCOMO else []
 
 
+def locomo_scores_if_present():
+    """LoCoMo scores for the report when the LoCoMo file is present, else nothing."""
+    return ["results/external/locomo/scores.csv"] if HAVE_LOCOMO else []
+
+
 def report_figures():
     """Figures embedded in the HTML report (LoCoMo's only when its file is present)."""
     return FIGURES + (["results/figures/locomo.svg"] if HAVE_LOCOMO else [])

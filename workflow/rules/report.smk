@@ -88,6 +88,7 @@ rule render_report:
         vs_reference="results/tables/vs_reference.csv",
         bootstrap="results/tables/bootstrap_ci.csv",
         paired="results/tables/paired_bootstrap.csv",
+        locomo=locomo_scores_if_present(),
     output:
         "results/report/index.html",
     log:

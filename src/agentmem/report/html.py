@@ -188,6 +188,7 @@ SECTION_TABLES = {
     "sweeps": ("fill_rate", "hnsw_recall", "postfilter", "scaling_exponents"),
     "integrity": ("crash_summary", "lost_update", "anomaly"),
     "seeds": ("conversation_summary", "conversation_tiers", "decay"),
+    "locomo": ("locomo_session_level",),
 }
 
 
@@ -255,6 +256,7 @@ def render_report(
     figures: list[str | Path] | None = None,
     reference_csv: str | Path | None = None,
     bootstrap_csv: str | Path | None = None,
+    locomo_scores: str | Path | None = None,
 ) -> None:
     """Render ``index.html``.
 
@@ -265,6 +267,8 @@ def render_report(
         figures: figure SVGs; each is embedded in its section by file stem.
         reference_csv: ``results/tables/vs_reference.csv`` (section 9), optional.
         bootstrap_csv: ``results/tables/bootstrap_ci.csv`` (nDCG intervals), optional.
+        locomo_scores: ``results/external/locomo/scores.csv`` (section 7), optional; shown at
+            session level over all categories, beside the published anchors (REFERENCE §6).
     """
     doc = json.loads(Path(capture).read_text())
     t = pl.DataFrame(doc["by_class"])
@@ -293,6 +297,33 @@ def render_report(
             {"ef_search": int(ef), "recall_at_k": r, "k": h["k"], "memories": h["memories"]}
             for ef, r in h["by_ef"].items()
         ]
+    if locomo_scores and Path(locomo_scores).is_file():
+        from agentmem.external.locomo import anchors
+
+        sc = pl.read_csv(locomo_scores).filter(
+            (pl.col("level") == "session") & (pl.col("category") == "all")
+        )
+        rows = [
+            {
+                "system": r["arm"],
+                "questions": r["n_queries"],
+                "Hit@1": r["hit_at_1"],
+                "R@5": r["recall_at_5"],
+                "nDCG@5": r["ndcg_at_5"],
+            }
+            for r in sc.iter_rows(named=True)
+        ]
+        for a in anchors().iter_rows(named=True):
+            rows.append(
+                {
+                    "system": f"{a['system']} (published)",
+                    "questions": a["n_questions"],
+                    "Hit@1": a["hit_at_1"],
+                    "R@5": a["recall_at_5"],
+                    "nDCG@5": a["ndcg_at_5"],
+                }
+            )
+        tables["locomo_session_level"] = rows
     reference: dict[str, list[dict]] = {}
     summary = ""
     if reference_csv and Path(reference_csv).is_file():
