@@ -268,6 +268,26 @@ class Embeddings:
         return self.matrix[rows]
 
 
+def checked_vector(vec: Any, owner: str, what: str, dim: int = 384) -> np.ndarray:
+    """Return an embedding as a contiguous float32 array of shape ``(dim,)``.
+
+    Args:
+        vec: the embedding (any array-like), e.g. ``Query.embedding``.
+        owner: the arm name, for the message.
+        what: what the vector belongs to, e.g. ``"query 'lexical-001'"``.
+        dim: required length (384 for all-MiniLM-L6-v2).
+
+    Raises:
+        ArmError: when ``vec`` is ``None`` or does not hold ``dim`` values.
+    """
+    if vec is None:
+        raise ArmError(f"{owner}: {what} has no embedding")
+    v = np.ascontiguousarray(vec, dtype=np.float32).reshape(-1)
+    if v.shape[0] != dim:
+        raise ArmError(f"{owner}: {what} embedding has {v.shape[0]} values, need {dim}")
+    return v
+
+
 @runtime_checkable
 class Arm(Protocol):
     """A storage architecture under test.

@@ -93,6 +93,7 @@ from agentmem.arms.base import (
     Query,
     Result,
     StorageStats,
+    checked_vector,
 )
 from agentmem.arms.sqlite import VECTOR_DIM, _format_plan, predicate_sql
 from agentmem.arms.text import fts5_match
@@ -890,14 +891,7 @@ class SqliteGraphArm:
         Raises:
             ArmError: when the embedding is missing or not of size 384.
         """
-        if q.embedding is None:
-            raise ArmError(f"{self.name}: query {q.query_id!r} has no embedding")
-        v = np.ascontiguousarray(q.embedding, dtype=np.float32).reshape(-1)
-        if v.shape[0] != VECTOR_DIM:
-            raise ArmError(
-                f"{self.name}: query {q.query_id!r} embedding has {v.shape[0]} values, "
-                f"need {VECTOR_DIM}"
-            )
+        v = checked_vector(q.embedding, self.name, f"query {q.query_id!r}", VECTOR_DIM)
         return v.tobytes()
 
     def _ranking(self, q: Query, k: int) -> tuple[str, dict[str, Any]]:

@@ -47,6 +47,7 @@ from agentmem.arms.base import (
     Query,
     Result,
     StorageStats,
+    checked_vector,
 )
 from agentmem.arms.text import like_pattern, query_terms
 from agentmem.pg import PgError, PgHandle, connect_store
@@ -384,14 +385,7 @@ class _PgArm:
         Raises:
             ArmError: when the embedding is missing or not of size 384.
         """
-        if q.embedding is None:
-            raise ArmError(f"{self.name}: query {q.query_id!r} has no embedding")
-        v = np.ascontiguousarray(q.embedding, dtype=np.float32).reshape(-1)
-        if v.shape[0] != VECTOR_DIM:
-            raise ArmError(
-                f"{self.name}: query {q.query_id!r} embedding has {v.shape[0]} values, "
-                f"need {VECTOR_DIM}"
-            )
+        v = checked_vector(q.embedding, self.name, f"query {q.query_id!r}", VECTOR_DIM)
         return v
 
     def _statements(self, q: Query, k: int) -> list[tuple[str, Any]]:

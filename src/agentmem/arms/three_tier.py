@@ -73,6 +73,7 @@ from agentmem.arms.base import (
     Query,
     Result,
     StorageStats,
+    checked_vector,
 )
 from agentmem.arms.postgres import _COLUMNS as PG_MEMORY_COLUMNS
 from agentmem.arms.postgres import BUILD_MAINTENANCE_WORK_MEM
@@ -821,13 +822,7 @@ class ThreeTierArm:
         Raises:
             ArmError: when it is missing, not 384 values, or not finite.
         """
-        if vec is None:
-            raise ArmError(f"{self.name}: {what} has no embedding")
-        v = np.ascontiguousarray(vec, dtype=np.float32).reshape(-1)
-        if v.shape[0] != VECTOR_DIM:
-            raise ArmError(
-                f"{self.name}: {what} embedding has {v.shape[0]} values, need {VECTOR_DIM}"
-            )
+        v = checked_vector(vec, self.name, what, VECTOR_DIM)
         if not np.all(np.isfinite(v)):
             raise ArmError(f"{self.name}: {what} embedding has non-finite values")
         return v
