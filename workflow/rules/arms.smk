@@ -10,6 +10,8 @@ rule run_arm:
         plans="results/plans/{size}/{arm}.json",
     log:
         "results/logs/run_arm/{size}/{arm}.log",
+    benchmark:
+        "results/benchmarks/run_arm/{size}/{arm}.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
@@ -36,6 +38,8 @@ rule score_run:
         "results/metrics/{size}/{arm}.parquet",
     log:
         "results/logs/score_run/{size}/{arm}.log",
+    benchmark:
+        "results/benchmarks/score_run/{size}/{arm}.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1

@@ -10,6 +10,8 @@ rule generate_corpus:
         manifest="results/corpus/{size}/manifest.json",
     log:
         "results/logs/generate_corpus/{size}.log",
+    benchmark:
+        "results/benchmarks/generate_corpus/{size}.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
@@ -34,6 +36,8 @@ rule validate_corpus:
         probe="results/tables/dense_probe_{size}.csv",
     log:
         "results/logs/validate_corpus/{size}.log",
+    benchmark:
+        "results/benchmarks/validate_corpus/{size}.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
@@ -57,6 +61,8 @@ rule publish_validation:
         ),
     log:
         "results/logs/publish_validation.log",
+    benchmark:
+        "results/benchmarks/publish_validation.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1

@@ -6,6 +6,8 @@ rule embed_texts:
         "results/embeddings/{size}.parquet",
     log:
         "results/logs/embed_texts/{size}.log",
+    benchmark:
+        "results/benchmarks/embed_texts/{size}.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 2

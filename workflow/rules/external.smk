@@ -11,6 +11,8 @@ rule prepare_locomo:
         manifest="results/external/locomo/corpus/manifest.json",
     log:
         "results/logs/prepare_locomo.log",
+    benchmark:
+        "results/benchmarks/prepare_locomo.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
@@ -31,6 +33,8 @@ rule embed_locomo:
         "results/external/locomo/embeddings.parquet",
     log:
         "results/logs/embed_locomo.log",
+    benchmark:
+        "results/benchmarks/embed_locomo.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 2
@@ -55,6 +59,8 @@ rule run_arm_locomo:
         plans="results/external/locomo/plans/{arm}.json",
     log:
         "results/logs/run_arm_locomo/{arm}.log",
+    benchmark:
+        "results/benchmarks/run_arm_locomo/{arm}.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
@@ -87,6 +93,8 @@ rule score_locomo:
         comparison="results/external/locomo/vs_published.md",
     log:
         "results/logs/score_locomo.log",
+    benchmark:
+        "results/benchmarks/score_locomo.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
@@ -111,6 +119,8 @@ rule plot_locomo:
         png="results/figures/locomo.png",
     log:
         "results/logs/plot_locomo.log",
+    benchmark:
+        "results/benchmarks/plot_locomo.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1

@@ -11,6 +11,8 @@ rule tabulate_by_class:
         md="results/tables/by_class.md",
     log:
         "results/logs/tabulate_by_class.log",
+    benchmark:
+        "results/benchmarks/tabulate_by_class.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
@@ -33,6 +35,8 @@ rule tabulate_capabilities:
         ),
     log:
         "results/logs/tabulate_capabilities.log",
+    benchmark:
+        "results/benchmarks/tabulate_capabilities.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
@@ -68,6 +72,8 @@ rule write_capture:
         "results/capture.json",
     log:
         "results/logs/write_capture.log",
+    benchmark:
+        "results/benchmarks/write_capture.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
@@ -93,6 +99,8 @@ rule render_report:
         "results/report/index.html",
     log:
         "results/logs/render_report.log",
+    benchmark:
+        "results/benchmarks/render_report.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
@@ -111,6 +119,8 @@ rule measure_hnsw_recall:
         "results/tables/hnsw_recall_{size}.json",
     log:
         "results/logs/measure_hnsw_recall/{size}.log",
+    benchmark:
+        "results/benchmarks/measure_hnsw_recall/{size}.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
@@ -131,6 +141,8 @@ rule tabulate_fill_rates:
         "results/tables/fill_rate.csv",
     log:
         "results/logs/tabulate_fill_rates.log",
+    benchmark:
+        "results/benchmarks/tabulate_fill_rates.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
@@ -156,6 +168,8 @@ rule plot_ndcg_heatmap:
         png="results/figures/ndcg_heatmap.png",
     log:
         "results/logs/plot_ndcg_heatmap.log",
+    benchmark:
+        "results/benchmarks/plot_ndcg_heatmap.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
@@ -178,6 +192,8 @@ rule plot_crash:
         png="results/figures/crash.png",
     log:
         "results/logs/plot_crash.log",
+    benchmark:
+        "results/benchmarks/plot_crash.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
@@ -200,6 +216,8 @@ rule plot_lost_update:
         png="results/figures/lost_update.png",
     log:
         "results/logs/plot_lost_update.log",
+    benchmark:
+        "results/benchmarks/plot_lost_update.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
@@ -222,6 +240,8 @@ rule plot_anomaly:
         png="results/figures/anomaly.png",
     log:
         "results/logs/plot_anomaly.log",
+    benchmark:
+        "results/benchmarks/plot_anomaly.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
@@ -244,6 +264,8 @@ rule plot_postfilter:
         png="results/figures/postfilter.png",
     log:
         "results/logs/plot_postfilter.log",
+    benchmark:
+        "results/benchmarks/plot_postfilter.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
@@ -266,6 +288,8 @@ rule plot_budget:
         png="results/figures/budget.png",
     log:
         "results/logs/plot_budget.log",
+    benchmark:
+        "results/benchmarks/plot_budget.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
@@ -288,6 +312,8 @@ rule plot_scaling:
         png="results/figures/scaling.png",
     log:
         "results/logs/plot_scaling.log",
+    benchmark:
+        "results/benchmarks/plot_scaling.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
@@ -310,6 +336,8 @@ rule plot_validation:
         png="results/figures/validation.png",
     log:
         "results/logs/plot_validation.log",
+    benchmark:
+        "results/benchmarks/plot_validation.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
@@ -329,6 +357,8 @@ rule render_schema:
         postgres="results/schema/postgres.sql",
     log:
         "results/logs/render_schema.log",
+    benchmark:
+        "results/benchmarks/render_schema.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
@@ -353,6 +383,8 @@ rule plot_er_diagram:
         png="results/figures/er_diagram.png",
     log:
         "results/logs/plot_er_diagram.log",
+    benchmark:
+        "results/benchmarks/plot_er_diagram.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
@@ -371,6 +403,8 @@ rule bootstrap_metrics:
         paired="results/tables/paired_bootstrap.csv",
     log:
         "results/logs/bootstrap_metrics.log",
+    benchmark:
+        "results/benchmarks/bootstrap_metrics.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
@@ -399,6 +433,8 @@ rule compare_reference:
         csv="results/tables/vs_reference.csv",
     log:
         "results/logs/compare_reference.log",
+    benchmark:
+        "results/benchmarks/compare_reference.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
@@ -423,6 +459,8 @@ rule plot_overall:
         png="results/figures/overall.png",
     log:
         "results/logs/plot_overall.log",
+    benchmark:
+        "results/benchmarks/plot_overall.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
@@ -445,6 +483,8 @@ rule plot_latency:
         png="results/figures/latency.png",
     log:
         "results/logs/plot_latency.log",
+    benchmark:
+        "results/benchmarks/plot_latency.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
@@ -467,6 +507,8 @@ rule plot_storage:
         png="results/figures/storage.png",
     log:
         "results/logs/plot_storage.log",
+    benchmark:
+        "results/benchmarks/plot_storage.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
@@ -493,6 +535,8 @@ rule plot_capabilities:
         png="results/figures/capabilities.png",
     log:
         "results/logs/plot_capabilities.log",
+    benchmark:
+        "results/benchmarks/plot_capabilities.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
@@ -517,6 +561,8 @@ rule plot_conversation:
         png="results/figures/conversation.png",
     log:
         "results/logs/plot_conversation.log",
+    benchmark:
+        "results/benchmarks/plot_conversation.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
@@ -539,6 +585,8 @@ rule plot_decay:
         png="results/figures/decay.png",
     log:
         "results/logs/plot_decay.log",
+    benchmark:
+        "results/benchmarks/plot_decay.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1

@@ -15,6 +15,8 @@ rule run_conversation_sweep:
         tiers="results/sweeps/conversation_tiers.csv",
     log:
         "results/logs/run_conversation_sweep.log",
+    benchmark:
+        "results/benchmarks/run_conversation_sweep.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
@@ -47,6 +49,8 @@ rule run_decay_sweep:
         "results/sweeps/decay.csv",
     log:
         "results/logs/run_decay_sweep.log",
+    benchmark:
+        "results/benchmarks/run_decay_sweep.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1

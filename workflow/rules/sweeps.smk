@@ -8,6 +8,8 @@ rule run_postfilter_sweep:
         "results/sweeps/postfilter.csv",
     log:
         "results/logs/run_postfilter_sweep.log",
+    benchmark:
+        "results/benchmarks/run_postfilter_sweep.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
@@ -34,6 +36,8 @@ rule run_budget_sweep:
         "results/sweeps/budget/{size}/{arm}.csv",
     log:
         "results/logs/run_budget_sweep/{size}/{arm}.log",
+    benchmark:
+        "results/benchmarks/run_budget_sweep/{size}/{arm}.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
@@ -56,6 +60,8 @@ rule combine_budget_sweeps:
         "results/sweeps/budget.csv",
     log:
         "results/logs/combine_budget_sweeps.log",
+    benchmark:
+        "results/benchmarks/combine_budget_sweeps.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
@@ -74,6 +80,8 @@ rule tabulate_scaling:
         exponents="results/sweeps/scaling_exponents.csv",
     log:
         "results/logs/tabulate_scaling.log",
+    benchmark:
+        "results/benchmarks/tabulate_scaling.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1

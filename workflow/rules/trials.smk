@@ -3,6 +3,8 @@ rule run_crash_trials:
         "results/trials/crash/{family}.csv",
     log:
         "results/logs/run_crash_trials/{family}.log",
+    benchmark:
+        "results/benchmarks/run_crash_trials/{family}.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 2
@@ -29,6 +31,8 @@ rule combine_crash_trials:
         "results/trials/crash.csv",
     log:
         "results/logs/combine_crash_trials.log",
+    benchmark:
+        "results/benchmarks/combine_crash_trials.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
@@ -43,6 +47,8 @@ rule run_lost_update_trials:
         "results/trials/lost_update.csv",
     log:
         "results/logs/run_lost_update_trials.log",
+    benchmark:
+        "results/benchmarks/run_lost_update_trials.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 2
@@ -68,6 +74,8 @@ rule probe_update_anomaly:
         "results/trials/anomaly/{size}/{arm}.csv",
     log:
         "results/logs/probe_update_anomaly/{size}/{arm}.log",
+    benchmark:
+        "results/benchmarks/probe_update_anomaly/{size}/{arm}.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
@@ -93,6 +101,8 @@ rule combine_anomaly_probes:
         "results/trials/anomaly.csv",
     log:
         "results/logs/combine_anomaly_probes.log",
+    benchmark:
+        "results/benchmarks/combine_anomaly_probes.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
@@ -109,6 +119,8 @@ rule summarise_restatements:
         "results/trials/restatements/{size}.json",
     log:
         "results/logs/summarise_restatements/{size}.log",
+    benchmark:
+        "results/benchmarks/summarise_restatements/{size}.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
