@@ -2,6 +2,10 @@ import sys
 
 sys.stderr = open(snakemake.log[0], "w")
 
+from agentmem.io import run_in_background
+
+run_in_background()  # not a timing job: yield the CPU to those (DESIGN §5)
+
 # Our results beside the published study (REFERENCE.md §1-4).
 # input.capture: results/capture.json (its folder is the results directory);
 # params.main_size: headline size

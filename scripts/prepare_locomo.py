@@ -2,6 +2,10 @@ import sys
 
 sys.stderr = open(snakemake.log[0], "w")
 
+from agentmem.io import run_in_background
+
+run_in_background()  # not a timing job: yield the CPU to those (DESIGN §5)
+
 # Adapt LoCoMo to the corpus contract (agentmem.external.locomo.prepare_locomo).
 #   params.path      the LoCoMo JSON (config external.locomo.path; read in place, never copied)
 #   output.manifest  results/external/locomo/corpus/manifest.json; the corpus dir is its

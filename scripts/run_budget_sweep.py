@@ -2,6 +2,10 @@ import sys
 
 sys.stderr = open(snakemake.log[0], "w")
 
+from agentmem.io import run_in_background
+
+run_in_background()  # not a timing job: yield the CPU to those (DESIGN §5)
+
 # Token-budget sweep of ONE arm (the lead's rule concatenates the per-arm CSVs).
 # snakemake.params.arm         arm name
 # snakemake.params.arm_params  its constructor params (dict or None)

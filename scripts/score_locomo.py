@@ -2,6 +2,10 @@ import sys
 
 sys.stderr = open(snakemake.log[0], "w")
 
+from agentmem.io import run_in_background
+
+run_in_background()  # not a timing job: yield the CPU to those (DESIGN §5)
+
 # Score LoCoMo runs at turn and session level (agentmem.external.locomo.score_locomo).
 #   params.arms         arm names, in table order
 #   input.runs          the runner's runs Parquet of each arm (same order as params.arms)

@@ -23,6 +23,7 @@ from agentmem.trials.anomaly import (
     ANOMALY_COLUMNS,
     REPAIR_QUESTION,
     _probe_vectors,
+    embed_repair_questions,
     repair_probe,
     restatement_counts,
     restatement_stats,
@@ -259,3 +260,36 @@ def test_write_restatement_stats(small, tmp_path):
     assert s["facts"] == 60
     assert s["mean"] == pytest.approx(rendered.height / 60)
     assert s["max"] >= s["p90"] >= s["median"] >= 1
+
+
+def test_repair_questions_embedded_once_then_probes_encode_nothing(small, tmp_path, caplog):
+    """The per-size rule embeds the questions; every arm's probe then only reads them."""
+    corpus = load_corpus(small / "corpus")
+    chosen = select_facts(corpus.memories, 120, 7)
+    subject = dict(zip(corpus.facts["fact_id"], corpus.facts["subject_id"], strict=True))
+    out = tmp_path / "repair.parquet"
+    stats = embed_repair_questions(small / "corpus", out, small / "cache", facts=120, seed=7)
+    assert stats["texts"] == len(chosen)
+    assert stats["cached"] + stats["encoded"] == len(chosen)
+    df = pl.read_parquet(out)
+    assert df["id"].to_list() == [f"repair-{f}" for f in chosen]
+    again = embed_repair_questions(small / "corpus", tmp_path / "r2.parquet", small / "cache")
+    assert again == {"texts": len(chosen), "cached": len(chosen), "encoded": 0}
+    vecs = load_embeddings(out).get([f"repair-{chosen[0]}"])
+    want = encode([REPAIR_QUESTION.format(subject_id=subject[chosen[0]])])[0]
+    assert float(vecs[0] @ want) == pytest.approx(1.0, abs=1e-5)
+    # a probe given this file finds every question there: nothing is encoded
+    with caplog.at_level("INFO", logger="agentmem.trials.anomaly"):
+        row = run_anomaly_probe(
+            "sqlite-fts",
+            None,
+            small / "stores" / "sqlite-fts",
+            small / "corpus",
+            out,
+            tmp_path / "probe.csv",
+            facts=120,
+            k=K,
+            seed=7,
+        )
+    assert "(0 texts encoded)" in caplog.text
+    assert row == _probe(small, "sqlite-fts", out="same.csv")

@@ -22,6 +22,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -625,3 +626,76 @@ def test_external_dsn_mode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
 def psycopg_connect(dsn: str):
     """A plain autocommit connection (through the layer under test)."""
     return pg.connect(dsn)
+
+
+def test_two_processes_share_one_store_and_the_last_one_stops_it(tmp_path: Path) -> None:
+    """Untimed jobs (budget sweep, anomaly probe) may open one store at the same time.
+
+    Process A opens the store and keeps querying; process B opens it while A runs, queries
+    and closes (its close must not stop the server under A); A then queries again and
+    closes; afterwards no postmaster is left.
+    """
+    corpus, vectors = make_tiny()
+    store = tmp_path / "s" / "pg-gin"
+    arm = PgGinArm()
+    arm.build(corpus, vectors, store)
+    expected = arm.query(q("CFG-799 timeout"), 5).memory_ids
+    arm.close()
+    code = (
+        "import json, sys, time\n"
+        "from pathlib import Path\n"
+        "from agentmem.arms.postgres import PgGinArm\n"
+        "from agentmem.arms.base import Query\n"
+        "import numpy as np\n"
+        "store, role, flag = sys.argv[1], sys.argv[2], Path(sys.argv[3])\n"
+        "query = Query('q', 'CFG-799 timeout', np.zeros(384, 'float32'))\n"
+        "a = PgGinArm(); a.open(store)\n"
+        "try:\n"
+        "    out = [a.query(query, 5).memory_ids]\n"
+        "    if role == 'A':\n"
+        "        flag.with_suffix('.a-open').touch()\n"
+        "        deadline = time.monotonic() + 90\n"
+        "        while not flag.exists() and time.monotonic() < deadline:\n"
+        "            time.sleep(0.05)\n"
+        "        out.append(a.query(query, 5).memory_ids)\n"
+        "    else:\n"
+        "        flag.touch()  # B queried; it closes now, A goes on\n"
+        "    print(json.dumps(out))\n"
+        "finally:\n"
+        "    a.close()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != pg.ENV_DSN}
+    flag = tmp_path / "b-done"
+
+    def spawn(role: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-c", code, str(store), role, str(flag)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+            env=env,
+        )
+
+    a = spawn("A")
+    try:
+        for _ in range(1800):  # wait until A has the store open
+            if flag.with_suffix(".a-open").exists() or a.poll() is not None:
+                break
+            time.sleep(0.05)
+        b = spawn("B")
+        out_b, err_b = b.communicate(timeout=120)
+        out_a, err_a = a.communicate(timeout=120)
+        assert b.returncode == 0, err_b[-4000:]
+        assert a.returncode == 0, err_a[-4000:]
+        assert json.loads(out_b.strip().splitlines()[-1]) == [expected]
+        # A's second query ran after B closed: the server was still up for A
+        assert json.loads(out_a.strip().splitlines()[-1]) == [expected, expected]
+        survivors = [p for p in servers_under(tmp_path) if not wait_dead(p)]
+        assert survivors == [], "the last process to close left its server running"
+    finally:
+        for proc in (a,):
+            if proc.poll() is None:
+                proc.kill()
+        for p in servers_under(tmp_path):
+            psutil.Process(p).kill()

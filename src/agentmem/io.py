@@ -73,3 +73,31 @@ def _json_default(o: Any) -> Any:
     if isinstance(o, Path):
         return str(o)
     raise TypeError(f"cannot serialise {type(o).__name__} to JSON")
+
+
+#: Niceness of jobs that run beside the timing jobs (DESIGN §5): on Linux a nice-19 task
+#: weighs 15 against a nice-0 task's 1024 in the CFS scheduler, so a timing job sharing
+#: a core with background jobs still gets ~90% of it.
+BACKGROUND_NICENESS = 19
+
+
+def run_in_background(niceness: int = BACKGROUND_NICENESS) -> int:
+    """Lower this process's CPU priority to ``niceness`` (never raises it).
+
+    Called first by every workflow script that is not a timing job (embedding, scoring,
+    untimed sweeps, plots, LoCoMo runs), so that with ``--cores`` above the machine's
+    core count the timing jobs (``resources: bench_slot=1``) are not slowed by them.
+    Children (e.g. an embedded PostgreSQL server started by the job) inherit it.
+
+    Args:
+        niceness: target niceness, 0..19.
+
+    Returns:
+        The niceness now in effect (unchanged where ``os.nice`` is unavailable).
+    """
+    if not hasattr(os, "nice"):  # pragma: no cover - Windows
+        return 0
+    current = os.nice(0)
+    if niceness > current:
+        current = os.nice(niceness - current)
+    return current

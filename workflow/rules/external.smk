@@ -35,10 +35,14 @@ rule embed_locomo:
         "results/logs/embed_locomo.log",
     benchmark:
         "results/benchmarks/embed_locomo.tsv"
+    # one encoder at a time (profiles/default: embed_slot=1): two 2-thread encoders on
+    # 2 cores thrash; first in line, since every arm run waits for its embeddings
+    priority: 50
     conda:
         "../../envs/agentmem.yaml"
     threads: 2
     resources:
+        embed_slot=1,
         mem_mb=4000,
     params:
         cache_dir="results/cache/embeddings",
@@ -64,16 +68,18 @@ rule run_arm_locomo:
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
+    # LoCoMo reports retrieval quality only (no latency figure or table reads these
+    # runs), so this is not a timing job: no bench_slot, one untimed pass per query.
     resources:
-        bench_slot=1,
         mem_mb=4000,
     params:
         arm="{arm}",
         arm_params=arm_params,
         store_dir="results/stores/locomo/{arm}",
         k=CFG.run.k,
-        warmup=CFG.run.warmup,
-        repeats=CFG.run.repeats,
+        warmup=0,
+        repeats=1,
+        background=True,
     script:
         "../../scripts/run_arm.py"
 

@@ -54,8 +54,8 @@ rule run_decay_sweep:
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
+    # untimed (pruning, nDCG and recall per simulated day): runs beside the timing jobs
     resources:
-        bench_slot=1,
         mem_mb=4000,
     params:
         work_dir="results/stores/seeds/decay",

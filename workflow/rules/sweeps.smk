@@ -41,8 +41,8 @@ rule run_budget_sweep:
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
+    # untimed (quality and tokens only): runs beside the timing jobs
     resources:
-        bench_slot=1,
         mem_mb=2000,
     params:
         arm="{arm}",

@@ -8,8 +8,9 @@ rule run_crash_trials:
     conda:
         "../../envs/agentmem.yaml"
     threads: 2
+    # not a timing job (it counts records, not milliseconds): runs beside timing jobs;
+    # mostly waiting on the writer's fsyncs and the kill delay
     resources:
-        bench_slot=1,
         mem_mb=2000,
     params:
         family="{family}",
@@ -64,9 +65,37 @@ rule run_lost_update_trials:
         "../../scripts/run_lost_update_trials.py"
 
 
+rule embed_repair_questions:
+    input:
+        memories="results/corpus/{size}/memories.parquet",
+        # after the corpus embeddings, so repair questions equal to lexical queries are
+        # cache hits
+        embeddings="results/embeddings/{size}.parquet",
+    output:
+        "results/embeddings/repair/{size}.parquet",
+    log:
+        "results/logs/embed_repair_questions/{size}.log",
+    benchmark:
+        "results/benchmarks/embed_repair_questions/{size}.tsv"
+    priority: 50
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 2
+    resources:
+        embed_slot=1,
+        mem_mb=4000,
+    params:
+        cache_dir="results/cache/embeddings",
+        facts=CFG.trials.anomaly.facts,
+        seed=CFG.trials.seed,
+        batch_size=CFG.embedding.batch_size,
+    script:
+        "../../scripts/embed_repair_questions.py"
+
+
 rule probe_update_anomaly:
     input:
-        embeddings="results/embeddings/{size}.parquet",
+        embeddings="results/embeddings/repair/{size}.parquet",
         build="results/builds/{size}/{arm}.json",
         memories="results/corpus/{size}/memories.parquet",
         source=library_file("agentmem/trials/anomaly.py"),
@@ -79,8 +108,8 @@ rule probe_update_anomaly:
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
+    # untimed (counts restatements reached): runs beside the timing jobs
     resources:
-        bench_slot=1,
         mem_mb=2000,
     params:
         arm="{arm}",
@@ -89,7 +118,6 @@ rule probe_update_anomaly:
         facts=CFG.trials.anomaly.facts,
         k=CFG.trials.anomaly.k,
         seed=CFG.trials.seed,
-        cache_dir="results/cache/embeddings",
     script:
         "../../scripts/run_anomaly_probe.py"
 

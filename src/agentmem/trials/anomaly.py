@@ -33,9 +33,9 @@ import numpy as np
 import polars as pl
 import pyarrow.parquet as pq
 
-from agentmem.arms.base import Arm, Query
+from agentmem.arms.base import Arm, Corpus, Query
 from agentmem.corpus.io import load_corpus
-from agentmem.embeddings import DIM, encode, read_cache, text_sha256
+from agentmem.embeddings import DIM, embed_texts, encode, read_cache, text_sha256
 from agentmem.io import write_csv, write_json
 from agentmem.trials import TrialError, require_dir
 
@@ -218,6 +218,63 @@ def _probe_vectors(
     return out, len(todo)
 
 
+def _repair_questions(
+    corpus: Corpus, corpus_dir: str | Path, facts: int, seed: int
+) -> tuple[list[str], list[str]]:
+    """The facts :func:`select_facts` picks and their repair questions, in that order.
+
+    Raises:
+        ValueError: see :func:`select_facts`.
+        KeyError: a chosen fact has no row in ``facts.parquet``.
+    """
+    chosen = select_facts(corpus.memories, facts, seed)
+    assert corpus.facts is not None
+    subject = dict(
+        zip(corpus.facts["fact_id"].to_list(), corpus.facts["subject_id"].to_list(), strict=True)
+    )
+    missing = [f for f in chosen if f not in subject]
+    if missing:
+        raise KeyError(f"facts {missing[:5]} have no row in {Path(corpus_dir) / 'facts.parquet'}")
+    return chosen, [REPAIR_QUESTION.format(subject_id=subject[f]) for f in chosen]
+
+
+def embed_repair_questions(
+    corpus_dir: str | Path,
+    out_path: str | Path,
+    cache_dir: str | Path,
+    facts: int = 120,
+    seed: int = 7,
+    batch_size: int = 64,
+) -> dict[str, int]:
+    """Embed the repair questions of :func:`repair_probe` once, for every arm's probe.
+
+    The questions (``"What do we know about CFG-799?"``) for the facts
+    :func:`select_facts` picks go through the shared embedding cache
+    (:func:`agentmem.embeddings.embed_texts`; many equal a lexical query of the corpus and
+    are cache hits), so the per-arm probe jobs never load the model.
+
+    Args:
+        corpus_dir: the corpus directory (memories and facts).
+        out_path: Parquet file to write: ``id`` (``repair-<fact_id>``), ``sha256``,
+            ``vector`` (float32[384]).
+        cache_dir: the embedding-cache directory.
+        facts: facts to probe (as given to :func:`repair_probe`).
+        seed: fact-selection seed (as given to :func:`repair_probe`).
+        batch_size: encoder batch size.
+
+    Returns:
+        ``{"texts": n, "cached": hits, "encoded": misses}``.
+
+    Raises:
+        ValueError, KeyError: see :func:`select_facts` and :func:`repair_probe`.
+        agentmem.corpus.io.CorpusError: missing corpus files.
+    """
+    corpus = load_corpus(corpus_dir)
+    chosen, texts = _repair_questions(corpus, corpus_dir, facts, seed)
+    ids = [f"repair-{fid}" for fid in chosen]
+    return embed_texts(ids, texts, out_path, cache_dir, batch_size=batch_size, progress=False)
+
+
 def repair_probe(
     arm: Arm,
     corpus_dir: str | Path,
@@ -262,14 +319,7 @@ def repair_probe(
         raise ValueError(f"k must be >= 1, got {k}")
     corpus = load_corpus(corpus_dir)
     mem = corpus.memories
-    chosen = select_facts(mem, facts, seed)
-    assert corpus.facts is not None
-    subject = dict(
-        zip(corpus.facts["fact_id"].to_list(), corpus.facts["subject_id"].to_list(), strict=True)
-    )
-    missing = [f for f in chosen if f not in subject]
-    if missing:
-        raise KeyError(f"facts {missing[:5]} have no row in {Path(corpus_dir) / 'facts.parquet'}")
+    chosen, texts = _repair_questions(corpus, corpus_dir, facts, seed)
     totals = dict(restatement_counts(mem).iter_rows())
     fact_of = {
         mid: fid
@@ -281,7 +331,6 @@ def repair_probe(
         )
         if fid is not None and form != "distractor"
     }
-    texts = [REPAIR_QUESTION.format(subject_id=subject[f]) for f in chosen]
     vecs, encoded = _probe_vectors(texts, embeddings_path, cache_dir)
     log.info("%s: repair probe over %d facts (%d texts encoded)", arm.name, len(chosen), encoded)
     reached: list[int] = []

@@ -1,0 +1,24 @@
+import sys
+
+sys.stderr = open(snakemake.log[0], "w")
+
+from agentmem.io import run_in_background
+
+run_in_background()  # not a timing job: yield the CPU to those (DESIGN §5)
+
+# Embed the update-anomaly repair questions once per size (issue 10): the per-arm probe
+# jobs then read these vectors instead of each loading the model.
+from pathlib import Path
+
+from agentmem.trials.anomaly import embed_repair_questions
+
+p = snakemake.params
+stats = embed_repair_questions(
+    Path(snakemake.input.memories).parent,
+    snakemake.output[0],
+    p.cache_dir,
+    facts=p.facts,
+    seed=p.seed,
+    batch_size=p.batch_size,
+)
+print(f"repair questions: {stats}", file=sys.stderr)
