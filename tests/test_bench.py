@@ -197,6 +197,211 @@ def test_run_monitored_sees_the_largest_child(tmp_path: Path) -> None:
     assert rec["nothing_to_do"] is False
 
 
+# ------------------------------------------------------- Snakemake job benchmark files
+
+_TSV_HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time"
+
+
+def _write_tsv(path: Path, row: str, header: str = _TSV_HEADER) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"{header}\n{row}\n")
+
+
+def _job_dir(root: Path) -> Path:
+    """Four benchmark files in Snakemake's format: nested, top level, NA and '-' cells."""
+    d = root / "results" / "benchmarks"
+    _write_tsv(
+        d / "run_arm" / "m" / "file-jsonl.tsv",
+        "56.97\t0:00:56\t274.15\t678.37\t238.82\t245.66\t0.98\t494.84\t11.94\t7.75",
+    )
+    _write_tsv(
+        d / "run_arm" / "s" / "pg-gin.tsv",
+        "10.50\t0:00:10\t512.25\t900.00\t400.00\t410.00\t0.00\t3.00\t50.00\t3.25",
+    )
+    _write_tsv(d / "embed_locomo.tsv", "30.00\t0:00:30\tNA\tNA\tNA\tNA\tNA\tNA\tNA\tNA")
+    _write_tsv(d / "generate_corpus" / "xs.tsv", "1.20\t0:00:01\t-\t-\t-\t-\t0.00\t0.00\t-\t0.50")
+    return d
+
+
+def test_read_job_benchmarks_parses_snakemake_files(tmp_path: Path) -> None:
+    jobs = bench.read_job_benchmarks(_job_dir(tmp_path))
+    assert jobs == [
+        {
+            "job": "embed_locomo",
+            "rule": "embed_locomo",
+            "wall_s": 30.0,
+            "max_rss_mb": None,
+            "cpu_s": None,
+        },
+        {
+            "job": "generate_corpus/xs",
+            "rule": "generate_corpus",
+            "wall_s": 1.2,
+            "max_rss_mb": None,
+            "cpu_s": 0.5,
+        },
+        {
+            "job": "run_arm/m/file-jsonl",
+            "rule": "run_arm",
+            "wall_s": 56.97,
+            "max_rss_mb": 274.15,
+            "cpu_s": 7.75,
+        },
+        {
+            "job": "run_arm/s/pg-gin",
+            "rule": "run_arm",
+            "wall_s": 10.5,
+            "max_rss_mb": 512.25,
+            "cpu_s": 3.25,
+        },
+    ]
+    s = bench.summarise_jobs(jobs, top=3)
+    assert s["jobs_total"] == 4
+    assert s["jobs_wall_s_sum"] == pytest.approx(56.97 + 10.5 + 30.0 + 1.2)
+    assert [j["job"] for j in s["slowest_jobs"]] == [
+        "run_arm/m/file-jsonl",
+        "embed_locomo",
+        "run_arm/s/pg-gin",
+    ]
+    assert s["by_rule"] == [
+        {
+            "rule": "run_arm",
+            "jobs": 2,
+            "wall_s_sum": pytest.approx(67.47),
+            "wall_s_max": 56.97,
+            "max_rss_mb_max": 512.25,
+        },
+        {
+            "rule": "embed_locomo",
+            "jobs": 1,
+            "wall_s_sum": 30.0,
+            "wall_s_max": 30.0,
+            "max_rss_mb_max": None,
+        },
+        {
+            "rule": "generate_corpus",
+            "jobs": 1,
+            "wall_s_sum": 1.2,
+            "wall_s_max": 1.2,
+            "max_rss_mb_max": None,
+        },
+    ]
+    assert s["largest_job"] == {"job": "run_arm/s/pg-gin", "rule": "run_arm", "max_rss_mb": 512.25}
+
+
+def test_read_job_benchmarks_repeats_missing_and_malformed(tmp_path: Path) -> None:
+    assert bench.read_job_benchmarks(tmp_path / "nope") == []
+    (tmp_path / "empty").mkdir()
+    assert bench.read_job_benchmarks(tmp_path / "empty") == []
+    assert bench.summarise_jobs([])["largest_job"] is None
+    rep = tmp_path / "rep"  # repeat(): mean wall and CPU, largest RSS
+    _write_tsv(
+        rep / "trial.tsv",
+        "2.0\t0:00:02\t100.0\t1\t1\t1\t0\t0\t1\t1.0\n4.0\t0:00:04\t300.0\t1\t1\t1\t0\t0\t1\t3.0",
+    )
+    assert bench.read_job_benchmarks(rep) == [
+        {"job": "trial", "rule": "trial", "wall_s": 3.0, "max_rss_mb": 300.0, "cpu_s": 2.0}
+    ]
+    bad = tmp_path / "bad"
+    _write_tsv(bad / "rule_a" / "x.tsv", "1\t2\t3", header="wall\tmem\tcpu")
+    with pytest.raises(bench.BenchError, match=r"rule_a/x\.tsv.*max_rss"):
+        bench.read_job_benchmarks(bad)
+    hdr_only = tmp_path / "hdr"
+    hdr_only.mkdir()
+    (hdr_only / "y.tsv").write_text(_TSV_HEADER + "\n")
+    with pytest.raises(bench.BenchError, match=r"y\.tsv.*no data row"):
+        bench.read_job_benchmarks(hdr_only)
+
+
+def test_write_job_csv_keeps_missing_values(tmp_path: Path) -> None:
+    import polars as pl
+
+    jobs = bench.read_job_benchmarks(_job_dir(tmp_path))
+    bench.write_job_csv(tmp_path / "out" / "pipeline_jobs.csv", jobs)
+    df = pl.read_csv(tmp_path / "out" / "pipeline_jobs.csv")
+    assert df.columns == ["job", "rule", "wall_s", "max_rss_mb", "cpu_s"]
+    assert df.height == 4
+    assert df["max_rss_mb"].null_count() == 2
+    assert df.filter(pl.col("job") == "run_arm/s/pg-gin")["max_rss_mb"].item() == 512.25
+    bench.write_job_csv(tmp_path / "none.csv", [])
+    assert (tmp_path / "none.csv").read_text().strip() == "job,rule,wall_s,max_rss_mb,cpu_s"
+
+
+def test_summary_uses_snakemake_job_profile(tmp_path: Path) -> None:
+    res = _hand_results()
+    jobs = bench.read_job_benchmarks(_job_dir(tmp_path))
+    res["pipeline"].update(bench.summarise_jobs(jobs))
+    rows = bench.summary_rows(res)
+    by = {r["measure"]: r for r in rows}
+    peak = by["pipeline: peak RSS of the largest job"]
+    assert peak["value"] == "512 MiB"  # Snakemake's max_rss wins over psutil's 321
+    assert peak["note"].startswith("run_arm/s/pg-gin")
+    tables = bench.pipeline_job_tables(res["pipeline"], top=2)
+    assert tables[:2] == ["## Slowest jobs", ""]
+    assert tables[2].startswith("4 jobs in the full run; summed job wall time 98.7 s")
+    assert "| run_arm/m/file-jsonl | 57.0 | 274 | 7.8 |" in tables
+    assert "| embed_locomo | 30.0 | — | — |" in tables
+    assert "run_arm/s/pg-gin" not in "\n".join(tables[:12])  # only the top 2 jobs
+    i = tables.index("## Wall time by rule")
+    assert tables[i + 2 : i + 6] == [
+        "| rule | jobs | sum s | max s |",
+        "|---|---:|---:|---:|",
+        "| run_arm | 2 | 67.5 | 57.0 |",
+        "| embed_locomo | 1 | 30.0 | 30.0 |",
+    ]
+    md = bench.render_summary(rows, header="hdr", sections=tables)
+    table_end = md.index(f"{len(rows)} measures; 2 target(s) missed.")
+    assert md.index("## Slowest jobs") > table_end > md.index("| pipeline: full run |")
+    assert md.endswith("| embed_locomo | 1 | 30.0 | 30.0 |\n")
+    assert bench.pipeline_job_tables(None) == []
+    assert bench.pipeline_job_tables({"phases": {}}) == []  # pipeline.json of an older run
+
+
+def test_link_locomo_symlinks_never_copies(tmp_path: Path) -> None:
+    repo, work = tmp_path / "repo", tmp_path / "work"
+    data = repo / "data" / "external" / "locomo10.json"
+    data.parent.mkdir(parents=True)
+    data.write_text('[{"conversation": {}}]')
+    work.mkdir()
+    cfg = repo / "config" / "c.yaml"
+    cfg.parent.mkdir()
+    cfg.write_text("external:\n  locomo:\n    path: data/external/locomo10.json\n")
+    tmp_cfg = work / "c.yaml"
+    tmp_cfg.write_text(cfg.read_text())
+    rec = bench._link_locomo(repo, cfg, work, tmp_cfg)
+    link = work / "data" / "external" / "locomo10.json"
+    assert rec == {"locomo": True, "locomo_path": str(data.resolve()), "locomo_link": str(link)}
+    assert link.is_symlink() and link.resolve() == data.resolve()
+    # a path leading out of the tree: the temporary config gets the absolute path
+    outside = tmp_path / "shared" / "locomo10.json"
+    outside.parent.mkdir()
+    outside.write_text("[]")
+    cfg.write_text("external:\n  locomo:\n    path: ../shared/locomo10.json\n")
+    work2 = tmp_path / "work2"
+    work2.mkdir()
+    tmp_cfg2 = work2 / "c.yaml"
+    tmp_cfg2.write_text(cfg.read_text())
+    rec = bench._link_locomo(repo, cfg, work2, tmp_cfg2)
+    assert rec["locomo"] is True and rec["locomo_link"] is None
+    assert bench.load_config(tmp_cfg2).external.locomo.path == str(outside.resolve())
+    assert not (tmp_path / "shared" / "shared").exists() and list(work2.iterdir()) == [tmp_cfg2]
+    # absolute paths need nothing; a missing file turns LoCoMo off
+    cfg.write_text(f"external:\n  locomo:\n    path: {outside}\n")
+    assert bench._link_locomo(repo, cfg, work2, tmp_cfg2)["locomo_link"] is None
+    cfg.write_text("external:\n  locomo:\n    path: data/nope.json\n")
+    assert bench._link_locomo(repo, cfg, work2, tmp_cfg2) == {
+        "locomo": False,
+        "locomo_path": None,
+        "locomo_link": None,
+    }
+
+
+def test_main_rejects_zero_pipeline_cores() -> None:
+    with pytest.raises(SystemExit) as exc:
+        bench.main(["--pipeline-cores", "0", "--arms", "", "--skip-embedding"])
+    assert exc.value.code == 2
+
+
 # ------------------------------------------------------------------------ real runs
 
 

@@ -19,11 +19,14 @@ per measure: value, target, met?):
 3. **Embedding throughput** — :func:`agentmem.embeddings.embed_texts` with an empty cache
    against a bare ``SentenceTransformer.encode`` of the same texts, chunk by chunk,
    alternating which goes first. Target ≥ 0.9×.
-4. **Pipeline** (opt-in, slow) — wall time of a full ``snakemake --cores 2`` run in a
-   temporary working directory, of an immediate rerun (should do nothing), and of
-   rebuilding one figure (its plotting module touched: Snakemake 9 then compares
-   checksums and does nothing, so the rebuild is also forced); peak RSS of the largest
-   job (the process tree is polled with psutil). Targets: ≤ 600 s, ≤ 5 s, ≤ 20 s.
+4. **Pipeline** (opt-in, slow) — wall time of a full ``snakemake --cores 16`` run (what
+   ``make reproduce`` runs; ``--pipeline-cores``) in a temporary working directory, of
+   an immediate rerun (should do nothing), and of rebuilding one figure (its plotting
+   module touched: Snakemake 9 then compares checksums and does nothing, so the rebuild
+   is also forced); peak RSS of the largest job. Targets: ≤ 600 s, ≤ 5 s, ≤ 20 s. The
+   per-job Snakemake ``benchmark:`` files of the full run (wall s, peak RSS, CPU s) are
+   collected into ``pipeline_jobs.csv`` and the slowest jobs / rules are profiled in
+   ``summary.md``; the process tree is also polled with psutil as a fallback.
 
 All timings use :func:`time.perf_counter_ns` with the garbage collector paused. An arm
 that cannot be benchmarked gets an ``error`` entry naming why; the run goes on.
@@ -64,7 +67,7 @@ from tqdm import tqdm
 from agentmem.arms import ARMS
 from agentmem.arms.base import Arm, Corpus, Embeddings, Query
 from agentmem.config import Config, ConfigError, SizeConfig, load_config
-from agentmem.io import write_json, write_text
+from agentmem.io import write_csv, write_json, write_text
 
 log = logging.getLogger(__name__)
 
@@ -896,11 +899,202 @@ def _snakemake_bin() -> str:
     return found
 
 
+#: Columns of a Snakemake ``benchmark:`` TSV that :func:`read_job_benchmarks` needs.
+JOB_TSV_COLUMNS = ("s", "max_rss", "cpu_time")
+#: Values Snakemake writes when psutil could not measure (``NA``) or had no value (``-``).
+_MISSING = frozenset({"", "-", "NA", "na", "nan", "NaN", "None"})
+#: Column types of ``pipeline_jobs.csv`` (one row per job of the ``full`` phase).
+JOB_SCHEMA = {
+    "job": pl.String,
+    "rule": pl.String,
+    "wall_s": pl.Float64,
+    "max_rss_mb": pl.Float64,
+    "cpu_s": pl.Float64,
+}
+
+
+def _tsv_float(text: str) -> float | None:
+    """A TSV cell as a float; ``None`` for ``NA``, ``-``, empty or non-finite values."""
+    text = text.strip()
+    if text in _MISSING:
+        return None
+    try:
+        x = float(text)
+    except ValueError:
+        return None
+    return x if math.isfinite(x) else None
+
+
+def _tsv_column(rows: Sequence[Sequence[str]], i: int) -> list[float]:
+    """The measured values of column ``i`` over ``rows`` (missing cells dropped)."""
+    vals = [_tsv_float(r[i]) if i < len(r) else None for r in rows]
+    return [v for v in vals if v is not None]
+
+
+def read_job_benchmarks(bench_dir: Path) -> list[dict[str, Any]]:
+    """Read every Snakemake ``benchmark:`` file under ``bench_dir`` into one record per job.
+
+    The workflow writes ``results/benchmarks/<rule>/<wildcards...>.tsv`` (or
+    ``results/benchmarks/<rule>.tsv`` for a rule without wildcards): a tab-separated
+    header ``s  h:m:s  max_rss  max_vms  max_uss  max_pss  io_in  io_out  mean_load
+    cpu_time`` and one data row. Snakemake samples the job's whole process tree with
+    psutil (every 0.5 s at first, then every 30 s), so a very short job may have ``NA``
+    (or ``-``) instead of a memory or CPU figure: those become ``None``. A file with
+    several data rows (``repeat()``) gives the mean wall and CPU time and the largest RSS.
+
+    Args:
+        bench_dir: the ``results/benchmarks`` directory; missing or empty gives ``[]``.
+
+    Returns:
+        Records sorted by ``job``, each with ``job`` (the path below ``bench_dir``
+        without ``.tsv``, e.g. ``run_arm/m/file-jsonl``), ``rule`` (the first path
+        component, or the file stem at top level), ``wall_s`` (column ``s``: wall-clock
+        seconds), ``max_rss_mb`` (column ``max_rss``: peak resident set size in MiB,
+        bytes / 2**20 summed over the job's processes) and ``cpu_s`` (column
+        ``cpu_time``: user + system CPU seconds of those processes); any of the last
+        three may be ``None``.
+
+    Raises:
+        BenchError: naming the file when its header lacks ``s``, ``max_rss`` or
+            ``cpu_time``, or it has no data row.
+    """
+    bench_dir = Path(bench_dir)
+    if not bench_dir.is_dir():
+        return []
+    jobs: list[dict[str, Any]] = []
+    for path in sorted(bench_dir.rglob("*.tsv")):
+        lines = [ln for ln in path.read_text(errors="replace").splitlines() if ln.strip()]
+        header = lines[0].split("\t") if lines else []
+        missing = [c for c in JOB_TSV_COLUMNS if c not in header]
+        if missing:
+            raise BenchError(
+                f"{path}: not a Snakemake benchmark file (header lacks {', '.join(missing)}; "
+                f"got {lines[0][:80]!r})"
+                if lines
+                else f"{path}: empty benchmark file (no header)"
+            )
+        if len(lines) < 2:
+            raise BenchError(f"{path}: benchmark file has a header but no data row")
+        rows = [ln.split("\t") for ln in lines[1:]]
+        wall, rss, cpu = (_tsv_column(rows, header.index(c)) for c in JOB_TSV_COLUMNS)
+        rel = path.relative_to(bench_dir).with_suffix("")
+        jobs.append(
+            {
+                "job": rel.as_posix(),
+                "rule": rel.parts[0],
+                "wall_s": round(statistics.fmean(wall), 3) if wall else None,
+                "max_rss_mb": max(rss) if rss else None,
+                "cpu_s": round(statistics.fmean(cpu), 3) if cpu else None,
+            }
+        )
+    return jobs
+
+
+def summarise_jobs(jobs: Sequence[dict[str, Any]], top: int = 15) -> dict[str, Any]:
+    """Aggregate :func:`read_job_benchmarks` records for the pipeline record.
+
+    Missing values (``None``) count as 0 in sums and are skipped by maxima; jobs
+    without a wall time sort last.
+
+    Args:
+        jobs: job records (``job``, ``rule``, ``wall_s``, ``max_rss_mb``, ``cpu_s``).
+        top: how many of the slowest jobs to keep.
+
+    Returns:
+        ``jobs_total`` (count), ``jobs_wall_s_sum`` (seconds, summed over jobs: the
+        serial cost, not the wall time of the run), ``slowest_jobs`` (the ``top``
+        records by ``wall_s``, descending), ``by_rule`` (per rule ``rule``, ``jobs``,
+        ``wall_s_sum``, ``wall_s_max``, ``max_rss_mb_max``; sorted by ``wall_s_sum``
+        descending, then rule name) and ``largest_job`` (``job``, ``rule``,
+        ``max_rss_mb`` of the job with the largest peak RSS in MiB; ``None`` when no job
+        has one).
+    """
+
+    def wall(j: dict[str, Any]) -> float:
+        return j["wall_s"] if j["wall_s"] is not None else -math.inf
+
+    slowest = sorted(jobs, key=lambda j: (-wall(j), j["job"]))[:top]
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for j in jobs:
+        groups.setdefault(j["rule"], []).append(j)
+    by_rule = []
+    for rule, js in groups.items():
+        walls = [j["wall_s"] for j in js if j["wall_s"] is not None]
+        rss = [j["max_rss_mb"] for j in js if j["max_rss_mb"] is not None]
+        by_rule.append(
+            {
+                "rule": rule,
+                "jobs": len(js),
+                "wall_s_sum": round(sum(walls), 3),
+                "wall_s_max": max(walls) if walls else None,
+                "max_rss_mb_max": max(rss) if rss else None,
+            }
+        )
+    by_rule.sort(key=lambda r: (-r["wall_s_sum"], r["rule"]))
+    with_rss = [j for j in jobs if j["max_rss_mb"] is not None]
+    big = max(with_rss, key=lambda j: j["max_rss_mb"], default=None)
+    return {
+        "jobs_total": len(jobs),
+        "jobs_wall_s_sum": round(sum(j["wall_s"] or 0.0 for j in jobs), 3),
+        "slowest_jobs": [dict(j) for j in slowest],
+        "by_rule": by_rule,
+        "largest_job": None
+        if big is None
+        else {"job": big["job"], "rule": big["rule"], "max_rss_mb": big["max_rss_mb"]},
+    }
+
+
+def write_job_csv(path: Path, jobs: Sequence[dict[str, Any]]) -> None:
+    """Atomically write job records as CSV (columns of :data:`JOB_SCHEMA`, empty cell = NA)."""
+    write_csv(path, pl.DataFrame(list(jobs), schema=JOB_SCHEMA, orient="row"))
+
+
+def _link_locomo(repo: Path, config_file: Path, tmp: Path, tmp_cfg: Path) -> dict[str, Any]:
+    """Make the config's LoCoMo file reachable from the temporary working directory.
+
+    ``external.locomo.path`` is read with :func:`~agentmem.config.load_config`; a relative
+    path is taken relative to ``repo`` (where ``make reproduce`` runs). When that file
+    exists: a relative path inside the tree gets the same relative path under ``tmp`` as
+    a symlink to the resolved file (the data is never copied); a relative path leading
+    out of the tree (``../...``) cannot be mirrored under ``tmp``, so the temporary copy
+    of the config (``tmp_cfg``) gets the resolved absolute path instead; an absolute
+    path needs nothing.
+
+    Returns:
+        ``locomo`` (whether the LoCoMo targets can run), ``locomo_path`` (the resolved
+        file or ``None``) and ``locomo_link`` (the symlink made under ``tmp`` or
+        ``None``).
+    """
+    raw = load_config(config_file).external.locomo.path
+    p = Path(raw)
+    src = p if p.is_absolute() else repo / p
+    out: dict[str, Any] = {"locomo": src.is_file(), "locomo_path": None, "locomo_link": None}
+    if not out["locomo"]:
+        return out
+    target = src.resolve()
+    out["locomo_path"] = str(target)
+    if p.is_absolute():
+        return out
+    link = Path(os.path.normpath(tmp / p))
+    if link.is_relative_to(tmp) and link != tmp:
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(target)
+        out["locomo_link"] = str(link)
+    else:
+        import yaml
+
+        data = yaml.safe_load(tmp_cfg.read_text()) or {}
+        data.setdefault("external", {}).setdefault("locomo", {})["path"] = str(target)
+        write_text(tmp_cfg, yaml.safe_dump(data, sort_keys=False))
+        out["locomo_config_rewritten"] = str(tmp_cfg)
+    return out
+
+
 def pipeline_benchmark(
     repo: Path,
     config_file: Path,
     out_dir: Path,
-    cores: int = 2,
+    cores: int = 16,
     keep: bool = False,
 ) -> dict:
     """Time a full workflow run, a rerun and one figure rebuild in a temporary directory.
@@ -916,15 +1110,26 @@ def pipeline_benchmark(
     nothing; ``figure`` is what an edit of the plotting code costs: the DAG plus that
     one job.
 
+    The config's LoCoMo file, when it exists, is linked into the working directory
+    (:func:`_link_locomo`), so the LoCoMo targets run as in ``make reproduce``. Right
+    after ``full`` (before the forced rebuild overwrites a figure's file), the jobs'
+    Snakemake benchmark files ``<tmp>/results/benchmarks/**/*.tsv`` are read
+    (:func:`read_job_benchmarks`), summarised (:func:`summarise_jobs`) and written to
+    ``out_dir/pipeline_jobs.csv``.
+
     Args:
         repo: the repository (holds ``Snakefile``, ``config/``, ``profiles/``).
         config_file: the configuration to run.
-        out_dir: where the per-phase logs go.
-        cores: ``--cores``.
+        out_dir: where the per-phase logs and ``pipeline_jobs.csv`` go.
+        cores: ``--cores`` (default 16, as ``make reproduce``).
         keep: keep the temporary working directory (its path is in the record).
 
     Returns:
-        One :func:`run_monitored` record per phase, the targets and whether each was met.
+        ``config``, ``cores``, ``workdir``, the LoCoMo fields of :func:`_link_locomo`,
+        ``phases`` (one :func:`run_monitored` record per phase, with its target and
+        whether it was met), ``peak_job_rss_mb`` (psutil, MiB), the fields of
+        :func:`summarise_jobs` plus ``jobs_csv`` (or ``jobs_error`` when a benchmark file
+        could not be read) and ``error`` when a phase failed.
 
     Raises:
         BenchError: when the config file does not exist.
@@ -948,9 +1153,13 @@ def pipeline_benchmark(
     rec: dict[str, Any] = {"config": str(config_file), "cores": cores, "workdir": str(tmp)}
     phases: dict[str, dict] = {}
     try:
+        rec.update(_link_locomo(repo, config_file, tmp, cfg))
+        log.info("pipeline: LoCoMo %s", rec["locomo_path"] or "not found: targets skipped")
         for phase in ("full", "rerun"):
-            log.info("pipeline: %s run ...", phase)
+            log.info("pipeline: %s run (--cores %d) ...", phase, cores)
             phases[phase] = run_monitored(base, out_dir / f"pipeline_{phase}.log")
+            if phase == "full":
+                rec.update(_collect_jobs(tmp / "results" / "benchmarks", out_dir))
             if phases[phase]["returncode"] != 0:
                 raise BenchError(f"snakemake {phase} run failed: see {phases[phase]['log']}")
         # the target goes before the options: --configfile takes several values
@@ -984,6 +1193,24 @@ def pipeline_benchmark(
     rec["phases"] = phases
     rec["peak_job_rss_mb"] = max((p["peak_job_rss_mb"] for p in phases.values()), default=None)
     return rec
+
+
+def _collect_jobs(bench_dir: Path, out_dir: Path) -> dict[str, Any]:
+    """Read, summarise and write (``out_dir/pipeline_jobs.csv``) the jobs' benchmark files.
+
+    Returns:
+        :func:`summarise_jobs` plus ``jobs_csv``; ``{"jobs_error": ...}`` when a file
+        cannot be read (the pipeline record still gets its timings).
+    """
+    try:
+        jobs = read_job_benchmarks(bench_dir)
+    except (BenchError, OSError) as exc:
+        log.error("pipeline: %s", exc)
+        return {"jobs_error": f"{type(exc).__name__}: {exc}"}
+    csv = out_dir / "pipeline_jobs.csv"
+    write_job_csv(csv, jobs)
+    log.info("pipeline: %d job benchmark files -> %s", len(jobs), csv)
+    return {**summarise_jobs(jobs), "jobs_csv": str(csv)}
 
 
 # ---------------------------------------------------------------------- summary
@@ -1087,7 +1314,18 @@ def summary_rows(results: dict[str, dict | None]) -> list[dict[str, Any]]:
             if phase == "touch":
                 note += " (Snakemake 9 also compares input checksums)"
             rows.append(_row(label, f"{p['wall_s']:.1f} s", target, p.get("met"), note))
-        if pipe.get("peak_job_rss_mb") is not None:
+        largest = pipe.get("largest_job")
+        if largest and largest.get("max_rss_mb") is not None:
+            rows.append(
+                _row(
+                    "pipeline: peak RSS of the largest job",
+                    f"{largest['max_rss_mb']:,.0f} MiB",
+                    "—",
+                    None,
+                    f"{largest['job']} (Snakemake benchmark max_rss, full run)",
+                )
+            )
+        elif pipe.get("peak_job_rss_mb") is not None and phases:
             big = max(phases.values(), key=lambda p: p["peak_job_rss_mb"])
             rows.append(
                 _row(
@@ -1101,6 +1339,57 @@ def summary_rows(results: dict[str, dict | None]) -> list[dict[str, Any]]:
     return rows
 
 
+def _num(x: float | None, fmt: str = ",.1f") -> str:
+    """``x`` formatted, or ``—`` when missing."""
+    return "—" if x is None else format(x, fmt)
+
+
+def pipeline_job_tables(pipe: dict[str, Any] | None, top: int = 10) -> list[str]:
+    """Markdown sections profiling the jobs of the pipeline's full run.
+
+    Args:
+        pipe: the pipeline record (:func:`pipeline_benchmark`); ``None``, or one without
+            ``slowest_jobs`` / ``by_rule``, gives no lines.
+        top: rows per table.
+
+    Returns:
+        Lines of two tables: ``## Slowest jobs`` (job, wall s, peak RSS MiB, CPU s) and
+        ``## Wall time by rule`` (rule, jobs, sum s, max s), each introduced by a
+        sentence with the job count and summed wall time.
+    """
+    if not pipe:
+        return []
+    lines: list[str] = []
+    slowest = pipe.get("slowest_jobs") or []
+    total = pipe.get("jobs_total", len(slowest))
+    serial = pipe.get("jobs_wall_s_sum")
+    intro = (
+        f"{total} jobs in the full run; summed job wall time {_num(serial)} s "
+        "(Snakemake `benchmark:` files; peak RSS in MiB over the job's processes)."
+    )
+    if slowest:
+        lines += ["## Slowest jobs", "", intro, ""]
+        lines += ["| job | wall s | peak RSS MB | CPU s |", "|---|---:|---:|---:|"]
+        for j in slowest[:top]:
+            lines.append(
+                f"| {j['job']} | {_num(j['wall_s'])} | {_num(j['max_rss_mb'], ',.0f')} "
+                f"| {_num(j['cpu_s'])} |"
+            )
+        lines.append("")
+    by_rule = pipe.get("by_rule") or []
+    if by_rule:
+        lines += ["## Wall time by rule", ""]
+        if not slowest:
+            lines += [intro, ""]
+        lines += ["| rule | jobs | sum s | max s |", "|---|---:|---:|---:|"]
+        for r in by_rule[:top]:
+            lines.append(
+                f"| {r['rule']} | {r['jobs']} | {_num(r['wall_s_sum'])} | {_num(r['wall_s_max'])} |"
+            )
+        lines.append("")
+    return lines
+
+
 def _row(measure: str, value: str, target: str, met: bool | None, note: str) -> dict[str, Any]:
     return {"measure": measure, "value": value, "target": target, "met": met, "note": note}
 
@@ -1109,10 +1398,18 @@ def _x(ratio: float | None) -> str:
     return "—" if ratio is None else f"{ratio:.3f}×"
 
 
-def render_summary(rows: Sequence[dict[str, Any]], header: str = "") -> str:
+def render_summary(
+    rows: Sequence[dict[str, Any]], header: str = "", sections: Sequence[str] = ()
+) -> str:
     """Render summary rows as a Markdown table ``| measure | value | target | met? | note |``.
 
     ``met`` renders as ``yes``, ``**no**`` or ``n/a`` (not measured or no target).
+
+    Args:
+        rows: :func:`summary_rows`.
+        header: a paragraph above the table.
+        sections: further Markdown lines placed below the table and its count line
+            (e.g. :func:`pipeline_job_tables`).
     """
     lines = ["# agentmem benchmark summary", ""]
     if header:
@@ -1124,7 +1421,9 @@ def render_summary(rows: Sequence[dict[str, Any]], header: str = "") -> str:
         lines.append(f"| {r['measure']} | {r['value']} | {r['target']} | {met} | {note} |")
     missed = sum(1 for r in rows if r["met"] is False)
     lines += ["", f"{len(rows)} measures; {missed} target(s) missed."]
-    return "\n".join(lines) + "\n"
+    if sections:
+        lines += ["", *sections]
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 # ------------------------------------------------------------------------- driver
@@ -1247,6 +1546,7 @@ def run_bench(
     embed_rounds: int = 1,
     embed_texts_n: int = 2000,
     pipeline: bool = False,
+    pipeline_cores: int = 16,
     repo: Path | None = None,
     progress: bool = True,
 ) -> dict[str, Any]:
@@ -1267,6 +1567,7 @@ def run_bench(
         embed_rounds: passes over the texts in section 3.
         embed_texts_n: number of texts embedded in section 3.
         pipeline: run section 4 (slow).
+        pipeline_cores: ``snakemake --cores`` in section 4 (default 16, as ``make reproduce``).
         repo: the repository root (default: the current directory).
         progress: show progress bars.
 
@@ -1335,7 +1636,7 @@ def run_bench(
     if pipeline:
         env = _environment()
         try:
-            rec = pipeline_benchmark(repo, Path(config_file), out_dir)
+            rec = pipeline_benchmark(repo, Path(config_file), out_dir, cores=pipeline_cores)
         except Exception as exc:  # report, never crash the run
             rec = {"error": f"{type(exc).__name__}: {exc}", "phases": {}}
         results["pipeline"] = {**env, **rec}
@@ -1356,13 +1657,16 @@ def run_bench(
         f"1-minute load average at the start: {', '.join(loads) or 'n/a'}). "
         f"Result files in `{out_dir}` ({'; '.join(stamps)})."
     )
-    write_text(out_dir / "summary.md", render_summary(rows, header))
+    tables = pipeline_job_tables(results.get("pipeline"))
+    write_text(out_dir / "summary.md", render_summary(rows, header, tables))
     results["rows"] = rows
     return results
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: ``python scripts/bench.py [--size s] [--out results/bench] [--pipeline]``.
+
+    ``--pipeline-cores N`` sets ``snakemake --cores`` for ``--pipeline`` (default 16).
 
     Returns:
         0 (targets missed are reported in the summary, not by the exit status); 2 on a
@@ -1390,8 +1694,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--embed-texts", type=int, default=2000, help="texts in the embedding test")
     p.add_argument("--skip-embedding", action="store_true", help="skip the embedding test")
     p.add_argument("--pipeline", action="store_true", help="also time the whole workflow (slow)")
+    p.add_argument(
+        "--pipeline-cores",
+        type=int,
+        default=16,
+        metavar="N",
+        help="snakemake --cores for --pipeline (default: 16, as `make reproduce`)",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     args = p.parse_args(argv)
+    if args.pipeline_cores < 1:
+        p.error(f"--pipeline-cores must be >= 1, got {args.pipeline_cores}")
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
     log.setLevel(logging.INFO)  # our progress lines; pgserver and the model stay quiet
     arms = None if args.arms is None else [a for a in args.arms.split(",") if a.strip()]
@@ -1407,6 +1720,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             embed_rounds=args.embed_rounds,
             embed_texts_n=args.embed_texts,
             pipeline=args.pipeline,
+            pipeline_cores=args.pipeline_cores,
             progress=not args.no_progress,
         )
     except (BenchError, ConfigError) as exc:
