@@ -237,8 +237,9 @@ _PG_BARE = (
 #: Per arm: (what the bare call does, what Arm.query does beyond it) — says what bounds
 #: a ratio above the target.
 BARE_CALL: dict[str, tuple[str, str]] = {
-    "file-jsonl": ("re-read + json.loads of every line",
-                   "the arm's Python term scan and sort over every memory (its retrieval)"),
+    "file-jsonl": ("re-read + polars read_ndjson of every line, then the polars term scan "
+                   "and top-k (a file has no engine: this scan is its retrieval)",
+                   "term extraction from the text and the Result"),
     "file-vec": ("set_ef + knn_query", "vector checks and the label -> id mapping"),
     "file-vec-meta": ("set_ef + knn_query of k * overfetch",
                       "the Python metadata post-filter and the label -> id mapping"),

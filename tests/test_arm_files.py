@@ -1,0 +1,461 @@
+"""The vectorised file-jsonl recall (issue 10) against the original per-line algorithm.
+
+``reference_query`` below is the former implementation of ``FileJsonlArm.query``, kept
+here (not in the library) as the oracle: ``json.loads`` of every line, Python scoring
+``score = |{t in query_terms(text) : t in body.lower()}|``, drop 0, stable sort by score,
+created_day, seq descending, take k. The arm must return exactly its ids.
+
+Also covered: error handling of corrupt files (path named, line numbered), the bare
+driver call ``raw_query_call`` being the very read-and-scan ``query`` makes, re-reading on every
+call (an append by another process is seen), Unicode lower-casing (polars vs Python),
+literal (never regex) matching, hostile texts and hyphenated identifiers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import textwrap
+import unicodedata
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from hostile import HOSTILE_TEXTS
+
+from agentmem.arms.base import ArmError, Corpus, Predicate, Query, Result
+from agentmem.arms.files import JSONL_NAME, FileJsonlArm
+from agentmem.arms.text import query_terms
+from agentmem.config import CorpusConfig, SizeConfig
+from agentmem.corpus import write_corpus
+from agentmem.corpus.io import load_corpus
+
+DIM = 384
+
+
+def reference_query(path: Path, text: str, k: int, rows: list[dict] | None = None) -> list[str]:
+    """The original file-jsonl recall, line by line in Python (the oracle).
+
+    ``rows`` may pass the already parsed lines of ``path`` (to compare many queries).
+    """
+    if rows is None:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        rows = [json.loads(line) for line in lines if line.strip()]
+    terms = query_terms(text or "")
+    if not terms or k <= 0:
+        return []
+    scored = []
+    for row in rows:
+        body = str(row["body"] or "").lower()
+        score = sum(1 for t in terms if t in body)
+        if score:
+            scored.append((score, int(row["created_day"]), int(row["seq"]), str(row["memory_id"])))
+    scored.sort(key=lambda s: (-s[0], -s[1], -s[2]))
+    return [s[3] for s in scored[:k]]
+
+
+def q(text: str, predicate: Predicate | None = None, wants_count: bool = False) -> Query:
+    """A query carrying ``text`` (the file arm ignores the embedding)."""
+    return Query("q", text, np.zeros(DIM, dtype=np.float32), predicate, wants_count)
+
+
+def memories(rows: list[tuple[str, str, int]]) -> Corpus:
+    """A corpus of (memory_id, body, created_day) rows; seq = row position."""
+    n = len(rows)
+    return Corpus(
+        memories=pl.DataFrame(
+            {
+                "memory_id": [r[0] for r in rows],
+                "session_id": ["S1"] * n,
+                "turn_no": list(range(n)),
+                "seq": list(range(n)),
+                "kind": ["semantic"] * n,
+                "body": [r[1] for r in rows],
+                "fact_id": [None] * n,
+                "created_day": [r[2] for r in rows],
+                "source": ["user_message"] * n,
+                "confidence": [1.0] * n,
+                "superseded_by": [None] * n,
+                "tokens": [len(r[1].split()) for r in rows],
+                "entity_ids": [[] for _ in rows],
+            },
+            schema_overrides={
+                "turn_no": pl.Int32,
+                "created_day": pl.Int32,
+                "fact_id": pl.Utf8,
+                "superseded_by": pl.Utf8,
+                "tokens": pl.Int32,
+                "entity_ids": pl.List(pl.Utf8),
+            },
+        )
+    )
+
+
+def probe_texts(bodies: list[str], extra: list[str]) -> list[str]:
+    """Query texts: every hostile text, ``extra``, and words/pairs/fragments of bodies."""
+    texts = list(HOSTILE_TEXTS) + list(extra)
+    for i, body in enumerate(bodies):
+        words = body.split()
+        texts.append(body)
+        texts.append(" ".join(words[:2]))
+        texts.append(words[-1] if words else "")
+        texts.append(body[len(body) // 3 : len(body) // 3 + 4])  # mid-word fragment
+        if i % 3 == 0 and len(words) > 2:
+            texts.append(f"What about {words[1].upper()} and {words[-2]}?")
+    return texts
+
+
+def assert_same_as_reference(arm: FileJsonlArm, path: Path, texts: list[str], ks) -> int:
+    """Every (text, k) gives the reference ids; returns how many non-empty results."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    rows = [json.loads(line) for line in lines if line.strip()]
+    nonempty = 0
+    for text in dict.fromkeys(texts):
+        for k in ks:
+            want = reference_query(path, text, k, rows)
+            got = arm.query(q(text), k)
+            assert isinstance(got, Result) and got.count is None
+            assert got.memory_ids == want, (text, k)
+            nonempty += bool(want)
+    return nonempty
+
+
+# ---------------------------------------------------------------- equivalence
+
+
+def test_equivalent_to_reference_on_tiny(tiny, tmp_path):
+    corpus, vectors = tiny
+    arm = FileJsonlArm()
+    arm.build(corpus, vectors, tmp_path / "s")
+    path = tmp_path / "s" / JSONL_NAME
+    bodies = corpus.memories["body"].to_list()
+    texts = probe_texts(bodies, ["svc", "CFG-799", "SVC-5345 timeout", "amber", "the of a"])
+    n = assert_same_as_reference(arm, path, texts, (0, 1, 2, 3, 6, 10))
+    assert n > 100  # the comparison is not vacuous
+    arm.close()
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    """A generated corpus (~1,000 memories) and its file-jsonl store."""
+    d = tmp_path_factory.mktemp("gen")
+    write_corpus(d / "corpus", SizeConfig(facts=300, queries_per_class=4), CorpusConfig())
+    corpus = load_corpus(d / "corpus")
+    arm = FileJsonlArm()
+    arm.build(corpus, None, d / "store")
+    queries = pl.read_parquet(d / "corpus" / "queries.parquet")["text"].to_list()
+    yield arm, d / "store" / JSONL_NAME, corpus, queries
+    arm.close()
+
+
+def test_equivalent_to_reference_on_generated_corpus(generated):
+    arm, path, corpus, queries = generated
+    assert corpus.memories.height > 500
+    bodies = corpus.memories["body"].to_list()[::7]
+    texts = probe_texts(bodies, queries)
+    n = assert_same_as_reference(arm, path, texts, (1, 10, 100_000))
+    assert n > 500
+
+
+def test_generated_queries_find_memories(generated):
+    arm, path, _, queries = generated
+    hits = [arm.query(q(t), 10).memory_ids for t in queries]
+    assert sum(bool(h) for h in hits) >= len(queries) // 2
+    assert all(len(h) <= 10 for h in hits)
+
+
+def test_ties_keep_file_order_like_the_stable_sort(tiny, tmp_path):
+    corpus, vectors = tiny
+    arm = FileJsonlArm()
+    arm.build(corpus, vectors, tmp_path / "t")
+    path = tmp_path / "t" / JSONL_NAME
+    # rows equal on (score, created_day, seq): the earlier line wins, as in a stable sort
+    with path.open("a", encoding="utf-8") as fh:
+        for mid in ("T9", "T1", "T5", "T3"):
+            row = {"memory_id": mid, "body": "tie amber", "created_day": 50, "seq": 7}
+            fh.write(json.dumps(row) + "\n")
+    assert arm.query(q("tie"), 10).memory_ids == ["T9", "T1", "T5", "T3"]
+    assert arm.query(q("amber tie"), 3).memory_ids == ["T9", "T1", "T5"]
+    assert arm.query(q("amber"), 10).memory_ids == ["T9", "T1", "T5", "T3", "M2"]
+    for text in ("tie", "amber tie", "amber", "ledger tie", "CFG-799 tie"):
+        for k in (1, 2, 4, 10):
+            assert arm.query(q(text), k).memory_ids == reference_query(path, text, k)
+
+
+NON_ASCII = [
+    ("U1", "Die Straße nach İstanbul ist lang.", 5),
+    ("U2", "ÆØÅ are Danish letters; æøå in lower case.", 6),
+    ("U3", "STRASSE is the capitalised spelling.", 7),
+    ("U4", "ΟΔΟΣ ΣΑΣ: final sigma at word ends.", 8),
+    ("U5", "Temperature 300 \u212a (Kelvin sign) and 5 \u212b (Angstrom sign).", 9),
+    ("U6", "İİ double dotted capital I, then istanbul in plain letters.", 10),
+    ("U7", "ǅemal and ẞ capital sharp s; ﬁne ligature.", 11),
+    ("U8", "データベースのタイムアウト and тайм-аут БАЗЫ данных.", 12),
+    ("U9", "Reading: 300\u212a exactly.", 13),
+]
+
+
+def test_non_ascii_bodies_match_python_lowercasing(tmp_path):
+    arm = FileJsonlArm()
+    arm.build(memories(NON_ASCII), None, tmp_path / "u")
+    path = tmp_path / "u" / JSONL_NAME
+    texts = [
+        "Straße",
+        "STRASSE",
+        "strasse",
+        "İstanbul",
+        "istanbul",
+        "i̇stanbul",
+        "ÆØÅ",
+        "æøå",
+        "ΟΔΟΣ",
+        "οδος",
+        "οδοσ",
+        "σας",
+        "K kelvin",
+        "k",
+        "å",
+        "ǆemal",
+        "ß",
+        "ﬁne",
+        "fine",
+        "БАЗЫ",
+        "базы",
+        "データベース",
+    ] + [b for _, b, _ in NON_ASCII]
+    assert_same_as_reference(arm, path, texts, (1, 3, 10))
+    # spot checks worked out by hand (Python lower(): 'İ' -> 'i' + U+0307, 'K' -> 'k')
+    assert arm.query(q("Straße"), 10).memory_ids == ["U1"]
+    assert arm.query(q("istanbul"), 10).memory_ids == ["U6"]
+    assert arm.query(q("ÆØÅ"), 10).memory_ids == ["U2"]
+    assert arm.query(q("k"), 10).memory_ids == ["U9", "U5"]  # U9 only via the Kelvin sign
+    assert arm.query(q("БАЗЫ"), 10).memory_ids == ["U8"]
+    arm.close()
+
+
+def test_polars_lowercase_equals_python_on_assigned_code_points():
+    # every code point assigned in this Python's Unicode database, alone and after 'AΣ'
+    # (the final-sigma context); code points unassigned here are left out because newer
+    # Unicode versions (in the Rust standard library) give some of them case mappings.
+    chars = [
+        chr(c)
+        for c in range(0x110000)
+        if not 0xD800 <= c <= 0xDFFF and unicodedata.category(chr(c)) != "Cn"
+    ]
+    assert len(chars) > 100_000
+    for texts in (chars, ["AΣ" + c for c in chars]):
+        got = pl.Series(texts, dtype=pl.String).str.to_lowercase().to_list()
+        bad = [t for t, g in zip(texts, got, strict=True) if t.lower() != g]
+        assert bad == []
+
+
+def test_terms_are_literal_substrings_never_patterns(tmp_path):
+    rows = [
+        ("R1", r"regex .* (group) [class] back\slash ^caret$ a+b? {2} | pipe", 1),
+        ("R2", "plain words only: star group class", 2),
+        ("R3", "100% of_the_rows use LIKE wildcards", 3),
+    ]
+    arm = FileJsonlArm()
+    arm.build(memories(rows), None, tmp_path / "r")
+    path = tmp_path / "r" / JSONL_NAME
+    texts = list(HOSTILE_TEXTS) + [b for _, b, _ in rows] + ["(group)", "[class]", "%", "_"]
+    assert_same_as_reference(arm, path, texts, (1, 10))
+    assert arm.query(q("(group)"), 10).memory_ids == ["R2", "R1"]
+    assert arm.query(q("[class]"), 10).memory_ids == ["R2", "R1"]
+    assert arm.query(q("a+b?"), 10).memory_ids == ["R1"]  # 'a' is a stopword; term b
+    assert arm.query(q("of_the_rows"), 10).memory_ids == ["R3"]
+    arm.close()
+
+
+# ---------------------------------------------------------------- the bare call
+
+
+def test_raw_query_call_is_the_scan_query_makes(tiny, tmp_path):
+    corpus, vectors = tiny
+    arm = FileJsonlArm()
+    arm.build(corpus, vectors, tmp_path / "b")
+    path = tmp_path / "b" / JSONL_NAME
+    call = arm.raw_query_call(q("CFG-799"), 10)
+    assert call() == arm.query(q("CFG-799"), 10).memory_ids == ["M5", "M3", "M1"]
+    assert call() == reference_query(path, "CFG-799", 10)
+    # no caching: an appended line shows up in the next call, in query() as well
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(
+            json.dumps({"memory_id": "M7", "body": "cfg-799", "created_day": 999, "seq": 9}) + "\n"
+        )
+    assert call() == arm.query(q("CFG-799"), 10).memory_ids == ["M7", "M5", "M3", "M1"]
+    arm.close()
+    with pytest.raises(ArmError, match="not open"):
+        arm.raw_query_call(q("x"), 1)
+
+
+def test_append_by_another_process_is_seen(tiny, tmp_path):
+    corpus, vectors = tiny
+    arm = FileJsonlArm()
+    arm.build(corpus, vectors, tmp_path / "p")
+    path = tmp_path / "p" / JSONL_NAME
+    assert arm.query(q("amber"), 10).memory_ids == ["M2"]
+    script = textwrap.dedent(
+        f"""
+        import json
+        with open({str(path)!r}, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps({{"memory_id": "M8", "body": "Amber again", "created_day": 500,
+                                 "seq": 8, "session_id": "S9"}}) + "\\n")
+        """
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
+    assert arm.query(q("amber"), 10).memory_ids == ["M8", "M2"]
+    arm.close()
+
+
+def test_predicate_and_count_ignored_and_k_bounds(tiny, tmp_path):
+    corpus, vectors = tiny
+    arm = FileJsonlArm()
+    arm.build(corpus, vectors, tmp_path / "k")
+    pred = Predicate("session_id", "=", "S1")
+    res = arm.query(q("CFG-799", pred, wants_count=True), 10)
+    assert res.memory_ids == ["M5", "M3", "M1"] and res.count is None
+    assert arm.query(q("CFG-799"), 0).memory_ids == []
+    assert arm.query(q("CFG-799"), -3).memory_ids == []
+    assert arm.query(q("CFG-799"), 2).memory_ids == ["M5", "M3"]
+    arm.close()
+
+
+# ---------------------------------------------------------------- corrupt files
+
+
+def _good_line(mid: str = "G1", body: str = "amber text", day: int = 1, seq: int = 0) -> str:
+    return json.dumps({"memory_id": mid, "body": body, "created_day": day, "seq": seq}) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "line"),
+    [
+        ("truncated", _good_line() + '{"memory_id": "G2", "bo', 2),
+        ("not-json", _good_line() + "hello world\n", 2),
+        ("array", _good_line() + "[1, 2]\n", 2),
+        ("scalar", _good_line() + "42\n", 2),
+        ("null", _good_line() + "null\n", 2),
+        ("two-objects", _good_line().strip() + _good_line(), 1),
+    ],
+)
+def test_corrupt_line_raises_arm_error_naming_path_and_line(tiny, tmp_path, name, text, line):
+    corpus, vectors = tiny
+    arm = FileJsonlArm()
+    arm.build(corpus, vectors, tmp_path / name)
+    path = tmp_path / name / JSONL_NAME
+    path.write_text(text, encoding="utf-8")  # broken after the arm opened it
+    where = re.escape(f"line {line} in {path}")
+    for text_q in ("amber", "", "!!"):  # also when the text has no terms
+        with pytest.raises(ArmError, match=where):
+            arm.query(q(text_q), 10)
+    with pytest.raises(ArmError, match=re.escape(str(path))):
+        arm.raw_query_call(q("amber"), 10)()
+    with pytest.raises(ArmError, match=where):
+        FileJsonlArm().open(path.parent)
+    arm.close()
+
+
+@pytest.mark.parametrize(
+    ("name", "extra", "column"),
+    [
+        ("missing-body", {"memory_id": "X", "created_day": 1, "seq": 1}, "body"),
+        ("null-body", {"memory_id": "X", "body": None, "created_day": 1, "seq": 1}, "body"),
+        ("missing-id", {"body": "amber", "created_day": 1, "seq": 1}, "memory_id"),
+        ("null-day", {"memory_id": "X", "body": "amber", "created_day": None, "seq": 1}, "day"),
+        ("missing-seq", {"memory_id": "X", "body": "amber", "created_day": 1}, "seq"),
+    ],
+)
+def test_object_without_required_key_raises(tmp_path, name, extra, column):
+    store = tmp_path / name
+    store.mkdir()
+    path = store / JSONL_NAME
+    path.write_text(_good_line(), encoding="utf-8")
+    arm = FileJsonlArm()
+    arm.open(store)
+    path.write_text(_good_line() + "\n" + json.dumps(extra) + "\n", encoding="utf-8")
+    p = re.escape(str(path))
+    with pytest.raises(ArmError, match=rf"object 2 \(non-blank line\) in {p}.*{column}"):
+        arm.query(q("amber"), 10)
+    with pytest.raises(ArmError, match=rf"line 3 in {p}.*{column}|{p}.*{column}"):
+        FileJsonlArm().open(store)
+    arm.close()
+
+
+def test_wrong_value_type_raises(tmp_path):
+    store = tmp_path / "types"
+    store.mkdir()
+    row = {"memory_id": "X", "body": "amber", "created_day": "yesterday", "seq": 1}
+    (store / JSONL_NAME).write_text(_good_line() + json.dumps(row) + "\n", encoding="utf-8")
+    with pytest.raises(ArmError, match=re.escape(f"cannot parse store {store / JSONL_NAME}")):
+        FileJsonlArm().open(store)
+
+
+def test_invalid_utf8_and_vanished_file_raise(tiny, tmp_path):
+    corpus, vectors = tiny
+    arm = FileJsonlArm()
+    arm.build(corpus, vectors, tmp_path / "v")
+    path = tmp_path / "v" / JSONL_NAME
+    path.write_bytes(_good_line().encode() + b'{"memory_id":"B","body":"caf\xe9"}\n')
+    with pytest.raises(ArmError, match=re.escape(str(path))):
+        arm.query(q("amber"), 10)
+    path.unlink()
+    with pytest.raises(ArmError, match=re.escape(str(path))):
+        arm.query(q("amber"), 10)
+    with pytest.raises(ArmError, match="does not exist"):
+        FileJsonlArm().open(tmp_path / "v")
+    arm.close()
+
+
+def test_empty_file_and_blank_lines(tmp_path):
+    store = tmp_path / "e"
+    store.mkdir()
+    path = store / JSONL_NAME
+    path.write_text("", encoding="utf-8")
+    arm = FileJsonlArm()
+    arm.open(store)
+    assert arm.query(q("amber"), 10).memory_ids == []
+    assert arm.raw_query_call(q("amber"), 10)() == []
+    path.write_text("\n" + _good_line() + "\n  \n" + _good_line("G2", seq=1), encoding="utf-8")
+    arm.open(store)
+    assert arm.query(q("amber"), 10).memory_ids == ["G2", "G1"]
+    assert arm.query(q("amber"), 10).memory_ids == reference_query(path, "amber", 10)
+    arm.close()
+
+
+# ---------------------------------------------------------------- hostile / identifiers
+
+
+def test_hostile_texts_and_identifiers(tiny, tmp_path):
+    corpus, vectors = tiny
+    arm = FileJsonlArm()
+    arm.build(corpus, vectors, tmp_path / "h")
+    for text in HOSTILE_TEXTS:
+        res = arm.query(q(text), 10)
+        assert isinstance(res, Result) and res.count is None
+        assert len(res.memory_ids) <= 10 and len(set(res.memory_ids)) == len(res.memory_ids)
+        assert isinstance(arm.explain(q(text)), str)
+    assert arm.query(q("CFG-799"), 10).memory_ids == ["M5", "M3", "M1"]
+    assert arm.query(q("Tell me about CFG-799, please"), 10).memory_ids == ["M5", "M3", "M1"]
+    # terms select, memories, 1: only M6 holds one of them (the digit 1 of RUN-481)
+    assert arm.query(q("SELECT * FROM memories WHERE 1=1"), 10).memory_ids == ["M6"]
+    assert "read_ndjson" in arm.explain(q("CFG-799"))
+    arm.close()
+
+
+def test_store_path_with_glob_characters(tiny, tmp_path):
+    # polars expands glob patterns in paths; the arm hands it the file's bytes instead
+    corpus, vectors = tiny
+    store = tmp_path / "we[ir]d*dir?"
+    arm = FileJsonlArm()
+    arm.build(corpus, vectors, store)
+    assert arm.query(q("CFG-799"), 10).memory_ids == ["M5", "M3", "M1"]
+    assert arm.raw_query_call(q("CFG-799"), 10)() == ["M5", "M3", "M1"]
+    other = FileJsonlArm()
+    other.open(store)
+    assert other.query(q("amber"), 10).memory_ids == ["M2"]
+    arm.close()
+    other.close()
