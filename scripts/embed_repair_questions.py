@@ -2,10 +2,6 @@ import sys
 
 sys.stderr = open(snakemake.log[0], "w")
 
-from agentmem.io import run_in_background
-
-run_in_background()  # not a timing job: yield the CPU to those (DESIGN §5)
-
 # Embed the update-anomaly repair questions once per size (issue 10): the per-arm probe
 # jobs then read these vectors instead of each loading the model.
 from pathlib import Path

@@ -2,6 +2,10 @@ import sys
 
 sys.stderr = open(snakemake.log[0], "w")  # kept open for the whole job
 
+from agentmem.io import run_in_background
+
+run_in_background()  # counts records, not milliseconds: yield the CPU to timing jobs
+
 # Crash trials of ONE family -> results/trials/crash/{family}.csv (DESIGN §6).
 # params: family, trials, seed, record_chars, batch_size, baseline_records,
 #         max_kill_after_ms (config trials.crash.* and trials.seed); optional work_dir

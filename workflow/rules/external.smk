@@ -35,14 +35,14 @@ rule embed_locomo:
         "results/logs/embed_locomo.log",
     benchmark:
         "results/benchmarks/embed_locomo.tsv"
-    # one encoder at a time (profiles/default: embed_slot=1): two 2-thread encoders on
-    # 2 cores thrash; first in line, since every arm run waits for its embeddings
+    # the encoder uses every core it is given and every arm run waits for its vectors:
+    # it holds bench_slot (no timing job, no other encoder beside it) and goes first
     priority: 50
     conda:
         "../../envs/agentmem.yaml"
     threads: 2
     resources:
-        embed_slot=1,
+        bench_slot=1,
         mem_mb=4000,
     params:
         cache_dir="results/cache/embeddings",

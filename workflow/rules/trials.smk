@@ -8,8 +8,8 @@ rule run_crash_trials:
     conda:
         "../../envs/agentmem.yaml"
     threads: 2
-    # not a timing job (it counts records, not milliseconds): runs beside timing jobs;
-    # mostly waiting on the writer's fsyncs and the kill delay
+    # not a timing job (it counts records, not milliseconds): runs beside timing jobs at
+    # nice 19, mostly waiting on the writer's fsyncs and the kill delay
     resources:
         mem_mb=2000,
     params:
@@ -82,7 +82,7 @@ rule embed_repair_questions:
         "../../envs/agentmem.yaml"
     threads: 2
     resources:
-        embed_slot=1,
+        bench_slot=1,
         mem_mb=4000,
     params:
         cache_dir="results/cache/embeddings",
