@@ -106,6 +106,18 @@ def test_hostile_texts_never_raise(built, smoke):
         assert all(isinstance(m, str) for m in res.memory_ids)
 
 
+def test_prefix_stable_claim_holds_on_every_query(built, smoke):
+    """An arm claiming prefix_stable answers k with the first k of its answer at 50."""
+    name, arm, _, _ = built
+    assert isinstance(type(arm).prefix_stable, bool), name
+    if not arm.prefix_stable:
+        pytest.skip(f"{name} makes no prefix claim (its search depth grows with k)")
+    for q in smoke["queries"]:
+        full = arm.query(q, 50).memory_ids
+        for k in (1, 3, 5, 10, 20):
+            assert arm.query(q, k).memory_ids == full[:k], (name, q.query_id, k)
+
+
 def test_reopen_gives_same_answers(built, smoke):
     name, arm, store, _ = built
     qs = smoke["queries"][:5]

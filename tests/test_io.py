@@ -1,11 +1,13 @@
-"""agentmem.io: background priority for non-timing jobs (run in a child: nice is one-way)."""
+"""agentmem.io: background priority for non-timing jobs (run in children: nice is one-way)."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from pathlib import Path
 
+import pytest
 from conftest import REPO
 
 
@@ -25,3 +27,34 @@ def test_run_in_background_raises_niceness_and_never_lowers_it() -> None:
     before, first, second, now = json.loads(out.stdout)
     assert 0 <= before <= 19
     assert (first, second, now) == (19, 19, 19)
+
+
+def test_share_background_priority_lowers_a_child_session() -> None:
+    """A niced job lowers the session of a child that left its session (like pg_ctl's)."""
+    if not Path("/proc/self/autogroup").exists():
+        pytest.skip("kernel without autogroup scheduling")
+    code = (
+        "import json, subprocess, sys\n"
+        "from pathlib import Path\n"
+        "from agentmem.io import run_in_background, share_background_priority\n"
+        "child = subprocess.Popen(['sleep', '30'], start_new_session=True)\n"
+        "try:\n"
+        "    before = Path(f'/proc/{child.pid}/autogroup').read_text().split()[-1]\n"
+        "    not_niced = share_background_priority(child.pid)\n"
+        "    run_in_background()\n"
+        "    done = share_background_priority(child.pid)\n"
+        "    after = Path(f'/proc/{child.pid}/autogroup').read_text().split()[-1]\n"
+        "    import os\n"
+        "    prio = os.getpriority(os.PRIO_PROCESS, child.pid)\n"
+        "finally:\n"
+        "    child.kill(); child.wait()\n"
+        "print(json.dumps([before, not_niced, done, after, prio]))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    before, not_niced, done, after, prio = json.loads(out.stdout)
+    assert before == "0"
+    assert not_niced is False  # the caller was not niced yet: nothing changed
+    assert done is True and after == "19" and prio == 19

@@ -21,6 +21,7 @@ from agentmem import pg
 from agentmem.config import CorpusConfig, SizeConfig
 from agentmem.corpus.io import load_corpus, load_qrels, load_queries, write_corpus
 from agentmem.embeddings import embed_corpus, load_embeddings
+from agentmem.metrics import ndcg_at_k
 from agentmem.runner import make_arm
 from agentmem.sweeps.budget import BUDGET_SCHEMA, budget_per_query, budget_sweep
 from agentmem.sweeps.postfilter import (
@@ -28,6 +29,7 @@ from agentmem.sweeps.postfilter import (
     filtered_queries,
     postfilter_sweep,
     predicate_slots,
+    relevant_sets,
 )
 from agentmem.sweeps.scaling import SCALING_SCHEMA, fit_exponents, scaling_table
 
@@ -244,6 +246,48 @@ def test_budget_per_query_zero_tokens_gives_null(built) -> None:
     s = summarise_budget("file-vec-meta", per)
     assert s["mean_tokens"][0] == 0 and s["ndcg_per_100_tokens"][0] is None
     assert s["ndcg"][0] == 0.0
+
+
+class _Counting:
+    """A real arm whose query calls are counted (and whose k values are recorded)."""
+
+    def __init__(self, arm) -> None:
+        self.arm, self.ks = arm, []
+        self.prefix_stable = arm.prefix_stable
+
+    def query(self, q, k):
+        self.ks.append(k)
+        return self.arm.query(q, k)
+
+
+def test_budget_asks_prefix_stable_arms_once_and_others_per_k(built) -> None:
+    corpus_dir, emb, stores = built
+    qs = load_queries(corpus_dir, load_embeddings(emb))[:6]
+    rel = relevant_sets(load_qrels(corpus_dir))
+    toks = dict(load_corpus(corpus_dir).memories.select("memory_id", "tokens").iter_rows())
+    tables = {}
+    for name in ("sqlite-fts", "file-vec-meta"):
+        arm = make_arm(name)
+        try:
+            arm.open(stores[name])
+            counted = _Counting(arm)
+            tables[name] = budget_per_query(counted, qs, rel, toks, ks=(5, 1, 3))
+            if name == "sqlite-fts":  # prefix-stable: one query each, at the largest k
+                assert counted.ks == [5] * len(qs)
+                # and the cut answers equal fresh answers at each k
+                for row in tables[name].iter_rows(named=True):
+                    q = next(x for x in qs if x.query_id == row["query_id"])
+                    ids = arm.query(q, row["k"]).memory_ids[: row["k"]]
+                    assert row["returned"] == len(ids)
+                    assert row["tokens"] == sum(toks[m] for m in ids)
+                    want = ndcg_at_k(ids, rel[q.query_id], row["k"])
+                    assert row["ndcg"] == pytest.approx(want)
+            else:  # overfetch grows with k: asked afresh at every k, ascending
+                assert counted.ks == [1] * len(qs) + [3] * len(qs) + [5] * len(qs)
+        finally:
+            arm.close()
+    for df in tables.values():
+        assert df["k"].to_list() == [1] * 6 + [3] * 6 + [5] * 6
 
 
 # --------------------------------------------------------------------------- scaling

@@ -101,3 +101,36 @@ def run_in_background(niceness: int = BACKGROUND_NICENESS) -> int:
     if niceness > current:
         current = os.nice(niceness - current)
     return current
+
+
+def share_background_priority(pid: int | None = None) -> bool:
+    """Give process ``pid``'s scheduling group this process's niceness, if it is positive.
+
+    Linux's autogroup scheduler (``/proc/sys/kernel/sched_autogroup_enabled``) shares
+    the CPU fairly between *sessions* first and applies a process's niceness only inside
+    its session. A process that starts its own session, such as a PostgreSQL postmaster
+    (``pg_ctl`` calls ``setsid``) or a crash-trial writer, would compete with the whole
+    workflow as an equal, however nice it is. Writing the niceness into
+    ``/proc/<pid>/autogroup`` lowers that session as a whole. Called by background jobs
+    (:func:`run_in_background`) for the servers and children they start.
+
+    Args:
+        pid: a process whose session should be lowered; ``None`` for this process.
+
+    Returns:
+        True when the group niceness was set; False when this process is not niced, the
+        kernel has no autogroups, or permission is missing (never raises).
+    """
+    if not hasattr(os, "nice"):  # pragma: no cover - Windows
+        return False
+    niceness = os.nice(0)
+    if niceness <= 0:
+        return False
+    target = Path(f"/proc/{'self' if pid is None else int(pid)}/autogroup")
+    try:
+        target.write_text(str(niceness))
+        if pid is not None:
+            os.setpriority(os.PRIO_PROCESS, int(pid), niceness)
+    except OSError:
+        return False
+    return True

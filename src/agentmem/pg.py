@@ -59,6 +59,7 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from agentmem.errors import ArmError
+from agentmem.io import share_background_priority
 
 #: Environment variable naming an external PostgreSQL server (libpq URI or key=value DSN).
 ENV_DSN = "AGENTMEM_PG_DSN"
@@ -267,6 +268,9 @@ class EmbeddedServer:
             # pgserver may hand back a cached server object whose postmaster has died
             try:
                 handle._ensure_running()
+                # pg_ctl starts the postmaster in a session of its own: a niced
+                # (background) job lowers that session too, or it would not stay niced
+                share_background_priority(postmaster_pid(pgdata))
             except PgError:
                 if handle.refs == 0:  # nobody in this process uses it: leave nothing running
                     cls._registry.pop(pgdata, None)

@@ -305,6 +305,12 @@ class Arm(Protocol):
     name: ClassVar[str]
     family: ClassVar[str]
     capabilities: ClassVar[Capabilities]
+    #: ``query(q, k).memory_ids == query(q, K).memory_ids[:k]`` for every ``k < K``: the
+    #: ranking does not depend on ``k`` (a total order cut by LIMIT). False for arms whose
+    #: search depth grows with ``k`` (HNSW candidate lists, overfetch, iterative scans).
+    #: The token-budget sweep asks such arms once at the largest ``k``; the conformance
+    #: tests check the claim on every query of the smoke corpus.
+    prefix_stable: ClassVar[bool]
 
     def build(self, corpus: Corpus, vectors: Embeddings, store_dir: Path) -> BuildStats:
         """Create the store under ``store_dir`` from ``corpus`` and ``vectors``."""

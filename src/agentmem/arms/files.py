@@ -72,6 +72,7 @@ class FileJsonlArm:
     """
 
     name: ClassVar[str] = "file-jsonl"
+    prefix_stable: ClassVar[bool] = True
     family: ClassVar[str] = "file"
     capabilities: ClassVar[Capabilities] = Capabilities(
         predicate=False,

@@ -381,6 +381,7 @@ class SqliteGraphArm:
     """
 
     name: ClassVar[str] = "sqlite-graph"
+    prefix_stable: ClassVar[bool] = True
     family: ClassVar[str] = "graph"
     capabilities: ClassVar[Capabilities] = Capabilities(
         predicate=True,

@@ -578,6 +578,7 @@ class PgHnswArm(_PgArm):
     """
 
     name: ClassVar[str] = "pg-hnsw"
+    prefix_stable: ClassVar[bool] = False
     capabilities: ClassVar[Capabilities] = Capabilities(
         predicate=True,
         join=True,
@@ -629,6 +630,7 @@ class PgHnswIterativeArm(PgHnswArm):
     """
 
     name: ClassVar[str] = "pg-hnsw-iterative"
+    prefix_stable: ClassVar[bool] = False
     capabilities: ClassVar[Capabilities] = Capabilities(
         predicate=True,
         join=True,
@@ -679,6 +681,7 @@ class PgBtreeArm(_PgArm):
     """
 
     name: ClassVar[str] = "pg-btree"
+    prefix_stable: ClassVar[bool] = True
     capabilities: ClassVar[Capabilities] = Capabilities(
         predicate=True,
         join=True,
@@ -721,6 +724,7 @@ class PgGinArm(_PgArm):
     """
 
     name: ClassVar[str] = "pg-gin"
+    prefix_stable: ClassVar[bool] = True
     capabilities: ClassVar[Capabilities] = Capabilities(
         predicate=True,
         join=True,
@@ -768,6 +772,7 @@ class PgHybridArm(_PgArm):
     """
 
     name: ClassVar[str] = "pg-hybrid"
+    prefix_stable: ClassVar[bool] = True
     capabilities: ClassVar[Capabilities] = Capabilities(
         predicate=True,
         join=True,

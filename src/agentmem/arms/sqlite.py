@@ -447,6 +447,7 @@ class SqliteFtsArm(_SqliteArm):
     """
 
     name: ClassVar[str] = "sqlite-fts"
+    prefix_stable: ClassVar[bool] = True
     capabilities: ClassVar[Capabilities] = Capabilities(
         predicate=True,
         join=True,
@@ -481,6 +482,7 @@ class SqliteBtreeArm(_SqliteArm):
     """
 
     name: ClassVar[str] = "sqlite-btree"
+    prefix_stable: ClassVar[bool] = True
     capabilities: ClassVar[Capabilities] = Capabilities(
         predicate=True,
         join=True,
@@ -525,6 +527,7 @@ class SqliteHybridArm(_SqliteArm):
     """
 
     name: ClassVar[str] = "sqlite-hybrid"
+    prefix_stable: ClassVar[bool] = True
     capabilities: ClassVar[Capabilities] = Capabilities(
         predicate=True,
         join=True,

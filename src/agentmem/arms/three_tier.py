@@ -404,6 +404,7 @@ class ThreeTierArm:
     """
 
     name: ClassVar[str] = "three-tier"
+    prefix_stable: ClassVar[bool] = True
     family: ClassVar[str] = "tiered"
     capabilities: ClassVar[Capabilities] = Capabilities(
         predicate=True,

@@ -234,6 +234,7 @@ class FileVecArm:
     """
 
     name: ClassVar[str] = "file-vec"
+    prefix_stable: ClassVar[bool] = False
     family: ClassVar[str] = "vector"
     capabilities: ClassVar[Capabilities] = Capabilities(
         predicate=False,
@@ -533,6 +534,7 @@ class FileVecMetaArm(FileVecArm):
     """
 
     name: ClassVar[str] = "file-vec-meta"
+    prefix_stable: ClassVar[bool] = False
     family: ClassVar[str] = "vector"
     capabilities: ClassVar[Capabilities] = Capabilities(
         predicate=True,

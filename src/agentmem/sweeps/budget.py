@@ -2,10 +2,16 @@
 
 An agent pays for every memory it retrieves with context-window tokens. For each cut-off
 ``k`` in ``ks`` (default 1, 3, 5, 10, 20, 50) one arm answers every query with that ``k``
-(untimed; a fresh query per ``k``, since an arm's top-``k`` need not be a prefix of its
-top-``k'``), and the sweep records nDCG@k and recall@k against the qrels
+(untimed), and the sweep records nDCG@k and recall@k against the qrels
 (:func:`agentmem.metrics.ndcg_at_k`, :func:`agentmem.metrics.recall_at_k`; Järvelin &
 Kekäläinen 2002 for nDCG) and the tokens of the memories returned.
+
+An arm whose top-``k`` is always the first ``k`` of its top-``K``
+(:attr:`agentmem.arms.base.Arm.prefix_stable`: a total order cut by ``LIMIT``, checked on
+every smoke-corpus query by the conformance tests) is asked once per query at the largest
+``k`` and cut; the others (HNSW search depth, overfetch and iterative scans grow with
+``k``) are asked afresh at every ``k``. Both give the same table; the first costs one query
+instead of ``len(ks)``.
 
 Tokens are the o200k_base counts (gpt-4o's encoding, via ``bpe-openai``,
 :func:`agentmem.tokens.count_tokens`) stored in the ``tokens`` column of
@@ -80,6 +86,10 @@ def budget_per_query(
 ) -> pl.DataFrame:
     """Query an open arm at every ``k`` and score each answer.
 
+    A :attr:`~agentmem.arms.base.Arm.prefix_stable` arm answers each query once, at the
+    largest ``k``, and every smaller ``k`` reads the first ``k`` of that answer; any other
+    arm is queried afresh at every ``k``.
+
     Args:
         arm: an open arm.
         queries: the queries to run.
@@ -98,13 +108,18 @@ def budget_per_query(
     cuts = sorted({int(k) for k in ks})
     if any(k < 1 for k in cuts):
         raise ValueError(f"cut-offs must be >= 1, got {cuts}")
+    for q in queries:
+        if not relevant.get(q.query_id):
+            raise ValueError(f"query {q.query_id} has no qrels")
+    once: dict[str, list[str]] = {}
+    if getattr(arm, "prefix_stable", False) and cuts:
+        once = {q.query_id: arm.query(q, cuts[-1]).memory_ids for q in queries}
     rows = []
     for k in cuts:
         for q in queries:
-            rel = relevant.get(q.query_id)
-            if not rel:
-                raise ValueError(f"query {q.query_id} has no qrels")
-            ids = arm.query(q, k).memory_ids[:k]
+            rel = relevant[q.query_id]
+            answer = once[q.query_id] if once else arm.query(q, k).memory_ids
+            ids = answer[:k]
             rows.append(
                 {
                     "query_id": q.query_id,

@@ -39,6 +39,8 @@ import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from agentmem.io import share_background_priority
+
 __all__ = ["EmbeddedPostgres", "TrialError", "child_env", "kill_group", "require_dir"]
 
 _PR_SET_CHILD_SUBREAPER = 36
@@ -341,6 +343,7 @@ class EmbeddedPostgres:
             info = json.loads(out.read_text())
         self.uri, self.pid = info["uri"], int(info["pid"])
         self._seen.add(self.pid)
+        share_background_priority(self.pid)  # a niced (background) job's server stays niced
         return self.uri
 
     def processes(self) -> list[int]:

@@ -59,6 +59,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentmem.io import share_background_priority
 from agentmem.trials import EmbeddedPostgres, TrialError, child_env, kill_group, require_dir
 
 FAMILIES: tuple[str, ...] = (
@@ -402,6 +403,7 @@ def _child_main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--batch-size", type=int, default=50)
     ap.add_argument("--dsn", default=None)
     args = ap.parse_args(argv)
+    share_background_priority()  # its own session: keep the parent job's niceness
     _WRITERS[args.child](args.store, args.record_chars, args.batch_size, args.dsn)
 
 
