@@ -6,7 +6,10 @@ sys.stderr = open(snakemake.log[0], "w")
 # jobs then read these vectors instead of each loading the model.
 from pathlib import Path
 
+from agentmem.embeddings import set_encoder_threads
 from agentmem.trials.anomaly import embed_repair_questions
+
+set_encoder_threads(snakemake.threads)
 
 p = snakemake.params
 stats = embed_repair_questions(

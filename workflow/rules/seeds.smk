@@ -56,6 +56,7 @@ rule run_decay_sweep:
     threads: 1
     # untimed (pruning, nDCG and recall per simulated day): runs beside the timing jobs
     resources:
+        background_slot=1,
         mem_mb=4000,
     params:
         work_dir="results/stores/seeds/decay",

@@ -43,6 +43,7 @@ rule run_budget_sweep:
     threads: 1
     # untimed (quality and tokens only): runs beside the timing jobs
     resources:
+        background_slot=1,
         mem_mb=2000,
     params:
         arm="{arm}",

@@ -110,6 +110,7 @@ rule probe_update_anomaly:
     threads: 1
     # untimed (counts restatements reached): runs beside the timing jobs
     resources:
+        background_slot=1,
         mem_mb=2000,
     params:
         arm="{arm}",
