@@ -28,3 +28,9 @@ rule all:
     default_target: True
     input:
         all_targets(),
+
+
+onsuccess:
+    # say where the report is (when this run built or kept it)
+    if Path("results/report/index.html").is_file():
+        print(f"Report: {Path('results/report/index.html').resolve()}")

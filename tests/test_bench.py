@@ -396,10 +396,16 @@ def test_link_locomo_symlinks_never_copies(tmp_path: Path) -> None:
     }
 
 
-def test_main_rejects_zero_pipeline_cores() -> None:
+@pytest.mark.parametrize(
+    "flag", ["--pipeline-cores", "--rounds", "--ingest-rounds", "--embed-rounds", "--embed-texts"]
+)
+@pytest.mark.parametrize("value", ["0", "-1"])
+def test_main_rejects_non_positive_counts(flag: str, value: str, capsys, tmp_path) -> None:
     with pytest.raises(SystemExit) as exc:
-        bench.main(["--pipeline-cores", "0", "--arms", "", "--skip-embedding"])
+        bench.main([flag, value, "--arms", "", "--skip-embedding", "--out", str(tmp_path)])
     assert exc.value.code == 2
+    assert f"{flag} must be >= 1, got {value}" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []  # stopped before measuring or writing anything
 
 
 # ------------------------------------------------------------------------ real runs

@@ -190,6 +190,22 @@ def test_bad_config_stops_before_any_job(tmp_path):
     assert not (wd / "results").exists()
 
 
+@pytest.mark.parametrize(
+    ("resources", "got"),
+    [(["background_slot=6"], "None"), (["bench_slot=0"], "0"), (["bench_slot=2"], "2")],
+)
+def test_resources_flag_without_bench_slot_1_stops_before_any_job(tmp_path, resources, got):
+    """--resources replaces the profile's list; the cap that keeps timing jobs apart must stay."""
+    wd = _workdir(tmp_path)
+    proc = _snakemake(wd, "--resources", *resources)
+    assert proc.returncode != 0
+    assert f"bench_slot must be 1 (got {got})" in proc.stderr
+    assert "--resources bench_slot=1 background_slot=<N>" in proc.stderr
+    assert not (wd / "results").exists()
+    ok = _snakemake(wd, "-n", "--resources", "bench_slot=1", "background_slot=6")
+    assert ok.returncode == 0, ok.stderr[-3000:]
+
+
 def test_locomo_targets(tmp_path):
     """LoCoMo through the workflow (first conversation), when ../shared is present."""
     from conftest import LOCOMO

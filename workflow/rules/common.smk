@@ -13,6 +13,21 @@ CFG = load_config(config)
 # 2) ... and the JSON schema generated from it, as Snakemake users expect (fills defaults).
 validate(config, schema="../schemas/config.schema.yaml")
 
+# 3) DESIGN §5: no two timing jobs overlap, which needs the resource cap bench_slot=1.
+#    profiles/default sets it, but a --resources flag on the command line replaces that
+#    whole list (Snakemake does not merge it), silently lifting the cap: refuse to start.
+#    Only the scheduling process enforces resources; a job running on a node (or in a
+#    subprocess) is not given the global list and is not checked.
+_bench_slot = workflow.global_resources.get("bench_slot")
+_bench_slot = getattr(_bench_slot, "value", _bench_slot)
+if workflow.is_main_process and _bench_slot != 1:
+    sys.exit(
+        f"agentmem: the resource bench_slot must be 1 (got {_bench_slot}), or timing jobs "
+        "would run side by side. A --resources flag replaces the list in "
+        "profiles/default/config.yaml, so repeat it: "
+        "--resources bench_slot=1 background_slot=<N>"
+    )
+
 SIZES = list(CFG.sizes)
 MAIN = CFG.main_size
 ARM_NAMES = list(CFG.arms)
