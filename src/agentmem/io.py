@@ -84,9 +84,10 @@ BACKGROUND_NICENESS = 19
 def run_in_background(niceness: int = BACKGROUND_NICENESS) -> int:
     """Lower this process's CPU priority to ``niceness`` (never raises it).
 
-    Called first by every workflow script that is not a timing job (embedding, scoring,
-    untimed sweeps, plots, LoCoMo runs), so that with ``--cores`` above the machine's
-    core count the timing jobs (``resources: bench_slot=1``) are not slowed by them.
+    Called first by every workflow script that neither times anything nor encodes
+    (scoring, untimed sweeps, plots, LoCoMo runs, crash trials), so that with ``--cores``
+    above the machine's core count the jobs holding ``bench_slot`` (timing jobs and the
+    encoder) are not slowed by them.
     Children (e.g. an embedded PostgreSQL server started by the job) inherit it.
 
     Args:
