@@ -63,9 +63,9 @@ def load_model():  # noqa: ANN201 - SentenceTransformer
 def set_encoder_threads(threads: int) -> int:
     """Give torch ``threads`` intra-op threads, capped at the CPUs this process may use.
 
-    The embedding rules claim every core Snakemake has (``threads: workflow.cores``) so that
-    nothing runs beside the encoder; with ``--cores 16`` on a 2-core machine that must still
-    mean 2 torch threads, not 16 fighting over 2 cores.
+    The embedding rules ask for 2 threads (the cluster profile for 8); Snakemake passes that
+    on as ``snakemake.threads``. Capping it at the CPUs this process may use keeps a job
+    from starting more torch threads than there are cores (e.g. 8 on a 2-core node).
 
     Args:
         threads: the job's thread count (``snakemake.threads``), >= 1.
