@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import time
 from pathlib import Path
 
@@ -763,3 +764,55 @@ def test_openai_summariser_live() -> None:
     s = make_summariser("openai")
     out = s.summarise(TEXTS, 40)
     assert out and count_tokens([out])[0] <= 40
+
+
+def test_threads_writing_turns_while_one_queries(root: Path) -> None:
+    """8 writer threads x 60 turns through ingest_turn beside a querying thread.
+
+    Every call either succeeds or raises ArmError (none here: calls are serialised), every
+    turn ends up in exactly one tier, and the arm answers single-threaded calls afterwards.
+    """
+    arm = ThreeTierArm(l1_max_tokens=300, summary_tokens=60)
+    arm.create(root / "threads")
+    writers, per_writer = 8, 60
+    errors: list[BaseException] = []
+    answered: list[int] = []
+    stop = threading.Event()
+
+    def write(w: int) -> None:
+        for i in range(per_writer):
+            body = f"writer {w} turn {i} mentions CFG-{w}{i:03d} and the amber gateway"
+            row = {"memory_id": f"W{w}-{i}", "session_id": f"S{w}", "turn_no": i,
+                   "seq": w * 1000 + i, "created_day": i, "body": body}  # fmt: skip
+            try:
+                arm.ingest_turn(row, fake_vector(body))
+            except BaseException as exc:  # noqa: BLE001 - the test counts every kind
+                errors.append(exc)
+
+    def read() -> None:
+        while not stop.is_set():
+            try:
+                arm.query(q("amber gateway CFG-1001", Predicate("superseded_by", "is_null")), 10)
+                answered.append(1)
+            except BaseException as exc:  # noqa: BLE001
+                errors.append(exc)
+
+    try:
+        reader = threading.Thread(target=read)
+        reader.start()
+        threads = [threading.Thread(target=write, args=(w,)) for w in range(writers)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        stop.set()
+        reader.join()
+        assert [f"{type(e).__name__}: {e}" for e in errors] == []
+        assert len(answered) > 0
+        stats = arm.tier_stats()
+        assert stats["l1_turns"] + stats["l3_rows"] == writers * per_writer
+        assert stats["l3_rows"] > 0  # compaction ran under concurrency
+        r = arm.query(q("CFG-7059", vector_of="unrelated"), 5)
+        assert r.memory_ids[0] == "W7-59"
+    finally:
+        arm.close()

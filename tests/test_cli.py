@@ -1,7 +1,13 @@
 """The agentmem command: argument handling and a real recall on a built store."""
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
+from agentmem import pg
 from agentmem.arms.base import Predicate
 from agentmem.arms.sqlite import SqliteFtsArm
 from agentmem.cli import main, parse_where
@@ -61,3 +67,22 @@ def test_arms_lists_every_arm(capsys):
     assert main(["arms"]) == 0
     out = capsys.readouterr().out
     assert all(name in out for name in ARMS)
+
+
+def test_recall_on_a_pg_store_prints_no_noise(tiny, tmp_path):
+    """``agentmem recall`` on a PostgreSQL store, without XDG_RUNTIME_DIR: stderr stays empty."""
+    from agentmem.arms.postgres import PgBtreeArm
+
+    corpus, vectors = tiny
+    env = {k: v for k, v in os.environ.items() if k not in ("XDG_RUNTIME_DIR", pg.ENV_DSN)}
+    arm = PgBtreeArm()
+    arm.build(corpus, vectors, tmp_path / "pg")
+    arm.close()
+    exe = Path(sys.executable).with_name("agentmem")
+    out = subprocess.run(
+        [str(exe), "recall", "--arm", "pg-btree", "--store", str(tmp_path / "pg"), "CFG-799"],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[1::2] == ["M5", "M3", "M1"]
+    assert out.stderr == ""

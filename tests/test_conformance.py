@@ -6,7 +6,9 @@ New arms are picked up from ``agentmem.arms.ARMS`` automatically.
 from __future__ import annotations
 
 import gc
+import threading
 
+import numpy as np
 import polars as pl
 import pytest
 from conftest import REPO
@@ -91,7 +93,7 @@ def test_explain_per_class(built, smoke):
         if q.query_class in seen:
             continue
         seen.add(q.query_class)
-        plan = arm.explain(q)
+        plan = arm.explain(q, K)
         assert isinstance(plan, str) and plan.strip()
 
 
@@ -131,6 +133,75 @@ def test_reopen_gives_same_answers(built, smoke):
         again.close()
         again.close()  # idempotent
     arm.open(store)  # leave the module fixture usable
+
+
+def test_concurrent_queries_match_serial_answers(built, smoke):
+    """Four threads asking every smoke query at once get the single-threaded answers."""
+    name, arm, _, _ = built
+    queries = smoke["queries"]
+    serial = {q.query_id: arm.query(q, K) for q in queries}
+    errors: list[str] = []
+    answers: list[tuple[str, list[str], int | None]] = []
+
+    def ask(offset: int) -> None:
+        for q in queries[offset:] + queries[:offset]:
+            try:
+                res = arm.query(q, K)
+                answers.append((q.query_id, res.memory_ids, res.count))
+            except BaseException as exc:  # noqa: BLE001 - every kind is a failure here
+                errors.append(f"{q.query_id}: {type(exc).__name__}: {exc}")
+
+    threads = [threading.Thread(target=ask, args=(i * 7,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [], name
+    assert len(answers) == 4 * len(queries)
+    for qid, ids, count in answers:
+        assert (ids, count) == (serial[qid].memory_ids, serial[qid].count), (name, qid)
+    assert arm.storage().total_bytes > 0  # still usable afterwards
+
+
+def _bad_queries(emb: np.ndarray) -> list[tuple[str, Query, int]]:
+    """Ill-formed calls an agent's tool layer might make, with the k to pass."""
+    return [
+        ("no embedding", Query("b0", "timeout of SVC", None), K),  # type: ignore[arg-type]
+        ("short embedding", Query("b1", "timeout", emb[:17]), K),
+        ("nan embedding", Query("b2", "timeout", np.full_like(emb, np.nan)), K),
+        ("2-d embedding", Query("b3", "timeout", np.stack([emb, emb])), K),
+        ("k = 0", Query("b4", "timeout", emb), 0),
+        ("k < 0", Query("b5", "timeout", emb), -3),
+        ("huge k", Query("b6", "timeout", emb, Predicate("superseded_by", "is_null")), 10**6),
+    ]
+
+
+def test_only_documented_exceptions_leave_the_arm(built, smoke):
+    """Bad arguments give a result, ArmError or ValueError; after close() calls give ArmError."""
+    name, arm, store, _ = built
+    first = smoke["queries"][0]
+    before = arm.query(first, K).memory_ids
+    emb = first.embedding
+    for label, q, k in _bad_queries(emb):
+        try:
+            res = arm.query(q, k)
+        except (ArmError, ValueError):
+            continue
+        assert len(res.memory_ids) <= max(k, 0), (name, label)
+        assert all(isinstance(m, str) for m in res.memory_ids), (name, label)
+    arm.close()
+    try:
+        for call in (
+            lambda: arm.query(smoke["queries"][0], K),
+            lambda: arm.explain(smoke["queries"][0], K),
+            arm.storage,
+        ):
+            with pytest.raises(ArmError):
+                call()
+        arm.close()  # idempotent
+    finally:
+        arm.open(store)  # leave the module fixture usable
+    assert arm.query(first, K).memory_ids == before  # no bad call left the arm broken
 
 
 def test_open_missing_store_names_path(tmp_path):

@@ -29,7 +29,9 @@ from agentmem.trials.crash import (
     FAMILIES,
     FIELDS,
     STORE_FILES,
+    _memory_record,
     read_store,
+    recall_through_arm,
     record_body,
     run_crash_trials,
 )
@@ -185,14 +187,15 @@ def test_families_and_defaults_match_config():
 
 
 def test_record_body_is_deterministic_and_sized():
-    assert record_body(42, 10) == "42|the age"
+    assert record_body(42, 14) == "r000000042|the"
     assert len(record_body(123456, 298)) == 298
-    assert record_body(5, 0) == "5"
+    assert record_body(5, 0) == "r"
     # the JSON line the file families write is exactly record_chars long
-    from agentmem.trials.crash import _record
+    from agentmem.trials.crash import _memory_record, _record
 
     for rid in (1, 99, 123456):
         assert len(json.dumps(_record(rid, 330))) == 330
+        assert len(json.dumps(_memory_record(rid, 330))) == 330
 
 
 # ---------------------------------------------------------------------------------------
@@ -250,6 +253,8 @@ def test_file_families(work):
     for r in append:
         assert r["readable"] and r["integrity_ok"] and r["missing_committed"] == 0, r
         assert r["present"] >= r["committed"]
+        assert r["recall_ok"] is True, r  # the file-jsonl arm itself answers after the kill
+    assert all(r["recall_ok"] is None for r in rewrite)
     for r in rewrite:
         if r["readable"]:
             assert r["missing_committed"] == 0 and r["present"] >= r["committed"], r
@@ -300,18 +305,23 @@ def test_read_store_reports_corrupt_files_by_path(work):
 
     a = work / "ap"
     a.mkdir()
-    good = [json.dumps({"id": i, "body": record_body(i, 40)}) for i in (1, 2, 3)]
-    (a / "records.jsonl").write_text(good[0] + "\nnot json\n" + good[2] + "\n")
-    with pytest.raises(TrialError, match=rf"{a / 'records.jsonl'} is corrupt: line 2"):
+    jsonl = a / STORE_FILES["file-append"]
+    good = [json.dumps(_memory_record(i, 120)) for i in (1, 2, 3)]
+    jsonl.write_text(good[0] + "\nnot json\n" + good[2] + "\n")
+    with pytest.raises(TrialError, match=rf"{jsonl} is corrupt: line 2"):
         read_store("file-append", a)
+    assert recall_through_arm(a, 3, 2)  # the arm skips the bad line and answers
+    assert not recall_through_arm(a, 2, 2)  # record 2 was on the line that is lost
+    assert not recall_through_arm(a, 3, 3)  # the arm holds 2 memories, not 3
     # a torn final line is discarded (the writer had not reported it)
-    (a / "records.jsonl").write_text("\n".join(good) + "\n" + good[0][:17])
+    jsonl.write_text("\n".join(good) + "\n" + good[0][:17])
     out = read_store("file-append", a)
     assert out.ids == {1, 2, 3} and out.integrity_ok
     assert "torn final line discarded (17 bytes)" in out.detail
+    assert recall_through_arm(a, 3, 3) and recall_through_arm(a, 1, 3)  # torn tail skipped
     # a damaged body is an integrity failure, not a read failure
     bad = json.dumps({"id": 4, "body": record_body(5, 40)})
-    (a / "records.jsonl").write_text("\n".join([*good, bad]) + "\n")
+    jsonl.write_text("\n".join([*good, bad]) + "\n")
     out = read_store("file-append", a)
     assert out.ids == {1, 2, 3, 4} and not out.integrity_ok
     assert "1 record(s) with a damaged body" in out.detail

@@ -12,6 +12,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import logging
 import re
 import sys
 from pathlib import Path
@@ -159,6 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``agentmem`` command; returns the process exit code."""
     args = build_parser().parse_args(argv)
+    logging.basicConfig(format="agentmem: %(levelname)s: %(message)s", level=logging.WARNING)
     return int(args.func(args))
 
 

@@ -49,8 +49,10 @@ import os
 import re
 import threading
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Literal
 
 import psutil
@@ -175,6 +177,23 @@ def database_name(name: str, store_dir: Path) -> str:
 
 
 # ----------------------------------------------------------------------- process helpers
+def import_pgserver() -> ModuleType:
+    """Import the ``pgserver`` package without its one line of start-up noise.
+
+    On import pgserver asks platformdirs for a runtime directory; on a machine without
+    ``XDG_RUNTIME_DIR`` platformdirs warns (``RuntimeDirWarning``) and falls back to
+    ``/tmp/runtime-<uid>``, which works. That warning is suppressed here, nothing else.
+
+    Returns:
+        The ``pgserver`` module (with ``pgserver.postgres_server`` imported).
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+        import pgserver
+        import pgserver.postgres_server  # noqa: F401 - the module that warns on import
+    return pgserver
+
+
 def process_alive(pid: int | None) -> bool:
     """Return whether process ``pid`` exists and is not a zombie.
 
@@ -283,7 +302,7 @@ class EmbeddedServer:
     @staticmethod
     def _start(pgdata: Path) -> Any:
         """Run ``pgserver.get_server`` after pruning stale handle pids and zombies."""
-        import pgserver
+        pgserver = import_pgserver()
         from pgserver.postgres_server import PostgresServer
 
         with PostgresServer._lock:
@@ -333,6 +352,7 @@ class EmbeddedServer:
         pid = self.pid
         if self._ready() and process_alive(pid):
             return
+        import_pgserver()
         from pgserver.postgres_server import PostgresServer
 
         if pid is not None and not process_alive(pid):
@@ -369,6 +389,7 @@ class EmbeddedServer:
 
     def _stop(self) -> None:
         """Stop the postmaster via pgserver, then make sure it is really gone."""
+        import_pgserver()
         from pgserver import pg_ctl
 
         pid = self.pid

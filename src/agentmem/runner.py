@@ -167,6 +167,7 @@ def run_arm(
         "bytes_per_memory": round(storage.total_bytes / n, 1) if n else None,
         "storage_source": storage.source,
         "storage_objects": {k_: int(v) for k_, v in sorted(storage.objects.items())},
+        "storage_counts": {k_: int(v) for k_, v in sorted(storage.counts.items())},
     }
     write_parquet(runs_out, pl.DataFrame(rows, schema=RUN_SCHEMA))
     write_json(build_out, build)

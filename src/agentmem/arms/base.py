@@ -14,6 +14,10 @@ picks it up.
 
 from __future__ import annotations
 
+import functools
+import inspect
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
@@ -25,6 +29,7 @@ from agentmem.errors import ArmError
 
 __all__ = [
     "Arm",
+    "ArmBase",
     "ArmError",
     "BuildStats",
     "Capabilities",
@@ -196,11 +201,14 @@ class StorageStats:
         objects: bytes per object (table, index, file), e.g. ``{"memories": 1234}``.
         source: how it was measured (``"dbstat"``, ``"pg_total_relation_size"``,
             ``"file sizes"``).
+        counts: counts the store reports beside its bytes, e.g. ``{"memories": 2029,
+            "unreadable_lines": 0}`` for ``file-jsonl``; empty when the arm reports none.
     """
 
     total_bytes: int
     objects: dict[str, int] = field(default_factory=dict)
     source: str = ""
+    counts: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -328,8 +336,11 @@ class Arm(Protocol):
         """Return at most ``k`` memory ids, best first (+ count when ``q.wants_count``)."""
         ...
 
-    def explain(self, q: Query) -> str:
-        """Return the engine's plan for ``q`` (EXPLAIN QUERY PLAN / EXPLAIN), or a description."""
+    def explain(self, q: Query, k: int = 10) -> str:
+        """Return the engine's plan for ``q`` at result length ``k``, or a description.
+
+        The plan is the engine's own (``EXPLAIN QUERY PLAN`` / ``EXPLAIN``) where it has one.
+        """
         ...
 
     def storage(self) -> StorageStats:
@@ -339,3 +350,52 @@ class Arm(Protocol):
     def close(self) -> None:
         """Release connections and stop servers; safe to call twice."""
         ...
+
+
+def _guarded(fn: Callable[..., Any], op: str) -> Callable[..., Any]:
+    """Wrap one public arm method: hold the instance's lock, let only ArmError/ValueError out."""
+
+    @functools.wraps(fn)
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        lock = self.__dict__.get("_arm_lock")
+        if lock is None:  # dict.setdefault is atomic: two first callers share one lock
+            lock = self.__dict__.setdefault("_arm_lock", threading.RLock())
+        with lock:
+            try:
+                return fn(self, *args, **kwargs)
+            except (ArmError, ValueError):
+                raise
+            except Exception as exc:
+                name = getattr(self, "name", type(self).__name__)
+                raise ArmError(f"{name}: {op} failed: {type(exc).__name__}: {exc}") from exc
+
+    method.__arm_guarded__ = True  # type: ignore[attr-defined]
+    return method
+
+
+class ArmBase:
+    """Base class of the built-in arms: thread safety and the exception contract, once.
+
+    Every public method a subclass defines (``build``, ``open``, ``query``, ``explain``,
+    ``storage``, ``close`` and arm-specific ones such as ``ingest_turn``) is wrapped when
+    the class is created so that
+
+    * calls on one instance are serialised by a per-instance :class:`threading.RLock`
+      (a connection, an apsw handle or a file position is never used by two threads at
+      once; re-entrant, so a method may call another);
+    * an exception other than :class:`ArmError` or :class:`ValueError` (bad arguments)
+      leaves as ``ArmError("<arm>: <method> failed: <type>: <message>")`` with the
+      original chained as ``__cause__``.
+
+    Properties, static and class methods and names starting with ``_`` are not wrapped;
+    neither are the functions a method returns (e.g. ``raw_query_call``'s bare call).
+    """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for attr, value in list(vars(cls).items()):
+            if attr.startswith("_") or not inspect.isfunction(value):
+                continue
+            if getattr(value, "__arm_guarded__", False):
+                continue
+            setattr(cls, attr, _guarded(value, attr))

@@ -13,16 +13,23 @@ every line parsed, only the four columns scoring needs materialised) and scores 
 vectorised string kernels (one ``str.to_lowercase`` of the body column, one literal
 ``str.contains`` per term). Nothing is cached between calls: the architecture under test
 is "re-read the whole file on every recall", only the parser and the scan are native code.
-(Issue 10: the former ``json.loads``-per-line parser and Python scoring loop took
-~100 ms per query at 8.3k memories.)
+
+Unreadable lines — a torn tail left by a crash mid-append, a line cut short, text that is
+not a memory object — are skipped and counted, never fatal: recall answers from the good
+lines, :meth:`FileJsonlArm.open` logs one warning naming the count, and
+:meth:`FileJsonlArm.storage` reports it (``counts["unreadable_lines"]``, and the bytes as
+the object ``"unreadable lines"``). A memory glued onto a torn fragment (the next append
+after a crash starts on the fragment's line) is recovered.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -30,6 +37,7 @@ import numpy as np
 import polars as pl
 
 from agentmem.arms.base import (
+    ArmBase,
     ArmError,
     BuildStats,
     Capabilities,
@@ -40,6 +48,8 @@ from agentmem.arms.base import (
     StorageStats,
 )
 from agentmem.arms.text import query_terms
+
+_log = logging.getLogger(__name__)
 
 #: File name of the store inside ``store_dir``.
 JSONL_NAME = "memories.jsonl"
@@ -56,7 +66,7 @@ SCAN_SCHEMA: dict[str, pl.DataType] = {
 }
 
 
-class FileJsonlArm:
+class FileJsonlArm(ArmBase):
     """Append-only JSONL memory file; every query re-reads and re-parses the file.
 
     Storage: ``store_dir/memories.jsonl``, one compact UTF-8 JSON object per memory with
@@ -85,6 +95,7 @@ class FileJsonlArm:
 
     def __init__(self) -> None:
         self._path: Path | None = None
+        self._reported_unreadable = 0
 
     # ------------------------------------------------------------------ lifecycle
     def build(self, corpus: Corpus, vectors: Embeddings, store_dir: Path) -> BuildStats:
@@ -121,32 +132,33 @@ class FileJsonlArm:
         return BuildStats(ingest_ms=ingest_ms, index_ms=0.0)
 
     def open(self, store_dir: Path) -> None:
-        """Reopen ``store_dir/memories.jsonl`` (parses it once to validate it).
+        """Reopen ``store_dir/memories.jsonl``, parsing it once with the recall reader.
 
-        The file is parsed with :mod:`json` line by line (errors name the line) and once
-        with the recall reader (:func:`_read_table`).
+        Unreadable lines (see the module docstring) are skipped; when there are any, one
+        warning on the ``agentmem.arms.files`` logger names the file, the count and the
+        first such line.
 
         Raises:
-            ArmError: when the file is missing, unreadable, or a line is not a JSON object
-                with non-null ``memory_id``, ``body``, ``created_day`` and ``seq`` of the
-                types in :data:`SCAN_SCHEMA` (names the path).
+            ArmError: when the file is missing or cannot be read (names the path).
         """
         path = Path(store_dir) / JSONL_NAME
         if not path.is_file():
             raise ArmError(f"file-jsonl: store file {path} does not exist")
-        _read_all(path, validate=True)
-        _check_complete(_read_table(path), path)  # the reader recall uses accepts it too
+        store = _read_store(path)
         self._path = path
+        self._reported_unreadable = 0
+        self._report_unreadable(store)
 
     def close(self) -> None:
         """Forget the store path (the file is never held open); safe to call twice."""
         self._path = None
+        self._reported_unreadable = 0
 
     # ------------------------------------------------------------------ queries
     def query(self, q: Query, k: int) -> Result:
         """Re-read the whole file and return the top ``k`` memories by term overlap.
 
-        Every call parses the whole file again (:func:`_read_table`, the call
+        Every call parses the whole file again (:func:`_read_store`, the call
         :meth:`raw_query_call` times), lower-cases every body once and adds up one
         literal substring test per distinct term (terms are never interpreted as
         patterns); memories scoring 0 are dropped, the rest ordered by score desc,
@@ -160,13 +172,17 @@ class FileJsonlArm:
             Up to ``k`` memory ids, best first; ``count`` is always ``None``. Text with no
             search terms (empty, whitespace, punctuation) gives an empty result.
 
+        Unreadable lines are skipped; a count larger than the one last reported (a line
+        torn since :meth:`open`) is logged once.
+
         Raises:
-            ArmError: when the arm is not open, the file is missing/unreadable, a line is
-                not valid JSON or not a JSON object, or an object lacks (or has ``null``
-                for) ``memory_id``, ``body``, ``created_day`` or ``seq`` (names the path).
+            ArmError: when the arm is not open or the file is missing or cannot be read
+                (names the path).
         """
         path = self._require_open()
-        return Result(memory_ids=_scan(path, query_terms(q.text or ""), k), count=None)
+        store = _read_store(path)
+        self._report_unreadable(store)
+        return Result(memory_ids=_top_terms(store.table, query_terms(q.text or ""), k))
 
     def raw_query_call(self, q: Query, k: int) -> Callable[[], list[str]]:
         """Return a zero-argument function making the file scan :meth:`query` makes.
@@ -183,12 +199,12 @@ class FileJsonlArm:
 
         Raises:
             ArmError: when the arm is not open (the returned function raises ArmError
-                when the file cannot be parsed).
+                when the file cannot be read).
         """
         path = self._require_open()
         return functools.partial(_scan, path, query_terms(q.text or ""), k)
 
-    def explain(self, q: Query) -> str:
+    def explain(self, q: Query, k: int = 10) -> str:
         """Describe the scan ``query`` performs for ``q`` (a file has no query planner)."""
         path = self._require_open()
         terms = query_terms(q.text or "")
@@ -209,14 +225,26 @@ class FileJsonlArm:
         )
 
     def storage(self) -> StorageStats:
-        """Return the size of ``memories.jsonl`` in bytes (``source="file sizes"``).
+        """Return the size of ``memories.jsonl`` (``source="file sizes"``), re-read now.
+
+        ``objects`` splits the file into the bytes of readable lines (``memories.jsonl``)
+        and of unreadable ones (``"unreadable lines"``, present only when there are any);
+        ``counts`` holds ``memories`` and ``unreadable_lines`` (always present).
 
         Raises:
-            ArmError: when the arm is not open.
+            ArmError: when the arm is not open or the file cannot be read.
         """
         path = self._require_open()
-        size = path.stat().st_size if path.exists() else 0
-        return StorageStats(total_bytes=size, objects={JSONL_NAME: size}, source="file sizes")
+        store = _read_store(path)
+        objects = {JSONL_NAME: store.size - store.unreadable_bytes}
+        if store.unreadable_lines:
+            objects["unreadable lines"] = store.unreadable_bytes
+        return StorageStats(
+            total_bytes=store.size,
+            objects=objects,
+            source="file sizes",
+            counts={"memories": store.table.height, "unreadable_lines": store.unreadable_lines},
+        )
 
     # ------------------------------------------------------------------ helpers
     def _require_open(self) -> Path:
@@ -224,105 +252,162 @@ class FileJsonlArm:
             raise ArmError("file-jsonl: arm is not open (call build() or open() first)")
         return self._path
 
+    def _report_unreadable(self, store: _Store) -> None:
+        """Log one warning when the store has more unreadable lines than last reported."""
+        if store.unreadable_lines > self._reported_unreadable:
+            _log.warning(
+                "file-jsonl: %s: skipped %d unreadable line(s) (first: line %d); "
+                "answering from the %d readable memories",
+                self._path,
+                store.unreadable_lines,
+                store.first_unreadable,
+                store.table.height,
+            )
+        self._reported_unreadable = store.unreadable_lines
+
 
 def _dumps(row: dict[str, Any]) -> str:
     """Serialise one memory row as compact UTF-8 JSON (no ASCII escaping)."""
     return json.dumps(row, ensure_ascii=False, separators=(",", ":"))
 
 
-def _read_all(path: Path, *, validate: bool = False) -> list[dict[str, Any]]:
-    """Read and parse every line of the JSONL store.
+@dataclass(frozen=True)
+class _Store:
+    """One read of the JSONL store.
+
+    Attributes:
+        table: the readable memories, :data:`SCAN_SCHEMA` columns, in file order.
+        size: bytes of the file.
+        unreadable_lines: lines skipped (not JSON, not an object, a required key missing,
+            ``null`` or of the wrong type); blank lines are not counted.
+        unreadable_bytes: bytes of the skipped lines (and of a fragment a memory was
+            recovered from), newlines included.
+        first_unreadable: 1-based number of the first skipped line (0 when none).
+    """
+
+    table: pl.DataFrame
+    size: int
+    unreadable_lines: int = 0
+    unreadable_bytes: int = 0
+    first_unreadable: int = 0
+
+
+def _read_store(path: Path) -> _Store:
+    """Read the whole JSONL store from disk and parse it with polars' NDJSON reader.
+
+    This is the recall access path. The file's bytes are read afresh and every line is
+    parsed; only the :data:`SCAN_SCHEMA` columns are kept. A clean file is parsed by
+    :func:`polars.read_ndjson` alone; when that fails, or a required value is ``null``, the
+    lines are sorted into readable and unreadable ones with :mod:`json` (:func:`_split_lines`)
+    and the readable ones parsed by polars. Nothing is cached.
 
     Args:
         path: the ``memories.jsonl`` file.
-        validate: also check that every line is an object with the required keys
-            (done once in :meth:`FileJsonlArm.open`, not on the query path).
 
     Returns:
-        One dict per non-blank line, in file order.
+        The :class:`_Store` (readable memories and the unreadable-line tally).
 
     Raises:
-        ArmError: when the file cannot be read, a line is not valid JSON, or an object
-            lacks a required key (message names the path and line number).
+        ArmError: when the file cannot be read (names the path).
     """
     try:
-        with path.open("r", encoding="utf-8") as fh:
-            lines = fh.readlines()
-    except (OSError, UnicodeDecodeError) as exc:
+        # bytes, not the path: polars would expand glob characters ([, *, ?) in a path
+        data = path.read_bytes()
+    except OSError as exc:
         raise ArmError(f"file-jsonl: cannot read store {path}: {exc}") from exc
-    rows: list[dict[str, Any]] = []
+    try:
+        table = pl.read_ndjson(data, schema=SCAN_SCHEMA)
+        if not any(table.get_column(c).null_count() for c in _REQUIRED_KEYS):
+            return _Store(table, len(data))
+    except pl.exceptions.PolarsError:
+        pass
+    good, bad_lines, bad_bytes, first = _split_lines(data)
+    try:
+        table = pl.read_ndjson(good, schema=SCAN_SCHEMA) if good else _empty_table()
+    except pl.exceptions.PolarsError as exc:  # lines json accepts and polars does not
+        raise ArmError(f"file-jsonl: cannot parse store {path}: {exc}") from exc
+    return _Store(table, len(data), bad_lines, bad_bytes, first)
+
+
+def _empty_table() -> pl.DataFrame:
+    return pl.DataFrame(schema=SCAN_SCHEMA)
+
+
+def _is_memory(obj: Any) -> bool:
+    """True when ``obj`` is a JSON object with usable required values (types of SCAN_SCHEMA)."""
+    if not isinstance(obj, dict):
+        return False
+    ints = (obj.get("created_day"), obj.get("seq"))
+    return (
+        isinstance(obj.get("memory_id"), str)
+        and isinstance(obj.get("body"), str)
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in ints)
+    )
+
+
+def _split_lines(data: bytes) -> tuple[bytes, int, int, int]:
+    """Sort the store's lines into readable memories and unreadable lines.
+
+    A line that does not parse may be a torn fragment with a whole memory appended to it
+    (the next append after a crash mid-line): the memory is recovered from the last
+    ``{`` at which the rest of the line parses as a memory object (at most
+    :data:`_RECOVERY_TRIES` positions are tried), and the line still counts as unreadable.
+
+    Args:
+        data: the file's bytes.
+
+    Returns:
+        ``(readable, unreadable_lines, unreadable_bytes, first_unreadable)``: the readable
+        lines joined with newlines, how many lines were skipped, their bytes (newline
+        included; for a recovered line, the fragment's bytes) and the first one's 1-based
+        number (0 when none).
+    """
+    good: list[bytes] = []
+    bad = bad_bytes = first = 0
+    lines = data.split(b"\n")
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ArmError(f"file-jsonl: corrupt line {lineno} in {path}: {exc}") from exc
-        if validate and (
-            not isinstance(row, dict) or any(key not in row for key in _REQUIRED_KEYS)
-        ):
-            raise ArmError(
-                f"file-jsonl: line {lineno} in {path} is not a memory object "
-                f"with keys {list(_REQUIRED_KEYS)}"
-            )
-        rows.append(row)
-    return rows
+            obj = json.loads(line)
+        except ValueError:  # JSONDecodeError and UnicodeDecodeError
+            obj = None
+        if _is_memory(obj):
+            good.append(line)
+            continue
+        bad += 1
+        first = first or lineno
+        recovered = _recover_tail(line)
+        bad_bytes += len(line) + (lineno < len(lines)) - len(recovered)
+        if recovered:
+            good.append(recovered)
+    return b"\n".join(good), bad, bad_bytes, first
 
 
-def _read_table(path: Path) -> pl.DataFrame:
-    """Read the whole JSONL store from disk and parse it with polars' NDJSON reader.
-
-    This is the recall access path (and the bare call of :meth:`FileJsonlArm.raw_query_call`).
-    The file's bytes are read afresh and every line is parsed; only the
-    :data:`SCAN_SCHEMA` columns are kept (other keys are skipped, missing keys become
-    ``null``). Blank lines are skipped. Nothing is cached.
-
-    Args:
-        path: the ``memories.jsonl`` file.
-
-    Returns:
-        One row per non-blank line, in file order, with columns ``memory_id`` (str),
-        ``body`` (str), ``created_day`` (i64), ``seq`` (i64).
-
-    Raises:
-        ArmError: when the file cannot be read, a line is not valid JSON or not a JSON
-            object, or a value cannot be read as its column's type (names the path; the
-            line number when the line-by-line :mod:`json` parser can locate it).
-    """
-    try:
-        # bytes, not the path: polars would expand glob characters ([, *, ?) in a path
-        return pl.read_ndjson(path.read_bytes(), schema=SCAN_SCHEMA)
-    except (OSError, pl.exceptions.PolarsError) as exc:
-        if isinstance(exc, pl.exceptions.PolarsError):
-            _read_all(path, validate=True)  # raises ArmError naming the bad line, if it can
-        raise ArmError(f"file-jsonl: cannot parse store {path}: {exc}") from exc
+#: Positions of ``{`` tried when recovering a memory glued onto a torn fragment.
+_RECOVERY_TRIES = 64
 
 
-def _check_complete(table: pl.DataFrame, path: Path) -> None:
-    """Raise ArmError if an object lacks (or holds ``null`` for) a required key.
-
-    The NDJSON reader cannot tell a missing key from ``null``; both make the line unusable
-    for scoring and ordering. Null counts are column metadata, so this is O(columns).
-
-    Raises:
-        ArmError: naming the path, the column and the first offending object (1-based
-            position among the non-blank lines).
-    """
-    for column in _REQUIRED_KEYS:
-        values = table.get_column(column)
-        if values.null_count():
-            first = int(values.is_null().arg_max() or 0) + 1
-            raise ArmError(
-                f"file-jsonl: object {first} (non-blank line) in {path} is not a memory "
-                f"object: {column!r} is missing or null"
-            )
+def _recover_tail(line: bytes) -> bytes:
+    """Return the memory object that ends ``line`` after a torn fragment, or ``b""``."""
+    pos = len(line)
+    for _ in range(_RECOVERY_TRIES):
+        pos = line.rfind(b"{", 1, pos)
+        if pos <= 0:
+            return b""
+        try:
+            if _is_memory(json.loads(line[pos:])):
+                return line[pos:]
+        except ValueError:
+            continue
+    return b""
 
 
 def _scan(path: Path, terms: list[str], k: int) -> list[str]:
     """Re-read and parse the whole file, count ``terms`` per body, return the top ``k`` ids.
 
-    The file is parsed on every call (:func:`_read_table`), even when there is nothing to
-    search for (so a corrupt file is reported whatever the query).
+    The file is read on every call (:func:`_read_store`), even when there is nothing to
+    search for; unreadable lines are skipped.
 
     Args:
         path: the ``memories.jsonl`` file.
@@ -331,14 +416,21 @@ def _scan(path: Path, terms: list[str], k: int) -> list[str]:
         k: result length (``k <= 0`` gives ``[]``).
 
     Returns:
-        Up to ``k`` memory ids: score (terms contained) desc, ``created_day`` desc,
-        ``seq`` desc, file order; memories containing no term are dropped.
+        Up to ``k`` memory ids (:func:`_top_terms`).
 
     Raises:
-        ArmError: the file is unreadable, corrupt or lacks a required key (names the path).
+        ArmError: the file cannot be read (names the path).
     """
-    table = _read_table(path)  # the architecture under test: re-parse on every call
-    _check_complete(table, path)
+    return _top_terms(_read_store(path).table, terms, k)
+
+
+def _top_terms(table: pl.DataFrame, terms: list[str], k: int) -> list[str]:
+    """Top ``k`` ids of ``table`` by distinct ``terms`` contained (literal, lower-cased body).
+
+    Returns:
+        Up to ``k`` memory ids: score (terms contained) desc, ``created_day`` desc,
+        ``seq`` desc, file order; memories containing no term are dropped.
+    """
     if not terms or k <= 0 or table.height == 0:
         return []
     body = table.get_column("body").str.to_lowercase()
@@ -353,7 +445,7 @@ def _top_k(table: pl.DataFrame, score: np.ndarray, k: int) -> list[str]:
     """Ids of the ``k`` best rows with ``score > 0``: score, created_day, seq desc, file order.
 
     Args:
-        table: the parsed store (:func:`_read_table`), no nulls in the required columns.
+        table: the readable memories (:func:`_read_store`), no nulls in required columns.
         score: per-row term count, shape ``(table.height,)``.
         k: how many ids to return (``k >= 1``).
 

@@ -85,6 +85,7 @@ import apsw
 import numpy as np
 
 from agentmem.arms.base import (
+    ArmBase,
     ArmError,
     BuildStats,
     Capabilities,
@@ -359,7 +360,7 @@ class _Writer:
         self._thread.join()
 
 
-class SqliteGraphArm:
+class SqliteGraphArm(ArmBase):
     """``sqlite-graph``: typed memory nodes + edges, FTS5 + vector + graph expansion, RRF.
 
     See the module docstring for the schema, the derived edges, the retrieval statement,

@@ -38,6 +38,7 @@ from psycopg import sql
 
 from agentmem.arms.base import (
     PREDICATE_FIELDS,
+    ArmBase,
     ArmError,
     BuildStats,
     Capabilities,
@@ -146,7 +147,7 @@ def tsquery_sql(terms: list[str], prefix: str = "t") -> tuple[sql.Composable, di
     return expr, {f"{prefix}{i}": t for i, t in enumerate(terms)}
 
 
-class _PgArm:
+class _PgArm(ArmBase):
     """Shared machinery of the Postgres arms: schema, build, open, count, explain, storage.
 
     Subclasses set the class variables, :meth:`_session_settings` and :meth:`_ranking`

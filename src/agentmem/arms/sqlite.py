@@ -36,6 +36,7 @@ import apsw
 import numpy as np
 
 from agentmem.arms.base import (
+    ArmBase,
     ArmError,
     BuildStats,
     Capabilities,
@@ -136,7 +137,7 @@ def _format_plan(rows: list[tuple[Any, ...]]) -> str:
     return "\n".join(lines)
 
 
-class _SqliteArm:
+class _SqliteArm(ArmBase):
     """Shared machinery of the SQLite arms: schema, build, open, count, explain, storage.
 
     Subclasses set the class variables and implement :meth:`_ranking` (the ranking

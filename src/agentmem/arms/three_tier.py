@@ -64,6 +64,7 @@ import psycopg
 from psycopg import sql
 
 from agentmem.arms.base import (
+    ArmBase,
     ArmError,
     BuildStats,
     Capabilities,
@@ -350,7 +351,7 @@ def _check_int(name: str, value: Any, minimum: int) -> int:
 
 
 # --------------------------------------------------------------------------------- arm
-class ThreeTierArm:
+class ThreeTierArm(ArmBase):
     """``three-tier``: L1 working memory (SQLite) + L2 summary nodes (SQLite) + L3 pgvector.
 
     See the module docstring for the tiers and the L1/L3 partition.

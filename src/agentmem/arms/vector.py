@@ -36,6 +36,7 @@ from polars.exceptions import PolarsError
 
 from agentmem.arms.base import (
     PREDICATE_FIELDS,
+    ArmBase,
     ArmError,
     BuildStats,
     Capabilities,
@@ -215,7 +216,7 @@ def recall_vs_exact(
     return topk_recall(labels, vecs, qs, k)
 
 
-class FileVecArm:
+class FileVecArm(ArmBase):
     """One embedding per memory in an hnswlib HNSW index; top-k cosine, no filtering.
 
     ``query`` returns the ``k`` approximate nearest memories to ``q.embedding`` by
@@ -413,7 +414,7 @@ class FileVecArm:
 
         return call
 
-    def explain(self, q: Query) -> str:
+    def explain(self, q: Query, k: int = 10) -> str:
         """Describe the HNSW search ``query`` runs for ``q`` (hnswlib has no planner)."""
         self._require_open()
         n = len(self._ids)
@@ -602,7 +603,7 @@ class FileVecMetaArm(FileVecArm):
             return lambda: None
         return super().raw_query_call(q, k * self.overfetch)
 
-    def explain(self, q: Query) -> str:
+    def explain(self, q: Query, k: int = 10) -> str:
         """Describe the search + Python post-filter ``query`` runs for ``q``."""
         self._require_open()
         n = len(self._ids)

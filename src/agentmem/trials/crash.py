@@ -16,7 +16,8 @@ One trial:
 What "committed" means per family (what the child waits for before reporting an id):
 
 ================  =========================================================================
-file-append       JSON Lines; ``write`` + ``flush`` of the line (no fsync, as the study).
+file-append       the ``file-jsonl`` arm's store (``memories.jsonl``, one memory object per
+                  line); ``write`` + ``flush`` of the line (no fsync, as the study).
 file-rewrite      the whole JSON array rewritten in place after every record
                   (``open("w")`` + ``json.dump`` + close: the naive, non-atomic way the
                   study measured; the file is truncated first, then refilled).
@@ -37,6 +38,11 @@ fails the scan), and an index scan over the primary key returns the same ids as 
 heap scan. A torn, unterminated last line of a JSON Lines file is discarded, as JSON
 Lines readers do, and noted in ``detail``; it is never a reported-committed record,
 because the child reports an id only after the whole line was written.
+
+Recall through the arm (file-append): after each kill the store is also opened with the
+``file-jsonl`` arm itself and the last reported-committed record is recalled by its tag
+(``recall_ok``: the arm opened, answered with exactly that record, and holds as many
+readable memories as the tolerant reader found records); other families leave it empty.
 
 Process hygiene: each child runs in its own session and its group is SIGKILLed in a
 ``finally``; each Postgres server is an :class:`~agentmem.trials.EmbeddedPostgres` that
@@ -59,6 +65,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentmem.arms.files import JSONL_NAME, FileJsonlArm
+from agentmem.errors import ArmError
 from agentmem.io import share_background_priority
 from agentmem.trials import EmbeddedPostgres, TrialError, child_env, kill_group, require_dir
 
@@ -80,12 +88,13 @@ FIELDS: tuple[str, ...] = (
     "present",
     "missing_committed",
     "integrity_ok",
+    "recall_ok",
     "detail",
 )
 """Columns of one result row, in order (``detail`` is a short human-readable note)."""
 
 STORE_FILES: dict[str, str] = {
-    "file-append": "records.jsonl",
+    "file-append": JSONL_NAME,
     "file-rewrite": "records.json",
     "sqlite": "records.sqlite",
 }
@@ -107,9 +116,10 @@ _DRAIN_TIMEOUT_S = 30.0
 def record_body(record_id: int, width: int) -> str:
     """Deterministic body text of exactly ``width`` characters for ``record_id``.
 
-    ``"{id}|"`` followed by repeated filler prose, cut to ``width`` (at least 1).
-    Readers verify a body with ``body == record_body(id, len(body))``, which detects a
-    body that was garbled or belongs to another record.
+    The record's tag (:func:`record_tag`) and ``"|"``, followed by repeated filler prose,
+    cut to ``width`` (at least 1). Readers verify a body with
+    ``body == record_body(id, len(body))``, which detects a body that was garbled or
+    belongs to another record.
 
     Args:
         record_id: the record id (positive int).
@@ -119,9 +129,14 @@ def record_body(record_id: int, width: int) -> str:
         The body (ASCII, no characters that JSON escapes).
     """
     width = max(1, width)
-    head = f"{record_id}|"
+    head = f"{record_tag(record_id)}|"
     reps = width // len(_FILLER) + 2
     return (head + _FILLER * reps)[:width]
+
+
+def record_tag(record_id: int) -> str:
+    """``"r"`` and the id in nine digits, e.g. ``r000000042``: no tag contains another."""
+    return f"r{record_id:09d}"
 
 
 def _body_width(record_id: int, record_chars: int) -> int:
@@ -131,6 +146,49 @@ def _body_width(record_id: int, record_chars: int) -> int:
 
 def _record(record_id: int, record_chars: int) -> dict[str, Any]:
     return {"id": record_id, "body": record_body(record_id, _body_width(record_id, record_chars))}
+
+
+def _memory_record(record_id: int, record_chars: int) -> dict[str, Any]:
+    """A record as a ``file-jsonl`` memory object whose JSON line is ``record_chars`` long.
+
+    Keys: ``memory_id`` (the tag), ``id``, ``body``, ``created_day`` (0) and ``seq`` (the id).
+    """
+    row: dict[str, Any] = {"memory_id": record_tag(record_id), "id": record_id, "body": ""}
+    row.update(created_day=0, seq=record_id)
+    width = record_chars - len(json.dumps(row))
+    row["body"] = record_body(record_id, width)
+    return row
+
+
+def recall_through_arm(store_dir: Path, last_committed: int | None, present: int) -> bool:
+    """Open a file-append store with the ``file-jsonl`` arm and recall a committed record.
+
+    Args:
+        store_dir: the trial directory holding ``memories.jsonl``.
+        last_committed: the last id the writer reported committed (``None``: none).
+        present: records the tolerant reader found.
+
+    Returns:
+        True when the arm opens, answers a query for the record's tag with exactly that
+        record, and holds ``present`` readable memories; False otherwise (never raises).
+    """
+    import numpy as np
+
+    from agentmem.arms.base import Query
+
+    arm = FileJsonlArm()
+    try:
+        arm.open(store_dir)
+        if last_committed is not None:
+            tag = record_tag(last_committed)
+            q = Query("crash-recall", tag, np.zeros(384, dtype=np.float32))
+            if arm.query(q, 2).memory_ids != [tag]:
+                return False
+        return arm.storage().counts.get("memories") == present
+    except ArmError:
+        return False
+    finally:
+        arm.close()
 
 
 # ---------------------------------------------------------------------------------------
@@ -331,7 +389,7 @@ def _write_file_append(store: Path, record_chars: int, batch_size: int, dsn: str
         i = 0
         while True:
             i += 1
-            f.write(json.dumps(_record(i, record_chars)) + "\n")
+            f.write(json.dumps(_memory_record(i, record_chars)) + "\n")
             f.flush()
             _report((i,))
 
@@ -569,6 +627,9 @@ def _one_trial(
         readout = StoreReadout(frozenset(), False, str(exc))
         readable = False
     detail = "; ".join(x for x in (note, readout.detail) if x and x != "ok") or "ok"
+    recall_ok = None
+    if family == "file-append":
+        recall_ok = recall_through_arm(trial_dir, max(committed, default=None), len(readout.ids))
     if not keep_stores:
         shutil.rmtree(trial_dir, ignore_errors=True)
     return {
@@ -580,6 +641,7 @@ def _one_trial(
         "present": len(readout.ids),
         "missing_committed": len(committed - readout.ids),
         "integrity_ok": readable and readout.integrity_ok,
+        "recall_ok": recall_ok,
         "detail": detail,
     }
 
@@ -608,8 +670,9 @@ def run_crash_trials(
         trials: number of trials (>= 1).
         seed: trial ``t`` (0-based) draws its kill delay from ``random.Random(seed + t)``.
         work_dir: an existing, writable directory for the stores (may be under /tmp).
-        record_chars: length of one record as a JSON line (``{"id": .., "body": ..}``);
-            SQL families store the same body.
+        record_chars: length of one record as a JSON line (file-append: a ``file-jsonl``
+            memory object; file-rewrite: ``{"id": .., "body": ..}``); SQL families store
+            the file-rewrite body.
         batch_size: rows per transaction for sqlite and postgres.
         baseline_records: committed records the child must report before the kill window.
         max_kill_after_ms: the kill delay after the baseline is uniform in ``[0, this)`` ms.
@@ -624,7 +687,9 @@ def run_crash_trials(
         (0-based), ``kill_after_ms`` float (ms after the baseline), ``readable`` bool,
         ``committed`` int (distinct ids the child reported), ``present`` int (records in
         the reopened store), ``missing_committed`` int (reported but absent),
-        ``integrity_ok`` bool, ``detail`` str.
+        ``integrity_ok`` bool, ``recall_ok`` bool for file-append (the ``file-jsonl`` arm
+        recalled the last committed record, :func:`recall_through_arm`) else ``None``,
+        ``detail`` str.
 
     Raises:
         TrialError: naming the path when ``work_dir`` is missing, not a directory or
@@ -672,7 +737,8 @@ def run_crash_trials(
                     f"crash {family} trial {trial + 1}/{trials}: kill after "
                     f"{row['kill_after_ms']:.1f} ms, committed {row['committed']}, present "
                     f"{row['present']}, missing {row['missing_committed']}, readable "
-                    f"{row['readable']}, integrity {row['integrity_ok']} ({row['detail']}) "
+                    f"{row['readable']}, integrity {row['integrity_ok']}, recall through the "
+                    f"arm {row['recall_ok']} ({row['detail']}) "
                     f"[{time.monotonic() - started:.1f} s]",
                     file=sys.stderr,
                     flush=True,
