@@ -15,7 +15,16 @@ from conftest import REPO
 from hostile import HOSTILE_TEXTS
 
 from agentmem.arms import ARMS
-from agentmem.arms.base import Arm, ArmError, Predicate, Query, StorageStats
+from agentmem.arms.base import (
+    MEMORY_SCHEMA,
+    Arm,
+    ArmError,
+    BenchHooks,
+    Embeddings,
+    Predicate,
+    Query,
+    StorageStats,
+)
 from agentmem.config import load_config
 from agentmem.corpus import load_corpus, load_queries, write_corpus
 from agentmem.embeddings import embed_corpus, load_embeddings
@@ -211,3 +220,142 @@ def test_open_missing_store_names_path(tmp_path):
         with pytest.raises(ArmError, match="nope-"):
             arm.open(missing)
         arm.close()
+
+
+# ------------------------------------------------------------------- remember / fetch
+CURRENT = Predicate("superseded_by", "is_null")
+
+
+def _memory(mid: str, body: str, day: int = 500, **extra) -> dict:
+    return {"memory_id": mid, "body": body, "created_day": day, **extra}
+
+
+def _vectors(rows: list[dict], vec: np.ndarray) -> Embeddings:
+    """Every new memory gets ``vec``: the query carrying ``vec`` is its nearest neighbour."""
+    return Embeddings([r["memory_id"] for r in rows], np.tile(vec, (len(rows), 1)))
+
+
+def _remember(arm, rows: list[dict], vec: np.ndarray) -> None:
+    arm.remember(pl.DataFrame(rows), _vectors(rows, vec))
+
+
+def test_remember_then_query_finds_it_and_fetch_returns_it(built, smoke):
+    name, arm, _, _ = built
+    vec = smoke["queries"][1].embedding
+    rows = [_memory("new-zqx-1", "ZQX-4242 rotates the vault keys every ninety minutes",
+                    session_id="S-new", kind="procedural")]  # fmt: skip
+    _remember(arm, rows, vec)
+    q = Query("new", "ZQX-4242 vault keys", vec)
+    assert "new-zqx-1" in arm.query(q, K).memory_ids, name
+    got = arm.fetch(["nope", "new-zqx-1", "nope"])
+    assert got.columns == list(MEMORY_SCHEMA)
+    assert got.height == 1
+    row = got.row(0, named=True)
+    assert (row["memory_id"], row["body"], row["created_day"]) == (
+        "new-zqx-1", rows[0]["body"], 500,
+    )  # fmt: skip
+    assert (row["session_id"], row["kind"], row["superseded_by"]) == ("S-new", "procedural", None)
+    with pytest.raises(ArmError, match="new-zqx-1"):  # already stored
+        _remember(arm, rows, vec)
+    corpus_ids = smoke["corpus"].memories["memory_id"].head(3).to_list()
+    assert arm.fetch(corpus_ids)["memory_id"].to_list() == corpus_ids
+
+
+def test_correction_by_remember_hides_the_old_memory(built, smoke):
+    name, arm, _, _ = built
+    vec = smoke["queries"][2].embedding
+    _remember(arm, [_memory("kqv-old", "KQV-1717 caps the queue at five workers")], vec)
+    new = _memory("kqv-new", "KQV-1717 caps the queue at nine workers", supersedes=["kqv-old"])
+    _remember(arm, [new], vec)
+    rows = {r["memory_id"]: r for r in arm.fetch(["kqv-old", "kqv-new"]).iter_rows(named=True)}
+    assert rows["kqv-old"]["superseded_by"] == "kqv-new", name
+    assert rows["kqv-new"]["superseded_by"] is None
+    ids = arm.query(Query("corr", "KQV-1717 queue workers", vec, CURRENT), K).memory_ids
+    if arm.capabilities.predicate:
+        assert "kqv-new" in ids and "kqv-old" not in ids, (name, ids)
+    with pytest.raises(ArmError, match="kqv-missing"):  # superseding what is not stored
+        _remember(arm, [_memory("kqv-x", "x", supersedes=["kqv-missing"])], vec)
+    assert arm.fetch(["kqv-x"]).height == 0  # nothing written by the failed call
+
+
+def test_remember_after_reopen(built, smoke):
+    name, arm, store, _ = built
+    vec = smoke["queries"][3].embedding
+    _remember(arm, [_memory("reo-1", "WXR-9090 before the reopen")], vec)
+    arm.close()
+    again = ARMS[name]()
+    again.open(store)
+    try:
+        _remember(again, [_memory("reo-2", "WXR-9090 after the reopen")], vec)
+        ids = again.query(Query("reo", "WXR-9090 reopen", vec), K).memory_ids
+        assert {"reo-1", "reo-2"} <= set(ids), (name, ids)
+    finally:
+        again.close()
+    arm.open(store)
+    assert {"reo-1", "reo-2"} <= set(arm.query(Query("reo", "WXR-9090", vec), K).memory_ids)
+
+
+def test_hostile_bodies_are_stored_verbatim_or_refused(built, smoke):
+    name, arm, _, _ = built
+    vec = smoke["queries"][4].embedding
+    stored = []
+    for i, body in enumerate(HOSTILE_TEXTS):
+        row = _memory(f"hostile-{i}", body, session_id="'; DROP TABLE x; --")
+        try:
+            _remember(arm, [row], vec)
+        except ArmError:
+            continue  # e.g. a NUL byte PostgreSQL text cannot hold: refused, named
+        stored.append(row)
+    assert len(stored) >= len(HOSTILE_TEXTS) - 2, name
+    got = {r["memory_id"]: r["body"] for r in arm.fetch([r["memory_id"] for r in stored])
+           .iter_rows(named=True)}  # fmt: skip
+    assert got == {r["memory_id"]: r["body"] for r in stored}, name
+    for text in HOSTILE_TEXTS[:12]:
+        arm.query(Query("h", text, vec, CURRENT, wants_count=True), K)
+
+
+def test_remember_from_threads_while_querying(built, smoke):
+    name, arm, _, _ = built
+    vec = smoke["queries"][5].embedding
+    errors: list[str] = []
+    done = threading.Event()
+
+    def write(w: int) -> None:
+        for i in range(10):
+            try:
+                _remember(arm, [_memory(f"thr-{w}-{i}", f"TPX-{w}{i:02d} thread write")], vec)
+            except BaseException as exc:  # noqa: BLE001
+                errors.append(f"{type(exc).__name__}: {exc}")
+
+    def read() -> None:
+        while not done.is_set():
+            try:
+                arm.query(Query("t", "TPX thread write", vec, CURRENT), K)
+            except BaseException as exc:  # noqa: BLE001
+                errors.append(f"{type(exc).__name__}: {exc}")
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    writers = [threading.Thread(target=write, args=(w,)) for w in range(4)]
+    for t in writers:
+        t.start()
+    for t in writers:
+        t.join()
+    done.set()
+    reader.join()
+    assert errors == [], name
+    ids = [f"thr-{w}-{i}" for w in range(4) for i in range(10)]
+    assert sorted(arm.fetch(ids)["memory_id"].to_list()) == sorted(ids)
+    if arm.capabilities.text_access != "none":  # the 40 share one vector: text decides
+        assert arm.query(Query("t", "TPX-307", vec), K).memory_ids[0] == "thr-3-7", name
+
+
+def test_bench_hooks_give_the_query_answer(built, smoke):
+    name, arm, _, _ = built
+    if not isinstance(arm, BenchHooks):
+        pytest.skip(f"{name} declares no bench hooks")
+    assert arm.bare_call.does and arm.bare_call.beyond
+    assert arm.raw_ingest().kind in ("jsonl", "hnsw", "tables")
+    for q in smoke["queries"]:
+        raw = arm.raw_query_call(q, K)()
+        assert arm.raw_ids(raw, K) == arm.query(q, K).memory_ids, (name, q.query_id)

@@ -28,9 +28,9 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from agentmem.arms.base import VECTOR_DIM as DIM
 from agentmem.arms.base import Embeddings
 
-DIM = 384
 log = logging.getLogger(__name__)
 
 

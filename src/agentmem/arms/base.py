@@ -17,7 +17,8 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
@@ -28,18 +29,30 @@ import polars as pl
 from agentmem.errors import ArmError
 
 __all__ = [
+    "MEMORY_SCHEMA",
+    "SUPERSEDES",
+    "VECTOR_DIM",
     "Arm",
     "ArmBase",
     "ArmError",
+    "BareCall",
+    "BenchHooks",
     "BuildStats",
     "Capabilities",
     "Corpus",
     "Embeddings",
     "Predicate",
     "Query",
+    "RawIngest",
+    "Remembered",
     "Result",
     "StorageStats",
+    "prepare_memories",
+    "with_supersedes",
 ]
+
+#: Embedding dimension (all-MiniLM-L6-v2); the one definition every arm uses.
+VECTOR_DIM = 384
 
 #: Fields a structured predicate may constrain, with the column type they compare to.
 PREDICATE_FIELDS: dict[str, type] = {
@@ -182,6 +195,10 @@ class Capabilities:
         text_access: ``"scan"``, ``"b-tree+like"``, ``"fts5-bm25"``, ``"gin-tsvector"``,
             or ``"none"``.
         transactions: writes are ACID transactions.
+        filter_stage: where a predicate is applied: ``"none"`` (ignored),
+            ``"post-filter"`` (on a ranked candidate list after the search, which can
+            leave fewer than ``k`` results) or ``"in-search"`` (inside the engine's
+            search: SQL ``WHERE``, a filtered index scan).
     """
 
     predicate: bool
@@ -190,6 +207,7 @@ class Capabilities:
     vector_access: str
     text_access: str
     transactions: bool
+    filter_stage: Literal["none", "post-filter", "in-search"] = "none"
 
 
 @dataclass
@@ -276,7 +294,7 @@ class Embeddings:
         return self.matrix[rows]
 
 
-def checked_vector(vec: Any, owner: str, what: str, dim: int = 384) -> np.ndarray:
+def checked_vector(vec: Any, owner: str, what: str, dim: int = VECTOR_DIM) -> np.ndarray:
     """Return an embedding as a contiguous float32 array of shape ``(dim,)``.
 
     Args:
@@ -303,8 +321,10 @@ class Arm(Protocol):
     Lifecycle: ``arm = ARMS[name](**params)``; then either ``arm.build(corpus, vectors,
     store_dir)`` (creates the store from scratch, leaves it open) or ``arm.open(store_dir)``
     (reopens a store built earlier, possibly by another process); then any number of
-    ``query`` / ``explain`` / ``storage`` calls; then ``close()`` (idempotent; stops any
-    embedded server the arm started).
+    ``remember`` / ``query`` / ``fetch`` / ``explain`` / ``storage`` calls, from any thread
+    (:class:`ArmBase` serialises them); then ``close()`` (idempotent; stops any embedded
+    server the arm started). Only :class:`ArmError`, and :class:`ValueError` for bad
+    arguments, leave a method.
 
     ``query`` must never raise on hostile text (quotes, ``*``, ``:``, ``NEAR``, SQL,
     empty or 10,000-character strings): it returns an empty or best-effort result.
@@ -334,6 +354,37 @@ class Arm(Protocol):
 
     def query(self, q: Query, k: int) -> Result:
         """Return at most ``k`` memory ids, best first (+ count when ``q.wants_count``)."""
+        ...
+
+    def remember(self, memories: pl.DataFrame, vectors: Embeddings) -> None:
+        """Append ``memories`` to the open store through the engine's normal write path.
+
+        The frame is validated and completed by :func:`prepare_memories` (``memory_id``,
+        ``body`` and ``created_day`` required; other :data:`MEMORY_SCHEMA` columns
+        optional). A row's :data:`SUPERSEDES` list names earlier memories it corrects:
+        their ``superseded_by`` becomes the row's id, so a current-only query
+        (``superseded_by is_null``) no longer returns them. The batch is visible to the
+        next :meth:`query`; for the DBMS arms it is durable (committed) when the call
+        returns, and all-or-nothing.
+
+        Raises:
+            ArmError: when the store is not open, the batch is invalid
+                (:func:`prepare_memories`), a ``memory_id`` is already stored, a
+                superseded id is not stored, or the engine fails (nothing is written then,
+                for the DBMS arms).
+        """
+        ...
+
+    def fetch(self, memory_ids: Sequence[str]) -> pl.DataFrame:
+        """Return the stored rows of ``memory_ids`` (the :data:`MEMORY_SCHEMA` columns).
+
+        Rows come in the order asked, each once; ids the store does not hold are left
+        out. ``superseded_by`` shows supersessions made by :meth:`remember`. Columns the
+        store does not keep are null (``form``, for most arms).
+
+        Raises:
+            ArmError: when the store is not open or the engine fails.
+        """
         ...
 
     def explain(self, q: Query, k: int = 10) -> str:
@@ -389,7 +440,15 @@ class ArmBase:
 
     Properties, static and class methods and names starting with ``_`` are not wrapped;
     neither are the functions a method returns (e.g. ``raw_query_call``'s bare call).
+
+    Optional declarations an arm may set (read by sweeps and figures, never by name):
+
+    * ``candidate_param``: the constructor parameter that sets the size of the candidate
+      list a ``"post-filter"`` arm filters (e.g. ``"overfetch"``); the post-filter sweep
+      varies it.
     """
+
+    candidate_param: ClassVar[str | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -399,3 +458,236 @@ class ArmBase:
             if getattr(value, "__arm_guarded__", False):
                 continue
             setattr(cls, attr, _guarded(value, attr))
+
+
+# --------------------------------------------------------------------------- remember
+#: Columns and dtypes of a memory row (``memories.parquet``, DESIGN §2); every corpus
+#: source and every :meth:`Arm.remember` call uses these.
+MEMORY_SCHEMA: dict[str, pl.DataType] = {
+    "memory_id": pl.String,
+    "session_id": pl.String,
+    "turn_no": pl.Int32,
+    "seq": pl.Int64,
+    "kind": pl.String,
+    "body": pl.String,
+    "fact_id": pl.String,
+    "created_day": pl.Int32,
+    "source": pl.String,
+    "confidence": pl.Float64,
+    "superseded_by": pl.String,
+    "tokens": pl.Int32,
+    "entity_ids": pl.List(pl.String),
+    "form": pl.String,  # id | para | correction | distractor (synthetic), turn (LoCoMo)
+}
+
+#: Optional column of a frame given to :meth:`Arm.remember`: the ids of earlier memories
+#: this memory corrects (``list[str]``); the arm sets their ``superseded_by`` to its id.
+SUPERSEDES = "supersedes"
+
+#: Values :func:`prepare_memories` gives to missing or null optional columns.
+MEMORY_DEFAULTS: dict[str, Any] = {
+    "kind": "episodic",
+    "source": "agent",
+    "confidence": 1.0,
+    "form": "turn",
+}
+
+
+@dataclass
+class Remembered:
+    """A validated :meth:`Arm.remember` batch (:func:`prepare_memories`).
+
+    Attributes:
+        memories: the rows, columns and dtypes of :data:`MEMORY_SCHEMA` (no ``supersedes``),
+            in the order given; ``memory_id``, ``body``, ``created_day``, ``seq``,
+            ``kind``, ``source``, ``confidence``, ``tokens`` and ``entity_ids`` non-null.
+        vectors: float32 ``(n, VECTOR_DIM)``, row ``i`` the embedding of memory ``i``.
+        supersessions: ``(old_id, new_id)`` pairs from the ``supersedes`` column, in
+            row order; every ``new_id`` is in ``memories``.
+    """
+
+    memories: pl.DataFrame
+    vectors: np.ndarray
+    supersessions: list[tuple[str, str]]
+
+    @property
+    def ids(self) -> list[str]:
+        """The new memory ids, in row order."""
+        return self.memories.get_column("memory_id").to_list()
+
+
+def prepare_memories(memories: pl.DataFrame, vectors: Embeddings, owner: str) -> Remembered:
+    """Validate and complete a frame for :meth:`Arm.remember` (one place, for every arm).
+
+    Required columns: ``memory_id`` and ``body`` (non-null strings) and ``created_day``
+    (non-null int). Every other :data:`MEMORY_SCHEMA` column is optional; missing or null
+    values become :data:`MEMORY_DEFAULTS`, ``seq`` becomes ``time.time_ns()`` (plus the
+    row's position, so a batch keeps its order and sorts after every corpus memory),
+    ``tokens`` the body's o200k count and ``entity_ids`` an empty list. An optional
+    :data:`SUPERSEDES` column lists earlier ids each memory corrects.
+
+    Args:
+        memories: the rows to remember.
+        vectors: embeddings holding (at least) every new ``memory_id``.
+        owner: the arm name, for messages.
+
+    Returns:
+        The :class:`Remembered` batch.
+
+    Raises:
+        ArmError: naming ``owner`` and the first offending column or id, when a required
+            column is missing or null, a value cannot be cast to its dtype, an id repeats
+            within the batch, a memory supersedes itself, or an embedding is missing, not
+            ``VECTOR_DIM`` values or not finite.
+    """
+    from agentmem.tokens import count_tokens
+
+    if not isinstance(memories, pl.DataFrame):
+        raise ArmError(f"{owner}: remember needs a polars DataFrame, got {type(memories)}")
+    for col in ("memory_id", "body", "created_day"):
+        if col not in memories.columns:
+            raise ArmError(f"{owner}: remember: column {col!r} is required")
+        if memories.get_column(col).null_count():
+            raise ArmError(f"{owner}: remember: column {col!r} has null values")
+    unknown = set(memories.columns) - set(MEMORY_SCHEMA) - {SUPERSEDES}
+    if unknown:
+        raise ArmError(f"{owner}: remember: unknown columns {sorted(unknown)}")
+    n = memories.height
+    try:
+        frame = memories.select(
+            [
+                (pl.col(c) if c in memories.columns else pl.lit(None)).cast(t).alias(c)
+                for c, t in MEMORY_SCHEMA.items()
+            ]
+            + [
+                (pl.col(SUPERSEDES) if SUPERSEDES in memories.columns else pl.lit(None))
+                .cast(pl.List(pl.String))
+                .alias(SUPERSEDES)
+            ]
+        )
+    except pl.exceptions.PolarsError as exc:
+        raise ArmError(f"{owner}: remember: a value has the wrong type: {exc}") from exc
+    ids = frame.get_column("memory_id")
+    if ids.n_unique() != n:
+        dup = ids.filter(ids.is_duplicated()).item(0)
+        raise ArmError(f"{owner}: remember: memory id {dup!r} appears twice in the batch")
+    base_seq = time.time_ns()
+    tokens = count_tokens(frame.get_column("body").to_list()) if n else []
+    fills = {c: pl.col(c).fill_null(v) for c, v in MEMORY_DEFAULTS.items()}
+    frame = frame.with_columns(
+        **fills,
+        seq=pl.col("seq").fill_null(pl.int_range(pl.len(), dtype=pl.Int64) + base_seq),
+        tokens=pl.col("tokens").fill_null(pl.Series(tokens, dtype=pl.Int32)),
+        entity_ids=pl.col("entity_ids").fill_null(pl.lit([], dtype=pl.List(pl.String))),
+    )
+    supersessions: list[tuple[str, str]] = []
+    for new_id, olds in zip(ids.to_list(), frame.get_column(SUPERSEDES).to_list(), strict=True):
+        for old in olds or ():
+            if old == new_id:
+                raise ArmError(f"{owner}: remember: memory {new_id!r} supersedes itself")
+            supersessions.append((old, new_id))
+    try:
+        mat = vectors.get(ids.to_list()) if n else np.zeros((0, VECTOR_DIM), np.float32)
+    except KeyError as exc:
+        raise ArmError(f"{owner}: remember: {exc.args[0]}") from None
+    mat = np.ascontiguousarray(mat, dtype=np.float32)
+    if mat.ndim != 2 or mat.shape[1] != VECTOR_DIM:
+        raise ArmError(f"{owner}: remember: embeddings have shape {mat.shape}, need (n, 384)")
+    if not np.all(np.isfinite(mat)):
+        raise ArmError(f"{owner}: remember: an embedding has non-finite values")
+    return Remembered(frame.drop(SUPERSEDES), mat, supersessions)
+
+
+def with_supersedes(memories: pl.DataFrame) -> pl.DataFrame:
+    """Add the :data:`SUPERSEDES` column a corpus implies, for replaying it through remember.
+
+    A corpus marks the *old* memories (``superseded_by`` = the correction's id); replayed
+    in ``seq`` order, the correction arrives after them and names them instead.
+
+    Args:
+        memories: memory rows with ``memory_id`` and ``superseded_by``.
+
+    Returns:
+        ``memories`` with ``supersedes`` (``list[str]`` or null) and ``superseded_by`` set
+        to null, so that each supersession is made by the correction's remember call.
+    """
+    links = (
+        memories.filter(pl.col("superseded_by").is_not_null())
+        .group_by("superseded_by", maintain_order=True)
+        .agg(pl.col("memory_id").alias(SUPERSEDES))
+        .rename({"superseded_by": "memory_id"})
+    )
+    return memories.join(links, on="memory_id", how="left", maintain_order="left").with_columns(
+        superseded_by=pl.lit(None, dtype=pl.String)
+    )
+
+
+# ------------------------------------------------------------------------ bench hooks
+@dataclass(frozen=True)
+class BareCall:
+    """What an arm's bare driver call does, for the harness-overhead benchmark's table.
+
+    Attributes:
+        does: what the function :meth:`BenchHooks.raw_query_call` returns does.
+        beyond: what :meth:`Arm.query` does beyond it (what bounds a ratio above target).
+    """
+
+    does: str
+    beyond: str
+
+
+@dataclass(frozen=True)
+class RawIngest:
+    """An arm's raw bulk-load path, which the ingest benchmark times against ``build``.
+
+    Attributes:
+        kind: ``"jsonl"`` (one write of every serialised line), ``"hnsw"`` (metadata
+            Parquet + one batch ``add_items`` + save) or ``"tables"`` (the arm's ingest
+            tables read back from its store and written raw: one ``executemany``
+            transaction for SQLite, ``COPY ... (FORMAT BINARY)`` for PostgreSQL).
+        sqlite_file: for ``tables``, the SQLite file inside the store directory.
+        sqlite_tables: for ``tables``, the SQLite tables to copy, in order.
+        pg_tables: for ``tables``, the PostgreSQL tables to copy, in order.
+        basis: ``"ingest"`` (compared with ``BuildStats.ingest_ms``) or
+            ``"ingest+index"`` (with ``ingest_ms + index_ms``).
+        beyond: what ``build`` does beyond the raw path.
+        hnsw: for ``hnsw``, the arm's index parameters (``M``, ``ef_construction``,
+            ``random_seed``, ``num_threads``).
+    """
+
+    kind: Literal["jsonl", "hnsw", "tables"]
+    sqlite_file: str | None = None
+    sqlite_tables: tuple[str, ...] = ()
+    pg_tables: tuple[str, ...] = ()
+    basis: Literal["ingest", "ingest+index"] = "ingest"
+    beyond: str = ""
+    hnsw: dict[str, int] = field(default_factory=dict)
+
+
+@runtime_checkable
+class BenchHooks(Protocol):
+    """Optional hooks of an arm for ``make bench``; the bench skips (and names) arms without.
+
+    ``bare_call`` describes :meth:`raw_query_call`; :meth:`raw_ids` turns its output into
+    the answer; :meth:`raw_ingest` names the raw bulk path. Every built-in arm has them
+    (declared on its class or family base).
+    """
+
+    bare_call: ClassVar[BareCall]
+
+    def raw_query_call(self, q: Query, k: int) -> Callable[[], Any]:
+        """Return a zero-argument function making exactly the driver calls ``query`` makes."""
+        ...
+
+    def raw_ids(self, raw: Any, k: int) -> list[str]:
+        """Return the ids :meth:`Arm.query` makes of ``raw`` (the bare call's output).
+
+        This is the post-processing ``query`` adds to the driver call (label mapping,
+        post-filter, fusion, cut to ``k``): ``raw_ids(raw_query_call(q, k)(), k) ==
+        query(q, k).memory_ids``, which the conformance suite checks.
+        """
+        ...
+
+    def raw_ingest(self) -> RawIngest:
+        """Return this arm's raw bulk-load path (parameters of this instance included)."""
+        ...

@@ -39,11 +39,13 @@ import polars as pl
 from agentmem.arms.base import (
     ArmBase,
     ArmError,
+    BareCall,
     BuildStats,
     Capabilities,
     Corpus,
     Embeddings,
     Query,
+    RawIngest,
     Result,
     StorageStats,
 )
@@ -91,6 +93,12 @@ class FileJsonlArm(ArmBase):
         vector_access="none",
         text_access="scan",
         transactions=False,
+        filter_stage="none",
+    )
+    bare_call: ClassVar[BareCall] = BareCall(
+        "re-read + polars read_ndjson of every line, then the polars term scan and top-k "
+        "(a file has no engine: this scan is its retrieval)",
+        "term extraction from the text and the Result",
     )
 
     def __init__(self) -> None:
@@ -245,6 +253,10 @@ class FileJsonlArm(ArmBase):
             source="file sizes",
             counts={"memories": store.table.height, "unreadable_lines": store.unreadable_lines},
         )
+
+    def raw_ingest(self) -> RawIngest:
+        """The raw bulk path: every memory serialised, then one write of all lines."""
+        return RawIngest("jsonl", beyond="one buffered write call per memory")
 
     # ------------------------------------------------------------------ helpers
     def _require_open(self) -> Path:

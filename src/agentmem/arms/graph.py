@@ -85,18 +85,21 @@ import apsw
 import numpy as np
 
 from agentmem.arms.base import (
+    VECTOR_DIM,
     ArmBase,
     ArmError,
+    BareCall,
     BuildStats,
     Capabilities,
     Corpus,
     Embeddings,
     Query,
+    RawIngest,
     Result,
     StorageStats,
     checked_vector,
 )
-from agentmem.arms.sqlite import VECTOR_DIM, _format_plan, predicate_sql
+from agentmem.arms.sqlite import format_plan, predicate_sql
 from agentmem.arms.text import fts5_match
 from agentmem.tokens import count_tokens
 
@@ -391,6 +394,11 @@ class SqliteGraphArm(ArmBase):
         vector_access="brute-force",
         text_access="fts5-bm25",
         transactions=True,
+        filter_stage="in-search",
+    )
+    bare_call: ClassVar[BareCall] = BareCall(
+        "execute + fetchall of the prepared ranking (and count) statements",
+        "building the SQL text and bindings per call; the id list",
     )
 
     def __init__(
@@ -987,6 +995,16 @@ class SqliteGraphArm(ArmBase):
         cond, params = predicate_sql(q.predicate)
         return f"SELECT count(*) FROM nodes AS m WHERE m.pruned_day IS NULL AND {cond}", params
 
+    def raw_ingest(self) -> RawIngest:
+        """The raw bulk path: the node, entity and edge tables written in one transaction."""
+        return RawIngest(
+            "tables",
+            "graph.db",
+            ("nodes", "entity_nodes", "edges"),
+            beyond="deriving the temporal/supersedes/causal edges in SQL and the confidence "
+            "update; the hop to the single writer thread",
+        )
+
     def query(self, q: Query, k: int) -> Result:
         """Return at most ``k`` memory ids best first, plus the exact count if wanted.
 
@@ -1063,7 +1081,7 @@ class SqliteGraphArm(ArmBase):
                 rows = conn.execute("EXPLAIN QUERY PLAN " + sql, params).fetchall()
             except apsw.Error as exc:
                 raise ArmError(f"{self.name}: explain on {self._path} failed: {exc}") from exc
-            parts.append(f"-- {label}: {' '.join(sql.split())}\n{_format_plan(rows)}")
+            parts.append(f"-- {label}: {' '.join(sql.split())}\n{format_plan(rows)}")
         return "\n".join(parts)
 
     # --------------------------------------------------------------------- storage

@@ -38,14 +38,17 @@ from psycopg import sql
 
 from agentmem.arms.base import (
     PREDICATE_FIELDS,
+    VECTOR_DIM,
     ArmBase,
     ArmError,
+    BareCall,
     BuildStats,
     Capabilities,
     Corpus,
     Embeddings,
     Predicate,
     Query,
+    RawIngest,
     Result,
     StorageStats,
     checked_vector,
@@ -54,8 +57,6 @@ from agentmem.arms.text import like_pattern, query_terms
 from agentmem.pg import PgError, PgHandle, connect_store
 from agentmem.schema import postgres_ddl
 
-#: Embedding dimension of the ``embedding`` column (all-MiniLM-L6-v2).
-VECTOR_DIM = 384
 #: ``maintenance_work_mem`` for index builds, so an HNSW graph of the ``l`` corpus
 #: (33k x 384) is built in memory (pgvector warns and slows down past the limit).
 BUILD_MAINTENANCE_WORK_MEM = "256MB"
@@ -68,7 +69,7 @@ TS_CONFIG = "english"
 TS_RANK_NORMALIZATION = 1
 
 #: (column, COPY type, DDL type) of the memory columns, in COPY order.
-_COLUMNS: tuple[tuple[str, str, str], ...] = (
+MEMORY_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("memory_id", "text", "text PRIMARY KEY"),
     ("session_id", "text", "text"),
     ("turn_no", "int4", "integer"),
@@ -157,10 +158,21 @@ class _PgArm(ArmBase):
     name: ClassVar[str]
     family: ClassVar[str] = "postgres"
     capabilities: ClassVar[Capabilities]
-    #: store the ``embedding vector(384)`` column
-    _uses_vectors: ClassVar[bool] = False
-    #: store the generated ``tsv`` column and its GIN index
-    _uses_fts: ClassVar[bool] = False
+
+    bare_call: ClassVar[BareCall] = BareCall(
+        "execute + fetchall of the statements, SQL text rendered once",
+        "composing the SQL with psycopg.sql on every call; the id list",
+    )
+
+    @property
+    def _uses_vectors(self) -> bool:
+        """The store keeps an embedding per memory (``capabilities.vector_access``)."""
+        return self.capabilities.vector_access != "none"
+
+    @property
+    def _uses_fts(self) -> bool:
+        """The store keeps a full-text index (``capabilities.text_access``)."""
+        return self.capabilities.text_access == "gin-tsvector"
 
     def __init__(self) -> None:
         self._h: PgHandle | None = None
@@ -265,7 +277,7 @@ class _PgArm(ArmBase):
         store_dir = Path(store_dir)
         self._store_dir = store_dir
         mem = corpus.memories
-        names = [c for c, _, _ in _COLUMNS]
+        names = [c for c, _, _ in MEMORY_COLUMNS]
         missing = [c for c in names if c not in mem.columns]
         if missing:
             raise ArmError(f"{self.name}: corpus memories lack columns {missing} ({store_dir})")
@@ -287,7 +299,7 @@ class _PgArm(ArmBase):
             raise ArmError(f"{self.name}: cannot create store in {store_dir}: {exc}") from None
         conn = self._h.conn
         copy_cols = list(names) + (["embedding"] if self._uses_vectors else [])
-        copy_types = [t for _, t, _ in _COLUMNS] + (["vector"] if self._uses_vectors else [])
+        copy_types = [t for _, t, _ in MEMORY_COLUMNS] + (["vector"] if self._uses_vectors else [])
         copy_mem = sql.SQL("COPY memories ({}) FROM STDIN (FORMAT BINARY)").format(
             sql.SQL(", ").join(map(sql.Identifier, copy_cols))
         )
@@ -354,7 +366,7 @@ class _PgArm(ArmBase):
             h = connect_store(store_dir, self.name, create=False)
         except PgError as exc:
             raise ArmError(f"{self.name}: cannot open store {store_dir}: {exc}") from None
-        need = {c for c, _, _ in _COLUMNS}
+        need = {c for c, _, _ in MEMORY_COLUMNS}
         if self._uses_vectors:
             need.add("embedding")
         if self._uses_fts:
@@ -404,6 +416,14 @@ class _PgArm(ArmBase):
         if q.wants_count:
             out.append(("count", self._count_sql(q)))
         return out
+
+    def raw_ingest(self) -> RawIngest:
+        """The raw bulk path: the memory tables read back and ``COPY``-ed in binary."""
+        return RawIngest(
+            "tables",
+            pg_tables=("memories", "memory_entities"),
+            beyond="nothing: rows leave polars before the clock starts, as in the raw path",
+        )
 
     def query(self, q: Query, k: int) -> Result:
         """Return at most ``k`` memory ids best first, plus the exact count if wanted.
@@ -596,8 +616,8 @@ class PgHnswArm(_PgArm):
         vector_access="hnsw-filtered",
         text_access="none",
         transactions=True,
+        filter_stage="in-search",
     )
-    _uses_vectors: ClassVar[bool] = True
 
     def __init__(self, *, m: int = 16, ef_construction: int = 64, ef_search: int = 40) -> None:
         super().__init__()
@@ -648,6 +668,7 @@ class PgHnswIterativeArm(PgHnswArm):
         vector_access="hnsw-iterative",
         text_access="none",
         transactions=True,
+        filter_stage="in-search",
     )
 
     def __init__(
@@ -699,6 +720,7 @@ class PgBtreeArm(_PgArm):
         vector_access="none",
         text_access="b-tree+like",
         transactions=True,
+        filter_stage="in-search",
     )
 
     def _ranking(self, q: Query, k: int) -> tuple[sql.Composable, dict[str, Any]] | None:
@@ -742,8 +764,8 @@ class PgGinArm(_PgArm):
         vector_access="none",
         text_access="gin-tsvector",
         transactions=True,
+        filter_stage="in-search",
     )
-    _uses_fts: ClassVar[bool] = True
 
     def _ranking(self, q: Query, k: int) -> tuple[sql.Composable, dict[str, Any]] | None:
         terms = _safe_terms(q.text)
@@ -790,9 +812,8 @@ class PgHybridArm(_PgArm):
         vector_access="hnsw-filtered",
         text_access="gin-tsvector",
         transactions=True,
+        filter_stage="in-search",
     )
-    _uses_vectors: ClassVar[bool] = True
-    _uses_fts: ClassVar[bool] = True
 
     def __init__(
         self,

@@ -36,14 +36,17 @@ import apsw
 import numpy as np
 
 from agentmem.arms.base import (
+    VECTOR_DIM,
     ArmBase,
     ArmError,
+    BareCall,
     BuildStats,
     Capabilities,
     Corpus,
     Embeddings,
     Predicate,
     Query,
+    RawIngest,
     Result,
     StorageStats,
     checked_vector,
@@ -52,8 +55,6 @@ from agentmem.arms.text import fts5_match, like_pattern, query_terms
 from agentmem.schema import sqlite_ddl
 
 DB_NAME = "memory.db"
-#: Embedding dimension the hybrid's vector column holds (all-MiniLM-L6-v2).
-VECTOR_DIM = 384
 
 _MEMORY_COLUMNS = (
     "memory_id",
@@ -126,7 +127,7 @@ def predicate_sql(pred: Predicate | None) -> tuple[str, dict[str, Any]]:
     return cond, ({} if pred.op == "is_null" else {"pv": pred.value})
 
 
-def _format_plan(rows: list[tuple[Any, ...]]) -> str:
+def format_plan(rows: list[tuple[Any, ...]]) -> str:
     """Render EXPLAIN QUERY PLAN rows ``(id, parent, notused, detail)`` as an indented tree."""
     depth: dict[int, int] = {0: -1}
     lines = ["QUERY PLAN"]
@@ -147,10 +148,21 @@ class _SqliteArm(ArmBase):
     name: ClassVar[str]
     family: ClassVar[str] = "sqlite"
     capabilities: ClassVar[Capabilities]
-    #: build the FTS5 table
-    _uses_fts: ClassVar[bool] = False
-    #: build the vector table and load sqlite-vec
-    _uses_vectors: ClassVar[bool] = False
+
+    bare_call: ClassVar[BareCall] = BareCall(
+        "execute + fetchall of the prepared ranking (and count) statements",
+        "building the SQL text and bindings per call; the id list",
+    )
+
+    @property
+    def _uses_vectors(self) -> bool:
+        """The store keeps an embedding per memory (``capabilities.vector_access``)."""
+        return self.capabilities.vector_access != "none"
+
+    @property
+    def _uses_fts(self) -> bool:
+        """The store keeps a full-text index (``capabilities.text_access``)."""
+        return self.capabilities.text_access == "fts5-bm25"
 
     def __init__(self) -> None:
         self._conn: apsw.Connection | None = None
@@ -320,6 +332,15 @@ class _SqliteArm(ArmBase):
         cond, params = predicate_sql(q.predicate)
         return f"SELECT count(*) FROM memories AS m WHERE {cond}", params
 
+    def raw_ingest(self) -> RawIngest:
+        """The raw bulk path: the memory tables read back and written in one transaction."""
+        return RawIngest(
+            "tables",
+            "memory.db",
+            ("memories", "memory_entities"),
+            beyond="turning polars rows into tuples is outside both timings; nothing else",
+        )
+
     def query(self, q: Query, k: int) -> Result:
         """Return at most ``k`` memory ids best first, plus the exact count if wanted.
 
@@ -402,7 +423,7 @@ class _SqliteArm(ArmBase):
                 rows = conn.execute("EXPLAIN QUERY PLAN " + sql, params).fetchall()
             except apsw.Error as exc:
                 raise ArmError(f"{self.name}: explain on {self._path} failed: {exc}") from exc
-            parts.append(f"-- {label}: {' '.join(sql.split())}\n{_format_plan(rows)}")
+            parts.append(f"-- {label}: {' '.join(sql.split())}\n{format_plan(rows)}")
         return "\n".join(parts)
 
     # -------------------------------------------------------------------- storage
@@ -456,8 +477,8 @@ class SqliteFtsArm(_SqliteArm):
         vector_access="none",
         text_access="fts5-bm25",
         transactions=True,
+        filter_stage="in-search",
     )
-    _uses_fts: ClassVar[bool] = True
 
     def _ranking(self, q: Query, k: int) -> tuple[str, dict[str, Any]] | None:
         match = fts5_match(q.text)
@@ -491,6 +512,7 @@ class SqliteBtreeArm(_SqliteArm):
         vector_access="none",
         text_access="b-tree+like",
         transactions=True,
+        filter_stage="in-search",
     )
 
     def _ranking(self, q: Query, k: int) -> tuple[str, dict[str, Any]] | None:
@@ -536,9 +558,8 @@ class SqliteHybridArm(_SqliteArm):
         vector_access="brute-force",
         text_access="fts5-bm25",
         transactions=True,
+        filter_stage="in-search",
     )
-    _uses_fts: ClassVar[bool] = True
-    _uses_vectors: ClassVar[bool] = True
 
     def __init__(self, *, branch_k: int = 50, rrf_k: int = 60) -> None:
         super().__init__()

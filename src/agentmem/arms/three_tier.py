@@ -64,21 +64,25 @@ import psycopg
 from psycopg import sql
 
 from agentmem.arms.base import (
+    VECTOR_DIM,
     ArmBase,
     ArmError,
+    BareCall,
     BuildStats,
     Capabilities,
     Corpus,
     Embeddings,
     Predicate,
     Query,
+    RawIngest,
     Result,
     StorageStats,
     checked_vector,
 )
-from agentmem.arms.postgres import _COLUMNS as PG_MEMORY_COLUMNS
 from agentmem.arms.postgres import BUILD_MAINTENANCE_WORK_MEM
+from agentmem.arms.postgres import MEMORY_COLUMNS as PG_MEMORY_COLUMNS
 from agentmem.arms.postgres import predicate_sql as pg_predicate_sql
+from agentmem.arms.sqlite import format_plan
 from agentmem.arms.sqlite import predicate_sql as sqlite_predicate_sql
 from agentmem.arms.text import fts5_match, query_terms
 from agentmem.pg import PgError, PgHandle, connect_store
@@ -93,8 +97,6 @@ from agentmem.tokens import count_tokens
 
 #: SQLite file of tiers L1 and L2 inside the store directory.
 DB_NAME = "tiers.db"
-#: Embedding dimension of L3 (all-MiniLM-L6-v2).
-VECTOR_DIM = 384
 #: Version of the on-disk layout, checked by :meth:`ThreeTierArm.open`.
 LAYOUT_VERSION = "1"
 #: Tier labels used in context items, token and latency dicts.
@@ -296,17 +298,6 @@ def _ms(t0: float) -> float:
     return (time.perf_counter() - t0) * 1e3
 
 
-def _format_plan(rows: list[tuple[Any, ...]]) -> str:
-    """Render EXPLAIN QUERY PLAN rows ``(id, parent, notused, detail)`` as an indented tree."""
-    depth: dict[int, int] = {0: -1}
-    lines = ["QUERY PLAN"]
-    for node_id, parent, _notused, detail in rows:
-        d = depth.get(parent, -1) + 1
-        depth[node_id] = d
-        lines.append("   " * d + "|--" + str(detail))
-    return "\n".join(lines)
-
-
 def _newest_key(day: Any, seq: Any) -> tuple[float, float]:
     """Sort key component for "newest first" that tolerates ``None``."""
     return (
@@ -414,6 +405,12 @@ class ThreeTierArm(ArmBase):
         vector_access="hnsw-filtered",
         text_access="fts5-bm25",
         transactions=True,
+        filter_stage="in-search",
+    )
+    bare_call: ClassVar[BareCall] = BareCall(
+        "execute + fetchall of every tier statement (SQLite L1/L2, PostgreSQL L3)",
+        "composing the tier statements with psycopg.sql, Python RRF fusion of the tier "
+        "lists, per-tier timing",
     )
 
     def __init__(
@@ -1176,6 +1173,18 @@ class ThreeTierArm(ArmBase):
             return [tuple(r) for r in self._sqlite().execute(st.text, st.params)]
         return [tuple(r) for r in self._pg().execute(st.text, st.params).fetchall()]
 
+    def raw_ingest(self) -> RawIngest:
+        """The raw bulk path: the final tier tables written raw (SQLite and ``COPY``)."""
+        return RawIngest(
+            "tables",
+            "tiers.db",
+            ("l1_turns", "l2_nodes", "l2_covers"),
+            ("l3_memories",),
+            beyond="the architecture's replay: one L1 insert per memory with FTS5 triggers, "
+            "o200k token counts, rolling compaction with extractive summaries into L2, "
+            "eviction to L3 (the raw path writes only the final rows)",
+        )
+
     def query(self, q: Query, k: int) -> Result:
         """Return at most ``k`` memory ids fused over the three tiers, plus the count if wanted.
 
@@ -1446,7 +1455,7 @@ class ThreeTierArm(ArmBase):
         """Return one statement's header line and engine plan."""
         if st.engine == "sqlite":
             rows = db.execute("EXPLAIN QUERY PLAN " + st.text, st.params).fetchall()
-            return f"-- {st.label} [sqlite]: {' '.join(st.text.split())}\n{_format_plan(rows)}"
+            return f"-- {st.label} [sqlite]: {' '.join(st.text.split())}\n{format_plan(rows)}"
         row = conn.execute(
             sql.SQL("EXPLAIN (FORMAT JSON, SETTINGS) ") + st.text, st.params
         ).fetchone()

@@ -38,11 +38,13 @@ from agentmem.arms.base import (
     PREDICATE_FIELDS,
     ArmBase,
     ArmError,
+    BareCall,
     BuildStats,
     Capabilities,
     Corpus,
     Embeddings,
     Query,
+    RawIngest,
     Result,
     StorageStats,
 )
@@ -244,6 +246,10 @@ class FileVecArm(ArmBase):
         vector_access="hnsw",
         text_access="none",
         transactions=False,
+        filter_stage="none",
+    )
+    bare_call: ClassVar[BareCall] = BareCall(
+        "set_ef + knn_query", "vector checks and the label -> id mapping"
     )
 
     def __init__(
@@ -438,6 +444,23 @@ class FileVecArm(ArmBase):
         }
         return StorageStats(total_bytes=sum(objects.values()), objects=objects, source="file sizes")
 
+    def raw_ingest(self) -> RawIngest:
+        """The raw bulk path: metadata Parquet, one batch ``add_items``, the index saved.
+
+        The index parameters are this instance's (``M``, ``ef_construction``, ...).
+        """
+        return RawIngest(
+            "hnsw",
+            basis="ingest+index",
+            beyond="atomic rename of the files, the manifest",
+            hnsw={
+                "M": self.M,
+                "ef_construction": self.ef_construction,
+                "random_seed": self.random_seed,
+                "num_threads": self.num_threads,
+            },
+        )
+
     def index_recall(self, queries_matrix: np.ndarray, k: int) -> float:
         """Recall@k of this arm's built index against exact cosine search on its vectors.
 
@@ -544,7 +567,14 @@ class FileVecMetaArm(FileVecArm):
         vector_access="hnsw",
         text_access="none",
         transactions=False,
+        filter_stage="post-filter",
     )
+    bare_call: ClassVar[BareCall] = BareCall(
+        "set_ef + knn_query of k * overfetch",
+        "the Python metadata post-filter and the label -> id mapping",
+    )
+    #: constructor parameter that sets the candidate list the post-filter cuts
+    candidate_param: ClassVar[str | None] = "overfetch"
 
     def __init__(
         self,

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import polars as pl
 
+from agentmem.arms.base import MEMORY_SCHEMA
 from agentmem.config import CorpusConfig, SizeConfig
 from agentmem.corpus import templates as T
 from agentmem.tokens import count_tokens
@@ -37,23 +38,6 @@ RECORD_TYPES: dict[str, tuple[str, float, str]] = {
 SERVICES_PER_FACT = 0.10
 #: chance that a restatement after the first is identifier-bearing (the first always is)
 ID_FORM_SHARE = 0.65
-#: columns and dtypes of ``memories.parquet`` (DESIGN §2); every corpus source uses these
-MEMORY_SCHEMA: dict[str, pl.DataType] = {
-    "memory_id": pl.String,
-    "session_id": pl.String,
-    "turn_no": pl.Int32,
-    "seq": pl.Int64,
-    "kind": pl.String,
-    "body": pl.String,
-    "fact_id": pl.String,
-    "created_day": pl.Int32,
-    "source": pl.String,
-    "confidence": pl.Float64,
-    "superseded_by": pl.String,
-    "tokens": pl.Int32,
-    "entity_ids": pl.List(pl.String),
-    "form": pl.String,  # id | para | correction | distractor (synthetic), turn (LoCoMo)
-}
 AGENT_NAMES = ["planner", "coder", "reviewer", "operator", "researcher", "triager"]
 
 
