@@ -223,7 +223,7 @@ def discover(builtin: Mapping[str, type], group: str = ENTRY_POINT_GROUP) -> Dis
         problems: list[str] = []
         if ep.name in builtin:
             problems.append(f"the name clashes with the built-in arm {ep.name!r}; rename it")
-        others = [p for p in claims[ep.name] if p != pkg]
+        others = sorted(p for p in claims[ep.name] if p != pkg)
         if others:
             problems.append(f"the name is also declared by package {', '.join(others)}; rename one")
         try:
