@@ -5,12 +5,13 @@ from pathlib import Path
 
 from snakemake.utils import validate
 
-from agentmem.arms import PLUGIN_PROBLEMS
-from agentmem.arms.registry import format_problems
 from agentmem.config import load_config
 
 # 0) plug-in arms (entry-point group agentmem.arms) that clash with another arm's name, fail
 #    to import or break the arm contract stop the workflow here, naming arm, package, problem.
+from agentmem.arms import PLUGIN_PROBLEMS
+from agentmem.arms.registry import format_problems
+
 if PLUGIN_PROBLEMS:
     sys.exit(format_problems(PLUGIN_PROBLEMS))
 # 1) the pydantic model: one line per bad key or value, cross-field checks (main_size in
