@@ -19,6 +19,41 @@ from agentmem.arms.base import Corpus, Embeddings
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 REPO = Path(__file__).resolve().parents[1]
+#: arms given with ``--arm`` (the conformance suite runs on these only); set in pytest_configure
+SELECTED_ARMS: list[str] = []
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--arm",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="run the arm conformance suite (tests/test_conformance.py) on this registered "
+        "arm only; repeat for several (default: every registered arm)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    from agentmem.arms import ARMS, plugin_problem
+
+    for name in config.getoption("--arm"):
+        if name in ARMS:
+            continue
+        broken = plugin_problem(name)
+        if broken is not None:
+            raise pytest.UsageError(broken.message())
+        raise pytest.UsageError(f"--arm {name}: unknown arm; registered arms: {sorted(ARMS)}")
+    SELECTED_ARMS[:] = list(dict.fromkeys(config.getoption("--arm")))
+
+
+def conformance_arms() -> list[str]:
+    """The arms the conformance suite runs on: those given with ``--arm``, else all."""
+    from agentmem.arms import ARMS
+
+    return list(SELECTED_ARMS) or sorted(ARMS)
+
+
 SHARED = REPO.parent / "shared"
 LOCOMO = SHARED / "data" / "locomo" / "locomo10.json"
 

@@ -1,16 +1,19 @@
 """The agentmem command: argument handling and a real recall on a built store."""
 
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from agentmem import pg
-from agentmem.arms.base import Predicate
+from agentmem.arms.base import Predicate, Query
 from agentmem.arms.sqlite import SqliteFtsArm
-from agentmem.cli import main, parse_where
+from agentmem.cli import clip, main, parse_where
 
 
 def test_parse_where_forms():
@@ -25,40 +28,144 @@ def test_parse_where_forms():
         parse_where("created_day<=soon")
 
 
-def test_recall_on_a_real_store(tiny, tmp_path, capsys):
+def _store(tiny, path, cls=SqliteFtsArm):
     corpus, vectors = tiny
-    arm = SqliteFtsArm()
-    arm.build(corpus, vectors, tmp_path)
+    arm = cls()
+    arm.build(corpus, vectors, path)
     arm.close()
-    rc = main(
-        [
-            "recall",
-            "--arm",
-            "sqlite-fts",
-            "--store",
-            str(tmp_path),
-            "--where",
-            "superseded_by is null",
-            "CFG-799",
-        ]
-    )
+    return str(path)
+
+
+def _lines(text: str) -> list[list[str]]:
+    """Table lines split on runs of two or more spaces (cells hold single spaces)."""
+    return [re.split(r"\s{2,}", line.strip()) for line in text.splitlines()]
+
+
+def test_recall_on_a_real_store(tiny, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")
+    store = _store(tiny, tmp_path)
+    rc = main(["recall", "--arm", "sqlite-fts", "--store", store, "--where",
+               "superseded_by is null", "CFG-799"])  # fmt: skip
     assert rc == 0
-    out = capsys.readouterr().out.split()
-    assert out[1::2] == ["M3", "M5"] or out[1::2] == ["M5", "M3"]
+    out = capsys.readouterr().out
+    rows = _lines(out)
+    assert rows[0] == ["rank", "id", "day", "session", "kind", "status", "text"]
+    assert {r[1] for r in rows[1:]} == {"M3", "M5"}
+    m5 = next(r for r in rows[1:] if r[1] == "M5")
+    # 100 columns - (4 + 2 + 3 + 7 + 8 + 7 fixed + 2 x 6 gaps) = 57 for the text, "…" included
+    assert m5[2:] == ["320", "S3", "semantic", "current",
+                      "Correction: CFG-799 now sets the timeout of SVC-5345 to…"]  # fmt: skip
+    assert all(len(line) <= 100 for line in out.splitlines())
     rc = main(["recall", "--arm", "sqlite-fts", "--store", str(tmp_path / "nope"), "x"])
     assert rc == 1
     assert "nope" in capsys.readouterr().err
 
 
-def test_recall_rejects_bad_arguments(tmp_path, capsys):
-    with pytest.raises(SystemExit):
-        main(["recall", "--arm", "sqlite-fts", "--store", str(tmp_path), "--k", "0", "x"])
-    assert "must be >= 1" in capsys.readouterr().err
-    assert main(["recall", "--arm", "no-such", "--store", str(tmp_path), "x"]) == 2
-    assert (
-        main(["recall", "--arm", "sqlite-fts", "--store", str(tmp_path), "--where", "bogus", "x"])
-        == 2
-    )
+def test_recall_shows_superseded_memories(tiny, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    store = _store(tiny, tmp_path)
+    assert main(["recall", "--arm", "sqlite-fts", "--store", store, "amber ledger"]) == 0
+    rows = _lines(capsys.readouterr().out)
+    assert rows[1] == ["1", "M2", "12", "S1", "semantic", "superseded by M5",
+                       "The amber ledger gateway waits half a minute per call."]  # fmt: skip
+    assert len(rows) == 2
+
+
+def test_remember_then_recall(tiny, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    store = _store(tiny, tmp_path)
+    body = "Correction: CFG-799 now sets the timeout of SVC-5345 to 60s."
+    rc = main(["remember", "--arm", "sqlite-fts", "--store", store, "--session", "S9",
+               "--day", "400", "--kind", "semantic", "--id", "M7", body,
+               "--supersedes", "M5"])  # fmt: skip
+    assert rc == 0
+    assert capsys.readouterr().out == "M7\n"
+    # the correction is current; the memory it corrects is hidden from current-only recall
+    rc = main(["recall", "--arm", "sqlite-fts", "--store", store, "--json",
+               "--where", "superseded_by is null", "CFG-799 timeout"])  # fmt: skip
+    assert rc == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["arm"], doc["where"], doc["k"], doc["count"]) == (
+        "sqlite-fts", "superseded_by is null", 10, None,
+    )  # fmt: skip
+    got = {r["memory_id"]: r for r in doc["results"]}
+    assert set(got) == {"M7", "M3"}
+    assert [r["rank"] for r in doc["results"]] == [1, 2]
+    m7 = got["M7"]
+    assert (m7["body"], m7["created_day"], m7["session_id"], m7["kind"]) == (
+        body, 400, "S9", "semantic",
+    )  # fmt: skip
+    assert (m7["superseded"], m7["superseded_by"], m7["fetched"]) == (False, None, True)
+    assert m7["entity_ids"] == [] and m7["source"] == "agent"
+    # without the predicate the old one shows, marked superseded by the new one
+    assert main(["recall", "--arm", "sqlite-fts", "--store", store, "CFG-799 timeout"]) == 0
+    rows = {r[1]: r for r in _lines(capsys.readouterr().out)[1:]}
+    assert rows["M5"][2:6] == ["320", "S3", "semantic", "superseded by M7"]
+    assert rows["M7"][2:] == ["400", "S9", "semantic", "current", body]
+    # a generated id, defaults for the rest
+    assert main(["remember", "--arm", "sqlite-fts", "--store", store, "ZQX-77 rotates keys"]) == 0
+    new_id = capsys.readouterr().out.strip()
+    assert re.fullmatch(r"cli-[0-9a-f]{12}", new_id)
+    assert main(["recall", "--arm", "sqlite-fts", "--store", store, "--json", "ZQX-77"]) == 0
+    (hit,) = json.loads(capsys.readouterr().out)["results"]
+    assert (hit["memory_id"], hit["created_day"], hit["session_id"], hit["kind"]) == (
+        new_id, 0, None, "episodic",
+    )  # fmt: skip
+
+
+def test_remember_embeds_with_the_project_encoder(tiny, tmp_path, capsys):
+    """A vector arm gets the encoder's embedding: the same text then ranks it first."""
+    from agentmem.arms.sqlite import SqliteHybridArm
+    from agentmem.embeddings import encode
+
+    store = _store(tiny, tmp_path, SqliteHybridArm)
+    text = "the quartz relay restarts itself whenever the moon is full"
+    assert main(["remember", "--arm", "sqlite-hybrid", "--store", store, "--id", "Q1", text]) == 0
+    capsys.readouterr()
+    arm = SqliteHybridArm()
+    arm.open(tmp_path)
+    try:
+        q = Query("q", "", encode([text])[0])  # no text: only the vector branch can match
+        assert arm.query(q, 3).memory_ids[0] == "Q1"
+    finally:
+        arm.close()
+
+
+def test_remember_errors(tiny, tmp_path, capsys):
+    store = _store(tiny, tmp_path)
+    base = ["remember", "--arm", "sqlite-fts", "--store", store]
+    assert main([*base, "x", "--supersedes", "NOPE"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("agentmem: sqlite-fts:") and "NOPE" in err
+    assert main([*base, "--id", "M1", "again"]) == 1  # already stored
+    assert "M1" in capsys.readouterr().err
+    assert main([*base[:-1], str(tmp_path / "absent"), "x"]) == 1
+    assert "absent" in capsys.readouterr().err
+    assert main([*base, "   "]) == 2
+    assert "empty" in capsys.readouterr().err
+    assert main(["remember", "--arm", "no-such", "--store", store, "x"]) == 2
+    assert "unknown arm 'no-such'" in capsys.readouterr().err
+    for bad in (["--day", "-1"], ["--day", "soon"], ["--kind", "opinion"]):
+        with pytest.raises(SystemExit) as exc:
+            main([*base, *bad, "x"])
+        assert exc.value.code == 2
+    capsys.readouterr()
+    arm = SqliteFtsArm()
+    arm.open(tmp_path)
+    try:  # nothing was written by the failed calls
+        assert arm.fetch(["NOPE", "x"]).height == 0
+        assert arm.query(Query("q", "again", np.zeros(384, np.float32)), 10).memory_ids == []
+    finally:
+        arm.close()
+
+
+def test_clip_to_terminal_columns():
+    assert clip("x" * 10, 10) == "x" * 10
+    assert clip("x" * 11, 10) == "x" * 9 + "…"
+    assert clip("a\tb\n\nc", 80) == "a b c"
+    assert clip("red \x1b[31malert\x00", 80) == "red \ufffd[31malert\ufffd"
+    assert clip("データベース", 5) == "デー…"  # two columns per character
+    assert clip("e\u0301" * 4, 4) == "e\u0301" * 4  # combining marks take none
 
 
 def test_arms_lists_every_arm(capsys):
@@ -84,5 +191,5 @@ def test_recall_on_a_pg_store_prints_no_noise(tiny, tmp_path):
         capture_output=True, text=True, timeout=120, env=env,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split()[1::2] == ["M5", "M3", "M1"]
+    assert [line.split()[1] for line in out.stdout.splitlines()[1:]] == ["M5", "M3", "M1"]
     assert out.stderr == ""

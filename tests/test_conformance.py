@@ -11,7 +11,7 @@ import threading
 import numpy as np
 import polars as pl
 import pytest
-from conftest import REPO
+from conftest import REPO, conformance_arms
 from hostile import HOSTILE_TEXTS
 
 from agentmem.arms import ARMS
@@ -48,7 +48,7 @@ def smoke(tmp_path_factory):
     }
 
 
-@pytest.fixture(scope="module", params=sorted(ARMS))
+@pytest.fixture(scope="module", params=conformance_arms())
 def built(request, smoke, tmp_path_factory):
     name = request.param
     arm = ARMS[name]()

@@ -7,6 +7,13 @@ from snakemake.utils import validate
 
 from agentmem.config import load_config
 
+# 0) plug-in arms (entry-point group agentmem.arms) that clash with another arm's name, fail
+#    to import or break the arm contract stop the workflow here, naming arm, package, problem.
+from agentmem.arms import PLUGIN_PROBLEMS
+from agentmem.arms.registry import format_problems
+
+if PLUGIN_PROBLEMS:
+    sys.exit(format_problems(PLUGIN_PROBLEMS))
 # 1) the pydantic model: one line per bad key or value, cross-field checks (main_size in
 #    sizes, arm names and parameters) ...
 CFG = load_config(config)
@@ -81,11 +88,17 @@ def arm_params(wildcards):
 
 
 def arm_sources(wildcards):
-    """Library files an arm run depends on, so editing them reruns that arm (and only it)."""
+    """Source files an arm run depends on, so editing them reruns that arm (and only it).
+
+    The arm's module wherever it is installed (a plug-in's lives outside src/).
+    """
+    import inspect
+
     from agentmem.arms import ARMS
 
-    mod_path = ARMS[wildcards.arm].__module__.replace(".", "/")
-    return [library_file(f"{mod_path}.py"), library_file("agentmem/runner.py")]
+    cls = ARMS[wildcards.arm]
+    arm_file = inspect.getsourcefile(cls) or inspect.getfile(cls)
+    return [str(Path(arm_file).resolve()), library_file("agentmem/runner.py")]
 
 
 def postfilter_builds():
