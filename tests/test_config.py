@@ -35,6 +35,12 @@ def test_schema_file_matches_model():
         ({"corpus": {"distractor_ratio": "lots"}}, "corpus.distractor_ratio"),
         ({"corpus": {"temporal_cutoff_day": 400}}, "temporal_cutoff_day"),
         ({"sizes": {"xs": {"facts": 40, "queries_per_class": 2}}}, "main_size 'm'"),
+        (
+            {"report": {"paired_tests": [["sqlite-fts", "no-such-arm"]]}},
+            "report.paired_tests: unknown arm 'no-such-arm'",
+        ),
+        ({"report": {"paired_tests": [["pg-gin", "pg-gin"]]}}, "pairs an arm with itself"),
+        ({"report": {"paired_tests": [["pg-gin"]]}}, "report.paired_tests.0"),
     ],
 )
 def test_bad_values_are_named(data, needle):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import inspect
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -136,7 +136,8 @@ class SweepsConfig(_Strict):
     overfetch: list[int] = Field(
         default_factory=lambda: [1, 2, 4, 8, 16, 32, 64, 128],
         min_length=1,
-        description="file-vec-meta overfetch factors",
+        description="candidate-list factors (multiples of k) of the post-filtering arms "
+        "(file-vec-meta: overfetch)",
     )
     budget_k: list[int] = Field(
         default_factory=lambda: [1, 3, 5, 10, 20, 50],
@@ -192,6 +193,20 @@ class LocomoConfig(_Strict):
     )
 
 
+#: One ``[arm_a, arm_b]`` pair of the paired bootstrap.
+ArmPair = Annotated[list[str], Field(min_length=2, max_length=2)]
+
+
+class ReportConfig(_Strict):
+    """What the report compares beyond the per-arm tables."""
+
+    paired_tests: list[ArmPair] = Field(
+        default_factory=list,
+        description="[arm_a, arm_b] pairs whose per-query nDCG@10 difference (a - b) the "
+        "paired bootstrap tests; a pair naming an arm not in `arms` is left out",
+    )
+
+
 class ExternalConfig(_Strict):
     """External data sets."""
 
@@ -243,6 +258,7 @@ class Config(_Strict):
         description="arm name -> constructor parameters (only for arms that take any)",
     )
     trials: TrialsConfig = TrialsConfig()
+    report: ReportConfig = ReportConfig()
     external: ExternalConfig = ExternalConfig()
 
     @model_validator(mode="after")
@@ -263,6 +279,15 @@ class Config(_Strict):
             for name in names:
                 if name not in ARMS:
                     raise ValueError(f"{key}: unknown arm {name!r}; known arms: {sorted(ARMS)}")
+        for a, b in self.report.paired_tests:
+            for name in (a, b):
+                if name not in ARMS:
+                    raise ValueError(
+                        f"report.paired_tests: unknown arm {name!r} in [{a}, {b}]; "
+                        f"known arms: {sorted(ARMS)}"
+                    )
+            if a == b:
+                raise ValueError(f"report.paired_tests: [{a}, {b}] pairs an arm with itself")
         for name, params in self.arm_params.items():
             try:
                 inspect.signature(ARMS[name]).bind(**(params or {}))
@@ -271,6 +296,12 @@ class Config(_Strict):
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"arm_params.{name}: bad parameters {params!r}: {exc}") from None
         return self
+
+
+def paired_tests(cfg: Config) -> list[list[str]]:
+    """The ``report.paired_tests`` pairs whose two arms are both configured in ``arms``."""
+    have = set(cfg.arms)
+    return [[a, b] for a, b in cfg.report.paired_tests if a in have and b in have]
 
 
 def _format_errors(exc: ValidationError) -> str:

@@ -5,7 +5,8 @@ from pathlib import Path
 
 from snakemake.utils import validate
 
-from agentmem.config import load_config
+from agentmem.config import load_config, paired_tests
+from agentmem.sweeps.postfilter import postfilter_roles
 
 # 1) the pydantic model: one line per bad key or value, cross-field checks (main_size in
 #    sizes, arm names and parameters) ...
@@ -33,10 +34,9 @@ MAIN = CFG.main_size
 ARM_NAMES = list(CFG.arms)
 CRASH_FAMILIES = list(CFG.trials.crash.families)
 SCALING_ENTRIES = [(a, s) for s in CFG.scaling_sizes for a in ARM_NAMES]
-#: arms the post-filter sweep compares (those of them that are configured)
-POSTFILTER_ARMS = [
-    a for a in ("file-vec-meta", "pg-hnsw", "pg-hnsw-iterative") if a in ARM_NAMES
-]
+#: arms the post-filter sweep compares: the configured post-filtering arms it sweeps,
+#: then the in-search HNSW arms drawn as reference lines (from the arms' declarations)
+POSTFILTER_ARMS = [a for role in postfilter_roles(ARM_NAMES) for a in role]
 
 
 wildcard_constraints:

@@ -199,18 +199,35 @@ in :data:`CLASSES` order."""
 
 REFERENCE_ARMS: tuple[str, ...] = tuple(OVERALL)
 """The study's ten arms, in its table order."""
-FILE_ARMS: tuple[str, ...] = ("file-jsonl", "file-vec", "file-vec-meta")
-DBMS_ARMS: tuple[str, ...] = tuple(a for a in REFERENCE_ARMS if a not in FILE_ARMS)
-TEXT_ONLY_ARMS: tuple[str, ...] = ("file-jsonl", "sqlite-btree", "sqlite-fts", "pg-btree", "pg-gin")
-VECTOR_ARMS: tuple[str, ...] = (
-    "file-vec",
-    "file-vec-meta",
-    "sqlite-hybrid",
-    "pg-hnsw",
-    "pg-hybrid",
-)
 
-EXACT_COUNT: dict[str, float] = {a: (0.0 if a in FILE_ARMS else 1.0) for a in REFERENCE_ARMS}
+
+def study_arms(role: Callable[[Any], bool]) -> tuple[str, ...]:
+    """The study's arms whose registered class plays ``role``, in the study's table order.
+
+    Args:
+        role: a test on an arm class (its ``family`` and ``capabilities`` declarations).
+
+    Returns:
+        The names of :data:`REFERENCE_ARMS` registered in :data:`agentmem.arms.ARMS` and
+        passing ``role``.
+    """
+    from agentmem.arms import ARMS
+
+    return tuple(a for a in REFERENCE_ARMS if a in ARMS and role(ARMS[a]))
+
+
+FILE_ARMS: tuple[str, ...] = study_arms(lambda c: not c.capabilities.transactions)
+"""The study's file arms: plain files, no transactions (capability grid)."""
+DBMS_ARMS: tuple[str, ...] = study_arms(lambda c: c.capabilities.transactions)
+"""The study's DBMS arms: writes are transactions."""
+TEXT_ONLY_ARMS: tuple[str, ...] = study_arms(lambda c: c.capabilities.vector_access == "none")
+"""The study's arms that store no vectors."""
+VECTOR_ARMS: tuple[str, ...] = study_arms(lambda c: c.capabilities.vector_access != "none")
+"""The study's arms that store a vector per memory."""
+DBMS_TEXT_ARMS: tuple[str, ...] = tuple(a for a in DBMS_ARMS if a in TEXT_ONLY_ARMS)
+"""The study's DBMS arms that rank by text alone."""
+
+EXACT_COUNT: dict[str, float] = {a: (1.0 if a in DBMS_ARMS else 0.0) for a in REFERENCE_ARMS}
 """§3 claim: every DBMS arm answered every aggregate with the exact count (rate 1); the
 file arms never did (rate 0)."""
 
@@ -1279,9 +1296,9 @@ FINDINGS: tuple[Finding, ...] = (
     Finding(
         "§3",
         "Dense-only file-vec is below every DBMS text arm overall",
-        "min nDCG of sqlite-btree/sqlite-fts/pg-btree/pg-gin − file-vec",
+        f"min nDCG of {'/'.join(DBMS_TEXT_ARMS)} − file-vec",
         lambda v: (lambda a, b: a - b if _need(a, b) else None)(
-            _agg(min, [_nd(a) for a in ("sqlite-btree", "sqlite-fts", "pg-btree", "pg-gin")])(v),
+            _agg(min, [_nd(a) for a in DBMS_TEXT_ARMS])(v),
             v(_nd("file-vec")),
         ),
         "> 0",
