@@ -26,7 +26,7 @@ import polars as pl
 import pytest
 from hostile import HOSTILE_TEXTS
 
-from agentmem.arms.base import ArmError, Corpus, Predicate, Query, Result
+from agentmem.arms.base import MEMORY_SCHEMA, ArmError, Corpus, Embeddings, Predicate, Query, Result
 from agentmem.arms.files import JSONL_NAME, FileJsonlArm
 from agentmem.arms.text import query_terms
 from agentmem.config import CorpusConfig, SizeConfig
@@ -525,3 +525,147 @@ def test_store_path_with_glob_characters(tiny, tmp_path):
     assert other.query(q("amber"), 10).memory_ids == ["M2"]
     arm.close()
     other.close()
+
+
+# ---------------------------------------------------------------- remember / fetch
+
+
+def _rows(*rows: dict) -> tuple[pl.DataFrame, Embeddings]:
+    """A remember batch of ``rows`` with zero vectors (the file keeps none)."""
+    frame = pl.DataFrame(list(rows))
+    ids = frame["memory_id"].to_list()
+    return frame, Embeddings(ids, np.zeros((len(ids), DIM), dtype=np.float32))
+
+
+def test_remember_appends_one_line_per_memory_and_fetch_reads_it(tiny, tmp_path):
+    corpus, vectors = tiny
+    arm = FileJsonlArm()
+    arm.build(corpus, vectors, tmp_path / "rem")
+    path = tmp_path / "rem" / JSONL_NAME
+    before = path.read_bytes()
+    frame, vecs = _rows(
+        {"memory_id": "N1", "body": "Vault keys rotate hourly.", "created_day": 400, "seq": 7,
+         "session_id": "S9", "entity_ids": ["VAULT"]},
+        {"memory_id": "N2", "body": 'A "quoted" line\nwith a newline', "created_day": 401,
+         "seq": 8},
+    )  # fmt: skip
+    arm.remember(frame, vecs)
+    data = path.read_bytes()
+    assert data.startswith(before)  # append-only
+    added = [json.loads(line) for line in data[len(before) :].decode().splitlines()]
+    assert [a["memory_id"] for a in added] == ["N1", "N2"]
+    assert added[0] == {
+        "memory_id": "N1", "session_id": "S9", "turn_no": None, "seq": 7, "kind": "episodic",
+        "body": "Vault keys rotate hourly.", "fact_id": None, "created_day": 400,
+        "source": "agent", "confidence": 1.0, "superseded_by": None, "tokens": 5,
+        "entity_ids": ["VAULT"], "form": "turn",
+    }  # fmt: skip
+    assert added[1]["body"] == 'A "quoted" line\nwith a newline'
+    assert arm.query(q("vault keys"), 3).memory_ids == ["N1", "M6"]  # 2 terms, then "keys"
+    assert arm.query(q("quoted newline"), 3).memory_ids == ["N2"]
+    got = arm.fetch(["N2", "nope", "M4", "N1", "N2"])
+    assert got.columns == list(MEMORY_SCHEMA)
+    assert dict(got.schema) == MEMORY_SCHEMA
+    assert got["memory_id"].to_list() == ["N2", "M4", "N1"]
+    assert got.row(1, named=True)["body"] == "INC-2356: SVC-5345 outage caused by a full disk."
+    assert got.row(1, named=True)["entity_ids"] == ["INC-2356", "SVC-5345"]
+    assert got.row(2, named=True)["session_id"] == "S9"
+    assert arm.fetch([]).height == 0
+    arm.close()
+
+
+def test_correction_is_an_appended_line_and_fetch_resolves_it(tiny, tmp_path):
+    corpus, vectors = tiny
+    arm = FileJsonlArm()
+    arm.build(corpus, vectors, tmp_path / "corr")
+    path = tmp_path / "corr" / JSONL_NAME
+    before = path.read_bytes()
+    arm.remember(*_rows({"memory_id": "N1", "body": "RUN-481 now drains nothing.",
+                         "created_day": 500, "supersedes": ["M6", "M4"]}))  # fmt: skip
+    data = path.read_bytes()
+    assert data.startswith(before)  # the old lines are never rewritten
+    line = json.loads(data[len(before) :])
+    assert line["supersedes"] == ["M6", "M4"] and line["superseded_by"] is None
+    rows = {r["memory_id"]: r for r in arm.fetch(["M6", "M4", "N1", "M1"]).iter_rows(named=True)}
+    assert rows["M6"]["superseded_by"] == "N1" and rows["M4"]["superseded_by"] == "N1"
+    assert rows["N1"]["superseded_by"] is None
+    assert rows["M1"]["superseded_by"] == "M5"  # the build's value stays
+    # a later correction of the same memory wins
+    arm.remember(*_rows({"memory_id": "N2", "body": "RUN-481 final.", "created_day": 501,
+                         "supersedes": ["M6"]}))  # fmt: skip
+    assert arm.fetch(["M6", "M4"])["superseded_by"].to_list() == ["N2", "N1"]
+    # reopened, the file says the same
+    other = FileJsonlArm()
+    other.open(path.parent)
+    assert other.fetch(["M6", "M4"])["superseded_by"].to_list() == ["N2", "N1"]
+    arm.close()
+
+
+def test_remember_refuses_duplicates_and_unknown_supersessions_writing_nothing(tiny, tmp_path):
+    corpus, vectors = tiny
+    arm = FileJsonlArm()
+    arm.build(corpus, vectors, tmp_path / "dup")
+    path = tmp_path / "dup" / JSONL_NAME
+    before = path.read_bytes()
+    bad = [
+        ({"memory_id": "M3", "body": "again", "created_day": 1}, "'M3' is already stored"),
+        ({"memory_id": "N1", "body": "x", "created_day": 1, "supersedes": ["gone"]}, "'gone'"),
+        ({"memory_id": "N1", "body": "x", "created_day": 1, "confidence": float("nan")}, "JSON"),
+        ({"memory_id": "N1", "body": "x"}, "created_day"),
+    ]
+    for row, match in bad:
+        with pytest.raises(ArmError, match=match):
+            arm.remember(*_rows(row))
+        assert path.read_bytes() == before
+    with pytest.raises(ArmError, match="'M1'"):  # the second row's duplicate refuses the batch
+        arm.remember(*_rows({"memory_id": "N1", "body": "a", "created_day": 1},
+                            {"memory_id": "M1", "body": "b", "created_day": 1}))  # fmt: skip
+    assert path.read_bytes() == before
+    # an id appended by another writer since the last look is seen as stored
+    arm.remember(*_rows({"memory_id": "N1", "body": "a", "created_day": 1}))
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(_good_line("OTHER", "written elsewhere", 2, 99))
+    with pytest.raises(ArmError, match="'OTHER' is already stored"):
+        arm.remember(*_rows({"memory_id": "OTHER", "body": "mine", "created_day": 3}))
+    arm.close()
+    with pytest.raises(ArmError, match="not open"):
+        arm.remember(*_rows({"memory_id": "N9", "body": "a", "created_day": 1}))
+    with pytest.raises(ArmError, match="not open"):
+        arm.fetch(["M1"])
+
+
+def test_remember_after_a_torn_tail_keeps_the_new_memory_readable(tiny, tmp_path, caplog):
+    corpus, vectors = tiny
+    arm = FileJsonlArm()
+    arm.build(corpus, vectors, tmp_path / "torn")
+    path = tmp_path / "torn" / JSONL_NAME
+    with path.open("a", encoding="utf-8") as fh:  # a crash mid-append: no newline
+        fh.write('{"memory_id": "T1", "body": "amber torn')
+    torn = path.read_bytes()
+    with caplog.at_level("WARNING", logger="agentmem.arms.files"):
+        arm.remember(*_rows({"memory_id": "N1", "body": "amber gateway restarted",
+                             "created_day": 600}))  # fmt: skip
+    data = path.read_bytes()
+    assert data.startswith(torn + b"\n{")  # the fragment was ended before the new line
+    assert data.endswith(b"\n")
+    assert arm.query(q("amber"), 5).memory_ids == ["N1", "M2"]
+    assert arm.fetch(["N1", "T1"])["memory_id"].to_list() == ["N1"]
+    st = arm.storage()
+    assert st.counts == {"memories": 7, "unreadable_lines": 1}
+    assert st.objects["unreadable lines"] == len(b'{"memory_id": "T1", "body": "amber torn\n')
+    # a second remember needs no separator
+    arm.remember(*_rows({"memory_id": "N2", "body": "amber again", "created_day": 601}))
+    assert path.read_bytes().count(b"\n") == data.count(b"\n") + 1
+    assert arm.query(q("amber"), 5).memory_ids == ["N2", "N1", "M2"]
+    arm.close()
+
+
+def test_remember_into_an_empty_store(tmp_path):
+    arm = FileJsonlArm()
+    arm.build(memories([]), None, tmp_path / "empty")
+    arm.remember(*_rows({"memory_id": "N1", "body": "first words", "created_day": 0}))
+    assert (tmp_path / "empty" / JSONL_NAME).read_text(encoding="utf-8").count("\n") == 1
+    assert arm.query(q("first"), 3).memory_ids == ["N1"]
+    raw = arm.raw_query_call(q("first"), 3)()
+    assert arm.raw_ids(raw, 3) == ["N1"] and arm.raw_ids(raw, 0) == []
+    arm.close()

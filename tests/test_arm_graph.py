@@ -27,7 +27,16 @@ import pytest
 from conftest import fake_vector, make_tiny
 from hostile import HOSTILE_TEXTS
 
-from agentmem.arms.base import ArmError, Embeddings, Predicate, Query, Result
+from agentmem.arms.base import (
+    MEMORY_SCHEMA,
+    ArmError,
+    Corpus,
+    Embeddings,
+    Predicate,
+    Query,
+    Result,
+    with_supersedes,
+)
 from agentmem.arms.graph import (
     CORRECTED_CONFIDENCE,
     CORRECTED_DECAY_RATE,
@@ -385,13 +394,13 @@ def test_hostile_texts(built):
 def test_hostile_bodies_are_stored_verbatim(fresh):
     bodies = [t for t in HOSTILE_TEXTS if t.strip()][:12] + ["'; DROP TABLE nodes; --"]
     for i, body in enumerate(bodies):
-        mid = fresh.remember(
+        mid = fresh.add_node(
             body, "semantic", day=500 + i, session_id="SH", embedding=fake_vector(body)
         )
         assert rows(fresh, "SELECT body FROM nodes WHERE memory_id = ?", (mid,)) == [(body,)]
     assert fresh.query(q("", Predicate("session_id", "=", "SH"), True), 5).count == len(bodies)
     with pytest.raises(ValueError):
-        fresh.remember("   ", day=1)
+        fresh.add_node("   ", day=1)
 
 
 def test_query_embedding_errors(built):
@@ -437,7 +446,7 @@ def test_pruning_threshold(fresh):
     # opinion, rate 0.05, confidence 0.5: 0.5 * exp(-0.05 * 119 ** 0.8) = 0.0508 (kept),
     # 0.5 * exp(-0.05 * 121 ** 0.8) = 0.0492 (< 0.05, pruned)
     assert DECAY_RATES["opinion"] == 0.05 and PRUNE_BELOW == 0.05
-    mid = fresh.remember("Tabs are nicer than spaces.", "opinion", day=1000, confidence=0.5)
+    mid = fresh.add_node("Tabs are nicer than spaces.", "opinion", day=1000, confidence=0.5)
     assert fresh.decay(1119)["pruned"] == 2  # the superseded M1, M2 only
     c = rows(fresh, "SELECT confidence FROM nodes WHERE memory_id = ?", (mid,))[0][0]
     assert c == pytest.approx(0.5 * math.exp(-0.05 * 119**0.8)) and c > 0.05
@@ -451,7 +460,7 @@ def test_pruning_threshold(fresh):
 
 
 def test_episodic_nodes_never_decay(fresh):
-    mid = fresh.remember("We had a fire drill in building 4.", "episodic", day=10, confidence=0.6)
+    mid = fresh.add_node("We had a fire drill in building 4.", "episodic", day=10, confidence=0.6)
     out = fresh.decay(100_000)
     assert out["episodic_kept"] == 3  # M3, M4 and the new one
     conf, pruned = rows(
@@ -462,7 +471,7 @@ def test_episodic_nodes_never_decay(fresh):
 
 
 def test_touch_rebases_and_restarts_the_clock(fresh):
-    mid = fresh.remember("Deploys happen on Tuesdays.", "semantic", day=0, confidence=0.8)
+    mid = fresh.add_node("Deploys happen on Tuesdays.", "semantic", day=0, confidence=0.8)
     assert fresh.touch([mid, "no-such-id"], 30) == 1
     base, last = rows(
         fresh, "SELECT base_confidence, last_access_day FROM nodes WHERE memory_id = ?", (mid,)
@@ -530,7 +539,7 @@ def test_preference_that_changes_twice(fresh):
         "The user now writes Rust for every new project.",
     ]
     common = {"embedding": None, "entity_ids": ["USER-1"]}
-    a = fresh.remember(
+    a = fresh.add_node(
         bodies[0],
         "opinion",
         day=400,
@@ -557,7 +566,7 @@ def test_preference_that_changes_twice(fresh):
 
 
 def test_job_change(fresh):
-    a = fresh.remember(
+    a = fresh.add_node(
         "Dana works at Acme as a platform engineer.",
         "semantic",
         day=400,
@@ -579,8 +588,8 @@ def test_job_change(fresh):
     assert fresh.query(q("Dana", Predicate("fact_id", "=", "dana-employer")), 10).memory_ids == [b]
 
 
-def test_remember_links_session_fact_and_entities(fresh):
-    x = fresh.remember(
+def test_add_node_links_session_fact_and_entities(fresh):
+    x = fresh.add_node(
         "INC-2356 follow-up: disk alerts were added.",
         "semantic",
         day=210,
@@ -589,7 +598,7 @@ def test_remember_links_session_fact_and_entities(fresh):
         entity_ids=["INC-2356", "NEW-1"],
         embedding=fake_vector("disk alerts"),
     )
-    y = fresh.remember(
+    y = fresh.add_node(
         "RUN-481 was rehearsed.",
         "procedural",
         day=330,
@@ -621,9 +630,9 @@ def test_remember_links_session_fact_and_entities(fresh):
     assert rows(fresh, "SELECT count(*) FROM node_vectors") == [(7,)]
     assert y in fresh.query(q("rehearsed"), 10).memory_ids
     with pytest.raises(ArmError, match="M1"):
-        fresh.remember("duplicate id", day=1, memory_id="M1")
+        fresh.add_node("duplicate id", day=1, memory_id="M1")
     with pytest.raises(ValueError, match="384"):
-        fresh.remember("bad vector", day=1, embedding=np.ones(3, np.float32))
+        fresh.add_node("bad vector", day=1, embedding=np.ones(3, np.float32))
 
 
 # ----------------------------------------------------------------- writer and readers
@@ -648,7 +657,7 @@ def test_writer_queue_from_many_threads(fresh):
             t0 = time.perf_counter()
             body = f"thread {i} note {j} about CFG-799"
             ids[i].append(
-                fresh.remember(
+                fresh.add_node(
                     body,
                     "semantic",
                     day=500,
@@ -698,7 +707,7 @@ def test_writer_queue_from_many_threads(fresh):
         "ON en.id = e.dst WHERE en.entity_id = 'CFG-799'",
     ) == [(104,)]
     print(
-        f"\nremember(): median {sorted(latencies)[len(latencies) // 2]:.2f} ms "
+        f"\nadd_node(): median {sorted(latencies)[len(latencies) // 2]:.2f} ms "
         f"over {len(latencies)} writes from {n_threads} threads"
     )
 
@@ -710,7 +719,7 @@ def test_reopen_from_second_instance(built, fresh):
         assert second.query(query, 10) == fresh.query(query, 10)
     # a write through the second instance's writer is seen by the first's reader
     body = "Written by the second instance."
-    mid = second.remember(body, day=600, session_id="S2", embedding=fake_vector(body))
+    mid = second.add_node(body, day=600, session_id="S2", embedding=fake_vector(body))
     assert fresh.query(q(body), 1).memory_ids == [mid]
     new = fresh.correct(mid, "Corrected by the first instance.", 601)
     assert second.query(q(body), 1).memory_ids == [new]  # the old node is replaced
@@ -720,7 +729,7 @@ def test_reopen_from_second_instance(built, fresh):
     with pytest.raises(ArmError, match="not open"):
         second.query(q("CFG-799"), 10)
     with pytest.raises(ArmError, match="not open"):
-        second.remember("x", day=1)
+        second.add_node("x", day=1)
 
 
 def test_open_errors_name_the_path(tmp_path, fts_oracle):
@@ -742,7 +751,7 @@ def test_rebuild_replaces_store(tmp_path):
     corpus, vectors = make_tiny()
     arm = SqliteGraphArm()
     arm.build(corpus, vectors, tmp_path)
-    arm.remember("extra", day=1)
+    arm.add_node("extra", day=1)
     arm.build(corpus, vectors, tmp_path)  # rebuild over the same directory
     assert arm.query(q("", wants_count=True), 5).count == 6
     arm.close()
@@ -793,3 +802,130 @@ def test_capabilities_and_params():
     ):
         with pytest.raises(ValueError):
             SqliteGraphArm(**bad)
+
+
+# ------------------------------------------------------------------ remember / fetch
+def _batch(*rows: dict) -> tuple[pl.DataFrame, Embeddings]:
+    """A remember batch: each memory's vector is the fake vector of its body."""
+    frame = pl.DataFrame(list(rows))
+    ids = frame["memory_id"].to_list()
+    return frame, Embeddings(ids, np.stack([fake_vector(b) for b in frame["body"].to_list()]))
+
+
+GRAPH_TABLES = {
+    "nodes": "SELECT * FROM nodes ORDER BY id",
+    "entity_nodes": "SELECT * FROM entity_nodes ORDER BY id",
+    "edges": "SELECT * FROM edges ORDER BY src, type, dst",
+    "node_vectors": "SELECT * FROM node_vectors ORDER BY id",
+    "nodes_fts": "SELECT rowid, body FROM nodes_fts ORDER BY rowid",
+}
+
+
+def test_remember_replays_the_corpus_into_the_built_graph(built, tmp_path):
+    """The corpus remembered into an empty store (corrections by ``supersedes``) gives the
+    very tables build() derives in SQL: nodes, entity nodes, every edge, vectors, FTS."""
+    corpus, vectors = make_tiny()
+    arm = SqliteGraphArm()
+    arm.build(Corpus(memories=corpus.memories.head(0)), vectors, tmp_path / "replay")
+    try:
+        replay = with_supersedes(corpus.memories)
+        assert replay.filter(pl.col("memory_id") == "M5")["supersedes"].to_list() == [["M1", "M2"]]
+        arm.remember(replay, vectors)
+        for table, sql in GRAPH_TABLES.items():
+            assert rows(arm, sql) == rows(built, sql), table
+        for text in ("CFG-799 timeout", "amber ledger", "drain traffic"):
+            for pred in (None, NOT_SUPERSEDED):
+                assert arm.query(q(text, pred), 6) == built.query(q(text, pred), 6)
+    finally:
+        arm.close()
+
+
+def test_remember_supersedes_with_the_effects_of_correct(fresh):
+    body = "INC-2356: the SVC-5345 outage was a bad config push."
+    fresh.remember(*_batch({"memory_id": "N1", "body": body, "created_day": 330, "kind": "episodic",
+                            "fact_id": "F2", "supersedes": ["M4"]}))  # fmt: skip
+    old = rows(
+        fresh,
+        "SELECT superseded_by, confidence, base_confidence, decay_rate, valid_until, "
+        "last_access_day FROM nodes WHERE memory_id = 'M4'",
+    )
+    assert old == [
+        ("N1", CORRECTED_CONFIDENCE, CORRECTED_CONFIDENCE, CORRECTED_DECAY_RATE, 330, 330)
+    ]
+    edges = rows(
+        fresh,
+        "SELECT e.type, s.memory_id, d.memory_id FROM edges AS e JOIN nodes AS s ON s.id = e.src "
+        "JOIN nodes AS d ON d.id = e.dst WHERE e.type <> 'entity' AND 'N1' IN (s.memory_id, "
+        "d.memory_id) ORDER BY e.type",
+    )
+    # M4 (episodic) is F2's first memory: it causes the correction, which supersedes it
+    assert edges == [("causal", "M4", "N1"), ("supersedes", "N1", "M4")]
+    assert fresh.query(q("INC-2356 outage", NOT_SUPERSEDED), 10).memory_ids[0] == "N1"
+    assert "M4" not in fresh.query(q("INC-2356 outage"), 10).memory_ids  # hidden, replaced
+    assert fresh.query(q("outage", Predicate("superseded_by", "=", "N1")), 10).memory_ids == ["M4"]
+    got = fresh.fetch(["M4", "N1"])
+    assert got["superseded_by"].to_list() == ["N1", None]
+    assert got["confidence"].to_list() == [CORRECTED_CONFIDENCE, 1.0]
+
+
+def test_remember_places_memories_in_their_session_by_seq(fresh):
+    fresh.remember(*_batch({"memory_id": "N1", "body": "late note", "created_day": 30,
+                            "session_id": "S1", "seq": 10}))  # fmt: skip
+    fresh.remember(*_batch({"memory_id": "N2", "body": "a note between", "created_day": 20,
+                            "session_id": "S1", "seq": 5}))  # fmt: skip
+    chain = rows(
+        fresh,
+        "SELECT s.memory_id, d.memory_id FROM edges AS e JOIN nodes AS s ON s.id = e.src "
+        "JOIN nodes AS d ON d.id = e.dst WHERE e.type = 'temporal' AND s.session_id = 'S1' "
+        "ORDER BY s.seq",
+    )
+    assert chain == [("M1", "M2"), ("M2", "M3"), ("M3", "N2"), ("N2", "N1")]  # M3->N1 replaced
+
+
+def test_remember_is_all_or_nothing(fresh):
+    before = {t: rows(fresh, sql) for t, sql in GRAPH_TABLES.items()}
+    bad = [
+        ([{"memory_id": "N1", "body": "ok", "created_day": 1, "entity_ids": ["NEW-9"]},
+          {"memory_id": "M3", "body": "again", "created_day": 1}], "'M3' is already stored"),
+        ([{"memory_id": "N1", "body": "x", "created_day": 1, "supersedes": ["gone"]}], "'gone'"),
+        ([{"memory_id": "N1", "body": "x", "created_day": 1, "confidence": 1.5}], r"\[0, 1\]"),
+        ([{"memory_id": "N1", "created_day": 1}], "body"),
+    ]  # fmt: skip
+    for batch, match in bad:
+        frame = pl.DataFrame(batch)
+        vecs = Embeddings(frame["memory_id"].to_list(), np.ones((frame.height, 384), np.float32))
+        with pytest.raises(ArmError, match=match):
+            fresh.remember(frame, vecs)
+        assert {t: rows(fresh, sql) for t, sql in GRAPH_TABLES.items()} == before
+    fresh.remember(*_batch({"memory_id": "N1", "body": "fine", "created_day": 1}))
+    assert rows(fresh, "SELECT count(*) FROM nodes") == [(7,)]
+    fresh.close()
+    with pytest.raises(ArmError, match="not open"):
+        fresh.remember(*_batch({"memory_id": "N2", "body": "x", "created_day": 1}))
+    with pytest.raises(ArmError, match="not open"):
+        fresh.fetch(["M1"])
+
+
+def test_fetch_rows_in_the_order_asked(built):
+    got = built.fetch(["M5", "nope", "M1", "M5", "M6"])
+    assert got.columns == list(MEMORY_SCHEMA) and dict(got.schema) == MEMORY_SCHEMA
+    assert got["memory_id"].to_list() == ["M5", "M1", "M6"]
+    m5, m1, m6 = got.rows(named=True)
+    assert m1["superseded_by"] == "M5" and m1["confidence"] == CORRECTED_CONFIDENCE
+    assert m1["entity_ids"] == ["CFG-799", "SVC-5345"]
+    assert m6["entity_ids"] == ["RUN-481", "SVC-77"]
+    assert (m5["session_id"], m5["turn_no"], m5["seq"], m5["kind"]) == ("S3", 0, 4, "semantic")
+    assert (m5["body"], m5["form"]) == (
+        "Correction: CFG-799 now sets the timeout of SVC-5345 to 45s.", None,
+    )  # fmt: skip
+    assert built.fetch([]).height == 0 and built.fetch(["nope"]).columns == list(MEMORY_SCHEMA)
+
+
+def test_raw_ids_are_the_query_answer(built):
+    for text, pred, count in (("CFG-799", None, True), ("amber", NOT_SUPERSEDED, False)):
+        query = q(text, pred, count)
+        for k in (0, 1, 3, 10):
+            assert (
+                built.raw_ids(built.raw_query_call(query, k)(), k)
+                == built.query(query, k).memory_ids
+            )

@@ -35,7 +35,16 @@ from conftest import fake_vector, make_tiny
 from hostile import HOSTILE_TEXTS
 
 from agentmem import pg
-from agentmem.arms.base import ArmError, Corpus, Embeddings, Predicate, Query, Result
+from agentmem.arms.base import (
+    MEMORY_SCHEMA,
+    ArmError,
+    Corpus,
+    Embeddings,
+    Predicate,
+    Query,
+    Result,
+    with_supersedes,
+)
 from agentmem.arms.three_tier import (
     DB_NAME,
     AssembledContext,
@@ -816,3 +825,97 @@ def test_threads_writing_turns_while_one_queries(root: Path) -> None:
         assert r.memory_ids[0] == "W7-59"
     finally:
         arm.close()
+
+
+# ------------------------------------------------------------------- remember / fetch
+def _batch(*rows: dict) -> tuple[pl.DataFrame, Embeddings]:
+    """A remember batch: each memory's vector is the fake vector of its body."""
+    frame = pl.DataFrame(list(rows))
+    ids = frame["memory_id"].to_list()
+    return frame, Embeddings(ids, np.stack([fake_vector(b) for b in frame["body"].to_list()]))
+
+
+def superseded_by(arm: ThreeTierArm, mid: str) -> dict[str, list]:
+    """Where ``mid`` is held and its ``superseded_by`` there: L1, L2 provenance, L3."""
+    db, conn = arm._sqlite(), arm._pg()
+    return {
+        "L1": [r[0] for r in db.execute("SELECT superseded_by FROM l1_turns WHERE memory_id = ?",
+                                        (mid,))],
+        "L2": [r[0] for r in db.execute("SELECT superseded_by FROM l2_covers WHERE memory_id = ?",
+                                        (mid,))],
+        "L3": [r[0] for r in conn.execute(
+            "SELECT superseded_by FROM l3_memories WHERE memory_id = %s", (mid,)).fetchall()],
+    }  # fmt: skip
+
+
+def test_remember_goes_through_the_tiers_and_corrects_in_every_tier(turns: ThreeTierArm) -> None:
+    """The tiny corpus remembered with its correction as ``supersedes`` (module docstring:
+    L1 = {M6}, L2 = three nodes, L3 = M1..M5); M5 corrects M1 and M2, already in L3."""
+    turns.reset()
+    corpus, vectors = make_tiny()
+    replay = with_supersedes(corpus.memories.sort("seq"))
+    turns.remember(replay, vectors)
+    assert l1_ids(turns) == ["M6"] and l3_ids(turns) == ["M1", "M2", "M3", "M4", "M5"]
+    assert l2_nodes(turns) == [("S1", 0, ["M1", "M2", "M3"]), ("S2", 0, ["M4"]), ("S3", 0, ["M5"])]
+    assert superseded_by(turns, "M1") == {"L1": [], "L2": ["M5"], "L3": ["M5"]}
+    assert superseded_by(turns, "M3") == {"L1": [], "L2": [None], "L3": [None]}
+    current = Predicate("superseded_by", "is_null")
+    assert turns.query(q("CFG-799", current, wants_count=True), 10).count == 4
+    assert not {"M1", "M2"} & set(turns.query(q("CFG-799 timeout", current), 10).memory_ids)
+    # a correction of the memory in working memory: 11 tokens, L1 = 28 <= 40, no compaction
+    fix = "Correction: RUN-481 drains traffic after the rotation."
+    assert count_tokens([fix]) == [11]
+    turns.remember(*_batch({"memory_id": "N1", "body": fix, "created_day": 400,
+                            "session_id": "S3", "supersedes": ["M6"]}))  # fmt: skip
+    assert l1_ids(turns) == ["M6", "N1"] and turns.tier_stats()["l1_tokens"] == 28
+    assert superseded_by(turns, "M6") == {"L1": ["N1"], "L2": [], "L3": []}
+    ids = turns.query(q("RUN-481 drains traffic", current), 10).memory_ids
+    assert ids[0] == "N1" and "M6" not in ids
+    raw = turns.raw_query_call(q("RUN-481", current, wants_count=True), 5)()
+    assert turns.raw_ids(raw, 5) == turns.query(q("RUN-481", current), 5).memory_ids
+    got = turns.fetch(["N1", "nope", "M1", "M6", "N1"])
+    assert got.columns == list(MEMORY_SCHEMA) and dict(got.schema) == MEMORY_SCHEMA
+    assert got["memory_id"].to_list() == ["N1", "M1", "M6"]
+    n1, m1, m6 = got.rows(named=True)
+    assert (n1["session_id"], n1["created_day"], n1["kind"]) == ("S3", 400, "episodic")
+    assert n1["tokens"] == 11
+    assert (m1["superseded_by"], m1["entity_ids"], m1["fact_id"]) == (
+        "M5", ["CFG-799", "SVC-5345"], "F1",
+    )  # fmt: skip
+    assert (m6["superseded_by"], m6["entity_ids"], m6["form"]) == (
+        "N1",
+        ["RUN-481", "SVC-77"],
+        None,
+    )
+
+
+def test_remember_one_by_one_equals_ingest_turn(turns: ThreeTierArm) -> None:
+    turns.reset()
+    corpus, vectors = make_tiny()
+    for row in with_supersedes(corpus.memories.sort("seq")).iter_slices(1):
+        turns.remember(row, vectors)
+    assert l1_ids(turns) == ["M6"] and l3_ids(turns) == ["M1", "M2", "M3", "M4", "M5"]
+    assert [n[2] for n in l2_nodes(turns)] == [["M1", "M2", "M3"], ["M4"], ["M5"]]
+    assert superseded_by(turns, "M2") == {"L1": [], "L2": ["M5"], "L3": ["M5"]}
+
+
+def test_remember_refuses_bad_batches_before_writing(turns: ThreeTierArm) -> None:
+    turns.reset()
+    for row, vec in tiny_rows():
+        turns.ingest_turn(row, vec)
+    before = turns.tier_stats()
+    bad = [
+        ({"memory_id": "M3", "body": "again", "created_day": 1}, "'M3' is already stored"),  # L3
+        ({"memory_id": "M6", "body": "again", "created_day": 1}, "'M6' is already stored"),  # L1
+        ({"memory_id": "N1", "body": "x", "created_day": 1, "supersedes": ["gone"]}, "'gone'"),
+        ({"memory_id": "N1", "body": "a\x00b", "created_day": 1}, "NUL"),
+        ({"memory_id": "N1", "body": "x", "created_day": 1, "session_id": "S\x00"}, "NUL"),
+    ]
+    for row, match in bad:
+        with pytest.raises(ArmError, match=match):
+            turns.remember(*_batch(row))
+        assert turns.tier_stats() == before
+    with pytest.raises(ArmError, match="'M1'"):  # the batch's second row is stored: nothing
+        turns.remember(*_batch({"memory_id": "N1", "body": "x", "created_day": 1},
+                               {"memory_id": "M1", "body": "y", "created_day": 1}))  # fmt: skip
+    assert turns.tier_stats() == before and turns.fetch(["N1"]).height == 0

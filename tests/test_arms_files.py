@@ -9,11 +9,12 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 import pytest
 from conftest import fake_vector
 from hostile import HOSTILE_TEXTS
 
-from agentmem.arms.base import Arm, ArmError, Predicate, Query, Result
+from agentmem.arms.base import MEMORY_SCHEMA, Arm, ArmError, Embeddings, Predicate, Query, Result
 from agentmem.arms.files import JSONL_NAME, FileJsonlArm
 from agentmem.arms.vector import (
     DEFAULT_EF_SEARCH,
@@ -402,3 +403,121 @@ def test_meta_without_predicate_equals_file_vec(meta, vec):
         assert meta.query(q(vec_of=text), k).memory_ids == vec.query(q(vec_of=text), k).memory_ids
     ex = meta.explain(q(vec_of="x", predicate=Predicate("fact_id", "=", "F1")))
     assert "post-filter" in ex and "fact_id" in ex
+
+
+# ---------------------------------------------------------------- vector remember / fetch
+
+
+def _batch(*rows: dict) -> tuple[pl.DataFrame, Embeddings]:
+    """A remember batch: each memory's vector is the fake vector of its body."""
+    frame = pl.DataFrame(list(rows))
+    ids = frame["memory_id"].to_list()
+    mat = np.stack([fake_vector(b) for b in frame["body"].to_list()])
+    return frame, Embeddings(ids, mat)
+
+
+NEW_BODY = "ZQX-4242 rotates the vault keys every ninety minutes"
+
+
+def test_vec_remember_adds_items_resizes_and_fetch_reads_rows(vec, tmp_path):
+    assert vec._index.get_max_elements() == 6  # built exactly full
+    vec.remember(*_batch({"memory_id": "N1", "body": NEW_BODY, "created_day": 700,
+                          "session_id": "S9", "entity_ids": ["ZQX-4242"]}))  # fmt: skip
+    assert vec._index.get_max_elements() == 12  # capacity doubled by resize_index
+    assert vec._index.get_current_count() == 7
+    assert vec.query(q(vec_of=NEW_BODY), 1).memory_ids == ["N1"]
+    assert vec.query(q(vec_of=NEW_BODY), 7).memory_ids[0] == "N1"
+    got = vec.fetch(["N1", "nope", "M4", "N1"])
+    assert got.columns == list(MEMORY_SCHEMA) and dict(got.schema) == MEMORY_SCHEMA
+    assert got["memory_id"].to_list() == ["N1", "M4"]
+    n1, m4 = got.rows(named=True)
+    assert (n1["body"], n1["created_day"], n1["session_id"]) == (NEW_BODY, 700, "S9")
+    assert (n1["kind"], n1["entity_ids"], n1["superseded_by"]) == ("episodic", ["ZQX-4242"], None)
+    assert (m4["session_id"], m4["fact_id"], m4["form"]) == ("S2", "F2", None)
+    # not saved yet: the files still hold the build (durable on flush/close)
+    store = tmp_path / "vec"
+    assert json.loads((store / MANIFEST_NAME).read_text())["count"] == 6
+    vec.flush()
+    assert json.loads((store / MANIFEST_NAME).read_text())["count"] == 7
+    assert pl.read_parquet(store / META_NAME)["memory_id"].to_list()[-1] == "N1"
+
+
+def test_vec_meta_correction_hides_the_old_memory_after_reopen(meta, tmp_path):
+    current = Predicate("superseded_by", "is_null")
+    body = "INC-2356: SVC-5345 outage caused by a full disk."
+    assert "M4" in meta.query(q(vec_of=body, predicate=current), 10).memory_ids
+    fix = "INC-2356: SVC-5345 outage caused by a failed fan."
+    meta.remember(*_batch({"memory_id": "N1", "body": fix, "created_day": 700,
+                           "supersedes": ["M4"]}))  # fmt: skip
+    ids = meta.query(q(vec_of=body, predicate=current), 10).memory_ids
+    assert "M4" not in ids and "N1" in ids
+    by_n1 = Predicate("superseded_by", "=", "N1")
+    assert meta.query(q(vec_of=body, predicate=by_n1), 10).memory_ids == ["M4"]
+    assert meta.fetch(["M4", "N1"])["superseded_by"].to_list() == ["N1", None]
+    raw = meta.raw_query_call(q(vec_of=body, predicate=current), 3)()
+    assert meta.raw_ids(raw, 3) == meta.query(q(vec_of=body, predicate=current), 3).memory_ids
+    meta.close()
+    store = tmp_path / "meta"
+    saved = pl.read_parquet(store / META_NAME)
+    assert saved.filter(pl.col("memory_id") == "N1")["supersedes"].to_list() == [["M4"]]
+    assert saved.filter(pl.col("memory_id") == "M4")["superseded_by"].to_list() == ["N1"]
+    again = FileVecMetaArm()
+    again.open(store)
+    assert "M4" not in again.query(q(vec_of=body, predicate=current), 10).memory_ids
+    assert again.fetch(["M4", "N1"])["superseded_by"].to_list() == ["N1", None]
+    again.remember(*_batch({"memory_id": "N2", "body": "after reopen", "created_day": 701}))
+    assert again.query(q(vec_of="after reopen"), 1).memory_ids == ["N2"]
+    again.close()
+    plain = FileVecArm()  # both vector arms read one store
+    plain.open(store)
+    assert plain.fetch(["N1", "N2"])["memory_id"].to_list() == ["N1", "N2"]
+    plain.close()
+
+
+def test_vec_remember_refuses_duplicates_and_unknown_ids_changing_nothing(vec):
+    bad = [
+        ({"memory_id": "M2", "body": "again", "created_day": 1}, "'M2' is already stored"),
+        ({"memory_id": "N1", "body": "x", "created_day": 1, "supersedes": ["gone"]}, "'gone'"),
+    ]
+    for row, match in bad:
+        with pytest.raises(ArmError, match=match):
+            vec.remember(*_batch(row))
+        assert vec._index.get_current_count() == 6 and vec.fetch(["N1"]).height == 0
+    with pytest.raises(ArmError, match="embedding"):
+        vec.remember(pl.DataFrame([{"memory_id": "N1", "body": "x", "created_day": 1}]),
+                     Embeddings(["other"], np.ones((1, 384), np.float32)))  # fmt: skip
+    # a correction may name a memory of its own batch
+    vec.remember(*_batch({"memory_id": "N1", "body": "first", "created_day": 1},
+                         {"memory_id": "N2", "body": "second", "created_day": 2,
+                          "supersedes": ["N1"]}))  # fmt: skip
+    assert vec.fetch(["N1"])["superseded_by"].to_list() == ["N2"]
+
+
+def test_vec_open_after_a_save_cut_between_index_and_metadata(vec, tmp_path, caplog):
+    """The index was saved with a new vector but the metadata was not: it is ignored."""
+    store = tmp_path / "vec"
+    old_meta = (store / META_NAME).read_bytes()
+    old_manifest = (store / MANIFEST_NAME).read_bytes()
+    vec.remember(*_batch({"memory_id": "N1", "body": NEW_BODY, "created_day": 700}))
+    vec.close()
+    (store / META_NAME).write_bytes(old_meta)  # as if the save stopped after index.bin
+    (store / MANIFEST_NAME).write_bytes(old_manifest)
+    again = FileVecArm()
+    with caplog.at_level("WARNING", logger="agentmem.arms.vector"):
+        again.open(store)
+    assert "1 vectors the metadata never recorded" in caplog.text
+    assert again.fetch(["N1"]).height == 0
+    assert "N1" not in again.query(q(vec_of=NEW_BODY), 10).memory_ids
+    assert len(again.query(q(vec_of=NEW_BODY), 10).memory_ids) == 6
+    again.remember(*_batch({"memory_id": "N2", "body": NEW_BODY, "created_day": 701}))
+    assert again.query(q(vec_of=NEW_BODY), 1).memory_ids == ["N2"]  # label 6 reused
+    again.close()
+    third = FileVecArm()
+    third.open(store)
+    assert third.query(q(vec_of=NEW_BODY), 10).memory_ids[0] == "N2"
+    assert len(third.query(q(vec_of=NEW_BODY), 10).memory_ids) == 7
+    third.close()
+    # metadata older than the manifest is a real inconsistency
+    (store / MANIFEST_NAME).write_text(json.dumps({**json.loads(old_manifest), "count": 9}))
+    with pytest.raises(ArmError, match="inconsistent"):
+        FileVecArm().open(store)

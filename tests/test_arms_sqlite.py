@@ -19,7 +19,16 @@ import pytest
 from conftest import fake_vector, make_tiny
 from hostile import HOSTILE_TEXTS
 
-from agentmem.arms.base import ArmError, Embeddings, Predicate, Query, Result
+from agentmem.arms.base import (
+    MEMORY_SCHEMA,
+    ArmError,
+    Corpus,
+    Embeddings,
+    Predicate,
+    Query,
+    Result,
+    with_supersedes,
+)
 from agentmem.arms.sqlite import (
     DB_NAME,
     SqliteBtreeArm,
@@ -401,3 +410,226 @@ def test_build_missing_embedding_raises(tmp_path):
     short = Embeddings(ids=vectors.ids[:3], matrix=vectors.matrix[:3])
     with pytest.raises(ArmError, match="M4"):
         SqliteHybridArm().build(corpus, short, tmp_path)
+
+
+# ---------------------------------------------------------------------- remember / fetch
+NEW_BODY = "Correction: CFG-799 now sets the timeout of SVC-5345 to 60s."
+
+
+def fresh(cls, tmp_path: Path, corpus=None, vectors=None):
+    """A newly built store of ``cls`` on the tiny corpus (or on ``corpus``)."""
+    if corpus is None:
+        corpus, vectors = make_tiny()
+    arm = cls()
+    arm.build(corpus, vectors, tmp_path / cls.name)
+    return arm
+
+
+def remember(arm, rows: list[dict]) -> None:
+    """Remember ``rows``; each memory's vector is the fake vector of its body."""
+    vecs = Embeddings(
+        [r["memory_id"] for r in rows], np.stack([fake_vector(r["body"]) for r in rows])
+    )
+    arm.remember(pl.DataFrame(rows), vecs)
+
+
+def table_counts(arm) -> dict[str, int]:
+    """Row counts of every table of the store, read through a second connection."""
+    conn = apsw.Connection(str(arm._path), flags=apsw.SQLITE_OPEN_READONLY)
+    names = [
+        r[0]
+        for r in conn.execute(
+            "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+        )
+    ]
+    counts = {n: conn.execute(f'SELECT count(*) FROM "{n}"').fetchall()[0][0] for n in names}
+    conn.close()
+    return counts
+
+
+REPLAY_QUERIES = [
+    ("CFG-799", None, False),
+    ("CFG-799", NOT_SUPERSEDED, True),
+    ("How long is the timeout set by CFG-799?", None, False),
+    ("timeout SVC-5345", Predicate("fact_id", "=", "F1"), True),
+    ("", Predicate("superseded_by", "=", "M5"), True),
+]
+
+
+@pytest.mark.parametrize("cls", ARM_CLASSES)
+def test_correction_replayed_by_remember_equals_build(tmp_path, cls):
+    """Build without M5, then remember M5 (which supersedes M1 and M2): same store as build.
+
+    Same rows (fetch), same FTS5 statistics and vectors, so every query gives the answer
+    of the store built from all six memories.
+    """
+    corpus, vectors = make_tiny()
+    full = fresh(cls, tmp_path / "full", corpus, vectors)
+    replay = with_supersedes(corpus.memories)
+    assert replay.filter(pl.col("memory_id") == "M5")["supersedes"].to_list() == [["M1", "M2"]]
+    first = Corpus(replay.filter(pl.col("memory_id") != "M5").drop("supersedes"))
+    arm = fresh(cls, tmp_path / "replay", first, vectors)
+    assert arm.fetch(["M1"])["superseded_by"].to_list() == [None]
+    arm.remember(replay.filter(pl.col("memory_id") == "M5"), vectors)
+    ids = ["M1", "M2", "M3", "M4", "M5", "M6"]
+    assert arm.fetch(ids).equals(full.fetch(ids))
+    assert arm.fetch(ids)["superseded_by"].to_list() == ["M5", "M5", None, None, None, None]
+    for text, pred, count in REPLAY_QUERIES:
+        assert arm.query(q(text, pred, count), 10) == full.query(q(text, pred, count), 10), text
+    segments = {"memories_fts_data", "memories_fts_idx"}  # an insert adds an FTS5 segment
+    rows = {t: n for t, n in table_counts(arm).items() if t not in segments}
+    assert rows == {t: n for t, n in table_counts(full).items() if t not in segments}
+    arm.close()
+    full.close()
+
+
+@pytest.mark.parametrize("cls", ARM_CLASSES)
+def test_remember_then_fetch_every_column(tmp_path, cls):
+    arm = fresh(cls, tmp_path)
+    row = {
+        "memory_id": "N1",
+        "session_id": "S9",
+        "turn_no": 4,
+        "seq": 77,
+        "kind": "semantic",
+        "body": NEW_BODY,
+        "fact_id": "F1",
+        "created_day": 400,
+        "source": "tool_result",
+        "confidence": 0.5,
+        "tokens": 13,
+        "entity_ids": ["CFG-799", "SVC-5345", "CFG-799"],
+        "supersedes": ["M5"],
+    }
+    remember(arm, [row])
+    got = arm.fetch(["N1", "nope", "M5", "N1"])
+    assert got.schema == pl.Schema(MEMORY_SCHEMA)
+    assert got.to_dicts() == [
+        {
+            **{k: v for k, v in row.items() if k != "supersedes"},
+            "superseded_by": None,
+            "entity_ids": ["CFG-799", "SVC-5345"],  # one memory_entities row per entity
+            "form": None,  # not stored
+        },
+        {
+            "memory_id": "M5",
+            "session_id": "S3",
+            "turn_no": 0,
+            "seq": 4,
+            "kind": "semantic",
+            "body": "Correction: CFG-799 now sets the timeout of SVC-5345 to 45s.",
+            "fact_id": "F1",
+            "created_day": 320,
+            "source": "user_message",
+            "confidence": 0.9,
+            "superseded_by": "N1",
+            "tokens": 10,
+            "entity_ids": ["CFG-799", "SVC-5345"],
+            "form": None,
+        },
+    ]
+    # the next query sees it: current memories are M3, M4, M6 and N1 (M5 is corrected)
+    current = arm.query(q("CFG-799", NOT_SUPERSEDED, True), 10)
+    assert current.count == 4
+    if cls is SqliteBtreeArm:  # one LIKE term each: ties newest first
+        assert current.memory_ids == ["N1", "M3"]
+    elif cls is SqliteFtsArm:  # the shorter body first (bm25): M3 has 9 tokens, N1 12
+        assert current.memory_ids == ["M3", "N1"]
+    else:  # the vector branch adds every other current memory
+        assert set(current.memory_ids) == {"N1", "M3", "M4", "M6"}
+
+
+@pytest.mark.parametrize("cls", ARM_CLASSES)
+def test_remember_defaults_and_fetch_order(tmp_path, cls):
+    arm = fresh(cls, tmp_path)
+    remember(arm, [{"memory_id": "N2", "body": "plain words only", "created_day": 500}])
+    row = arm.fetch(["N2"]).row(0, named=True)
+    assert (row["kind"], row["source"], row["confidence"]) == ("episodic", "agent", 1.0)
+    assert (row["session_id"], row["turn_no"], row["fact_id"]) == (None, None, None)
+    assert row["tokens"] == 3 and row["entity_ids"] == []
+    assert row["seq"] > 5  # after every corpus memory
+    assert arm.fetch(["M4", "zz", "M1", "M4", "N2"])["memory_id"].to_list() == ["M4", "M1", "N2"]
+    empty = arm.fetch([])
+    assert empty.height == 0 and empty.schema == pl.Schema(MEMORY_SCHEMA)
+    with pytest.raises(ValueError, match="one string"):
+        arm.fetch("M1")
+
+
+@pytest.mark.parametrize("cls", ARM_CLASSES)
+def test_failed_batch_leaves_nothing(tmp_path, cls):
+    """A batch with one bad row writes none of its rows (nor FTS, vector or entity rows)."""
+    arm = fresh(cls, tmp_path)
+    before = table_counts(arm)
+    ok = {"memory_id": "N3", "body": "fine row", "created_day": 1, "entity_ids": ["E1"]}
+    with pytest.raises(ArmError, match="'nope'.*not stored"):
+        remember(
+            arm,
+            [ok, {"memory_id": "N4", "body": "b", "created_day": 1, "supersedes": ["M4", "nope"]}],
+        )
+    with pytest.raises(ArmError, match="'M3' is already stored"):
+        remember(arm, [ok, {"memory_id": "M3", "body": "other text", "created_day": 1}])
+    with pytest.raises(ArmError, match="sqlite-.*'N4'.*supersedes itself"):
+        remember(arm, [{"memory_id": "N4", "body": "b", "created_day": 1, "supersedes": ["N4"]}])
+    assert table_counts(arm) == before
+    assert arm.fetch(["N3", "N4"]).height == 0
+    assert arm.fetch(["M3", "M4"])["body"].to_list() == [
+        "Someone asked about CFG-799 in chat; nothing decided.",
+        "INC-2356: SVC-5345 outage caused by a full disk.",
+    ]
+    assert arm.fetch(["M4"])["superseded_by"].to_list() == [None]
+    remember(arm, [ok])  # the store is still writable
+    assert table_counts(arm)["memories"] == before["memories"] + 1
+
+
+@pytest.mark.parametrize("cls", ARM_CLASSES)
+def test_remember_is_committed_durably_and_indexed(tmp_path, cls):
+    arm = fresh(cls, tmp_path)
+    assert arm._conn.execute("PRAGMA synchronous").fetchall()[0][0] == 2  # FULL
+    body = "QRX-5150 keeps\x00 a NUL and 'quotes'; DROP TABLE memories; --"
+    remember(arm, [{"memory_id": "N5", "body": body, "created_day": 600, "session_id": "'; --"}])
+    # another connection sees it at once: committed
+    other = apsw.Connection(str(arm._path), flags=apsw.SQLITE_OPEN_READONLY)
+    got = other.execute("SELECT body, session_id FROM memories WHERE memory_id = 'N5'").fetchall()
+    assert got == [(body, "'; --")]
+    if cls is not SqliteBtreeArm:  # the FTS5 index agrees with its content table
+        arm._conn.execute("INSERT INTO memories_fts(memories_fts) VALUES('integrity-check')")
+        rowid = other.execute("SELECT id FROM memories WHERE memory_id = 'N5'").fetchall()[0][0]
+        assert rowid == 7
+        assert other.execute(
+            "SELECT rowid FROM memories_fts WHERE memories_fts MATCH '\"QRX-5150\"'"
+        ).fetchall() == [(7,)]
+    if cls is SqliteHybridArm:
+        blob = other.execute("SELECT embedding FROM memory_vectors WHERE id = 7").fetchall()[0][0]
+        assert np.array_equal(np.frombuffer(blob, np.float32), fake_vector(body))
+        assert arm.query(Query("v", "", fake_vector(body)), 1).memory_ids == ["N5"]
+    other.close()
+    assert arm.query(q("QRX-5150"), 5).memory_ids[0] == "N5"
+    assert arm.fetch(["N5"])["body"].to_list() == [body]  # verbatim, NUL included
+    arm.close()
+    again = cls()
+    again.open(store_dir_of(tmp_path, cls))
+    assert again.fetch(["N5"])["body"].to_list() == [body]
+    again.close()
+
+
+def store_dir_of(tmp_path: Path, cls) -> Path:
+    return tmp_path / cls.name
+
+
+@pytest.mark.parametrize("cls", ARM_CLASSES)
+def test_raw_ids_give_the_query_answer(built, cls):
+    arm = built[cls]
+    for text, pred, count in [*REPLAY_QUERIES, ("?!", None, True), ("CFG-799", None, False)]:
+        for k in (0, 1, 3, 10):
+            qq = q(text, pred, count)
+            assert arm.raw_ids(arm.raw_query_call(qq, k)(), k) == arm.query(qq, k).memory_ids
+
+
+@pytest.mark.parametrize("cls", ARM_CLASSES)
+def test_remember_and_fetch_need_an_open_store(tmp_path, cls):
+    arm = fresh(cls, tmp_path)
+    arm.close()
+    with pytest.raises(ArmError, match="not open"):
+        remember(arm, [{"memory_id": "N6", "body": "x", "created_day": 1}])
+    with pytest.raises(ArmError, match="not open"):
+        arm.fetch(["M1"])

@@ -346,8 +346,9 @@ def test_remember_from_threads_while_querying(built, smoke):
     assert errors == [], name
     ids = [f"thr-{w}-{i}" for w in range(4) for i in range(10)]
     assert sorted(arm.fetch(ids)["memory_id"].to_list()) == sorted(ids)
-    if arm.capabilities.text_access != "none":  # the 40 share one vector: text decides
-        assert arm.query(Query("t", "TPX-307", vec), K).memory_ids[0] == "thr-3-7", name
+    if arm.capabilities.text_access != "none":  # the 40 share one vector: text finds it
+        # (in the top k, not first: an arm may fuse in a recency list the newest write tops)
+        assert "thr-3-7" in arm.query(Query("t", "TPX-307", vec), K).memory_ids, name
 
 
 def test_bench_hooks_give_the_query_answer(built, smoke):

@@ -8,7 +8,7 @@ the seed's rule: a node's confidence on day ``d`` is ``base * exp(-rate * (d - l
 ``(0.3, 0.5, day of its correction)`` for a superseded node; it is pruned once that is
 below 0.05, never when episodic.
 
-The conflict tests drive the graph arm through its public API (remember / correct /
+The conflict tests drive the graph arm through its public API (add_node / correct /
 query) on the ``tiny`` corpus with the deterministic fake vectors of tests/conftest.py.
 """
 
@@ -201,7 +201,7 @@ def test_preference_changes_twice_only_current_value(graph):
     py = "The user prefers Python."
     go = "The user now writes Go."
     rust = "The user now writes Rust."
-    a = graph.remember(py, "opinion", day=400, fact_id="lang", embedding=fake_vector(py))
+    a = graph.add_node(py, "opinion", day=400, fact_id="lang", embedding=fake_vector(py))
     b = graph.correct(a, go, 420, embedding=fake_vector(go))
     c = graph.correct(b, rust, 440, embedding=fake_vector(rust))
     for text in (
@@ -221,7 +221,7 @@ def test_preference_changes_twice_only_current_value(graph):
 def test_job_change_only_current_value(graph):
     old = "Dana works at Acme."
     new = "Dana now works at Globex."
-    a = graph.remember(old, "semantic", day=400, fact_id="job", embedding=fake_vector(old))
+    a = graph.add_node(old, "semantic", day=400, fact_id="job", embedding=fake_vector(old))
     b = graph.correct(a, new, 450, embedding=fake_vector(new))
     for text in ("Where does Dana work?", "Dana Acme", "Who employs Dana?"):
         ids = ask(graph, text)

@@ -20,6 +20,15 @@ lines, :meth:`FileJsonlArm.open` logs one warning naming the count, and
 :meth:`FileJsonlArm.storage` reports it (``counts["unreadable_lines"]``, and the bytes as
 the object ``"unreadable lines"``). A memory glued onto a torn fragment (the next append
 after a crash starts on the fragment's line) is recovered.
+
+:meth:`FileJsonlArm.remember` is the agent's write: plain buffered appends of one line per
+memory, no ``fsync`` (a memory is in the OS page cache when the call returns, on disk when
+the kernel writes it back). It first makes sure the file ends with a newline, so a torn
+tail left by a crash stays one unreadable line and never swallows the new memory. A
+correction is recorded in its own appended line (its ``supersedes`` list); the file is
+never rewritten, so :meth:`FileJsonlArm.fetch` resolves ``superseded_by`` of the older
+lines from those lists when it reads the file. There is no locking between processes:
+two processes appending at once may interleave (the architecture under test).
 """
 
 from __future__ import annotations
@@ -27,8 +36,9 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -37,6 +47,8 @@ import numpy as np
 import polars as pl
 
 from agentmem.arms.base import (
+    MEMORY_SCHEMA,
+    SUPERSEDES,
     ArmBase,
     ArmError,
     BareCall,
@@ -48,7 +60,9 @@ from agentmem.arms.base import (
     RawIngest,
     Result,
     StorageStats,
+    prepare_memories,
 )
+from agentmem.arms.rows import memory_frame
 from agentmem.arms.text import query_terms
 
 _log = logging.getLogger(__name__)
@@ -67,14 +81,19 @@ SCAN_SCHEMA: dict[str, pl.DataType] = {
     "seq": pl.Int64(),
 }
 
+#: Columns :meth:`FileJsonlArm.fetch` reads from each line: every memory column and the
+#: ``supersedes`` list a correction carries.
+FETCH_SCHEMA: dict[str, pl.DataType] = {**MEMORY_SCHEMA, SUPERSEDES: pl.List(pl.String)}
+
 
 class FileJsonlArm(ArmBase):
     """Append-only JSONL memory file; every query re-reads and re-parses the file.
 
     Storage: ``store_dir/memories.jsonl``, one compact UTF-8 JSON object per memory with
     every memory column (memory_id, session_id, turn_no, seq, kind, body, fact_id,
-    created_day, source, confidence, superseded_by, tokens, entity_ids), written with
-    plain buffered appends and no ``fsync``.
+    created_day, source, confidence, superseded_by, tokens, entity_ids, and ``form`` /
+    ``supersedes`` when present), written with plain buffered appends and no ``fsync``
+    (by :meth:`build` and :meth:`remember`).
 
     Scoring: ``score(m) = |{t in query_terms(q.text) : t in lower(m.body)}|`` (distinct
     terms, case-insensitive substring); memories with score 0 are dropped; order is
@@ -104,6 +123,9 @@ class FileJsonlArm(ArmBase):
     def __init__(self) -> None:
         self._path: Path | None = None
         self._reported_unreadable = 0
+        #: ids of the readable memories, valid while the file's identity/size/mtime is ``key``
+        self._ids_key: tuple[int, ...] | None = None
+        self._ids: set[str] = set()
 
     # ------------------------------------------------------------------ lifecycle
     def build(self, corpus: Corpus, vectors: Embeddings, store_dir: Path) -> BuildStats:
@@ -161,6 +183,116 @@ class FileJsonlArm(ArmBase):
         """Forget the store path (the file is never held open); safe to call twice."""
         self._path = None
         self._reported_unreadable = 0
+        self._ids_key, self._ids = None, set()
+
+    # ------------------------------------------------------------------ writes
+    def remember(self, memories: pl.DataFrame, vectors: Embeddings) -> None:
+        """Append one JSON line per memory to ``memories.jsonl`` (buffered, no fsync).
+
+        The batch is validated by :func:`~agentmem.arms.base.prepare_memories` and every
+        line serialised before anything is written. When the file does not end with a
+        newline (a torn tail), one is written first. A row's ``supersedes`` list is kept
+        in its line; :meth:`fetch` reads ``superseded_by`` of the older memories from it.
+        The lines are visible to the next :meth:`query` (which re-reads the file) and
+        handed to the OS when the call returns; they reach the disk when the kernel
+        writes the page cache back (no ``fsync``, as in the study).
+
+        Args:
+            memories: the rows (:func:`~agentmem.arms.base.prepare_memories`).
+            vectors: embeddings of the new ids (checked, not stored: the file holds none).
+
+        Raises:
+            ArmError: when the arm is not open, the batch is invalid, an id is already in
+                the file, a superseded id is neither in the file nor in the batch, a value
+                cannot be written as JSON (e.g. a NaN confidence), or the file cannot be
+                read or written (nothing is appended then, except on a failing write).
+        """
+        path = self._require_open()
+        batch = prepare_memories(memories, vectors, self.name)
+        ids = batch.ids
+        if not ids:
+            return
+        stored = self._stored_ids(path)
+        dup = next((m for m in ids if m in stored), None)
+        if dup is not None:
+            raise ArmError(f"{self.name}: memory {dup!r} is already stored in {path}")
+        batch_ids = set(ids)
+        corrects: dict[str, list[str]] = {}
+        for old, new in batch.supersessions:
+            if old not in stored and old not in batch_ids:
+                raise ArmError(
+                    f"{self.name}: memory {new!r} supersedes {old!r}, which is not stored in {path}"
+                )
+            corrects.setdefault(new, []).append(old)
+        lines: list[bytes] = []
+        for row in batch.memories.rows(named=True):
+            if row["memory_id"] in corrects:
+                row[SUPERSEDES] = corrects[row["memory_id"]]
+            try:
+                text = json.dumps(row, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+                lines.append(text.encode("utf-8") + b"\n")
+            except ValueError as exc:  # NaN/inf, a lone surrogate
+                raise ArmError(
+                    f"{self.name}: memory {row['memory_id']!r} cannot be written as JSON: {exc}"
+                ) from None
+        try:
+            with path.open("a+b") as fh:
+                size = fh.seek(0, os.SEEK_END)
+                if size:
+                    fh.seek(size - 1)
+                    if fh.read(1) != b"\n":  # a torn tail: end it, keep the memory whole
+                        lines[0] = b"\n" + lines[0]
+                for line in lines:  # one buffered append per memory (no fsync)
+                    fh.write(line)
+                fh.flush()
+                key = _file_key(os.fstat(fh.fileno()))
+        except OSError as exc:
+            self._ids_key = None
+            raise ArmError(f"{self.name}: cannot append to store {path}: {exc}") from exc
+        seen = self._ids_key
+        if seen is not None and seen[:3] == (key[0], key[1], size):  # nobody else appended
+            self._ids.update(ids)
+            self._ids_key = key
+        else:
+            self._ids_key = None
+
+    def fetch(self, memory_ids: Sequence[str]) -> pl.DataFrame:
+        """Re-read the file and return the stored rows of ``memory_ids``.
+
+        ``superseded_by`` of a memory is the last line whose ``supersedes`` list names it,
+        else the value in its own line. ``form`` is the stored value (null when the line
+        has none). Unreadable lines are skipped.
+
+        Returns:
+            The :data:`~agentmem.arms.base.MEMORY_SCHEMA` columns, one row per stored id
+            asked, in the order asked.
+
+        Raises:
+            ArmError: when the arm is not open or the file cannot be read or parsed.
+        """
+        path = self._require_open()
+        table = _read_store(path, FETCH_SCHEMA).table
+        links = (
+            table.select(pl.col(SUPERSEDES).alias("old"), pl.col("memory_id").alias("new"))
+            .explode("old")
+            .drop_nulls("old")
+            .unique("old", keep="last", maintain_order=True)
+        )
+        table = table.join(links, left_on="memory_id", right_on="old", how="left").with_columns(
+            superseded_by=pl.coalesce("new", "superseded_by")
+        )
+        return memory_frame(table, memory_ids)
+
+    def _stored_ids(self, path: Path) -> set[str]:
+        """Ids of the readable memories in the file, re-read when the file has changed."""
+        try:
+            key = _file_key(path.stat())
+        except OSError as exc:
+            raise ArmError(f"{self.name}: cannot read store {path}: {exc}") from exc
+        if key != self._ids_key:
+            self._ids = set(_read_store(path).table.get_column("memory_id").to_list())
+            self._ids_key = key
+        return self._ids
 
     # ------------------------------------------------------------------ queries
     def query(self, q: Query, k: int) -> Result:
@@ -211,6 +343,10 @@ class FileJsonlArm(ArmBase):
         """
         path = self._require_open()
         return functools.partial(_scan, path, query_terms(q.text or ""), k)
+
+    def raw_ids(self, raw: list[str], k: int) -> list[str]:
+        """The ids :meth:`query` returns for the bare scan's output: the first ``k``."""
+        return list(raw)[: max(int(k), 0)]
 
     def explain(self, q: Query, k: int = 10) -> str:
         """Describe the scan ``query`` performs for ``q`` (a file has no query planner)."""
@@ -304,17 +440,24 @@ class _Store:
     first_unreadable: int = 0
 
 
-def _read_store(path: Path) -> _Store:
+def _file_key(st: os.stat_result) -> tuple[int, ...]:
+    """What identifies one state of the file: device, inode, size, modification time."""
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _read_store(path: Path, schema: dict[str, pl.DataType] = SCAN_SCHEMA) -> _Store:
     """Read the whole JSONL store from disk and parse it with polars' NDJSON reader.
 
     This is the recall access path. The file's bytes are read afresh and every line is
-    parsed; only the :data:`SCAN_SCHEMA` columns are kept. A clean file is parsed by
-    :func:`polars.read_ndjson` alone; when that fails, or a required value is ``null``, the
-    lines are sorted into readable and unreadable ones with :mod:`json` (:func:`_split_lines`)
-    and the readable ones parsed by polars. Nothing is cached.
+    parsed; only the ``schema`` columns are kept (:data:`SCAN_SCHEMA` for recall). A clean
+    file is parsed by :func:`polars.read_ndjson` alone; when that fails, or a required
+    value is ``null``, the lines are sorted into readable and unreadable ones with
+    :mod:`json` (:func:`_split_lines`) and the readable ones parsed by polars. Nothing is
+    cached.
 
     Args:
         path: the ``memories.jsonl`` file.
+        schema: the columns to parse (must include :data:`SCAN_SCHEMA`'s).
 
     Returns:
         The :class:`_Store` (readable memories and the unreadable-line tally).
@@ -328,21 +471,17 @@ def _read_store(path: Path) -> _Store:
     except OSError as exc:
         raise ArmError(f"file-jsonl: cannot read store {path}: {exc}") from exc
     try:
-        table = pl.read_ndjson(data, schema=SCAN_SCHEMA)
+        table = pl.read_ndjson(data, schema=schema)
         if not any(table.get_column(c).null_count() for c in _REQUIRED_KEYS):
             return _Store(table, len(data))
     except pl.exceptions.PolarsError:
         pass
     good, bad_lines, bad_bytes, first = _split_lines(data)
     try:
-        table = pl.read_ndjson(good, schema=SCAN_SCHEMA) if good else _empty_table()
+        table = pl.read_ndjson(good, schema=schema) if good else pl.DataFrame(schema=schema)
     except pl.exceptions.PolarsError as exc:  # lines json accepts and polars does not
         raise ArmError(f"file-jsonl: cannot parse store {path}: {exc}") from exc
     return _Store(table, len(data), bad_lines, bad_bytes, first)
-
-
-def _empty_table() -> pl.DataFrame:
-    return pl.DataFrame(schema=SCAN_SCHEMA)
 
 
 def _is_memory(obj: Any) -> bool:

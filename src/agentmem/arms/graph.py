@@ -24,8 +24,9 @@ record of an event or turn; the original ``kind`` is kept in its own column).
 ``valid_from`` is the day the memory was written; ``valid_until`` the day a correction
 superseded it (``NULL`` while current).
 
-Edges derived from the corpus (and maintained by :meth:`SqliteGraphArm.remember` /
-:meth:`SqliteGraphArm.correct` for new memories):
+Edges derived from the corpus (and maintained for new memories by
+:meth:`SqliteGraphArm.remember`, :meth:`SqliteGraphArm.add_node` and
+:meth:`SqliteGraphArm.correct`):
 
 * ``temporal``: each memory -> the next memory of the same session (by ``seq``).
 * ``entity``: each memory -> one entity node per entity id it mentions (so the edge count
@@ -64,13 +65,16 @@ old node to confidence :data:`CORRECTED_CONFIDENCE` and decay rate
 :data:`CORRECTED_DECAY_RATE` (re-based on the correction day) and hides it.
 
 Concurrency: one writer thread owns the only read-write connection; every write (build,
-remember, correct, touch, decay, checkpoint) is a job on its queue, run in a ``BEGIN
-IMMEDIATE`` transaction, with a :class:`concurrent.futures.Future` for the result.
-Queries use a separate read-only connection; WAL lets them run while the writer writes.
+remember, add_node, correct, touch, decay, checkpoint) is a job on its queue, run in a
+``BEGIN IMMEDIATE`` transaction, with a :class:`concurrent.futures.Future` for the result.
+Queries and :meth:`SqliteGraphArm.fetch` use a separate read-only connection; WAL lets them
+run while the writer writes. A write is committed (WAL, ``synchronous=NORMAL``: it survives
+the process being killed; a power loss may lose the last commits) when its call returns.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import queue
@@ -83,6 +87,7 @@ from typing import Any, ClassVar
 
 import apsw
 import numpy as np
+import polars as pl
 
 from agentmem.arms.base import (
     VECTOR_DIM,
@@ -98,7 +103,9 @@ from agentmem.arms.base import (
     Result,
     StorageStats,
     checked_vector,
+    prepare_memories,
 )
+from agentmem.arms.rows import memory_frame, memory_rows_frame
 from agentmem.arms.sqlite import format_plan, predicate_sql
 from agentmem.arms.text import fts5_match
 from agentmem.tokens import count_tokens
@@ -125,7 +132,7 @@ PRUNE_BELOW = 0.05
 #: A superseded node's confidence and decay rate after a correction (seed claim).
 CORRECTED_CONFIDENCE = 0.3
 CORRECTED_DECAY_RATE = 0.5
-#: Default confidence of a memory written through :meth:`SqliteGraphArm.remember`.
+#: Default confidence of a memory written through :meth:`SqliteGraphArm.add_node`.
 DEFAULT_CONFIDENCE = 0.9
 HIDE_MODES: tuple[str, ...] = ("visible", "always")
 _REQUIRED_TABLES = frozenset({"nodes", "entity_nodes", "edges", "nodes_fts", "node_vectors"})
@@ -255,6 +262,95 @@ def decayed_confidence(confidence0: float, decay_rate: float, days_since_access:
 def node_type_of(kind: str | None) -> str:
     """Map a memory ``kind`` to a node type (:data:`NODE_TYPES`; unknown -> ``episodic``)."""
     return kind if kind in NODE_TYPES else "episodic"
+
+
+def _place_in_session(conn: apsw.Connection, nid: int, session_id: str, seq: int) -> None:
+    """Link node ``nid`` into its session's ``temporal`` chain at position ``seq``.
+
+    The chain runs by ``seq``: the node goes between the session's last node before it
+    and its first node after it (the edge between those two is replaced).
+    """
+    prev = conn.execute(
+        "SELECT id FROM nodes WHERE session_id = ? AND id <> ? AND seq <= ? "
+        "ORDER BY seq DESC, id DESC LIMIT 1",
+        (session_id, nid, seq),
+    ).fetchall()
+    nxt = conn.execute(
+        "SELECT id FROM nodes WHERE session_id = ? AND id <> ? AND seq > ? "
+        "ORDER BY seq, id LIMIT 1",
+        (session_id, nid, seq),
+    ).fetchall()
+    if prev and nxt:
+        conn.execute(
+            "DELETE FROM edges WHERE src = ? AND dst = ? AND type = 'temporal'",
+            (prev[0][0], nxt[0][0]),
+        )
+    if prev:
+        conn.execute(
+            "INSERT OR IGNORE INTO edges(src, dst, type) VALUES (?, ?, 'temporal')",
+            (prev[0][0], nid),
+        )
+    if nxt:
+        conn.execute(
+            "INSERT OR IGNORE INTO edges(src, dst, type) VALUES (?, ?, 'temporal')",
+            (nid, nxt[0][0]),
+        )
+
+
+def _add_entity_edge(conn: apsw.Connection, nid: int, entity_id: str) -> None:
+    """Add the ``entity`` edge from node ``nid`` to ``entity_id`` (created when new)."""
+    conn.execute(
+        "INSERT OR IGNORE INTO entity_nodes(id, entity_id) "
+        "SELECT coalesce(min(id), 0) - 1, ? FROM entity_nodes "
+        "WHERE NOT EXISTS (SELECT 1 FROM entity_nodes WHERE entity_id = ?)",
+        (entity_id, entity_id),
+    )
+    conn.execute(
+        "INSERT OR IGNORE INTO edges(src, dst, type) "
+        "SELECT ?, id, 'entity' FROM entity_nodes WHERE entity_id = ?",
+        (nid, entity_id),
+    )
+
+
+def _supersede(conn: apsw.Connection, old: int, new: int, new_mid: str, day: int) -> None:
+    """Mark node ``old`` superseded by node ``new`` (memory id ``new_mid``) as of ``day``.
+
+    Adds the ``supersedes`` edge and sets ``superseded_by``, ``valid_until``, the corrected
+    confidence and decay rate (re-based on ``day``), as :meth:`SqliteGraphArm.correct` does.
+    """
+    conn.execute(
+        "INSERT OR IGNORE INTO edges(src, dst, type) VALUES (?, ?, 'supersedes')", (new, old)
+    )
+    conn.execute(
+        "UPDATE nodes SET superseded_by = ?, valid_until = ?, confidence = ?, "
+        "base_confidence = ?, decay_rate = ?, last_access_day = ? WHERE id = ?",
+        (new_mid, day, CORRECTED_CONFIDENCE, CORRECTED_CONFIDENCE, CORRECTED_DECAY_RATE, day, old),
+    )
+
+
+def _link_to_fact(conn: apsw.Connection, nid: int, fact_id: str, correction: bool) -> None:
+    """Add the ``causal`` or ``derived_from`` edge between node ``nid`` and its fact's first node.
+
+    The first node of the fact (by ``created_day``, then ``seq``; ``nid`` itself when it
+    is the oldest, and then no edge) causes ``nid`` when it is episodic; otherwise ``nid``
+    derives from it, unless ``nid`` is a correction (module docstring).
+    """
+    first = conn.execute(
+        "SELECT id, node_type FROM nodes WHERE fact_id = ? ORDER BY created_day, seq, id LIMIT 1",
+        (fact_id,),
+    ).fetchall()
+    if not first or first[0][0] == nid:
+        return
+    if first[0][1] == "episodic":
+        conn.execute(
+            "INSERT OR IGNORE INTO edges(src, dst, type) VALUES (?, ?, 'causal')",
+            (first[0][0], nid),
+        )
+    elif not correction:
+        conn.execute(
+            "INSERT OR IGNORE INTO edges(src, dst, type) VALUES (?, ?, 'derived_from')",
+            (nid, first[0][0]),
+        )
 
 
 class _Writer:
@@ -582,7 +678,7 @@ class SqliteGraphArm(ArmBase):
             raise ArmError(f"{self.name}: {path} lacks tables {sorted(_REQUIRED_TABLES - have)}")
 
     # ---------------------------------------------------------------------- writes
-    def remember(
+    def add_node(
         self,
         body: str,
         kind: str = "semantic",
@@ -630,6 +726,152 @@ class SqliteGraphArm(ArmBase):
         )  # fmt: skip
         return self._w().call(job)
 
+    def remember(self, memories: pl.DataFrame, vectors: Embeddings) -> None:
+        """Write a batch of memories through the writer queue, in one transaction.
+
+        The batch is validated by :func:`~agentmem.arms.base.prepare_memories`. Each row
+        becomes a memory node with the row's own values (node type from its ``kind``),
+        its FTS row, its vector and its edges, as :meth:`add_node` makes them: ``entity``
+        edges (entity nodes created as needed), ``temporal`` edges placing it in its
+        session by ``seq`` (between the neighbours it falls between), and the ``causal``
+        / ``derived_from`` edge to the first node of its ``fact_id``. A row's
+        ``supersedes`` list has the effects of :meth:`correct`: a ``supersedes`` edge to
+        each named node, whose ``superseded_by`` becomes the row's id, ``valid_until`` the
+        row's ``created_day``, confidence :data:`CORRECTED_CONFIDENCE` and decay rate
+        :data:`CORRECTED_DECAY_RATE`; a current-only query no longer returns it. A row
+        that arrives with ``superseded_by`` naming a stored node (or one of the batch)
+        gets the same treatment from that node. Committed when the call returns.
+
+        Args:
+            memories: the rows (:func:`~agentmem.arms.base.prepare_memories`).
+            vectors: their embeddings (``(n, 384)``).
+
+        Raises:
+            ArmError: when the store is not open, the batch is invalid, a confidence is
+                outside ``[0, 1]``, an id is already stored, a superseded id is neither
+                stored nor in the batch, or SQLite fails; nothing is written then.
+        """
+        writer = self._w()
+        batch = prepare_memories(memories, vectors, self.name)
+        if not batch.ids:
+            return
+        rows = batch.memories.rows(named=True)
+        for r in rows:
+            if not 0.0 <= float(r["confidence"]) <= 1.0:
+                raise ArmError(
+                    f"{self.name}: memory {r['memory_id']!r} has confidence {r['confidence']}, "
+                    "need a value in [0, 1]"
+                )
+        vecs = [batch.vectors[i].tobytes() for i in range(len(rows))]
+        pairs = list(batch.supersessions)
+        batch_ids = set(batch.ids)
+        pairs += [
+            (r["memory_id"], r["superseded_by"])
+            for r in rows
+            if r["superseded_by"] is not None and r["superseded_by"] in batch_ids
+        ]
+        given = [
+            (r["memory_id"], r["superseded_by"])
+            for r in rows
+            if r["superseded_by"] is not None and r["superseded_by"] not in batch_ids
+        ]
+        correcting = {new for _, new in pairs}
+        label, path = self.name, self._path
+
+        def job(conn: apsw.Connection) -> None:
+            (top,) = conn.execute("SELECT coalesce(max(id), 0) FROM nodes").fetchall()[0]
+            nids: dict[str, int] = {}
+            for i, r in enumerate(rows):
+                nid = int(top) + 1 + i
+                mid = r["memory_id"]
+                nids[mid] = nid
+                ntype = node_type_of(r["kind"])
+                conf = float(r["confidence"])
+                try:
+                    conn.execute(
+                        "INSERT INTO nodes(id, memory_id, node_type, kind, body, session_id, "
+                        "turn_no, seq, created_day, fact_id, source, superseded_by, tokens, "
+                        "valid_from, confidence, base_confidence, decay_rate, last_access_day) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        (nid, mid, ntype, r["kind"], r["body"], r["session_id"], r["turn_no"],
+                         r["seq"], r["created_day"], r["fact_id"], r["source"], None,
+                         r["tokens"], r["created_day"], conf, conf, DECAY_RATES[ntype],
+                         r["created_day"]),
+                    )  # fmt: skip
+                except apsw.ConstraintError:
+                    raise ArmError(f"{label}: memory {mid!r} is already stored in {path}") from None
+                conn.execute("INSERT INTO nodes_fts(rowid, body) VALUES (?, ?)", (nid, r["body"]))
+                conn.execute(
+                    "INSERT INTO node_vectors(id, embedding) VALUES (?, ?)", (nid, vecs[i])
+                )
+                if r["session_id"] is not None:
+                    _place_in_session(conn, nid, r["session_id"], int(r["seq"]))
+                for e in r["entity_ids"]:
+                    _add_entity_edge(conn, nid, str(e))
+            for old, new in [*pairs, *given]:
+                found = conn.execute(
+                    "SELECT id, created_day FROM nodes WHERE memory_id = ?", (new,)
+                ).fetchall()
+                if not found:  # a superseded_by value naming no node: kept as given
+                    conn.execute(
+                        "UPDATE nodes SET superseded_by = ? WHERE id = ?", (new, nids[old])
+                    )
+                    continue
+                new_id, day = found[0]
+                old_row = conn.execute(
+                    "SELECT id FROM nodes WHERE memory_id = ?", (old,)
+                ).fetchall()
+                if not old_row:
+                    raise ArmError(
+                        f"{label}: memory {new!r} supersedes {old!r}, which is not stored in {path}"
+                    )
+                _supersede(conn, old_row[0][0], new_id, new, day)
+            for r in rows:
+                if r["fact_id"] is not None:
+                    _link_to_fact(
+                        conn, nids[r["memory_id"]], r["fact_id"], r["memory_id"] in correcting
+                    )
+
+        writer.call(job)
+
+    def fetch(self, memory_ids: Sequence[str]) -> pl.DataFrame:
+        """Return the stored nodes of ``memory_ids`` (pruned ones included), read-only.
+
+        ``confidence`` is the node's current (decayed, corrected) confidence; ``entity_ids``
+        lists the node's entity edges in the order the store first saw each entity;
+        ``form`` is null (the graph does not keep it).
+
+        Returns:
+            The :data:`~agentmem.arms.base.MEMORY_SCHEMA` columns, one row per stored id
+            asked, in the order asked.
+
+        Raises:
+            ArmError: when the store is not open or SQLite fails.
+        """
+        conn = self._r()
+        asked = json.dumps([str(m) for m in memory_ids])
+        cols = [c for c in _MEMORY_COLUMNS if c != "entity_ids"]
+        try:
+            found = conn.execute(
+                f"SELECT id, {', '.join(cols)} FROM nodes "
+                "WHERE memory_id IN (SELECT value FROM json_each(?))",
+                (asked,),
+            ).fetchall()
+            ents: dict[int, list[str]] = {}
+            for src, ent in conn.execute(
+                "SELECT e.src, x.entity_id FROM edges AS e JOIN entity_nodes AS x ON x.id = e.dst "
+                "WHERE e.type = 'entity' AND e.src IN (SELECT n.id FROM nodes AS n "
+                "WHERE n.memory_id IN (SELECT value FROM json_each(?))) ORDER BY e.src, e.dst DESC",
+                (asked,),
+            ):
+                ents.setdefault(int(src), []).append(str(ent))
+        except apsw.Error as exc:
+            raise ArmError(f"{self.name}: fetch on {self._path} failed: {exc}") from exc
+        frame = memory_rows_frame(
+            [(*r[1:], ents.get(int(r[0]), [])) for r in found], [*cols, "entity_ids"]
+        )
+        return memory_frame(frame, memory_ids)
+
     def correct(
         self,
         old_id: str,
@@ -666,8 +908,8 @@ class SqliteGraphArm(ArmBase):
             The correction's ``memory_id``.
 
         Raises:
-            ValueError: as :meth:`remember`.
-            ArmError: when ``old_id`` does not exist, or as :meth:`remember`.
+            ValueError: as :meth:`add_node`.
+            ArmError: when ``old_id`` does not exist, or as :meth:`add_node`.
         """
         job = self._node_job(
             new_body, None, day=day, session_id=session_id, fact_id=None,
@@ -762,44 +1004,11 @@ class SqliteGraphArm(ArmBase):
                     (nid, old[0]),
                 )
             for e in ents or []:
-                conn.execute(
-                    "INSERT OR IGNORE INTO entity_nodes(id, entity_id) "
-                    "SELECT coalesce(min(id), 0) - 1, ? FROM entity_nodes "
-                    "WHERE NOT EXISTS (SELECT 1 FROM entity_nodes WHERE entity_id = ?)",
-                    (e, e),
-                )
-                conn.execute(
-                    "INSERT OR IGNORE INTO edges(src, dst, type) "
-                    "SELECT ?, id, 'entity' FROM entity_nodes WHERE entity_id = ?",
-                    (nid, e),
-                )
+                _add_entity_edge(conn, nid, e)
             if old is not None:
-                conn.execute(
-                    "INSERT OR IGNORE INTO edges(src, dst, type) VALUES (?, ?, 'supersedes')",
-                    (nid, old[0]),
-                )
-                conn.execute(
-                    "UPDATE nodes SET superseded_by = ?, valid_until = ?, confidence = ?, "
-                    "base_confidence = ?, decay_rate = ?, last_access_day = ? WHERE id = ?",
-                    (mid, day, CORRECTED_CONFIDENCE, CORRECTED_CONFIDENCE,
-                     CORRECTED_DECAY_RATE, day, old[0]),
-                )  # fmt: skip
+                _supersede(conn, old[0], nid, mid, day)
             if node_fact is not None:
-                first = conn.execute(
-                    "SELECT id, node_type FROM nodes WHERE fact_id = ? AND id <> ? "
-                    "ORDER BY created_day, seq LIMIT 1",
-                    (node_fact, nid),
-                ).fetchall()
-                if first and first[0][1] == "episodic":
-                    conn.execute(
-                        "INSERT OR IGNORE INTO edges(src, dst, type) VALUES (?, ?, 'causal')",
-                        (first[0][0], nid),
-                    )
-                elif first and old is None:
-                    conn.execute(
-                        "INSERT OR IGNORE INTO edges(src, dst, type) VALUES (?, ?, 'derived_from')",
-                        (nid, first[0][0]),
-                    )
+                _link_to_fact(conn, nid, node_fact, old is not None)
             return str(mid)
 
         return job
@@ -1056,6 +1265,21 @@ class SqliteGraphArm(ArmBase):
             return [conn.execute(s, p).fetchall() for s, p in stmts]
 
         return call
+
+    def raw_ids(self, raw: list[list[Any]], k: int) -> list[str]:
+        """The ids :meth:`query` makes of the bare call's rows: the ranking's first column.
+
+        Args:
+            raw: one list of rows per statement, from the function
+                :meth:`raw_query_call` returned (the ranking first when ``k > 0``).
+            k: the result length the call was made for.
+
+        Returns:
+            At most ``k`` memory ids, best first.
+        """
+        if k <= 0 or not raw:
+            return []
+        return [r[0] for r in raw[0]][:k]
 
     def explain(self, q: Query, k: int = 10) -> str:
         """Return EXPLAIN QUERY PLAN of the exact statements :meth:`query` runs for ``q``.

@@ -18,6 +18,14 @@ Predicates are always applied inside the SQL statement (``WHERE``), and every va
 free text, match expression, LIKE pattern, predicate value, query vector — is a bound
 parameter. Free text becomes search terms via :mod:`agentmem.arms.text`.
 
+``build`` bulk-loads with ``synchronous=NORMAL``; afterwards (and after ``open``) the
+connection runs with ``synchronous=FULL``, so a ``remember`` transaction is on disk
+(WAL synced) when it returns. ``remember`` writes the same rows ``build`` writes — the
+memory row with the next integer ``id``, its entity rows, its FTS5 row (the external
+content index is kept in step with ``INSERT INTO memories_fts(rowid, body)``) and its
+vector row — and sets ``superseded_by`` of the memories it corrects, in one
+``BEGIN IMMEDIATE`` transaction.
+
 The hybrid's vector branch is a full scan of ``vec_distance_cosine`` with the predicate in
 ``WHERE`` rather than a ``vec0`` table: vec0 metadata columns reject NULL values and
 ``IS NULL`` constraints in KNN queries (sqlite-vec 0.1.9), so ``superseded_by IS NULL``
@@ -28,14 +36,16 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 import apsw
 import numpy as np
+import polars as pl
 
 from agentmem.arms.base import (
+    MEMORY_SCHEMA,
     VECTOR_DIM,
     ArmBase,
     ArmError,
@@ -47,9 +57,11 @@ from agentmem.arms.base import (
     Predicate,
     Query,
     RawIngest,
+    Remembered,
     Result,
     StorageStats,
     checked_vector,
+    prepare_memories,
 )
 from agentmem.arms.text import fts5_match, like_pattern, query_terms
 from agentmem.schema import sqlite_ddl
@@ -83,6 +95,11 @@ CREATE VIRTUAL TABLE memories_fts USING fts5(
 );
 INSERT INTO memories_fts(memories_fts) VALUES('rebuild');
 """
+
+#: Milliseconds a writer waits for another connection's write lock (other processes).
+BUSY_TIMEOUT_MS = 10_000
+#: Ids bound per ``IN (...)`` list in :meth:`_SqliteArm.fetch`.
+_FETCH_CHUNK = 500
 
 _VEC_SCHEMA = """
 CREATE TABLE memory_vectors(
@@ -138,6 +155,22 @@ def format_plan(rows: list[tuple[Any, ...]]) -> str:
     return "\n".join(lines)
 
 
+def _id_list(memory_ids: Sequence[str]) -> list[str]:
+    """Return ``memory_ids`` as a list without repeats, in the order given.
+
+    Raises:
+        ValueError: when ``memory_ids`` is one string (not a sequence of ids) or holds a
+            value that is not a string.
+    """
+    if isinstance(memory_ids, str):
+        raise ValueError(f"fetch takes a sequence of memory ids, not one string {memory_ids!r}")
+    want = list(dict.fromkeys(memory_ids))
+    bad = [m for m in want if not isinstance(m, str)]
+    if bad:
+        raise ValueError(f"memory ids must be strings, got {bad[0]!r}")
+    return want
+
+
 class _SqliteArm(ArmBase):
     """Shared machinery of the SQLite arms: schema, build, open, count, explain, storage.
 
@@ -173,7 +206,9 @@ class _SqliteArm(ArmBase):
         """Open ``path`` read-write and load sqlite-vec if this arm needs it.
 
         With ``create`` the file is created and switched to WAL (``journal_mode`` is
-        persistent in the file, so reopening does not write it again).
+        persistent in the file, so reopening does not write it again). The connection
+        starts with ``synchronous=NORMAL`` (the bulk build) and waits up to
+        :data:`BUSY_TIMEOUT_MS` for another writer's lock.
 
         Raises:
             ArmError: naming ``path`` when SQLite cannot open it or sqlite-vec cannot load.
@@ -187,6 +222,7 @@ class _SqliteArm(ArmBase):
             if create:
                 conn.execute("PRAGMA journal_mode=WAL").fetchall()
             conn.execute("PRAGMA synchronous=NORMAL")
+            conn.set_busy_timeout(BUSY_TIMEOUT_MS)
             if self._uses_vectors:
                 import sqlite_vec
 
@@ -289,6 +325,7 @@ class _SqliteArm(ArmBase):
                     )
                 conn.execute("ANALYZE")
             t2 = time.perf_counter()
+            conn.execute("PRAGMA synchronous=FULL")  # remember: durable on return
         except apsw.Error as exc:
             self.close()
             raise ArmError(f"{self.name}: build of {path} failed: {exc}") from exc
@@ -320,7 +357,139 @@ class _SqliteArm(ArmBase):
         if need - have:
             conn.close()
             raise ArmError(f"{self.name}: {path} lacks tables {sorted(need - have)}")
+        conn.execute("PRAGMA synchronous=FULL")  # remember: durable on return
         self._conn, self._path = conn, path
+
+    # ------------------------------------------------------------------- remember
+    def remember(self, memories: pl.DataFrame, vectors: Embeddings) -> None:
+        """Append ``memories`` (and the supersessions they make) in one durable transaction.
+
+        The batch is validated by :func:`~agentmem.arms.base.prepare_memories`, then
+        written inside ``BEGIN IMMEDIATE`` ... ``COMMIT`` (``synchronous=FULL``: on disk
+        when this returns): each memory gets the next integer ``id``; its
+        ``memory_entities`` rows (entity ids de-duplicated, as ``build``), its FTS5 row
+        and its vector row follow as the arm's layout needs; then ``superseded_by`` of
+        every id in a row's ``supersedes`` list becomes that row's id (in row order, so
+        the last correction of an id wins). Every value is a bound parameter; bodies
+        are stored verbatim (NUL characters included).
+
+        Args:
+            memories: rows with at least ``memory_id``, ``body``, ``created_day``.
+            vectors: embeddings of every new ``memory_id`` (read only by sqlite-hybrid).
+
+        Raises:
+            ArmError: naming the arm and the id when the store is not open, the batch
+                is invalid, a ``memory_id`` is already stored, a superseded id is not
+                stored, or SQLite fails; the transaction is rolled back then, so nothing
+                of the batch is written.
+        """
+        conn = self._db()
+        batch = prepare_memories(memories, vectors, self.name)
+        if batch.memories.height == 0:
+            return
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._write(conn, batch)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        except apsw.Error as exc:
+            raise ArmError(f"{self.name}: remember into {self._path} failed: {exc}") from exc
+
+    def _write(self, conn: apsw.Connection, batch: Remembered) -> None:
+        """Write ``batch`` inside the open transaction (see :meth:`remember`).
+
+        Raises:
+            ArmError: when a new id is already stored or a superseded id is not.
+        """
+        ids = batch.ids
+        for mid in ids:
+            if conn.execute("SELECT 1 FROM memories WHERE memory_id = ?", (mid,)).fetchall():
+                raise ArmError(
+                    f"{self.name}: remember: memory id {mid!r} is already stored ({self._path})"
+                )
+        base = int(conn.execute("SELECT coalesce(max(id), 0) FROM memories").fetchall()[0][0])
+        mem = batch.memories
+        rowids = range(base + 1, base + 1 + len(ids))
+        rows = mem.select(_MEMORY_COLUMNS).iter_rows()
+        placeholders = ", ".join("?" * (len(_MEMORY_COLUMNS) + 1))
+        conn.executemany(
+            f"INSERT INTO memories(id, {', '.join(_MEMORY_COLUMNS)}) VALUES ({placeholders})",
+            [(rid, *r) for rid, r in zip(rowids, rows, strict=True)],
+        )
+        ent_rows = [
+            (mid, str(e))
+            for mid, ents in zip(ids, mem["entity_ids"].to_list(), strict=True)
+            for e in dict.fromkeys(str(x) for x in ents)
+        ]
+        if ent_rows:
+            conn.executemany(
+                "INSERT INTO memory_entities(memory_id, entity_id) VALUES (?, ?)", ent_rows
+            )
+        if self._uses_fts:
+            conn.executemany(
+                "INSERT INTO memories_fts(rowid, body) VALUES (?, ?)",
+                list(zip(rowids, mem["body"].to_list(), strict=True)),
+            )
+        if self._uses_vectors:
+            conn.executemany(
+                "INSERT INTO memory_vectors(id, embedding) VALUES (?, ?)",
+                [(rid, batch.vectors[i].tobytes()) for i, rid in enumerate(rowids)],
+            )
+        for old, new in batch.supersessions:
+            conn.execute("UPDATE memories SET superseded_by = ? WHERE memory_id = ?", (new, old))
+            if conn.changes() != 1:
+                raise ArmError(
+                    f"{self.name}: remember: memory {new!r} supersedes {old!r}, "
+                    f"which is not stored ({self._path})"
+                )
+
+    def fetch(self, memory_ids: Sequence[str]) -> pl.DataFrame:
+        """Return the stored rows of ``memory_ids``: :data:`MEMORY_SCHEMA` columns and dtypes.
+
+        Rows come in the order asked, each id once; ids not stored are left out.
+        ``entity_ids`` comes from ``memory_entities`` in insertion order (de-duplicated,
+        as stored); ``form`` is not stored and is null.
+
+        Raises:
+            ValueError: when ``memory_ids`` is a single string or holds a non-string.
+            ArmError: when the store is not open or SQLite fails.
+        """
+        conn = self._db()
+        want = _id_list(memory_ids)
+        found: dict[str, tuple[Any, ...]] = {}
+        ents: dict[str, list[str]] = {}
+        try:
+            for i in range(0, len(want), _FETCH_CHUNK):
+                chunk = want[i : i + _FETCH_CHUNK]
+                marks = ", ".join("?" * len(chunk))
+                for r in conn.execute(
+                    f"SELECT {', '.join(_MEMORY_COLUMNS)} FROM memories "
+                    f"WHERE memory_id IN ({marks})",
+                    chunk,
+                ):
+                    found[r[0]] = r
+                for mid, ent in conn.execute(
+                    "SELECT memory_id, entity_id FROM memory_entities "
+                    f"WHERE memory_id IN ({marks}) ORDER BY rowid",
+                    chunk,
+                ):
+                    ents.setdefault(mid, []).append(ent)
+        except apsw.Error as exc:
+            raise ArmError(f"{self.name}: fetch from {self._path} failed: {exc}") from exc
+        data: dict[str, list[Any]] = {c: [] for c in MEMORY_SCHEMA}
+        for mid in want:
+            row = found.get(mid)
+            if row is None:
+                continue
+            for col, value in zip(_MEMORY_COLUMNS, row, strict=True):
+                data[col].append(value)
+            data["entity_ids"].append(ents.get(mid, []))
+            data["form"].append(None)
+        return pl.DataFrame(data, schema=MEMORY_SCHEMA)
 
     # ---------------------------------------------------------------------- query
     def _ranking(self, q: Query, k: int) -> tuple[str, dict[str, Any]] | None:
@@ -378,23 +547,29 @@ class _SqliteArm(ArmBase):
         against :meth:`query`.
 
         Returns:
-            A function returning one list of rows per statement run (ranking, count).
+            A function returning one list of rows per statement: the ranking's rows
+            first (``[]`` when no ranking statement runs), then the count's when
+            ``q.wants_count``.
 
         Raises:
             ArmError: when the store is not open.
         """
         conn = self._db()
-        stmts: list[tuple[str, dict[str, Any]]] = []
-        ranking = self._ranking(q, k) if k > 0 else None
-        if ranking is not None:
-            stmts.append(ranking)
+        stmts: list[tuple[str, dict[str, Any]] | None] = [self._ranking(q, k) if k > 0 else None]
         if q.wants_count:
             stmts.append(self._count_sql(q))
 
         def call() -> list[list[Any]]:
-            return [conn.execute(s, p).fetchall() for s, p in stmts]
+            return [conn.execute(*s).fetchall() if s is not None else [] for s in stmts]
 
         return call
+
+    def raw_ids(self, raw: list[list[Any]], k: int) -> list[str]:
+        """Return the ids :meth:`query` makes of ``raw`` (:meth:`raw_query_call`'s output).
+
+        The ranking rows' first column, cut to ``k``.
+        """
+        return [r[0] for r in raw[0]][: max(k, 0)] if raw else []
 
     def explain(self, q: Query, k: int = 10) -> str:
         """Return EXPLAIN QUERY PLAN of the exact statements :meth:`query` runs for ``q``.

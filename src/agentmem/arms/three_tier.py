@@ -36,11 +36,15 @@ L2 nodes and deletes the rows from L1. A crash in between leaves L1 over its cap
 maybe some rows in both L1 and L3): :meth:`ThreeTierArm.open` finishes the pending
 compaction, and queries and counts de-duplicate ids meanwhile.
 
-Two ways to drive it:
+Ways to drive it:
 
 * benchmark: ``build(corpus, vectors, store_dir)`` replays the memories in ``seq`` order
   through the same ingest logic (L3 rows are buffered and written with one binary
   ``COPY``, indexes built afterwards), then ``query(q, k)``.
+* the arm contract: ``remember(memories, vectors)`` after ``build``/``open``/``create``
+  sends each row through the path ``ingest_turn`` takes (L1 insert, rolling compaction
+  into L2, eviction to L3) and applies corrections (``supersedes``) in every tier that
+  holds the old memory; ``fetch(ids)`` reads rows back from L1 and L3.
 * conversation (issue 8): ``create(store_dir)`` (empty store, indexes live), then per turn
   ``ingest_turn(row, vector) -> TierEvent`` and ``assemble_context(text, vector, k) ->
   AssembledContext`` (items with tier labels, o200k tokens per tier, latency per tier);
@@ -53,13 +57,14 @@ import json
 import math
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, NamedTuple
 
 import apsw
 import numpy as np
+import polars as pl
 import psycopg
 from psycopg import sql
 
@@ -78,10 +83,12 @@ from agentmem.arms.base import (
     Result,
     StorageStats,
     checked_vector,
+    prepare_memories,
 )
 from agentmem.arms.postgres import BUILD_MAINTENANCE_WORK_MEM
 from agentmem.arms.postgres import MEMORY_COLUMNS as PG_MEMORY_COLUMNS
 from agentmem.arms.postgres import predicate_sql as pg_predicate_sql
+from agentmem.arms.rows import memory_frame, memory_rows_frame
 from agentmem.arms.sqlite import format_plan
 from agentmem.arms.sqlite import predicate_sql as sqlite_predicate_sql
 from agentmem.arms.text import fts5_match, query_terms
@@ -903,6 +910,130 @@ class ThreeTierArm(ArmBase):
         event.latency_ms["L3"] += lookup_ms
         return event
 
+    def remember(self, memories: pl.DataFrame, vectors: Embeddings) -> None:
+        """Add memories as turns, through the path :meth:`ingest_turn` takes; apply corrections.
+
+        The batch is validated by :func:`~agentmem.arms.base.prepare_memories`, then every
+        row is checked (no NUL character, which PostgreSQL text cannot hold) and its id
+        looked up in L1 and L3 before anything is written. Each row, in order, is committed
+        to L1 and may trigger a rolling compaction (L2 nodes written, the oldest turns
+        moved to L3), exactly as :meth:`ingest_turn`. Then each memory named in a row's
+        ``supersedes`` list gets ``superseded_by`` = that row's id wherever it is held: its
+        L1 row and its L2 provenance row (one SQLite transaction) and its L3 row (one
+        PostgreSQL transaction), so a current-only query no longer returns it from any
+        tier. Each L1 insert and compaction is committed when it is made (WAL,
+        ``synchronous=NORMAL``), L3 writes in PostgreSQL transactions; the engines are not
+        committed together (module docstring), so an engine failure part-way leaves the
+        rows before it stored.
+
+        Args:
+            memories: the rows (:func:`~agentmem.arms.base.prepare_memories`).
+            vectors: their embeddings (``(n, 384)``).
+
+        Raises:
+            ArmError: when the store is not open, the batch is invalid, a value holds a NUL
+                character, an id is already stored (L1 or L3), a superseded id is neither
+                stored nor in the batch, or an engine or the summariser fails.
+        """
+        self._sqlite()
+        self._pg()
+        batch = prepare_memories(memories, vectors, self.name)
+        ids = batch.ids
+        if not ids:
+            return
+        rows = batch.memories.select(*_MEM_NAMES, "entity_ids").rows(named=True)
+        for r in rows:
+            self._normalise(r)
+        held = self._held(ids)
+        dup = next((m for m in ids if m in held), None)
+        if dup is not None:
+            raise ArmError(f"{self.name}: memory {dup!r} is already stored in {self._where()}")
+        olds = {old for old, _ in batch.supersessions} - set(ids)
+        stored = self._held(sorted(olds)) if olds else set()
+        for old, new in batch.supersessions:
+            if old in olds and old not in stored:
+                raise ArmError(
+                    f"{self.name}: memory {new!r} supersedes {old!r}, which is not stored in "
+                    f"{self._where()}"
+                )
+        ntoks = count_tokens([r["body"] for r in rows])
+        for i, r in enumerate(rows):
+            self._ingest(r, batch.vectors[i], ntoks[i], self._l3_insert)
+        if batch.supersessions:
+            self._supersede([(new, old) for old, new in batch.supersessions])
+
+    def _held(self, ids: Sequence[str]) -> set[str]:
+        """Return the ids of ``ids`` stored in L1 or L3.
+
+        Raises:
+            ArmError: when an engine fails.
+        """
+        try:
+            l1 = self._sqlite().execute(
+                "SELECT memory_id FROM l1_turns "
+                "WHERE memory_id IN (SELECT value FROM json_each(?))",
+                (json.dumps(list(ids)),),
+            )
+            got = {r[0] for r in l1}
+            l3 = self._pg().execute(
+                "SELECT memory_id FROM l3_memories WHERE memory_id = ANY(%s)", (list(ids),)
+            )
+            got.update(r[0] for r in l3.fetchall())
+        except (apsw.Error, psycopg.Error) as exc:
+            raise ArmError(f"{self.name}: id lookup on {self._where()} failed: {exc}") from exc
+        return got
+
+    def _supersede(self, pairs: list[tuple[str, str]]) -> None:
+        """Set ``superseded_by`` (``(new, old)`` pairs) in L1, L2 provenance and L3.
+
+        Raises:
+            ArmError: when an engine fails.
+        """
+        db, conn = self._sqlite(), self._pg()
+        try:
+            with db:
+                db.executemany("UPDATE l1_turns SET superseded_by = ? WHERE memory_id = ?", pairs)
+                db.executemany("UPDATE l2_covers SET superseded_by = ? WHERE memory_id = ?", pairs)
+            with conn.transaction(), conn.cursor() as cur:
+                cur.executemany(
+                    "UPDATE l3_memories SET superseded_by = %s WHERE memory_id = %s", pairs
+                )
+        except (apsw.Error, psycopg.Error) as exc:
+            raise ArmError(f"{self.name}: correction in {self._where()} failed: {exc}") from exc
+
+    def fetch(self, memory_ids: Sequence[str]) -> pl.DataFrame:
+        """Return the stored rows of ``memory_ids`` from L1 and L3 (L1's when in both).
+
+        ``form`` is null (the tiers do not keep it).
+
+        Returns:
+            The :data:`~agentmem.arms.base.MEMORY_SCHEMA` columns, one row per stored id
+            asked, in the order asked.
+
+        Raises:
+            ArmError: when the store is not open or an engine fails.
+        """
+        db, conn = self._sqlite(), self._pg()
+        ids = [str(m) for m in memory_ids]
+        names = ", ".join(_MEM_NAMES)
+        try:
+            l1 = [
+                (*r[:-1], json.loads(r[-1] or "[]"))
+                for r in db.execute(
+                    f"SELECT {names}, entity_ids FROM l1_turns "
+                    "WHERE memory_id IN (SELECT value FROM json_each(?))",
+                    (json.dumps(ids),),
+                )
+            ]
+            l3 = conn.execute(
+                f"SELECT {names}, entity_ids FROM l3_memories WHERE memory_id = ANY(%s)",
+                (ids,),
+            ).fetchall()
+        except (apsw.Error, psycopg.Error) as exc:
+            raise ArmError(f"{self.name}: fetch on {self._where()} failed: {exc}") from exc
+        frame = memory_rows_frame([*l1, *l3], [*_MEM_NAMES, "entity_ids"])
+        return memory_frame(frame, ids)
+
     def _l3_insert(self, rows: list[tuple[Any, ...]]) -> None:
         """Insert evicted rows into L3 in one transaction (``ON CONFLICT DO NOTHING``).
 
@@ -1224,18 +1355,21 @@ class ThreeTierArm(ArmBase):
         self.last_latency_ms = lat
         return Result(memory_ids=ids[:k], count=count)
 
-    def raw_query_call(self, q: Query, k: int) -> Callable[[], list[list[Any]]]:
+    def raw_query_call(
+        self, q: Query, k: int
+    ) -> Callable[[], tuple[list[list[Any]], list[list[Any]]]]:
         """Return a zero-argument function making exactly the driver calls :meth:`query` makes.
 
         The tier statements (:meth:`_statements`) and the count statements are built here,
         once (PostgreSQL ones rendered to their SQL text); each call of the returned
         function only executes them on their engines (SQLite, PostgreSQL) and fetches every
         row, passing the L1 ids read by the count's first statement to its second. No RRF
-        fusion, no per-tier timing. The harness-overhead benchmark (:mod:`agentmem.bench`)
-        times it against :meth:`query`.
+        fusion (:meth:`raw_ids` does it), no per-tier timing. The harness-overhead
+        benchmark (:mod:`agentmem.bench`) times it against :meth:`query`.
 
         Returns:
-            A function returning one list of rows per statement run.
+            A function returning ``(ranked, counted)``: one list of rows per tier
+            statement, then one per count statement (empty unless ``q.wants_count``).
 
         Raises:
             ArmError: when the store is not open or the query embedding is bad.
@@ -1252,19 +1386,35 @@ class ThreeTierArm(ArmBase):
             l1, union = self._count_statements(q)
             count = (bare(l1), bare(union([])))
 
-        def call() -> list[list[Any]]:
+        def call() -> tuple[list[list[Any]], list[list[Any]]]:
             out = [
                 (conn if pg else db).execute(text, params).fetchall() for pg, text, params in stmts
             ]
+            counted: list[list[Any]] = []
             if count is not None:
                 (_, l1_text, l1_params), (_, u_text, u_params) = count
                 l1_rows = db.execute(l1_text, l1_params).fetchall()
-                out.append(l1_rows)
+                counted.append(l1_rows)
                 u_rows = conn.execute(u_text, {**u_params, "l1": [r[0] for r in l1_rows]})
-                out.append(u_rows.fetchall())
-            return out
+                counted.append(u_rows.fetchall())
+            return out, counted
 
         return call
+
+    def raw_ids(self, raw: tuple[list[list[Any]], list[list[Any]]], k: int) -> list[str]:
+        """The ids :meth:`query` makes of the bare call's rows: RRF over the tier lists, top ``k``.
+
+        Args:
+            raw: ``(ranked, counted)`` from the function :meth:`raw_query_call` returned.
+            k: the result length the call was made for.
+
+        Returns:
+            At most ``k`` memory ids, best first (:func:`rrf_fuse` with ``rrf_k``).
+        """
+        if k <= 0:
+            return []
+        lists = [[(r[0], r[1], r[2]) for r in rows] for rows in raw[0]]
+        return [m for m, _ in rrf_fuse(lists, self.rrf_k)[:k]]
 
     # ------------------------------------------------------------- assemble context
     def assemble_context(

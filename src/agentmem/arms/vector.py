@@ -13,8 +13,21 @@ Store layout under ``store_dir``:
   ``0..n-1`` of the metadata file);
 * ``metadata.parquet`` — every memory column (memory_id, session_id, turn_no, seq,
   kind, body, fact_id, created_day, source, confidence, superseded_by, tokens,
-  entity_ids) plus ``label``, in label order;
+  entity_ids) plus ``label``, in label order, and — once memories were remembered —
+  ``supersedes`` (the ids each remembered memory corrects);
 * ``manifest.json`` — dim, count and the build parameters, needed to reload the index.
+
+Writes after the build (:meth:`FileVecArm.remember`) go through hnswlib's own insert path:
+``add_items`` of the new vectors under the next labels, ``resize_index`` (capacity
+doubled) when the index is full; the metadata rows are appended and ``superseded_by`` of
+corrected memories updated in memory, so the next query sees them. They reach the disk
+when the store is saved — by :meth:`FileVecArm.close` or :meth:`FileVecArm.flush` — as
+three atomic file replacements in the order ``index.bin``, ``metadata.parquet``,
+``manifest.json``; the metadata file is the commit point. A crash before a save loses the
+memories remembered since the last one; a crash during a save leaves the previous
+metadata beside a newer index, whose extra labels :meth:`FileVecArm.open` marks deleted
+(they are reused by the next remember). One process should write a store at a time: two
+writers each save their own view, and the last save wins.
 
 The original study used brute-force cosine for these arms (REFERENCE §3); the default
 ``ef_search`` is set so that HNSW top-k agrees with exact search to recall >= 0.99
@@ -24,8 +37,9 @@ The original study used brute-force cosine for these arms (REFERENCE §3); the d
 from __future__ import annotations
 
 import json
+import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -36,6 +50,7 @@ from polars.exceptions import PolarsError
 
 from agentmem.arms.base import (
     PREDICATE_FIELDS,
+    SUPERSEDES,
     ArmBase,
     ArmError,
     BareCall,
@@ -47,8 +62,12 @@ from agentmem.arms.base import (
     RawIngest,
     Result,
     StorageStats,
+    prepare_memories,
 )
+from agentmem.arms.rows import memory_frame
 from agentmem.io import atomic_path, write_json, write_parquet
+
+_log = logging.getLogger(__name__)
 
 INDEX_NAME = "index.bin"
 META_NAME = "metadata.parquet"
@@ -273,8 +292,16 @@ class FileVecArm(ArmBase):
         self._dir: Path | None = None
         self._index: hnswlib.Index | None = None
         self._ids: list[str] = []
+        self._labels: dict[str, int] = {}
         self._pred_rows: list[dict[str, Any]] = []
         self._dim = 0
+        self._meta: pl.DataFrame = pl.DataFrame()
+        #: metadata rows remembered since ``_meta`` was last materialised
+        self._new_meta: list[pl.DataFrame] = []
+        #: ``superseded_by`` changed in ``_pred_rows`` since ``_meta`` was materialised
+        self._stale_superseded = False
+        #: remembered memories not yet saved
+        self._dirty = False
 
     # ------------------------------------------------------------------ lifecycle
     def build(self, corpus: Corpus, vectors: Embeddings, store_dir: Path) -> BuildStats:
@@ -316,17 +343,7 @@ class FileVecArm(ArmBase):
             with atomic_path(store_dir / INDEX_NAME) as tmp:
                 index.save_index(str(tmp))
             index_ms = (time.perf_counter() - t1) * 1000.0
-            write_json(
-                store_dir / MANIFEST_NAME,
-                {
-                    "space": SPACE,
-                    "dim": int(matrix.shape[1]),
-                    "count": len(ids),
-                    "M": self.M,
-                    "ef_construction": self.ef_construction,
-                    "random_seed": self.random_seed,
-                },
-            )
+            write_json(store_dir / MANIFEST_NAME, self._manifest(len(ids), int(matrix.shape[1])))
         except (OSError, RuntimeError) as exc:
             raise ArmError(f"{self.name}: cannot write store in {store_dir}: {exc}") from exc
         self._attach(store_dir, index, meta, int(matrix.shape[1]))
@@ -350,21 +367,151 @@ class FileVecArm(ArmBase):
             meta = pl.read_parquet(store_dir / META_NAME)
             index = hnswlib.Index(space=SPACE, dim=dim)
             index.load_index(str(store_dir / INDEX_NAME), max_elements=max(count, 1))
+            elements = index.get_current_count()
+            labels = meta.get_column("label").to_list() if "label" in meta.columns else None
         except (OSError, ValueError, KeyError, TypeError, RuntimeError, PolarsError) as exc:
             raise ArmError(f"{self.name}: cannot open store in {store_dir}: {exc}") from exc
-        if meta.height != count or index.get_current_count() != count:
+        # saves write index, metadata, manifest in this order: count <= rows <= elements
+        if not count <= meta.height <= elements or labels != list(range(meta.height)):
             raise ArmError(
                 f"{self.name}: store in {store_dir} is inconsistent: manifest count {count}, "
-                f"metadata rows {meta.height}, index elements {index.get_current_count()}"
+                f"metadata rows {meta.height}, index elements {elements}"
+            )
+        if elements > meta.height:  # a save was cut after the index: its labels never were
+            for label in range(meta.height, elements):
+                index.mark_deleted(label)
+            _log.warning(
+                "%s: %s: index holds %d vectors the metadata never recorded (an interrupted "
+                "save); ignoring them",
+                self.name,
+                store_dir,
+                elements - meta.height,
             )
         self._attach(store_dir, index, meta, dim)
 
     def close(self) -> None:
-        """Drop the in-memory index and metadata; safe to call twice."""
+        """Save memories remembered since the last save, then drop the index and metadata.
+
+        Safe to call twice.
+
+        Raises:
+            ArmError: when the save fails (the store stays open, so nothing is lost
+                silently and a second ``close`` tries again).
+        """
+        if self._dirty:
+            self.flush()
         self._index = None
         self._ids = []
+        self._labels = {}
         self._pred_rows = []
+        self._meta = pl.DataFrame()
+        self._new_meta = []
+        self._stale_superseded = False
         self._dir = None
+
+    # ------------------------------------------------------------------ writes
+    def remember(self, memories: pl.DataFrame, vectors: Embeddings) -> None:
+        """Add memories through hnswlib's insert path; visible at once, saved on close/flush.
+
+        The batch is validated by :func:`~agentmem.arms.base.prepare_memories`; the new
+        vectors are added with ``add_items`` under the next labels (the index is resized,
+        capacity doubled, when full), their metadata rows appended, and every memory a
+        row's ``supersedes`` list names gets ``superseded_by`` = that row's id (which the
+        ``file-vec-meta`` post-filter reads). Nothing reaches the disk until :meth:`flush`
+        or :meth:`close` (module docstring: what is durable when).
+
+        Args:
+            memories: the rows (:func:`~agentmem.arms.base.prepare_memories`).
+            vectors: their embeddings (``(n, 384)``).
+
+        Raises:
+            ArmError: when the arm is not open, the batch is invalid, an id is already
+                stored, a superseded id is neither stored nor in the batch, or hnswlib
+                fails (nothing is changed then, except on an hnswlib failure).
+        """
+        store_dir = self._require_open()
+        index = self._index
+        assert index is not None
+        batch = prepare_memories(memories, vectors, self.name)
+        ids = batch.ids
+        if not ids:
+            return
+        if batch.vectors.shape[1] != self._dim:
+            raise ArmError(
+                f"{self.name}: remember: embeddings have dim {batch.vectors.shape[1]}, "
+                f"store {store_dir} has dim {self._dim}"
+            )
+        dup = next((m for m in ids if m in self._labels), None)
+        if dup is not None:
+            raise ArmError(f"{self.name}: memory {dup!r} is already stored in {store_dir}")
+        batch_ids = set(ids)
+        corrects: dict[str, list[str]] = {}
+        for old, new in batch.supersessions:
+            if old not in self._labels and old not in batch_ids:
+                raise ArmError(
+                    f"{self.name}: memory {new!r} supersedes {old!r}, which is not stored in "
+                    f"{store_dir}"
+                )
+            corrects.setdefault(new, []).append(old)
+        start = len(self._ids)
+        end = start + len(ids)
+        capacity = index.get_max_elements()
+        if end > capacity:
+            index.resize_index(max(end, 2 * capacity))
+        index.add_items(batch.vectors, np.arange(start, end, dtype=np.int64), num_threads=1)
+        rows = batch.memories.with_columns(
+            pl.Series(SUPERSEDES, [corrects.get(m) for m in ids], dtype=pl.List(pl.String)),
+            label=pl.int_range(start, end, dtype=pl.Int64),
+        )
+        self._new_meta.append(rows)
+        self._ids.extend(ids)
+        self._labels.update((m, start + i) for i, m in enumerate(ids))
+        self._pred_rows.extend(rows.select("memory_id", *PREDICATE_FIELDS).rows(named=True))
+        for old, new in batch.supersessions:
+            self._pred_rows[self._labels[old]]["superseded_by"] = new
+        self._stale_superseded = self._stale_superseded or bool(batch.supersessions)
+        self._dirty = True
+
+    def flush(self) -> None:
+        """Save the store now: ``index.bin``, ``metadata.parquet``, then ``manifest.json``.
+
+        Each file is replaced atomically (temp file + rename); the metadata file is the
+        commit point (module docstring). A no-op when nothing was remembered since the
+        last save.
+
+        Raises:
+            ArmError: when the arm is not open or a file cannot be written.
+        """
+        store_dir = self._require_open()
+        if not self._dirty:
+            return
+        index = self._index
+        assert index is not None
+        try:
+            meta = self._materialise()
+            with atomic_path(store_dir / INDEX_NAME) as tmp:
+                index.save_index(str(tmp))
+            write_parquet(store_dir / META_NAME, meta)
+            write_json(store_dir / MANIFEST_NAME, self._manifest(meta.height))
+        except (OSError, RuntimeError, PolarsError) as exc:
+            raise ArmError(f"{self.name}: cannot save store in {store_dir}: {exc}") from exc
+        self._dirty = False
+
+    def fetch(self, memory_ids: Sequence[str]) -> pl.DataFrame:
+        """Return the metadata rows of ``memory_ids`` (remembered ones included).
+
+        ``superseded_by`` shows corrections made by :meth:`remember`; ``form`` is the
+        stored value (null when the corpus had none).
+
+        Returns:
+            The :data:`~agentmem.arms.base.MEMORY_SCHEMA` columns, one row per stored id
+            asked, in the order asked.
+
+        Raises:
+            ArmError: when the arm is not open.
+        """
+        self._require_open()
+        return memory_frame(self._materialise(), memory_ids)
 
     # ------------------------------------------------------------------ queries
     def query(self, q: Query, k: int) -> Result:
@@ -400,10 +547,46 @@ class FileVecArm(ArmBase):
         Raises:
             ArmError: when the arm is not open or the embedding has the wrong dimension.
         """
+        plan = self._bare_search(q, k)
+        if plan is None:
+            return lambda: None
+        index, vec, n_fetch, ef = plan
+
+        def call() -> Any:
+            index.set_ef(ef)
+            return index.knn_query(vec, k=n_fetch, num_threads=1)
+
+        return call
+
+    def raw_ids(self, raw: Any, k: int) -> list[str]:
+        """The ids :meth:`query` makes of the bare call's ``(labels, distances)``.
+
+        Args:
+            raw: what the function from :meth:`raw_query_call` returned.
+            k: the result length the call was made for.
+
+        Returns:
+            The labels mapped to memory ids, best first (at most ``k``).
+        """
+        if raw is None or k <= 0:
+            return []
+        return [self._ids[int(i)] for i in raw[0][0][:k]]
+
+    def _bare_search(
+        self, q: Query, n_fetch: int
+    ) -> tuple[hnswlib.Index, np.ndarray, int, int] | None:
+        """Return ``(index, vector, neighbours, ef)`` of the search ``query`` makes, or None.
+
+        ``None`` when no search runs (``n_fetch <= 0``, an empty store or a non-finite
+        vector, as in :meth:`_search`).
+
+        Raises:
+            ArmError: when the arm is not open or the embedding has the wrong dimension.
+        """
         store_dir = self._require_open()
         index = self._index
         assert index is not None
-        n_fetch = min(int(k), len(self._ids))
+        n_fetch = min(int(n_fetch), len(self._ids))
         vec = np.ascontiguousarray(np.asarray(q.embedding, dtype=np.float32).reshape(1, -1))
         if vec.shape[1] != self._dim:
             raise ArmError(
@@ -411,14 +594,8 @@ class FileVecArm(ArmBase):
                 f"store {store_dir} has dim {self._dim}"
             )
         if n_fetch <= 0 or not np.all(np.isfinite(vec)):
-            return lambda: None
-        ef = max(self.ef_search, n_fetch)
-
-        def call() -> Any:
-            index.set_ef(ef)
-            return index.knn_query(vec, k=n_fetch, num_threads=1)
-
-        return call
+            return None
+        return index, vec, n_fetch, max(self.ef_search, n_fetch)
 
     def explain(self, q: Query, k: int = 10) -> str:
         """Describe the HNSW search ``query`` runs for ``q`` (hnswlib has no planner)."""
@@ -491,12 +668,40 @@ class FileVecArm(ArmBase):
 
     # ------------------------------------------------------------------ helpers
     def _attach(self, store_dir: Path, index: hnswlib.Index, meta: pl.DataFrame, dim: int) -> None:
+        meta = meta.sort("label")
         self._dir = store_dir
         self._index = index
         self._dim = dim
-        self._ids = [str(i) for i in meta.sort("label")["memory_id"].to_list()]
+        self._ids = [str(i) for i in meta["memory_id"].to_list()]
+        self._labels = {m: i for i, m in enumerate(self._ids)}
         cols = ["memory_id", *PREDICATE_FIELDS]
-        self._pred_rows = meta.sort("label").select(cols).rows(named=True)
+        self._pred_rows = meta.select(cols).rows(named=True)
+        self._meta = meta
+        self._new_meta = []
+        self._stale_superseded = False
+        self._dirty = False
+
+    def _materialise(self) -> pl.DataFrame:
+        """Return every metadata row in label order, remembered rows and corrections applied."""
+        if self._new_meta:
+            self._meta = pl.concat([self._meta, *self._new_meta], how="diagonal_relaxed")
+            self._new_meta = []
+        if self._stale_superseded:
+            current = [r["superseded_by"] for r in self._pred_rows]
+            self._meta = self._meta.with_columns(superseded_by=pl.Series(current, dtype=pl.String))
+            self._stale_superseded = False
+        return self._meta
+
+    def _manifest(self, count: int, dim: int | None = None) -> dict[str, Any]:
+        """The ``manifest.json`` document for a store of ``count`` memories."""
+        return {
+            "space": SPACE,
+            "dim": int(self._dim if dim is None else dim),
+            "count": int(count),
+            "M": self.M,
+            "ef_construction": self.ef_construction,
+            "random_seed": self.random_seed,
+        }
 
     def _require_open(self) -> Path:
         if self._index is None or self._dir is None:
@@ -623,7 +828,9 @@ class FileVecMetaArm(FileVecArm):
         """Return the bare hnswlib search :meth:`query` makes: ``k * overfetch`` neighbours.
 
         As :meth:`FileVecArm.raw_query_call` with ``k * overfetch`` neighbours; the
-        Python post-filter is not part of it.
+        Python post-filter is not part of it (:meth:`raw_ids` applies it). The function
+        returns ``(knn_query's (labels, distances), q.predicate)``, or ``None`` when no
+        search runs.
 
         Raises:
             ArmError: when the arm is not open or the embedding has the wrong dimension.
@@ -631,7 +838,37 @@ class FileVecMetaArm(FileVecArm):
         if k <= 0:
             self._require_open()
             return lambda: None
-        return super().raw_query_call(q, k * self.overfetch)
+        plan = self._bare_search(q, k * self.overfetch)
+        if plan is None:
+            return lambda: None
+        index, vec, n_fetch, ef = plan
+        pred = q.predicate
+
+        def call() -> Any:
+            index.set_ef(ef)
+            return index.knn_query(vec, k=n_fetch, num_threads=1), pred
+
+        return call
+
+    def raw_ids(self, raw: Any, k: int) -> list[str]:
+        """The ids :meth:`query` makes of the bare call's output: post-filter, cut to ``k``.
+
+        Args:
+            raw: ``((labels, distances), predicate)`` from the function
+                :meth:`raw_query_call` returned (``None`` when no search ran).
+            k: the result length the call was made for.
+
+        Returns:
+            The memory ids of the labels whose metadata satisfies the predicate, best
+            first, at most ``k``.
+        """
+        if raw is None or k <= 0:
+            return []
+        (labels, _), pred = raw
+        keep = [int(i) for i in labels[0]]
+        if pred is not None:
+            keep = [i for i in keep if pred.matches(self._pred_rows[i])]
+        return [self._ids[i] for i in keep[:k]]
 
     def explain(self, q: Query, k: int = 10) -> str:
         """Describe the search + Python post-filter ``query`` runs for ``q``."""
