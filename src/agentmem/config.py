@@ -153,7 +153,7 @@ class SweepsConfig(_Strict):
 
 
 class ConversationConfig(_Strict):
-    """The long-conversation experiment (three-tier memory vs alternatives, issue 8)."""
+    """The long-conversation experiment: arms driven turn by turn, against appending all."""
 
     conversations: int = Field(3, ge=1, le=100)
     turns: int = Field(100, ge=10, description="turns per conversation (the seed: 100)")
@@ -162,9 +162,16 @@ class ConversationConfig(_Strict):
     )
     probes_every: int = Field(2, ge=1, description="a probe question every N turns")
     min_gap: int = Field(20, ge=1, description="probe facts first stated >= N turns earlier")
-    l1_max_tokens: int = Field(3000, ge=100, description="three-tier L1 cap (the seed: 3,000)")
-    k: int = Field(5, ge=1, description="memories recalled by the RAG strategies")
+    l1_max_tokens: int = Field(
+        3000, ge=100, description="working-memory (L1) cap of arms that take one (the seed: 3,000)"
+    )
+    k: int = Field(5, ge=1, description="memories recalled per turn")
     seed: int = 0
+    arms: list[str] = Field(
+        default_factory=list,
+        description="arms driven through remember and query beside the append baseline, in "
+        "this order; an arm not in `arms` is left out",
+    )
 
 
 class DecayConfig(_Strict):
@@ -279,6 +286,15 @@ class Config(_Strict):
             for name in names:
                 if name not in ARMS:
                     raise ValueError(f"{key}: unknown arm {name!r}; known arms: {sorted(ARMS)}")
+        for name in self.seed_experiments.conversation.arms:
+            if name not in ARMS:
+                raise ValueError(
+                    f"seed_experiments.conversation.arms: unknown arm {name!r}; "
+                    f"known arms: {sorted(ARMS)}"
+                )
+        conv = self.seed_experiments.conversation.arms
+        if len(set(conv)) != len(conv):
+            raise ValueError(f"seed_experiments.conversation.arms: duplicate names in {conv}")
         for a, b in self.report.paired_tests:
             for name in (a, b):
                 if name not in ARMS:
@@ -296,6 +312,12 @@ class Config(_Strict):
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"arm_params.{name}: bad parameters {params!r}: {exc}") from None
         return self
+
+
+def conversation_arms(cfg: Config) -> list[str]:
+    """The ``seed_experiments.conversation.arms`` that are configured in ``arms``, in order."""
+    have = set(cfg.arms)
+    return [a for a in cfg.seed_experiments.conversation.arms if a in have]
 
 
 def paired_tests(cfg: Config) -> list[list[str]]:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from snakemake.utils import validate
 
-from agentmem.config import load_config, paired_tests
+from agentmem.config import conversation_arms, load_config, paired_tests
 from agentmem.sweeps.postfilter import postfilter_roles
 
 # 1) the pydantic model: one line per bad key or value, cross-field checks (main_size in
@@ -37,6 +37,8 @@ SCALING_ENTRIES = [(a, s) for s in CFG.scaling_sizes for a in ARM_NAMES]
 #: arms the post-filter sweep compares: the configured post-filtering arms it sweeps,
 #: then the in-search HNSW arms drawn as reference lines (from the arms' declarations)
 POSTFILTER_ARMS = [a for role in postfilter_roles(ARM_NAMES) for a in role]
+#: arms the conversation sweep drives (seed_experiments.conversation.arms that are configured)
+CONVERSATION_ARMS = conversation_arms(CFG)
 
 
 wildcard_constraints:
@@ -86,6 +88,18 @@ def arm_sources(wildcards):
 
     mod_path = ARMS[wildcards.arm].__module__.replace(".", "/")
     return [library_file(f"{mod_path}.py"), library_file("agentmem/runner.py")]
+
+
+def conversation_sources():
+    """The conversation sweep's module and those of the arms it drives (edits rerun it)."""
+    from agentmem.arms import ARMS
+
+    mods = dict.fromkeys(
+        ARMS[a].__module__.replace(".", "/") for a in CONVERSATION_ARMS
+    )
+    return [library_file("agentmem/sweeps/conversation.py")] + [
+        library_file(f"{m}.py") for m in mods
+    ]
 
 
 def postfilter_builds():
