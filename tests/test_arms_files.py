@@ -440,6 +440,14 @@ def test_vec_remember_adds_items_resizes_and_fetch_reads_rows(vec, tmp_path):
     vec.flush()
     assert json.loads((store / MANIFEST_NAME).read_text())["count"] == 7
     assert pl.read_parquet(store / META_NAME)["memory_id"].to_list()[-1] == "N1"
+    # storage() and open() save what was remembered since
+    vec.remember(*_batch({"memory_id": "N2", "body": "second note", "created_day": 701}))
+    st = vec.storage()
+    assert st.objects[META_NAME] == (store / META_NAME).stat().st_size
+    assert json.loads((store / MANIFEST_NAME).read_text())["count"] == 8
+    vec.remember(*_batch({"memory_id": "N3", "body": "third note", "created_day": 702}))
+    vec.open(store)
+    assert vec.fetch(["N1", "N2", "N3"])["memory_id"].to_list() == ["N1", "N2", "N3"]
 
 
 def test_vec_meta_correction_hides_the_old_memory_after_reopen(meta, tmp_path):

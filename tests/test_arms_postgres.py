@@ -34,7 +34,16 @@ from hostile import HOSTILE_TEXTS
 from psycopg import sql
 
 from agentmem import pg
-from agentmem.arms.base import ArmError, Corpus, Embeddings, Predicate, Query, Result
+from agentmem.arms.base import (
+    MEMORY_SCHEMA,
+    ArmError,
+    Corpus,
+    Embeddings,
+    Predicate,
+    Query,
+    Result,
+    with_supersedes,
+)
 from agentmem.arms.postgres import (
     PgBtreeArm,
     PgGinArm,
@@ -699,3 +708,258 @@ def test_two_processes_share_one_store_and_the_last_one_stops_it(tmp_path: Path)
                 proc.kill()
         for p in servers_under(tmp_path):
             psutil.Process(p).kill()
+
+
+# ----------------------------------------------------------------- remember / fetch
+TINY_IDS = ["M1", "M2", "M3", "M4", "M5", "M6"]
+
+
+@pytest.fixture(scope="module")
+def replayed(root: Path):
+    """All five arms built on the tiny corpus without M5, then M5 remembered (one server).
+
+    M5 arrives as a correction (``supersedes = [M1, M2]``). Later tests remember more
+    memories here, none in session S3 or fact F1.
+    """
+    corpus, vectors = make_tiny()
+    replay = with_supersedes(corpus.memories)
+    assert replay.filter(pl.col("memory_id") == "M5")["supersedes"].to_list() == [["M1", "M2"]]
+    first = Corpus(replay.filter(pl.col("memory_id") != "M5").drop("supersedes"))
+    store = root / "replayed"
+    arms = {}
+    pid = None
+    try:
+        for cls in ARM_CLASSES:
+            arm = cls()
+            arm.build(first, vectors, store)
+            assert arm.fetch(["M1"])["superseded_by"].to_list() == [None]
+            arm.remember(replay.filter(pl.col("memory_id") == "M5"), vectors)
+            arms[cls.name] = arm
+        pid = pg.postmaster_pid(store / pg.PGDATA_DIRNAME)
+        yield arms, store
+    finally:
+        for arm in arms.values():
+            arm.close()
+    assert wait_dead(pid)
+
+
+def remember(arm, rows: list[dict]) -> None:
+    """Remember ``rows``; each memory's vector is the fake vector of its body."""
+    vecs = Embeddings(
+        [r["memory_id"] for r in rows], np.stack([fake_vector(r["body"]) for r in rows])
+    )
+    arm.remember(pl.DataFrame(rows), vecs)
+
+
+def table_counts(store: Path, name: str) -> dict[str, int]:
+    """Rows in ``memories`` and ``memory_entities``, read through a second connection."""
+    with pg.connect_store(store, name, create=False) as h:
+        return {
+            t: h.conn.execute(
+                sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(t))
+            ).fetchone()[0]
+            for t in ("memories", "memory_entities")
+        }
+
+
+@pytest.mark.parametrize("name", [c.name for c in ARM_CLASSES])
+def test_correction_replayed_by_remember_equals_build(tiny_arms, replayed, name: str) -> None:
+    """Remembering M5 after a build without it gives the rows and answers of the full build."""
+    arm, full = replayed[0][name], tiny_arms[name]
+    got = arm.fetch(TINY_IDS)
+    assert got.equals(full.fetch(TINY_IDS))
+    assert got["superseded_by"].to_list() == ["M5", "M5", None, None, None, None]
+    # predicates that hold only tiny memories, and no ties in cosine distance among them
+    # (rows tied on distance come in heap order, which the updates of M1 and M2 change)
+    for text, pred in [
+        ("CFG-799", Predicate("session_id", "=", "S3")),
+        ("How long is the timeout set by CFG-799?", Predicate("fact_id", "=", "F1")),
+        ("timeout SVC-5345", Predicate("fact_id", "=", "F1")),
+    ]:
+        assert arm.query(q(text, pred, True), 10) == full.query(q(text, pred, True), 10), text
+    current = arm.query(q("CFG-799", NOT_SUPERSEDED), 10).memory_ids
+    assert "M5" in current and not {"M1", "M2"} & set(current)
+
+
+@pytest.mark.parametrize("name", [c.name for c in ARM_CLASSES])
+def test_remember_then_fetch_every_column(replayed, name: str) -> None:
+    arms, store = replayed
+    arm = arms[name]
+    before = table_counts(store, name)
+    row = {
+        "memory_id": "P1",
+        "session_id": "S9",
+        "turn_no": 4,
+        "seq": 77,
+        "kind": "procedural",
+        "body": "RUN-481 now says: drain traffic, then rotate keys on SVC-77.",
+        "fact_id": "F3",
+        "created_day": 400,
+        "source": "tool_result",
+        "confidence": 0.25,
+        "tokens": 15,
+        "entity_ids": ["RUN-481", "SVC-77", "RUN-481"],
+        "supersedes": ["M6"],
+    }
+    remember(arm, [row])
+    got = arm.fetch(["P1", "nope", "M6", "P1"])
+    assert got.schema == pl.Schema(MEMORY_SCHEMA)
+    assert got.to_dicts() == [
+        {
+            **{k: v for k, v in row.items() if k != "supersedes"},
+            "superseded_by": None,
+            "form": None,  # not stored; entity_ids is the array as given, as build keeps it
+        },
+        {
+            "memory_id": "M6",
+            "session_id": "S3",
+            "turn_no": 1,
+            "seq": 5,
+            "kind": "procedural",
+            "body": "RUN-481: to rotate keys on SVC-77, drain traffic first.",
+            "fact_id": "F3",
+            "created_day": 320,
+            "source": "user_message",
+            "confidence": 0.9,
+            "superseded_by": "P1",
+            "tokens": 9,
+            "entity_ids": ["RUN-481", "SVC-77"],
+            "form": None,
+        },
+    ]
+    # committed: a second connection counts one memory and two (de-duplicated) entity rows
+    after = table_counts(store, name)
+    assert after == {
+        "memories": before["memories"] + 1,
+        "memory_entities": before["memory_entities"] + 2,
+    }
+    # the next query sees it through the arm's index; M6 is no longer current
+    res = arm.query(q(row["body"], Predicate("fact_id", "=", "F3"), True), 5)
+    assert res.count == 2 and res.memory_ids[0] == "P1"
+    current = arm.query(q(row["body"], NOT_SUPERSEDED), 10).memory_ids
+    assert "P1" in current and "M6" not in current
+    assert arm.fetch(["M4", "zz", "M1", "M4"])["memory_id"].to_list() == ["M4", "M1"]
+    assert arm.fetch([]).schema == pl.Schema(MEMORY_SCHEMA)
+    with pytest.raises(ValueError, match="one string"):
+        arm.fetch("M1")
+
+
+@pytest.mark.parametrize("name", [c.name for c in ARM_CLASSES])
+def test_failed_batch_leaves_nothing(replayed, name: str) -> None:
+    arms, store = replayed
+    arm = arms[name]
+    before = table_counts(store, name)
+    ok = {"memory_id": "P2", "body": "fine row", "created_day": 401, "entity_ids": ["E1"]}
+    bad_batches = [
+        ("'nope'.*not stored", [ok, {**ok, "memory_id": "P3", "supersedes": ["M4", "nope"]}]),
+        ("'M3' is already stored", [ok, {**ok, "memory_id": "M3"}]),
+        ("'P3'.*'body'.*NUL", [ok, {**ok, "memory_id": "P3", "body": "a\x00b"}]),
+        ("'P3'.*'session_id'.*NUL", [ok, {**ok, "memory_id": "P3", "session_id": "S\x00"}]),
+        ("'P3'.*'entity_ids'.*NUL", [ok, {**ok, "memory_id": "P3", "entity_ids": ["E\x00"]}]),
+        ("'P3'.*'supersedes'.*NUL", [ok, {**ok, "memory_id": "P3", "supersedes": ["M\x00"]}]),
+    ]
+    for match, rows in bad_batches:
+        with pytest.raises(ArmError, match=f"{name}: .*{match}"):
+            remember(arm, rows)
+    assert table_counts(store, name) == before
+    assert arm.fetch(["P2", "P3"]).height == 0
+    assert arm.fetch(["M3", "M4"])["superseded_by"].to_list() == [None, None]
+    assert arm.fetch(["M3"])["body"].to_list() == [
+        "Someone asked about CFG-799 in chat; nothing decided."
+    ]
+    remember(arm, [ok])  # the connection is still usable: no transaction left open
+    assert table_counts(store, name)["memories"] == before["memories"] + 1
+    assert arm.fetch(["P2"])["entity_ids"].to_list() == [["E1"]]
+
+
+def test_remember_is_durable_on_the_servers_terms(replayed) -> None:
+    """Commits wait for the WAL flush: the embedded server runs with fsync on."""
+    arm = replayed[0]["pg-gin"]
+    conn = arm._h.conn
+    settings = {
+        k: conn.execute(sql.SQL("SHOW {}").format(sql.Identifier(k))).fetchone()[0]
+        for k in ("fsync", "synchronous_commit", "wal_sync_method")
+    }
+    assert settings["fsync"] == "on" and settings["synchronous_commit"] == "on", settings
+    assert conn.info.transaction_status.name == "IDLE"  # no transaction left open
+
+
+@pytest.mark.parametrize("name", [c.name for c in ARM_CLASSES])
+def test_raw_ids_give_the_query_answer(tiny_arms, name: str) -> None:
+    arm = tiny_arms[name]
+    for text, pred, count in [
+        ("CFG-799", None, False),
+        ("CFG-799 timeout", NOT_SUPERSEDED, True),
+        ("?!", None, True),
+        ("", Predicate("fact_id", "=", "F1"), True),
+    ]:
+        for k in (0, 1, 3, 10):
+            qq = q(text, pred, count)
+            assert arm.raw_ids(arm.raw_query_call(qq, k)(), k) == arm.query(qq, k).memory_ids
+
+
+def test_remember_and_fetch_need_an_open_store() -> None:
+    arm = PgGinArm()
+    with pytest.raises(ArmError, match="not open"):
+        remember(arm, [{"memory_id": "x", "body": "x", "created_day": 1}])
+    with pytest.raises(ArmError, match="not open"):
+        arm.fetch(["M1"])
+
+
+def test_two_processes_see_each_others_remembers(replayed) -> None:
+    """A second process on the same store remembers; each side then finds the other's memory.
+
+    The child opens pg-hybrid, remembers C1 (superseding M4) and signals; the parent finds
+    C1 by text and sees M4 superseded, remembers P9 and signals back; the child finds P9.
+    """
+    arms, store = replayed
+    arm = arms["pg-hybrid"]
+    code = (
+        "import json, sys, time\n"
+        "from pathlib import Path\n"
+        "import numpy as np, polars as pl\n"
+        "from agentmem.arms.postgres import PgHybridArm\n"
+        "from agentmem.arms.base import Embeddings, Query\n"
+        "store, flags = sys.argv[1], Path(sys.argv[2])\n"
+        "vec = np.zeros(384, 'float32'); vec[3] = 1.0\n"
+        "a = PgHybridArm(); a.open(store)\n"
+        "try:\n"
+        "    a.remember(pl.DataFrame({'memory_id': ['C1'], 'body': ['ZXC-808 from the child'],\n"
+        "        'created_day': [450], 'supersedes': [['M4']]}), Embeddings(['C1'], vec[None]))\n"
+        "    (flags / 'child').touch()\n"
+        "    deadline = time.monotonic() + 90\n"
+        "    while not (flags / 'parent').exists() and time.monotonic() < deadline:\n"
+        "        time.sleep(0.05)\n"
+        "    got = a.fetch(['P9'])['body'].to_list()\n"
+        "    ids = a.query(Query('q', 'VBN-909', vec), 3).memory_ids\n"
+        "    print(json.dumps([got, ids[:1]]))\n"
+        "finally:\n"
+        "    a.close()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != pg.ENV_DSN}
+    flags = store / "flags"
+    flags.mkdir()
+    child = subprocess.Popen(
+        [sys.executable, "-c", code, str(store), str(flags)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env=env,
+    )
+    try:
+        for _ in range(1800):
+            if (flags / "child").exists() or child.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert (flags / "child").exists(), child.communicate(timeout=30)[1][-4000:]
+        assert arm.query(q("ZXC-808"), 3).memory_ids[0] == "C1"
+        assert arm.fetch(["M4"])["superseded_by"].to_list() == ["C1"]
+        remember(arm, [{"memory_id": "P9", "body": "VBN-909 from the parent", "created_day": 460}])
+        (flags / "parent").touch()
+        out, err = child.communicate(timeout=120)
+        assert child.returncode == 0, err[-4000:]
+        assert json.loads(out.strip().splitlines()[-1]) == [["VBN-909 from the parent"], ["P9"]]
+    finally:
+        if child.poll() is None:
+            child.kill()

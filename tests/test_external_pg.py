@@ -48,7 +48,7 @@ from pgserver._commands import POSTGRES_BIN_PATH
 from psycopg import sql
 
 from agentmem import pg
-from agentmem.arms.base import ArmError, Predicate, Query
+from agentmem.arms.base import ArmError, Embeddings, Predicate, Query
 from agentmem.arms.postgres import PgGinArm, PgHnswArm
 
 SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
@@ -277,7 +277,8 @@ def test_build_query_reopen_and_one_database_per_arm_and_store(
     could install it itself. Expected rankings (tests/conftest.py tiny corpus): the fake
     vector of M3's body is M3's own vector (distance 0); "CFG-799" is in M1, M3, M5 and
     M1, M2 are superseded, so GIN with ``superseded_by IS NULL`` gives {M5, M3} and an
-    exact count of 4 (six memories minus the two superseded).
+    exact count of 4 (six memories minus the two superseded). Then pg-gin remembers X1
+    (also "CFG-799", a correction of M3), which another process finds.
     """
     use_dsn(server.dsn(role))
     corpus, vectors = make_tiny()
@@ -296,6 +297,19 @@ def test_build_query_reopen_and_one_database_per_arm_and_store(
         assert set(got.memory_ids) == {"M5", "M3"} and got.count == 4
         assert "memories_embedding_idx" in hnsw.storage().objects
         assert "memories_tsv_idx" in gin.storage().objects
+        # remember over TCP as this role: a correction of M3, committed for other processes
+        gin.remember(
+            pl.DataFrame(
+                {
+                    "memory_id": ["X1"],
+                    "body": ["CFG-799 remembered"],
+                    "created_day": [400],
+                    "supersedes": [["M3"]],
+                }
+            ),
+            Embeddings(["X1"], fake_vector("CFG-799 remembered")[None]),
+        )
+        assert gin.fetch(["M3", "X1"])["superseded_by"].to_list() == ["X1", None]
     finally:
         hnsw.close()
         gin.close()
@@ -329,7 +343,7 @@ def test_build_query_reopen_and_one_database_per_arm_and_store(
         env={**os.environ, pg.ENV_DSN: server.dsn(role)},
     )
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "M1,M3,M5"
+    assert out.stdout.strip() == "M1,M3,M5,X1"
 
     # a rebuild drops and recreates the arm's database: a row added by hand is gone
     with psycopg.connect(server.dsn(role, db=names["pg-gin"]), autocommit=True) as c:

@@ -17,10 +17,15 @@ name. Schema (shared; each arm builds only the columns and indexes it reads, so 
         memory_entities(entity_id, memory_id)
     GIN index on tsv; HNSW index on embedding (vector_cosine_ops, m=16, ef_construction=64)
 
-Rows are written with ``COPY ... (FORMAT BINARY)`` (psycopg ``copy`` + ``set_types``);
-indexes are built afterwards. Every value that comes from a query — free text, LIKE
-patterns, tsquery terms, predicate values, the query vector, ``k`` — is a bound
-parameter; SQL text is composed only from fixed fragments and :class:`psycopg.sql.Identifier`
+``build`` writes rows with ``COPY ... (FORMAT BINARY)`` (psycopg ``copy`` + ``set_types``)
+and builds the indexes afterwards. ``remember`` is the normal write path: ``INSERT`` of
+the memory rows (the ``tsv`` column is generated, the HNSW and GIN indexes are updated by
+the insert) and their ``memory_entities`` rows, then ``UPDATE ... superseded_by`` of the
+memories they correct, in one transaction that is committed (WAL flushed, as the
+server's ``fsync``/``synchronous_commit`` settings say) when the call returns. Every
+value that comes from a query or a remembered row — free text, LIKE patterns, tsquery
+terms, predicate values, vectors, ``k``, bodies — is a bound parameter; SQL text is
+composed only from fixed fragments and :class:`psycopg.sql.Identifier`
 column names from a fixed table. Free text becomes terms via :mod:`agentmem.arms.text`.
 """
 
@@ -28,15 +33,17 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
+import polars as pl
 import psycopg
 from psycopg import sql
 
 from agentmem.arms.base import (
+    MEMORY_SCHEMA,
     PREDICATE_FIELDS,
     VECTOR_DIM,
     ArmBase,
@@ -49,9 +56,11 @@ from agentmem.arms.base import (
     Predicate,
     Query,
     RawIngest,
+    Remembered,
     Result,
     StorageStats,
     checked_vector,
+    prepare_memories,
 )
 from agentmem.arms.text import like_pattern, query_terms
 from agentmem.pg import PgError, PgHandle, connect_store
@@ -84,6 +93,44 @@ MEMORY_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("tokens", "int4", "integer"),
     ("entity_ids", "text[]", "text[] NOT NULL DEFAULT '{}'"),
 )
+
+
+#: Text columns of a remembered row that PostgreSQL ``text`` must hold (no NUL character).
+_TEXT_COLUMNS = tuple(c for c, t, _ in MEMORY_COLUMNS if t in ("text", "text[]"))
+
+
+def _id_list(memory_ids: Sequence[str]) -> list[str]:
+    """Return ``memory_ids`` as a list without repeats, in the order given.
+
+    Raises:
+        ValueError: when ``memory_ids`` is one string (not a sequence of ids) or holds a
+            value that is not a string.
+    """
+    if isinstance(memory_ids, str):
+        raise ValueError(f"fetch takes a sequence of memory ids, not one string {memory_ids!r}")
+    want = list(dict.fromkeys(memory_ids))
+    bad = [m for m in want if not isinstance(m, str)]
+    if bad:
+        raise ValueError(f"memory ids must be strings, got {bad[0]!r}")
+    return want
+
+
+def _nul_value(batch: Remembered) -> tuple[str, str] | None:
+    """Return ``(memory_id, column)`` of the first text value holding NUL, or ``None``.
+
+    PostgreSQL ``text`` cannot store the NUL character (U+0000); the superseded ids
+    are checked too (column ``supersedes``).
+    """
+    for row in batch.memories.select(_TEXT_COLUMNS).iter_rows(named=True):
+        for col in _TEXT_COLUMNS:
+            value = row[col]
+            values = value if isinstance(value, list) else [value]
+            if any(v is not None and "\x00" in v for v in values):
+                return row["memory_id"], col
+    for old, new in batch.supersessions:
+        if "\x00" in old:
+            return new, "supersedes"
+    return None
 
 
 def predicate_sql(pred: Predicate | None) -> tuple[sql.Composable, dict[str, Any]]:
@@ -391,6 +438,135 @@ class _PgArm(ArmBase):
             )
         self._h = h
 
+    # ------------------------------------------------------------------- remember
+    def remember(self, memories: pl.DataFrame, vectors: Embeddings) -> None:
+        """Append ``memories`` (and the supersessions they make) in one committed transaction.
+
+        The batch is validated by :func:`~agentmem.arms.base.prepare_memories`; then, in
+        one transaction: a check that no new id is stored yet, ``INSERT`` of the memory
+        rows (with the ``embedding`` column for the vector arms; ``tsv`` is generated),
+        ``INSERT`` of their ``memory_entities`` rows (entity ids de-duplicated, as
+        ``build``), and one ``UPDATE ... FROM unnest(...)`` setting ``superseded_by`` of
+        every id in a row's ``supersedes`` list to that row's id (the last correction of
+        an id wins). ``COMMIT`` returns once the server has flushed the WAL (its
+        ``synchronous_commit``), so the batch is durable on return and visible to every
+        connection. Every value is a bound parameter.
+
+        Args:
+            memories: rows with at least ``memory_id``, ``body``, ``created_day``.
+            vectors: embeddings of every new ``memory_id`` (read by the vector arms).
+
+        Raises:
+            ArmError: naming the arm and the memory when the store is not open, the batch
+                is invalid, a text value holds a NUL character (PostgreSQL ``text``
+                cannot), a ``memory_id`` is already stored, a superseded id is not
+                stored, or PostgreSQL fails; the transaction is rolled back then, so
+                nothing of the batch is written.
+        """
+        conn = self._conn()
+        batch = prepare_memories(memories, vectors, self.name)
+        if batch.memories.height == 0:
+            return
+        nul = _nul_value(batch)
+        if nul is not None:
+            raise ArmError(
+                f"{self.name}: remember: memory {nul[0]!r}: column {nul[1]!r} holds a NUL "
+                "character, which PostgreSQL text cannot store"
+            )
+        try:
+            with conn.transaction(), conn.cursor() as cur:
+                self._write(cur, batch)
+        except psycopg.errors.UniqueViolation as exc:  # a concurrent writer took the id
+            detail = exc.diag.message_detail or str(exc)
+            raise ArmError(
+                f"{self.name}: remember into {self._where()}: memory id already stored: {detail}"
+            ) from None
+        except psycopg.Error as exc:
+            raise ArmError(f"{self.name}: remember into {self._where()} failed: {exc}") from exc
+
+    def _write(self, cur: psycopg.Cursor, batch: Remembered) -> None:
+        """Write ``batch`` inside the open transaction (see :meth:`remember`).
+
+        Raises:
+            ArmError: when a new id is already stored or a superseded id is not.
+        """
+        ids = batch.ids
+        cur.execute("SELECT memory_id FROM memories WHERE memory_id = ANY(%s)", (ids,))
+        taken = {r[0] for r in cur.fetchall()}
+        if taken:
+            first = next(m for m in ids if m in taken)
+            raise ArmError(
+                f"{self.name}: remember: memory id {first!r} is already stored ({self._where()})"
+            )
+        names = [c for c, _, _ in MEMORY_COLUMNS]
+        cols = names + (["embedding"] if self._uses_vectors else [])
+        insert = sql.SQL("INSERT INTO memories ({}) VALUES ({})").format(
+            sql.SQL(", ").join(map(sql.Identifier, cols)),
+            sql.SQL(", ").join(sql.Placeholder() * len(cols)),
+        )
+        rows: list[list[Any]] = []
+        for i, row in enumerate(batch.memories.select(names).iter_rows()):
+            vals = list(row)
+            if self._uses_vectors:
+                vals.append(batch.vectors[i])
+            rows.append(vals)
+        cur.executemany(insert, rows)
+        ent_rows = [
+            (mid, e)
+            for mid, ents in zip(ids, batch.memories["entity_ids"].to_list(), strict=True)
+            for e in dict.fromkeys(str(x) for x in ents)
+        ]
+        if ent_rows:
+            cur.executemany(
+                "INSERT INTO memory_entities (memory_id, entity_id) VALUES (%s, %s)", ent_rows
+            )
+        if batch.supersessions:
+            last = dict(batch.supersessions)  # old -> its last correction in the batch
+            cur.execute(
+                "UPDATE memories AS m SET superseded_by = u.new_id "
+                "FROM unnest(%s::text[], %s::text[]) AS u(old_id, new_id) "
+                "WHERE m.memory_id = u.old_id RETURNING m.memory_id",
+                (list(last), list(last.values())),
+            )
+            done = {r[0] for r in cur.fetchall()}
+            for old, new in batch.supersessions:
+                if old not in done:
+                    raise ArmError(
+                        f"{self.name}: remember: memory {new!r} supersedes {old!r}, "
+                        f"which is not stored ({self._where()})"
+                    )
+
+    def fetch(self, memory_ids: Sequence[str]) -> pl.DataFrame:
+        """Return the stored rows of ``memory_ids``: :data:`MEMORY_SCHEMA` columns and dtypes.
+
+        One ``SELECT ... WHERE memory_id = ANY(%s)``; rows come in the order asked, each
+        id once; ids not stored (or holding NUL, which no stored id can) are left out.
+        ``entity_ids`` is the stored array; ``form`` is not stored and is null.
+
+        Raises:
+            ValueError: when ``memory_ids`` is a single string or holds a non-string.
+            ArmError: when the store is not open or PostgreSQL fails.
+        """
+        conn = self._conn()
+        want = [m for m in _id_list(memory_ids) if "\x00" not in m]
+        names = [c for c, _, _ in MEMORY_COLUMNS]
+        select = sql.SQL("SELECT {} FROM memories WHERE memory_id = ANY(%s)").format(
+            sql.SQL(", ").join(map(sql.Identifier, names))
+        )
+        try:
+            found = {r[0]: r for r in conn.execute(select, (want,)).fetchall()} if want else {}
+        except psycopg.Error as exc:
+            raise ArmError(f"{self.name}: fetch from {self._where()} failed: {exc}") from exc
+        data: dict[str, list[Any]] = {c: [] for c in MEMORY_SCHEMA}
+        for mid in want:
+            row = found.get(mid)
+            if row is None:
+                continue
+            for col, value in zip(names, row, strict=True):
+                data[col].append(value)
+            data["form"].append(None)
+        return pl.DataFrame(data, schema=MEMORY_SCHEMA)
+
     # ---------------------------------------------------------------------- query
     def _ranking(self, q: Query, k: int) -> tuple[sql.Composable, dict[str, Any]] | None:
         """Return the ranking statement and parameters for ``q``, or ``None`` (no ids)."""
@@ -464,22 +640,30 @@ class _PgArm(ArmBase):
         against :meth:`query`.
 
         Returns:
-            A function returning one list of rows per statement run (ranking, count).
+            A function returning one list of rows per statement: the ranking's rows
+            first (``[]`` when no ranking statement runs), then the count's when
+            ``q.wants_count``.
 
         Raises:
             ArmError: when the store is not open.
         """
         conn = self._conn()
         stmts = [
-            (stmt[0].as_string(conn), stmt[1])
+            (stmt[0].as_string(conn), stmt[1]) if stmt is not None else None
             for _, stmt in self._statements(q, k)
-            if stmt is not None
         ]
 
         def call() -> list[list[Any]]:
-            return [conn.execute(s, p).fetchall() for s, p in stmts]
+            return [conn.execute(*s).fetchall() if s is not None else [] for s in stmts]
 
         return call
+
+    def raw_ids(self, raw: list[list[Any]], k: int) -> list[str]:
+        """Return the ids :meth:`query` makes of ``raw`` (:meth:`raw_query_call`'s output).
+
+        The ranking rows' first column, cut to ``k``.
+        """
+        return [r[0] for r in raw[0]][: max(k, 0)] if raw else []
 
     def explain(self, q: Query, k: int = 10) -> str:
         """Return ``EXPLAIN (FORMAT JSON, SETTINGS)`` of the statements :meth:`query` runs.

@@ -316,9 +316,12 @@ class FileVecArm(ArmBase):
             ``ingest_ms`` = writing ``metadata.parquet`` (ms); ``index_ms`` = building
             and saving the HNSW index (ms).
 
+        A store this arm held open is saved and closed first (:meth:`close`).
+
         Raises:
             ArmError: when a memory has no vector or a file cannot be written.
         """
+        self.close()
         store_dir = Path(store_dir)
         memories = corpus.memories
         ids = [str(i) for i in memories["memory_id"].to_list()]
@@ -350,12 +353,17 @@ class FileVecArm(ArmBase):
         return BuildStats(ingest_ms=ingest_ms, index_ms=index_ms)
 
     def open(self, store_dir: Path) -> None:
-        """Reload the index, metadata and manifest written by :meth:`build`.
+        """Reload the index, metadata and manifest written by :meth:`build` (or a save).
+
+        A store this arm held open is saved and closed first (:meth:`close`). Index labels
+        beyond the metadata rows (a save cut after ``index.bin``) are marked deleted, with
+        one warning.
 
         Raises:
-            ArmError: when a file is missing or unreadable, or the index and metadata
-                disagree on the number of memories (message names the path).
+            ArmError: when a file is missing or unreadable, or the files disagree beyond
+                what a cut save leaves (message names the path).
         """
+        self.close()
         store_dir = Path(store_dir)
         for name in (MANIFEST_NAME, META_NAME, INDEX_NAME):
             if not (store_dir / name).is_file():
@@ -610,10 +618,14 @@ class FileVecArm(ArmBase):
     def storage(self) -> StorageStats:
         """Return the sizes of ``index.bin``, ``metadata.parquet`` and ``manifest.json``.
 
+        Memories remembered since the last save are saved first (:meth:`flush`), so the
+        sizes cover them.
+
         Raises:
-            ArmError: when the arm is not open.
+            ArmError: when the arm is not open or the save fails.
         """
         store_dir = self._require_open()
+        self.flush()
         objects = {
             name: (store_dir / name).stat().st_size
             for name in (INDEX_NAME, META_NAME, MANIFEST_NAME)
