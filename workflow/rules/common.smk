@@ -91,15 +91,16 @@ def arm_sources(wildcards):
 
 
 def conversation_sources():
-    """The conversation sweep's module and those of the arms it drives (edits rerun it)."""
+    """The conversation sweep's module and the source files of the arms it drives."""
+    import inspect
+
     from agentmem.arms import ARMS
 
-    mods = dict.fromkeys(
-        ARMS[a].__module__.replace(".", "/") for a in CONVERSATION_ARMS
+    files = dict.fromkeys(
+        str(Path(inspect.getsourcefile(ARMS[a]) or inspect.getfile(ARMS[a])).resolve())
+        for a in CONVERSATION_ARMS
     )
-    return [library_file("agentmem/sweeps/conversation.py")] + [
-        library_file(f"{m}.py") for m in mods
-    ]
+    return [library_file("agentmem/sweeps/conversation.py"), *files]
 
 
 def postfilter_builds():
