@@ -247,6 +247,8 @@ branches by RRF with constant 60."""
 
 POSTFILTER_QUERIES = 193
 """§4: filtered queries in the post-filter sweep."""
+POSTFILTER_ARM = "file-vec-meta"
+"""§4: the arm the study swept (its overfetch factor)."""
 
 POSTFILTER: dict[int, tuple[float, float, float | None]] = {
     1: (0.489, 0.089, 0.0012),
@@ -622,21 +624,21 @@ def published_numbers() -> list[Published]:
         b.add(f"{arm} {p}", v, ("param", arm, p), "setting")
 
     # §4
-    b.at("§4", "Post-filter overfetch sweep (file-vec-meta)", "§4 post-filter sweep")
+    b.at("§4", f"Post-filter overfetch sweep ({POSTFILTER_ARM})", "§4 post-filter sweep")
     b.add(
         "filtered queries",
         POSTFILTER_QUERIES,
-        ("fill", "file-vec-meta", "filtered_queries"),
+        ("fill", POSTFILTER_ARM, "filtered_queries"),
         "count",
     )
     for x, (fill, rec, scan) in POSTFILTER.items():
-        b.add(f"×{x} fill rate", fill, ("postfilter", x, "fill_rate"), "score")
-        b.add(f"×{x} recall", rec, ("postfilter", x, "recall_at_10"), "score")
+        b.add(f"×{x} fill rate", fill, ("postfilter", POSTFILTER_ARM, x, "fill_rate"), "score")
+        b.add(f"×{x} recall", rec, ("postfilter", POSTFILTER_ARM, x, "recall_at_10"), "score")
         if scan is not None:
             b.add(
                 f"×{x} fraction scanned",
                 scan,
-                ("postfilter", x, "scan_fraction"),
+                ("postfilter", POSTFILTER_ARM, x, "scan_fraction"),
                 "rank",
                 note="= overfetch · k / memories",
             )
@@ -793,7 +795,7 @@ class OurResults:
     - ``("by_class", arm, class, column)``: ``tables/by_class.csv``;
     - ``("build", arm, key)``, ``("param", arm, name)``: ``builds/{m}/{arm}.json``;
     - ``("budget", arm, k, column)``: ``sweeps/budget.csv``;
-    - ``("postfilter", overfetch, column)``: ``sweeps/postfilter.csv`` (file-vec-meta rows);
+    - ``("postfilter", arm, overfetch, column)``: ``sweeps/postfilter.csv``;
     - ``("fill", arm, column)``: ``tables/fill_rate.csv``;
     - ``("scaling", arm, size, column)``: ``sweeps/scaling.csv`` (``storage_mb``,
       ``ingest_s``, ``index_s`` derived);
@@ -965,9 +967,9 @@ class OurResults:
         return self._cell(self._load("sweeps/budget.csv"), col, arm=arm, k=k)
 
     # --- §4 ---
-    def _get_postfilter(self, x: int, col: str) -> Any:
+    def _get_postfilter(self, arm: str, x: int, col: str) -> Any:
         t = self._load("sweeps/postfilter.csv")
-        return self._cell(t, col, arm="file-vec-meta", overfetch=x)
+        return self._cell(t, col, arm=arm, overfetch=x)
 
     def _get_fill(self, arm: str, col: str) -> Any:
         return self._cell(self._load("tables/fill_rate.csv"), col, arm=arm)
@@ -1353,7 +1355,7 @@ FINDINGS: tuple[Finding, ...] = (
         "§4",
         "Post-filtering underfills: at ×1 overfetch the result slots are not filled",
         "fill rate at ×1",
-        lambda v: v(("postfilter", 1, "fill_rate")),
+        lambda v: v(("postfilter", POSTFILTER_ARM, 1, "fill_rate")),
         "< 0.9",
         lambda x: x < 0.9,
         "a selective predicate leaves fewer than k of the k nearest neighbours",
@@ -1362,7 +1364,10 @@ FINDINGS: tuple[Finding, ...] = (
         "§4",
         "More overfetch fills more slots",
         "fill rate ×128 − ×1",
-        _diff(("postfilter", 128, "fill_rate"), ("postfilter", 1, "fill_rate")),
+        _diff(
+            ("postfilter", POSTFILTER_ARM, 128, "fill_rate"),
+            ("postfilter", POSTFILTER_ARM, 1, "fill_rate"),
+        ),
         "> 0",
         lambda x: x > 0,
         "our sweep covers the overfetch factors in config (sweeps.overfetch)",
