@@ -866,6 +866,18 @@ def test_remember_supersedes_with_the_effects_of_correct(fresh):
     got = fresh.fetch(["M4", "N1"])
     assert got["superseded_by"].to_list() == ["N1", None]
     assert got["confidence"].to_list() == [CORRECTED_CONFIDENCE, 1.0]
+    # a row that arrives already superseded: by a stored node (edge made), by no node (kept)
+    fresh.remember(*_batch({"memory_id": "N2", "body": "an older report", "created_day": 300,
+                            "superseded_by": "N1"},
+                           {"memory_id": "N3", "body": "orphan", "created_day": 300,
+                            "superseded_by": "ghost"}))  # fmt: skip
+    assert rows(
+        fresh,
+        "SELECT s.memory_id FROM edges AS e JOIN nodes AS s ON s.id = e.src JOIN nodes AS d "
+        "ON d.id = e.dst WHERE e.type = 'supersedes' AND d.memory_id IN ('N2', 'N3')",
+    ) == [("N1",)]
+    assert fresh.fetch(["N2", "N3"])["superseded_by"].to_list() == ["N1", "ghost"]
+    assert fresh.fetch(["N2"])["confidence"].to_list() == [CORRECTED_CONFIDENCE]
 
 
 def test_remember_places_memories_in_their_session_by_seq(fresh):

@@ -872,6 +872,45 @@ def test_failed_batch_leaves_nothing(replayed, name: str) -> None:
     assert arm.fetch(["P2"])["entity_ids"].to_list() == [["E1"]]
 
 
+@pytest.mark.parametrize("name", ["pg-btree", "pg-hnsw"])
+def test_large_batch_with_mixed_nulls_in_chunks(replayed, name: str) -> None:
+    """1,201 rows (three INSERT statements of at most 500) with nulls in every other row."""
+    arms, store = replayed
+    arm = arms[name]
+    before = table_counts(store, name)
+    n = 1201
+    rows = pl.DataFrame(
+        {
+            "memory_id": [f"L{i}" for i in range(n)],
+            "body": [f"bulk remembered {i}" for i in range(n)],
+            "created_day": [500 + i for i in range(n)],
+            "turn_no": [i if i % 2 else None for i in range(n)],
+            "session_id": [None if i % 2 else f"SL{i}" for i in range(n)],
+            "confidence": [None if i % 3 else 0.5 for i in range(n)],
+            "entity_ids": [[f"E{i % 3}"] if i % 2 else [] for i in range(n)],
+            "supersedes": [["L0"] if i == n - 1 else None for i in range(n)],
+        }
+    )
+    rng = np.random.default_rng(3)
+    mat = rng.standard_normal((n, 384)).astype(np.float32)
+    mat /= np.linalg.norm(mat, axis=1, keepdims=True)
+    arm.remember(rows, Embeddings(rows["memory_id"].to_list(), mat))
+    assert table_counts(store, name) == {
+        "memories": before["memories"] + n,
+        "memory_entities": before["memory_entities"] + n // 2,
+    }
+    got = arm.fetch(["L0", "L1", "L1200"]).select(
+        "memory_id", "turn_no", "session_id", "confidence", "entity_ids", "superseded_by"
+    )
+    assert got.rows() == [
+        ("L0", None, "SL0", 0.5, [], "L1200"),
+        ("L1", 1, None, 1.0, ["E1"], None),
+        ("L1200", None, "SL1200", 0.5, [], None),
+    ]
+    if name == "pg-hnsw":  # the index holds the new vectors: a row's own vector finds it
+        assert arm.query(Query("v", "", mat[777]), 1).memory_ids == ["L777"]
+
+
 def test_remember_is_durable_on_the_servers_terms(replayed) -> None:
     """Commits wait for the WAL flush: the embedded server runs with fsync on."""
     arm = replayed[0]["pg-gin"]

@@ -31,6 +31,7 @@ column names from a fixed table. Free text becomes terms via :mod:`agentmem.arms
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -97,6 +98,28 @@ MEMORY_COLUMNS: tuple[tuple[str, str, str], ...] = (
 
 #: Text columns of a remembered row that PostgreSQL ``text`` must hold (no NUL character).
 _TEXT_COLUMNS = tuple(c for c, t, _ in MEMORY_COLUMNS if t in ("text", "text[]"))
+
+
+#: Memory rows per ``INSERT`` statement of :meth:`_PgArm.remember` (14 parameters each,
+#: far below PostgreSQL's 65,535 per statement).
+_INSERT_CHUNK = 500
+
+
+@functools.lru_cache(maxsize=16)
+def _insert_memories_sql(n: int, with_embedding: bool) -> str:
+    """Return the ``INSERT`` of ``n`` memory rows, skipping ids already stored.
+
+    ``INSERT INTO memories (<MEMORY_COLUMNS>[, embedding]) VALUES (%s, ...), ...
+    ON CONFLICT (memory_id) DO NOTHING RETURNING memory_id``: the ids it returns are the
+    rows written, so a stored id shows as a missing one (no extra lookup). The column
+    names are the constants of :data:`MEMORY_COLUMNS`; every value is a placeholder.
+    """
+    cols = [c for c, _, _ in MEMORY_COLUMNS] + (["embedding"] if with_embedding else [])
+    row = "(" + ", ".join(["%s"] * len(cols)) + ")"
+    return (
+        f"INSERT INTO memories ({', '.join(cols)}) VALUES {', '.join([row] * n)} "
+        "ON CONFLICT (memory_id) DO NOTHING RETURNING memory_id"
+    )
 
 
 def _id_list(memory_ids: Sequence[str]) -> list[str]:
@@ -443,10 +466,11 @@ class _PgArm(ArmBase):
         """Append ``memories`` (and the supersessions they make) in one committed transaction.
 
         The batch is validated by :func:`~agentmem.arms.base.prepare_memories`; then, in
-        one transaction: a check that no new id is stored yet, ``INSERT`` of the memory
-        rows (with the ``embedding`` column for the vector arms; ``tsv`` is generated),
-        ``INSERT`` of their ``memory_entities`` rows (entity ids de-duplicated, as
-        ``build``), and one ``UPDATE ... FROM unnest(...)`` setting ``superseded_by`` of
+        one transaction: ``INSERT`` of the memory rows (with the ``embedding`` column for
+        the vector arms; ``tsv`` is generated; ``ON CONFLICT DO NOTHING RETURNING`` tells
+        which ids were stored already), ``INSERT ... SELECT FROM unnest(...)`` of their
+        ``memory_entities`` rows (entity ids de-duplicated, as ``build``), and one
+        ``UPDATE ... FROM unnest(...)`` setting ``superseded_by`` of
         every id in a row's ``supersedes`` list to that row's id (the last correction of
         an id wins). ``COMMIT`` returns once the server has flushed the WAL (its
         ``synchronous_commit``), so the batch is durable on return and visible to every
@@ -476,11 +500,6 @@ class _PgArm(ArmBase):
         try:
             with conn.transaction(), conn.cursor() as cur:
                 self._write(cur, batch)
-        except psycopg.errors.UniqueViolation as exc:  # a concurrent writer took the id
-            detail = exc.diag.message_detail or str(exc)
-            raise ArmError(
-                f"{self.name}: remember into {self._where()}: memory id already stored: {detail}"
-            ) from None
         except psycopg.Error as exc:
             raise ArmError(f"{self.name}: remember into {self._where()} failed: {exc}") from exc
 
@@ -491,34 +510,36 @@ class _PgArm(ArmBase):
             ArmError: when a new id is already stored or a superseded id is not.
         """
         ids = batch.ids
-        cur.execute("SELECT memory_id FROM memories WHERE memory_id = ANY(%s)", (ids,))
-        taken = {r[0] for r in cur.fetchall()}
-        if taken:
-            first = next(m for m in ids if m in taken)
+        names = [c for c, _, _ in MEMORY_COLUMNS]
+        rows: list[Any] = []
+        for i, row in enumerate(batch.memories.select(names).iter_rows()):
+            rows.extend(row)
+            if self._uses_vectors:
+                rows.append(batch.vectors[i])
+        width = len(names) + int(self._uses_vectors)
+        inserted: set[str] = set()
+        for lo in range(0, len(ids), _INSERT_CHUNK):
+            n = min(_INSERT_CHUNK, len(ids) - lo)
+            cur.execute(
+                _insert_memories_sql(n, self._uses_vectors),
+                rows[lo * width : (lo + n) * width],
+            )
+            inserted.update(r[0] for r in cur.fetchall())
+        if len(inserted) < len(ids):
+            first = next(m for m in ids if m not in inserted)
             raise ArmError(
                 f"{self.name}: remember: memory id {first!r} is already stored ({self._where()})"
             )
-        names = [c for c, _, _ in MEMORY_COLUMNS]
-        cols = names + (["embedding"] if self._uses_vectors else [])
-        insert = sql.SQL("INSERT INTO memories ({}) VALUES ({})").format(
-            sql.SQL(", ").join(map(sql.Identifier, cols)),
-            sql.SQL(", ").join(sql.Placeholder() * len(cols)),
-        )
-        rows: list[list[Any]] = []
-        for i, row in enumerate(batch.memories.select(names).iter_rows()):
-            vals = list(row)
-            if self._uses_vectors:
-                vals.append(batch.vectors[i])
-            rows.append(vals)
-        cur.executemany(insert, rows)
-        ent_rows = [
+        pairs = [
             (mid, e)
             for mid, ents in zip(ids, batch.memories["entity_ids"].to_list(), strict=True)
             for e in dict.fromkeys(str(x) for x in ents)
         ]
-        if ent_rows:
-            cur.executemany(
-                "INSERT INTO memory_entities (memory_id, entity_id) VALUES (%s, %s)", ent_rows
+        if pairs:
+            cur.execute(
+                "INSERT INTO memory_entities (memory_id, entity_id) "
+                "SELECT * FROM unnest(%s::text[], %s::text[])",
+                ([m for m, _ in pairs], [e for _, e in pairs]),
             )
         if batch.supersessions:
             last = dict(batch.supersessions)  # old -> its last correction in the batch
