@@ -8,8 +8,8 @@ run_in_background()  # not a timing job: yield the CPU to those (DESIGN §5)
 
 # Bootstrap CIs of the headline metrics and paired differences between arms.
 # input.metrics: per-query score Parquet files, in the same order as params.arms
-# params.arms: arm names; params.pairs: list of [arm_a, arm_b] (empty/None: the defaults of
-#   agentmem.report.stats.DEFAULT_PAIRS whose arms exist); params.n_boot; params.seed
+# params.arms: arm names; params.pairs: list of [arm_a, arm_b] (config report.paired_tests,
+#   pairs of configured arms only; empty: no paired rows); params.n_boot; params.seed
 # output.ci: results/tables/bootstrap_ci.csv; output.paired: results/tables/paired_bootstrap.csv
 
 from agentmem.report.stats import write_bootstrap

@@ -2,19 +2,22 @@ import sys
 
 sys.stderr = open(snakemake.log[0], "w")
 
-# Long-conversation sweep (issue 8): append, vector-rag, sqlite-fts, three-tier.
+# Long-conversation sweep: the append baseline and the configured arms, each driven turn by
+# turn through remember and query (or assemble_context).
 # snakemake.input.memories      corpus memories.parquet (corpus dir = its parent)
 # snakemake.input.embeddings    that corpus's embeddings Parquet
 # snakemake.params.conversations, turns, seed, l1_max_tokens, k   (run_conversations)
-# snakemake.params.work_dir     scratch dir: sqlite-fts file + three-tier store (its embedded
-#                               PostgreSQL is stopped before the job ends)
+# snakemake.params.arms         arm names (config seed_experiments.conversation.arms that are
+#                               in arms:); params.arm_params: their constructor parameters
+# snakemake.params.work_dir     scratch dir: one store per arm (embedded PostgreSQL servers
+#                               are stopped before the job ends)
 # optional params: probes_every (10), min_gap (20), memories_per_turn (1),
 #                  sampling ("window"), summariser ("extractive")
 # snakemake.output.table        results/sweeps/conversation.csv
 #                               strategy,conversation,turn,context_tokens,cumulative_tokens,
-#                               probe,probe_hit,latency_ms
+#                               probe,probe_hit,latency_ms,remember_ms
 # snakemake.output.summary      results/sweeps/conversation_summary.csv (one row per strategy)
-# optional outputs: tiers (per-tier latency of three-tier), probes (one row per probe)
+# optional outputs: tiers (per-tier latency of the assembling arms), probes (one row per probe)
 
 from pathlib import Path
 
@@ -39,4 +42,6 @@ write_conversation_sweep(
     memories_per_turn=int(getattr(p, "memories_per_turn", 1)),
     sampling=str(getattr(p, "sampling", "window")),
     summariser=str(getattr(p, "summariser", "extractive")),
+    arms=list(p.arms),
+    arm_params=dict(p.arm_params),
 )

@@ -5,8 +5,8 @@ sys.stderr = open(snakemake.log[0], "w")
 # Post-filter overfetch sweep -> results/sweeps/postfilter.csv.
 # snakemake.input.memories    corpus memories.parquet (corpus dir = its parent)
 # snakemake.input.embeddings  the size's embeddings Parquet
-# snakemake.params.stores     dict arm name -> store dir (file-vec-meta, pg-hnsw,
-#                             pg-hnsw-iterative; arms left out are skipped)
+# snakemake.params.stores     dict arm name -> store dir: the post-filtering arms swept and
+#                             the reference arms (agentmem.sweeps.postfilter.postfilter_roles)
 # snakemake.params.overfetch  list of factors, e.g. [1, 2, 4, ..., 128]
 # snakemake.params.k          result slots per query
 # snakemake.params.repeats    timed calls per query (median kept, after one warm-up)

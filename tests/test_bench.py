@@ -1,6 +1,7 @@
 """Tests of the harness benchmark (agentmem.bench): statistics on hand-made timings, the
-summary table, and a tiny real run (build + raw bulk path + interleaved timing) of
-sqlite-fts, file-vec and pg-gin on the ``tiny`` corpus.
+summary table, a tiny real run (build + raw bulk path + interleaved timing) of
+sqlite-fts, file-vec and pg-gin on the ``tiny`` corpus, the remember measure, and an arm
+without bench hooks (skipped by the harness and ingest measures, timed by remember).
 
 No timing thresholds are asserted: speed targets live in ``make bench``, never in tests.
 """
@@ -137,7 +138,24 @@ def _hand_results() -> dict:
             "rerun": {**phase, "wall_s": 2.0, "met": True},
         },
     }
-    return {"harness": harness, "ingest": ingest, "embedding": embedding, "pipeline": pipeline}
+    rec = {"p95_ms": 2.0, "mean_ms": 1.5, "remembers": 200, "store_memories": 2000}
+    remember = {
+        "arms": {
+            "lite": {**rec, "family": "sqlite", "p50_ms": 1.25, "stored": 200, "met": True},
+            "pgslow": {**rec, "family": "postgres", "p50_ms": 12.0, "stored": 200, "met": False},
+            "lost": {**rec, "family": "sqlite", "p50_ms": 0.5, "stored": 150, "met": False},
+            "other": {**rec, "family": "graph", "p50_ms": 7.0, "stored": 200, "met": None},
+            "plugin": {"error": "ArmError: plugin: remember failed"},
+        }
+    }
+    harness["arms"]["plugin"] = {"not_run": "plugin: skipped, declares no bench hooks (...)"}
+    return {
+        "harness": harness,
+        "ingest": ingest,
+        "remember": remember,
+        "embedding": embedding,
+        "pipeline": pipeline,
+    }
 
 
 def test_summary_rows_and_markdown() -> None:
@@ -155,12 +173,25 @@ def test_summary_rows_and_markdown() -> None:
     assert by["pipeline: one figure rebuilt (--force)"]["met"] is None  # not run
     assert by["pipeline: one figure rebuilt (--force)"]["target"] == "≤ 20 s"
     assert by["pipeline: peak RSS of the largest job"]["value"] == "321 MiB"
+    assert by["harness overhead: plugin"]["met"] is None
+    assert "skipped, declares no bench hooks" in by["harness overhead: plugin"]["note"]
+    lite = by["remember one memory: lite"]
+    assert (lite["value"], lite["target"], lite["met"]) == ("1.250 ms", "p50 ≤ 5 ms", True)
+    assert lite["note"].startswith("p95 2.000 ms, mean 1.500 ms; 200 calls on a store of 2000")
+    slow = by["remember one memory: pgslow"]
+    assert (slow["value"], slow["target"], slow["met"]) == ("12.000 ms", "p50 ≤ 10 ms", False)
+    assert "only 150 of 200 memories stored" in by["remember one memory: lost"]["note"]
+    other = by["remember one memory: other"]
+    assert (other["target"], other["met"]) == ("—", None)
+    assert "family graph: no target" in other["note"]
+    assert by["remember one memory: plugin"]["note"] == "ArmError: plugin: remember failed"
     md = bench.render_summary(rows, header="hdr")
     assert "| measure | value | target | met? | note |" in md
     assert "| harness overhead: fast | 1.100× | ≤ 1.2× | yes |" in md
     assert "| harness overhead: slow | 2.500× | ≤ 1.2× | **no** |" in md
     assert "| harness overhead: broken | — | ≤ 1.2× | n/a |" in md
-    assert md.rstrip().endswith(f"{len(rows)} measures; 2 target(s) missed.")
+    assert "| remember one memory: pgslow | 12.000 ms | p50 ≤ 10 ms | **no** |" in md
+    assert md.rstrip().endswith(f"{len(rows)} measures; 4 target(s) missed.")
 
 
 def test_run_bench_summary_merges_earlier_results(tmp_path: Path) -> None:
@@ -350,7 +381,7 @@ def test_summary_uses_snakemake_job_profile(tmp_path: Path) -> None:
         "| embed_locomo | 1 | 30.0 | 30.0 |",
     ]
     md = bench.render_summary(rows, header="hdr", sections=tables)
-    table_end = md.index(f"{len(rows)} measures; 2 target(s) missed.")
+    table_end = md.index(f"{len(rows)} measures; 4 target(s) missed.")
     assert md.index("## Slowest jobs") > table_end > md.index("| pipeline: full run |")
     assert md.endswith("| embed_locomo | 1 | 30.0 | 30.0 |\n")
     assert bench.pipeline_job_tables(None) == []
@@ -495,7 +526,7 @@ def _servers_under(path: Path, timeout_s: float = 15.0) -> list[int]:
 
 def test_bench_arms_reports_an_arm_it_cannot_build(tiny, tmp_path: Path) -> None:
     corpus, vectors = tiny
-    harness, ingest = bench.bench_arms(
+    harness, ingest, remember = bench.bench_arms(
         ["sqlite-fts"],
         {"sqlite-fts": {"bogus": 1}},
         corpus,
@@ -506,14 +537,16 @@ def test_bench_arms_reports_an_arm_it_cannot_build(tiny, tmp_path: Path) -> None
     )
     assert "bogus" in ingest["sqlite-fts"]["error"]
     assert harness["sqlite-fts"]["error"] == ingest["sqlite-fts"]["error"]
+    assert remember["sqlite-fts"]["error"] == ingest["sqlite-fts"]["error"]
 
 
 def test_harness_reports_arm_without_bare_call(tiny) -> None:
     class NoBare:
         name = "no-bare"
 
-    with pytest.raises(bench.BenchError, match="raw_query_call"):
+    with pytest.raises(bench.BenchError, match="no-bare: skipped, declares no bench hooks") as exc:
         bench.harness_overhead(NoBare(), _queries())  # type: ignore[arg-type]
+    assert "missing bare_call, raw_query_call, raw_ids, raw_ingest" in str(exc.value)
 
 
 def test_raw_jsonl_and_hnsw_write_every_memory(tiny, tmp_path: Path) -> None:
@@ -522,10 +555,8 @@ def test_raw_jsonl_and_hnsw_write_every_memory(tiny, tmp_path: Path) -> None:
     lines = (tmp_path / "memories.jsonl").read_text().splitlines()
     assert [json.loads(x)["memory_id"] for x in lines] == corpus.memories["memory_id"].to_list()
 
-    class Params:
-        M, ef_construction, random_seed, num_threads = 16, 200, 100, 1
-
-    assert bench._raw_hnsw(Params(), corpus, vectors, tmp_path) > 0  # type: ignore[arg-type]
+    hnsw = {"M": 16, "ef_construction": 200, "random_seed": 100, "num_threads": 1}
+    assert bench._raw_hnsw(hnsw, corpus, vectors, tmp_path) > 0
     import hnswlib
 
     idx = hnswlib.Index(space="cosine", dim=384)
@@ -534,3 +565,139 @@ def test_raw_jsonl_and_hnsw_write_every_memory(tiny, tmp_path: Path) -> None:
     labels, _ = idx.knn_query(vectors.matrix[3], k=1)
     assert int(labels[0][0]) == 3
     assert np.isfinite(vectors.matrix).all()
+
+
+# ------------------------------------------------------------------------ hooks, remember
+
+
+def test_ingest_and_harness_read_the_arms_own_hooks(tiny, tmp_path: Path) -> None:
+    """The raw path, its basis and the bare-call text come from the arm, with its params."""
+    from agentmem.runner import make_arm
+
+    corpus, vectors = tiny
+    params = {"M": 8, "ef_construction": 64}
+    spec = make_arm("file-vec-meta", params).raw_ingest()
+    assert (spec.kind, spec.basis) == ("hnsw", "ingest+index")
+    assert spec.hnsw["M"] == 8 and spec.hnsw["ef_construction"] == 64
+    rec, arm = bench.ingest_benchmark(
+        "file-vec-meta", params, corpus, vectors, tmp_path / "s", tmp_path / "raw", 1, False
+    )
+    try:
+        assert rec["basis"] == "ingest+index" and rec["beyond_raw"] == spec.beyond
+        assert rec["raw_path"].startswith("metadata Parquet write + hnswlib")
+        h = bench.harness_overhead(arm, _queries(), k=3, rounds=1, progress=False)
+        assert h["bare_call"] == type(arm).bare_call.does
+        assert h["beyond_bare"] == type(arm).bare_call.beyond
+    finally:
+        arm.close()
+
+
+def test_remember_rows_copy_the_corpus_under_fresh_ids(tiny) -> None:
+    corpus, vectors = tiny
+    frame, vecs = bench.remember_rows(corpus, vectors, 8, prefix="t")
+    by_seq = corpus.memories.sort("seq")
+    assert frame["memory_id"].to_list() == [f"t-{i:06d}" for i in range(8)]
+    order = [i % 6 for i in range(8)]  # cycles through the six memories in seq order
+    assert frame["body"].to_list() == [by_seq["body"][i] for i in order]
+    assert frame["created_day"].to_list() == [by_seq["created_day"][i] for i in order]
+    assert "seq" not in frame.columns and "superseded_by" not in frame.columns
+    want = vectors.get([by_seq["memory_id"][i] for i in order])
+    assert np.array_equal(vecs.get(frame["memory_id"].to_list()), want)
+    assert bench.remember_rows(corpus, vectors, 0)[0].height == 0
+    with pytest.raises(bench.BenchError, match="n >= 0"):
+        bench.remember_rows(corpus, vectors, -1)
+
+
+@pytest.mark.parametrize(("name", "target"), [("sqlite-fts", "<= 5 ms"), ("file-jsonl", None)])
+def test_remember_benchmark_on_the_tiny_corpus(tiny, tmp_path: Path, name, target) -> None:
+    from agentmem.runner import make_arm
+
+    corpus, vectors = tiny
+    arm = make_arm(name)
+    arm.build(corpus, vectors, tmp_path / "store")
+    try:
+        rec = bench.remember_benchmark(arm, corpus, vectors, n=4, warmup=1, progress=False)
+        assert rec["family"] == type(arm).family
+        assert (rec["store_memories"], rec["remembers"], rec["warmup"]) == (6, 4, 1)
+        assert rec["stored"] == 4 and rec["target"] == target
+        assert 0 < rec["p50_ms"] <= rec["p95_ms"] <= rec["max_ms"]
+        assert rec["met"] is (None if target is None else rec["p50_ms"] <= 5.0)
+        # the warm-up and the four timed memories are in the store, verbatim
+        ids = [f"bench-remember-{i:06d}" for i in range(5)]
+        got = arm.fetch(ids)
+        assert got["memory_id"].to_list() == ids
+        by_seq = corpus.memories.sort("seq")
+        assert got["body"].to_list() == by_seq["body"].to_list()[:5]
+        with pytest.raises(bench.BenchError, match="n >= 1"):
+            bench.remember_benchmark(arm, corpus, vectors, n=0)
+    finally:
+        arm.close()
+
+
+class _NoHooks:
+    """A plug-in-like arm: the whole contract, no bench hooks (delegates to file-jsonl)."""
+
+    name = "no-hooks"
+    family = "file"
+    prefix_stable = True
+
+    def __init__(self) -> None:
+        from agentmem.arms.files import FileJsonlArm
+
+        self.capabilities = FileJsonlArm.capabilities
+        self._arm = FileJsonlArm()
+
+    def build(self, corpus, vectors, store_dir):
+        return self._arm.build(corpus, vectors, store_dir)
+
+    def open(self, store_dir):
+        self._arm.open(store_dir)
+
+    def remember(self, memories, vectors):
+        self._arm.remember(memories, vectors)
+
+    def query(self, q, k):
+        return self._arm.query(q, k)
+
+    def fetch(self, memory_ids):
+        return self._arm.fetch(memory_ids)
+
+    def explain(self, q, k=10):
+        return self._arm.explain(q, k)
+
+    def storage(self):
+        return self._arm.storage()
+
+    def close(self):
+        self._arm.close()
+
+
+def test_bench_arms_skips_an_arm_without_hooks_but_times_its_remember(
+    tiny, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentmem.arms import ARMS
+
+    monkeypatch.setitem(ARMS, "no-hooks", _NoHooks)
+    corpus, vectors = tiny
+    harness, ingest, remember = bench.bench_arms(
+        ["no-hooks", "file-jsonl"],
+        {},
+        corpus,
+        vectors,
+        _queries(),
+        tmp_path,
+        k=3,
+        rounds=1,
+        ingest_rounds=1,
+        remember_n=3,
+        progress=False,
+    )
+    reason = "no-hooks: skipped, declares no bench hooks (missing bare_call, raw_query_call, "
+    assert harness["no-hooks"]["not_run"].startswith(reason)
+    assert ingest["no-hooks"] == harness["no-hooks"]
+    assert remember["no-hooks"]["stored"] == 3 and remember["no-hooks"]["target"] is None
+    assert harness["file-jsonl"]["queries"] == 5 and ingest["file-jsonl"]["memories"] == 6
+    assert remember["file-jsonl"]["stored"] == 3
+    rows = {r["measure"]: r for r in bench.summary_rows({"harness": {"arms": harness}})}
+    assert rows["harness overhead: no-hooks"]["value"] == "—"
+    assert not (tmp_path / "stores" / "no-hooks").exists()  # removed after the arm

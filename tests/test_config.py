@@ -35,6 +35,20 @@ def test_schema_file_matches_model():
         ({"corpus": {"distractor_ratio": "lots"}}, "corpus.distractor_ratio"),
         ({"corpus": {"temporal_cutoff_day": 400}}, "temporal_cutoff_day"),
         ({"sizes": {"xs": {"facts": 40, "queries_per_class": 2}}}, "main_size 'm'"),
+        (
+            {"report": {"paired_tests": [["sqlite-fts", "no-such-arm"]]}},
+            "report.paired_tests: unknown arm 'no-such-arm'",
+        ),
+        ({"report": {"paired_tests": [["pg-gin", "pg-gin"]]}}, "pairs an arm with itself"),
+        ({"report": {"paired_tests": [["pg-gin"]]}}, "report.paired_tests.0"),
+        (
+            {"seed_experiments": {"conversation": {"arms": ["sqlite-fts", "nope"]}}},
+            "seed_experiments.conversation.arms: unknown arm 'nope'",
+        ),
+        (
+            {"seed_experiments": {"conversation": {"arms": ["pg-gin", "pg-gin"]}}},
+            "seed_experiments.conversation.arms: duplicate",
+        ),
     ],
 )
 def test_bad_values_are_named(data, needle):
@@ -50,3 +64,12 @@ def test_missing_and_malformed_files(tmp_path):
     bad.write_text("run: [unclosed")
     with pytest.raises(ConfigError, match="not valid YAML"):
         load_config(bad)
+
+
+def test_conversation_arms_are_the_configured_ones_in_order():
+    from agentmem.config import conversation_arms
+
+    cfg = load_config(REPO / "config/config.yaml")
+    assert conversation_arms(cfg) == ["file-vec", "sqlite-fts", "three-tier"]
+    few = cfg.model_copy(update={"arms": ["three-tier", "pg-gin", "file-vec"]})
+    assert conversation_arms(few) == ["file-vec", "three-tier"]  # the sweep's order

@@ -1,8 +1,9 @@
-"""Tests for the long-conversation sweep (issue 8) and its figure.
+"""Tests for the long-conversation sweep and its figure.
 
 One small generated corpus (80 facts, 4 queries per class: ~250 memories, ~25 facts with a
-probe question) with real all-MiniLM-L6-v2 embeddings, real engines: numpy (vector-rag),
-an apsw FTS5 file (sqlite-fts) and the three-tier arm with embedded PostgreSQL + pgvector.
+probe question) with real all-MiniLM-L6-v2 embeddings, and registered arms driven through
+``remember`` and ``query``: file-vec (hnswlib), sqlite-fts (FTS5) and three-tier (its
+``assemble_context``, L3 in embedded PostgreSQL + pgvector).
 
 Hand-checkable facts used below:
 
@@ -11,7 +12,9 @@ Hand-checkable facts used below:
 - before three-tier's first compaction L1 holds every turn and L2/L3 are empty, so its
   context equals ``append``'s exactly (and exceeds it by at most one summary plus ``k``
   memories afterwards, with L1 <= ``l1_max_tokens``);
-- at turn 1 the RAG strategies have no history: their context is the current turn.
+- at turn 1 the recalling arms have no history: their context is the current turn;
+- every turn went through ``remember``: after the run the last conversation's store holds
+  exactly its memories.
 """
 
 from __future__ import annotations
@@ -31,11 +34,12 @@ from agentmem.report.figures.conversation import plot
 from agentmem.sweeps.conversation import (
     CONVERSATION_SCHEMA,
     PROBE_SCHEMA,
-    STRATEGIES,
     SUMMARY_SCHEMA,
     TIER_SCHEMA,
     TIER_SUMMARY_SCHEMA,
     conversation_sweep,
+    make_conversation_arm,
+    remember_frame,
     run_conversations,
     summarise_conversation,
     summarise_tiers,
@@ -46,6 +50,9 @@ CAP = 600  # L1 cap: ~25 turns of ~23 tokens, so 120 turns compact several times
 K = 5
 TURNS = 120
 SUMMARY_TOKENS = 200  # ThreeTierArm default; one L2 node in the context (default)
+ARMS = ("file-vec", "sqlite-fts", "three-tier")
+STRATEGIES = ("append", *ARMS)
+RECALLING = ("file-vec", "sqlite-fts")  # context by query (three-tier assembles its own)
 
 
 def servers_under(root: Path) -> list[int]:
@@ -95,7 +102,14 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def run(root: Path, corpus: tuple[Path, Path]):
     corpus_dir, emb = corpus
     r = run_conversations(
-        corpus_dir, emb, root / "window", conversations=2, turns=TURNS, l1_max_tokens=CAP, k=K
+        corpus_dir,
+        emb,
+        root / "window",
+        conversations=2,
+        turns=TURNS,
+        l1_max_tokens=CAP,
+        k=K,
+        arms=ARMS,
     )
     # the store's server was stopped when the run closed the arm
     assert pg._wait(lambda: not servers_under(root), 15.0)
@@ -125,6 +139,7 @@ def test_columns_rows_and_order(run):
         "probe",
         "probe_hit",
         "latency_ms",
+        "remember_ms",
     ]
     assert dict(t.schema) == CONVERSATION_SCHEMA
     assert t.height == len(STRATEGIES) * 2 * TURNS
@@ -133,8 +148,30 @@ def test_columns_rows_and_order(run):
         for c in (0, 1):
             assert per(t, s, c)["turn"].to_list() == list(range(1, TURNS + 1))
     assert (t["latency_ms"] >= 0).all() and (t["context_tokens"] > 0).all()
+    # every arm remembered every turn; append has no store
+    assert t.filter(pl.col("strategy") == "append")["remember_ms"].null_count() == 2 * TURNS
+    assert (t.filter(pl.col("strategy") != "append")["remember_ms"] > 0).all()
     assert dict(run.tiers.schema) == TIER_SCHEMA and run.tiers.height == 2 * TURNS
+    assert run.tiers["strategy"].unique().to_list() == ["three-tier"]
     assert dict(run.probes.schema) == PROBE_SCHEMA
+
+
+def test_the_stores_hold_what_remember_wrote(run, root, memories):
+    """Each arm's store (last conversation) holds exactly its TURNS memories, in order."""
+    fetched = {}
+    for name in ARMS:
+        arm = make_conversation_arm(name, None, {"l1_max_tokens": CAP, "summariser": "extractive"})
+        try:
+            arm.open(root / "window" / name)
+            fetched[name] = arm.fetch(memories["memory_id"].to_list())["memory_id"].to_list()
+        finally:
+            arm.close()
+    ids = fetched["sqlite-fts"]
+    assert len(ids) == TURNS and all(v == ids for v in fetched.values())
+    first = memories["memory_id"].to_list().index(ids[0])
+    assert ids == memories["memory_id"].to_list()[first : first + TURNS]  # consecutive
+    app = per(run.table, "append", 1)["context_tokens"].to_list()
+    assert app[-1] == memories["tokens"][first : first + TURNS].sum()
 
 
 def test_cumulative_is_running_sum_and_monotone(run):
@@ -167,21 +204,21 @@ def test_rag_context_is_k_memories_plus_current_turn(run):
     for c in (0, 1):
         app = per(run.table, "append", c)["context_tokens"].to_list()
         turn_tokens = [app[0]] + [b - a for a, b in zip(app, app[1:], strict=False)]
-        for s in ("vector-rag", "sqlite-fts"):
+        for s in RECALLING:
             ctx = per(run.table, s, c)["context_tokens"].to_list()
             assert ctx[0] == turn_tokens[0]  # turn 1: no history
             for t in range(TURNS):
                 assert ctx[t] >= turn_tokens[t]
                 assert ctx[t] <= turn_tokens[t] + K * 40  # corpus memories are < 40 tokens
-    # vector-rag always finds k neighbours once the history has k memories
-    vr = per(run.table, "vector-rag", 0)["context_tokens"].to_list()
+    # the vector arm always finds k neighbours once the history has k memories
+    vr = per(run.table, "file-vec", 0)["context_tokens"].to_list()
     assert all(vr[t] > turn_tokens[t] for t in range(K + 1, TURNS))
 
 
 def test_three_tier_equals_append_until_compaction_then_is_capped(run):
     for c in (0, 1):
         tiers = run.tiers.filter(pl.col("conversation") == c).sort("turn")
-        first = tiers.filter(pl.col("compactions") > 0)["turn"].min()
+        first = tiers.filter(pl.col("l2_tokens") > 0)["turn"].min()  # first summary node
         assert first is not None and first > 1, "L1 never compacted: the test cap is too large"
         app = per(run.table, "append", c)["context_tokens"].to_list()
         tt = per(run.table, "three-tier", c)["context_tokens"].to_list()
@@ -230,7 +267,7 @@ def test_probes_where_expected(run, memories):
 
 def test_three_tier_hit_tiers_agree_with_hits(run):
     tt = run.table.filter((pl.col("strategy") == "three-tier") & pl.col("probe").is_not_null())
-    j = tt.join(run.tiers, on=["conversation", "turn"])
+    j = tt.join(run.tiers, on=["strategy", "conversation", "turn"])
     assert j.height == tt.height
     for hit, tiers in j.select("probe_hit", "hit_tiers").iter_rows():
         assert hit == (tiers != "")
@@ -267,6 +304,10 @@ def test_summary(run):
     assert row["three-tier"]["tokens_vs_append_pct"] < 0
     assert row["three-tier"]["max_context_tokens"] <= CAP + SUMMARY_TOKENS + K * 40
     assert row["three-tier"]["p50_l3_ms"] > 0 and row["append"]["p50_l1_ms"] is None
+    assert row["sqlite-fts"]["p50_l1_ms"] is None  # no tiers: it recalls by query
+    rem = t.filter(pl.col("strategy") == "sqlite-fts")["remember_ms"]
+    assert row["sqlite-fts"]["p50_remember_ms"] == pytest.approx(rem.quantile(0.5, "linear"))
+    assert row["append"]["p50_remember_ms"] is None
     assert row["append"]["beyond_l1_probes"] == run.probes["beyond_l1"].sum()
     # without tiers and probes: the optional columns are null
     bare = summarise_conversation(run.table)
@@ -275,6 +316,7 @@ def test_summary(run):
     tiers = summarise_tiers(run.tiers)
     assert dict(tiers.schema) == TIER_SUMMARY_SCHEMA
     assert tiers["tier"].to_list() == ["L1", "L2", "L3"]
+    assert tiers["strategy"].to_list() == ["three-tier"] * 3
     assert tiers["max_tokens"].to_list()[0] <= CAP
 
 
@@ -290,14 +332,14 @@ def test_topics_sampling_multi_memory_turns_and_determinism(root, corpus, memori
         k=3,
         memories_per_turn=3,
         sampling="topics",
-        strategies=("append", "vector-rag", "sqlite-fts"),
+        arms=RECALLING,
     )
     a = run_conversations(corpus_dir, emb, root / "topics", **kw)
     b = run_conversations(corpus_dir, emb, root / "topics", **kw)
-    cols = [c for c in CONVERSATION_SCHEMA if c != "latency_ms"]
+    cols = [c for c in CONVERSATION_SCHEMA if c not in ("latency_ms", "remember_ms")]
     assert a.table.select(cols).equals(b.table.select(cols))
     assert a.probes.equals(b.probes)
-    assert a.table["strategy"].unique().sort().to_list() == ["append", "sqlite-fts", "vector-rag"]
+    assert a.table["strategy"].unique().sort().to_list() == ["append", "file-vec", "sqlite-fts"]
     assert a.tiers.height == 0
     app = per(a.table, "append", 0)["context_tokens"].to_list()
     assert app[-1] > app[0] > 0 and len(app) == 30
@@ -308,9 +350,7 @@ def test_topics_sampling_multi_memory_turns_and_determinism(root, corpus, memori
 
 def test_conversation_sweep_and_writer(root, corpus, tmp_path):
     corpus_dir, emb = corpus
-    t = conversation_sweep(
-        corpus_dir, emb, root / "sweep", conversations=1, turns=25, strategies=("append",)
-    )
+    t = conversation_sweep(corpus_dir, emb, root / "sweep", conversations=1, turns=25)
     assert t.columns == list(CONVERSATION_SCHEMA) and t.height == 25
     out = tmp_path / "sweeps"
     write_conversation_sweep(
@@ -324,7 +364,7 @@ def test_conversation_sweep_and_writer(root, corpus, tmp_path):
         conversations=1,
         turns=40,
         l1_max_tokens=300,
-        strategies=("append", "three-tier"),
+        arms=("three-tier",),
     )
     table = pl.read_csv(out / "conversation.csv", schema_overrides={"probe": pl.String})
     assert table.columns == list(CONVERSATION_SCHEMA) and table.height == 80
@@ -342,13 +382,59 @@ def test_bad_parameters(root, corpus):
         {"probes_every": 0},
         {"k": -1},
         {"sampling": "random"},
-        {"strategies": ("append", "nope")},
         {"memories_per_turn": 0},
     ):
         with pytest.raises(ValueError):
             run_conversations(corpus_dir, emb, root / "bad", **kw)
+    with pytest.raises(ValueError, match="unknown arm 'nope'"):
+        run_conversations(corpus_dir, emb, root / "bad", arms=("sqlite-fts", "nope"))
+    with pytest.raises(ValueError, match="duplicate"):
+        run_conversations(corpus_dir, emb, root / "bad", arms=("sqlite-fts", "sqlite-fts"))
+    with pytest.raises(ValueError, match="file-vec: bad parameters"):
+        run_conversations(
+            corpus_dir, emb, root / "bad", arms=("file-vec",), arm_params={"file-vec": {"x": 1}}
+        )
     with pytest.raises(ValueError, match="memories"):
-        run_conversations(corpus_dir, emb, root / "bad", turns=10_000, strategies=("append",))
+        run_conversations(corpus_dir, emb, root / "bad", turns=10_000)
+    assert not (root / "bad" / "file-vec").exists()  # refused before any store was made
+
+
+def test_sweep_parameters_reach_the_arms_that_take_them():
+    sweep = {"l1_max_tokens": 300, "summariser": "extractive"}
+    tt = make_conversation_arm("three-tier", {"l1_max_tokens": 999}, sweep)
+    fts = make_conversation_arm("sqlite-fts", None, sweep)  # takes neither: not passed
+    try:
+        assert tt.l1_max_tokens == 300  # the sweep's cap wins over arm_params
+    finally:
+        tt.close()
+        fts.close()
+
+
+def test_remember_frame_supersedes_earlier_turns_only():
+    stream = pl.DataFrame(
+        {
+            "memory_id": ["a", "b", "c", "d"],
+            "body": ["old a", "old b", "fix", "other"],
+            "created_day": [1, 2, 3, 3],
+            "seq": [1, 2, 3, 4],
+            "superseded_by": ["c", "c", None, None],
+            "tokens": [2, 2, 1, 1],
+            "unrelated": [0, 0, 0, 0],
+        }
+    )
+    f = remember_frame(stream, [1, 2, 2, 3])  # b and its correction c share turn 2
+    assert f.columns == [
+        "memory_id",
+        "seq",
+        "body",
+        "created_day",
+        "superseded_by",
+        "tokens",
+        "supersedes",
+    ]
+    assert f["superseded_by"].null_count() == 4
+    assert f["supersedes"].to_list() == [None, None, ["a"], None]
+    assert f["seq"].to_list() == [1, 2, 3, 4] and f["tokens"].to_list() == [2, 2, 1, 1]
 
 
 def test_figure(run, tmp_path):

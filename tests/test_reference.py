@@ -83,6 +83,28 @@ def test_section_two_and_four_figures():
     assert sorted(R.EXACT_COUNT.values()) == [0.0] * 3 + [1.0] * 7
 
 
+def test_study_roles_come_from_the_arms_declarations():
+    """The study's arm groups, derived from capabilities, are the study's own groups."""
+    assert R.FILE_ARMS == ("file-jsonl", "file-vec", "file-vec-meta")
+    assert R.DBMS_ARMS == tuple(a for a in R.REFERENCE_ARMS if a not in R.FILE_ARMS)
+    assert R.TEXT_ONLY_ARMS == ("file-jsonl", "sqlite-btree", "sqlite-fts", "pg-btree", "pg-gin")
+    assert R.VECTOR_ARMS == ("file-vec", "file-vec-meta", "sqlite-hybrid", "pg-hnsw", "pg-hybrid")
+    assert R.DBMS_TEXT_ARMS == ("sqlite-btree", "sqlite-fts", "pg-btree", "pg-gin")
+    assert {a for a, v in R.EXACT_COUNT.items() if v == 0.0} == set(R.FILE_ARMS)
+    # a role is a test on the class: arms outside the study never enter a group
+    assert R.study_arms(lambda c: True) == R.REFERENCE_ARMS
+    assert R.study_arms(lambda c: c.family == "postgres") == (
+        "pg-btree",
+        "pg-gin",
+        "pg-hnsw",
+        "pg-hybrid",
+    )
+    dense = [f for f in R.FINDINGS if f.statistic.startswith("min nDCG of ")]
+    assert [f.statistic for f in dense] == [
+        "min nDCG of sqlite-btree/sqlite-fts/pg-btree/pg-gin − file-vec"
+    ]
+
+
 def test_every_record_is_well_formed_and_keys_are_unique():
     refs = [p.ref for p in R.PUBLISHED]
     assert len(refs) == len(set(refs))

@@ -5,14 +5,13 @@ import math
 import numpy as np
 import polars as pl
 import pytest
+from conftest import REPO
 
 from agentmem.metrics import METRICS
 from agentmem.report.stats import (
     CI_SCHEMA,
-    DEFAULT_PAIRS,
     PAIRED_SCHEMA,
     bootstrap_table,
-    default_pairs,
     paired_bootstrap,
     seed_spread,
     write_bootstrap,
@@ -144,13 +143,20 @@ def test_paired_bootstrap_errors():
         paired_bootstrap({"a": a, "b": a}, [("a", "b")], metric="latency_ms")
 
 
-def test_default_pairs_keep_only_pairs_whose_arms_exist():
-    assert default_pairs([a for p in DEFAULT_PAIRS for a in p]) == list(DEFAULT_PAIRS)
-    assert default_pairs(["sqlite-fts", "sqlite-hybrid", "pg-hnsw"]) == [
-        ("sqlite-fts", "sqlite-hybrid")
+def test_configured_pairs_are_the_studys_and_keep_only_configured_arms():
+    from agentmem.config import load_config, paired_tests
+
+    cfg = load_config(REPO / "config" / "config.yaml")
+    assert paired_tests(cfg) == [
+        ["sqlite-fts", "sqlite-hybrid"],
+        ["sqlite-fts", "pg-gin"],
+        ["pg-hybrid", "pg-hnsw"],
+        ["sqlite-fts", "file-jsonl"],
+        ["pg-hnsw-iterative", "pg-hnsw"],
+        ["sqlite-hybrid", "pg-hybrid"],
     ]
-    assert ("sqlite-fts", "sqlite-hybrid") in DEFAULT_PAIRS
-    assert ("pg-hnsw-iterative", "pg-hnsw") in DEFAULT_PAIRS
+    few = cfg.model_copy(update={"arms": ["sqlite-fts", "sqlite-hybrid", "pg-hnsw"]})
+    assert paired_tests(few) == [["sqlite-fts", "sqlite-hybrid"]]
 
 
 def test_write_bootstrap_from_parquet_files(tmp_path):
@@ -159,12 +165,17 @@ def test_write_bootstrap_from_parquet_files(tmp_path):
         p = tmp_path / f"{arm}.parquet"
         scores({"lexical": [0.3, 0.5, 0.7], "semantic": [0.4, 0.6]}, shift).write_parquet(p)
         paths[arm] = p
+    pairs = [
+        ["sqlite-fts", "sqlite-hybrid"],
+        ["sqlite-fts", "pg-gin"],
+        ["sqlite-fts", "file-jsonl"],
+    ]
     ci, paired = write_bootstrap(
-        paths, tmp_path / "ci.csv", tmp_path / "paired.csv", pairs=None, n_boot=200
+        paths, tmp_path / "ci.csv", tmp_path / "paired.csv", pairs=pairs, n_boot=200
     )
     assert pl.read_csv(tmp_path / "ci.csv").height == 3 * 3 * len(METRICS)
     got = pl.read_csv(tmp_path / "paired.csv")
-    # the default pairs present: fts vs hybrid and fts vs jsonl
+    # the pairs whose arms have scores: fts vs hybrid and fts vs jsonl
     assert got.select("arm_a", "arm_b").unique(maintain_order=True).rows() == [
         ("sqlite-fts", "sqlite-hybrid"),
         ("sqlite-fts", "file-jsonl"),
@@ -180,6 +191,10 @@ def test_write_bootstrap_from_parquet_files(tmp_path):
         n_boot=50,
     )
     assert p2.select("arm_a", "arm_b").unique().rows() == [("sqlite-hybrid", "file-jsonl")]
+    # no pairs: a paired table with its columns and no rows
+    _, p3 = write_bootstrap(paths, tmp_path / "ci3.csv", tmp_path / "p3.csv", pairs=None, n_boot=5)
+    assert p3.height == 0 and p3.columns == list(PAIRED_SCHEMA)
+    assert pl.read_csv(tmp_path / "p3.csv").columns == list(PAIRED_SCHEMA)
 
 
 def test_seed_spread_by_hand():

@@ -27,6 +27,9 @@ from agentmem.sweeps.budget import BUDGET_SCHEMA, budget_per_query, budget_sweep
 from agentmem.sweeps.postfilter import (
     POSTFILTER_SCHEMA,
     filtered_queries,
+    is_reference,
+    is_swept,
+    postfilter_roles,
     postfilter_sweep,
     predicate_slots,
     relevant_sets,
@@ -97,6 +100,42 @@ def sweep(built) -> pl.DataFrame:
 
 
 # ------------------------------------------------------------------------ post-filter
+def test_postfilter_roles_come_from_declarations() -> None:
+    from agentmem.arms import ARMS as REGISTRY
+    from agentmem.config import load_config
+
+    assert postfilter_roles(REGISTRY) == (["file-vec-meta"], ["pg-hnsw", "pg-hnsw-iterative"])
+    cfg = load_config(Path(__file__).resolve().parents[1] / "config" / "config.yaml")
+    assert postfilter_roles(cfg.arms) == (["file-vec-meta"], ["pg-hnsw", "pg-hnsw-iterative"])
+    # configured order is kept; arms playing neither role are left out
+    assert postfilter_roles(["pg-hnsw-iterative", "sqlite-fts", "file-vec", "pg-hnsw"]) == (
+        [],
+        ["pg-hnsw-iterative", "pg-hnsw"],
+    )
+    with pytest.raises(KeyError, match="no-such-arm"):
+        postfilter_roles(["no-such-arm"])
+
+
+def test_postfilter_roles_follow_a_new_arms_declarations() -> None:
+    """A role is earned by capabilities and candidate_param, not by a name."""
+    from dataclasses import replace
+
+    from agentmem.arms.postgres import PgHybridArm
+    from agentmem.arms.vector import FileVecArm, FileVecMetaArm
+
+    class OtherPost(FileVecMetaArm):
+        name = "other-post"
+
+    class NoCandidate(FileVecArm):
+        name = "no-candidate"
+        capabilities = replace(FileVecArm.capabilities, filter_stage="post-filter")
+
+    assert is_swept(OtherPost) and not is_reference(OtherPost)
+    assert not is_swept(NoCandidate)  # post-filters, but declares no candidate parameter
+    assert not is_swept(FileVecArm) and not is_reference(FileVecArm)  # no filter at all
+    assert not is_reference(PgHybridArm)  # filters in its search, but also ranks text
+
+
 def test_postfilter_columns_and_rows(sweep: pl.DataFrame, built) -> None:
     corpus_dir, _, stores = built
     assert (
@@ -417,3 +456,18 @@ def test_figures_render(sweep: pl.DataFrame, built, tmp_path: Path) -> None:
         svg = (tmp_path / f"{name}.svg").read_text()
         assert svg.lstrip().startswith("<?xml") and "</svg>" in svg
         assert (tmp_path / f"{name}.png").stat().st_size > 1000
+    # each arm in its registry colour: file-vec-meta 3rd, pg-hnsw 9th, pg-hnsw-iterative 11th
+    svg = (tmp_path / "postfilter.svg").read_text()
+    for color in ("#2ca02c", "#17becf", "#ffbb78"):
+        assert f"stroke: {color}" in svg, color
+
+
+def test_arm_colors_are_one_per_registered_arm() -> None:
+    from agentmem.arms import ARMS as REGISTRY
+    from agentmem.report.colors import OTHER_COLOR, PALETTE, arm_color, arm_style
+
+    colors = [arm_color(a) for a in REGISTRY]
+    assert colors[:4] == ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"]  # registry order
+    assert len(set(colors)) == len(colors) and OTHER_COLOR not in colors
+    assert arm_color("append") == OTHER_COLOR  # a baseline, not an arm
+    assert arm_style("file-vec") == {"color": PALETTE[1], "linestyle": "-"}

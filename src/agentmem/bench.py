@@ -1,8 +1,8 @@
-"""Benchmarks of the harness itself (issue 10): is what we time the engines, not us?
+"""Benchmarks of the harness itself: is what we time the engines, not us?
 
-``make bench`` (``scripts/bench.py``) runs four measurements and writes
-``results/bench/{harness,ingest,embedding,pipeline}.json`` plus ``summary.md`` (one row
-per measure: value, target, met?):
+``make bench`` (``scripts/bench.py``) runs five measurements and writes
+``results/bench/{harness,ingest,remember,embedding,pipeline}.json`` plus ``summary.md``
+(one row per measure: value, target, met?):
 
 1. **Harness overhead per arm** — on a generated corpus (default size ``s``, ~2,000
    memories), each arm is built, then for every query ``Arm.query(q, k)`` and the arm's
@@ -12,14 +12,20 @@ per measure: value, target, met?):
    query the median of each side is taken; the reported figure is the ratio of the
    medians over queries, ``median(arm) / median(bare)``. Target ≤ 1.2×.
 2. **Ingest throughput per arm** — memories/s from :class:`~agentmem.arms.base.BuildStats`
-   against the raw bulk path measured in the same run on the same rows and table layout
-   (:data:`RAW_INGEST`): ``COPY ... (FORMAT BINARY)`` for PostgreSQL, one transaction
-   with ``executemany`` for SQLite, one batch ``add_items`` for hnswlib, one plain write
-   of the JSON lines for the file. Ratio = arm throughput / raw throughput. Target ≥ 0.8×.
-3. **Embedding throughput** — :func:`agentmem.embeddings.embed_texts` with an empty cache
+   against the raw bulk path the arm declares (:meth:`~agentmem.arms.base.BenchHooks.
+   raw_ingest`), measured in the same run on the same rows and table layout: ``COPY ...
+   (FORMAT BINARY)`` for PostgreSQL, one transaction with ``executemany`` for SQLite,
+   one batch ``add_items`` for hnswlib, one plain write of the JSON lines for the file.
+   Ratio = arm throughput / raw throughput. Target ≥ 0.8×.
+3. **Remember of one memory per arm** — on the store built from the same corpus,
+   ``Arm.remember`` of a one-row frame, ``n`` times (fresh ids, the corpus's cached
+   vectors); p50 and p95 ms per call. Targets by family (:data:`REMEMBER_MAX_P50_MS`):
+   p50 ≤ 5 ms for ``sqlite``, ≤ 10 ms for ``postgres``; other families are reported
+   without a target.
+4. **Embedding throughput** — :func:`agentmem.embeddings.embed_texts` with an empty cache
    against a bare ``SentenceTransformer.encode`` of the same texts, chunk by chunk,
    alternating which goes first. Target ≥ 0.9×.
-4. **Pipeline** (opt-in, slow) — wall time of a full ``snakemake --cores 16`` run (what
+5. **Pipeline** (opt-in, slow) — wall time of a full ``snakemake --cores 16`` run (what
    ``make reproduce`` runs; ``--pipeline-cores``) in a temporary working directory, of
    an immediate rerun (should do nothing), and of rebuilding one figure (its plotting
    module touched: Snakemake 9 then compares checksums and does nothing, so the rebuild
@@ -27,6 +33,10 @@ per measure: value, target, met?):
    per-job Snakemake ``benchmark:`` files of the full run (wall s, peak RSS, CPU s) are
    collected into ``pipeline_jobs.csv`` and the slowest jobs / rules are profiled in
    ``summary.md``; the process tree is also polled with psutil as a fallback.
+
+Sections 1–2 need the arm's optional bench hooks (:class:`~agentmem.arms.base.BenchHooks`,
+declared by every built-in arm); an arm without them (a plug-in, say) is skipped there
+with a line saying so, and still measured in section 3.
 
 All timings use :func:`time.perf_counter_ns` with the garbage collector paused. An arm
 that cannot be benchmarked gets an ``error`` entry naming why; the run goes on.
@@ -65,7 +75,15 @@ from psycopg import sql
 from tqdm import tqdm
 
 from agentmem.arms import ARMS
-from agentmem.arms.base import Arm, Corpus, Embeddings, Query
+from agentmem.arms.base import (
+    Arm,
+    BareCall,
+    BenchHooks,
+    Corpus,
+    Embeddings,
+    Query,
+    RawIngest,
+)
 from agentmem.config import Config, ConfigError, SizeConfig, load_config
 from agentmem.io import write_csv, write_json, write_text
 
@@ -77,14 +95,14 @@ HARNESS_MAX_RATIO = 1.2
 INGEST_MIN_RATIO = 0.8
 #: The cached embedding path must reach at least this share of bare ``encode``'s texts/s.
 EMBEDDING_MIN_RATIO = 0.9
-#: Pipeline wall-time limits in seconds (issue 10, on the 2-core machine).
+#: Pipeline wall-time limits in seconds (on the 2-core machine).
 PIPELINE_MAX_S = {"full": 600.0, "rerun": 5.0, "figure": 20.0}
 #: The figure rebuilt in the pipeline benchmark and the module whose mtime is touched.
 PIPELINE_FIGURE = "results/figures/crash.svg"
 PIPELINE_FIGURE_MODULE = "src/agentmem/report/figures/crash.py"
 #: Fallback corpus sizes when the config file has none of the requested name.
 DEFAULT_SIZES = {"s": SizeConfig(facts=600, queries_per_class=12)}
-RESULT_FILES = ("harness", "ingest", "embedding", "pipeline")
+RESULT_FILES = ("harness", "ingest", "remember", "embedding", "pipeline")
 
 
 class BenchError(RuntimeError):
@@ -226,36 +244,24 @@ def interleaved_times(
 
 
 # ---------------------------------------------------------------------- 1. harness
-_SQL_BARE = (
-    "execute + fetchall of the prepared ranking (and count) statements",
-    "building the SQL text and bindings per call; the id list",
-)
-_PG_BARE = (
-    "execute + fetchall of the statements, SQL text rendered once",
-    "composing the SQL with psycopg.sql on every call; the id list",
-)
-#: Per arm: (what the bare call does, what Arm.query does beyond it) — says what bounds
-#: a ratio above the target.
-BARE_CALL: dict[str, tuple[str, str]] = {
-    "file-jsonl": ("re-read + polars read_ndjson of every line, then the polars term scan "
-                   "and top-k (a file has no engine: this scan is its retrieval)",
-                   "term extraction from the text and the Result"),
-    "file-vec": ("set_ef + knn_query", "vector checks and the label -> id mapping"),
-    "file-vec-meta": ("set_ef + knn_query of k * overfetch",
-                      "the Python metadata post-filter and the label -> id mapping"),
-    "sqlite-fts": _SQL_BARE,
-    "sqlite-btree": _SQL_BARE,
-    "sqlite-hybrid": _SQL_BARE,
-    "sqlite-graph": _SQL_BARE,
-    "pg-btree": _PG_BARE,
-    "pg-gin": _PG_BARE,
-    "pg-hnsw": _PG_BARE,
-    "pg-hybrid": _PG_BARE,
-    "pg-hnsw-iterative": _PG_BARE,
-    "three-tier": ("execute + fetchall of every tier statement (SQLite L1/L2, PostgreSQL L3)",
-                   "composing the tier statements with psycopg.sql, Python RRF fusion of "
-                   "the tier lists, per-tier timing"),
-}  # fmt: skip
+def no_hooks_reason(arm: Arm) -> str | None:
+    """Why ``arm`` cannot take part in the harness and ingest measures, or ``None``.
+
+    Those measures need the optional :class:`~agentmem.arms.base.BenchHooks`
+    (``bare_call``, ``raw_query_call``, ``raw_ids``, ``raw_ingest``) that every built-in
+    arm declares; an arm from another package may leave them out.
+
+    Returns:
+        ``None`` when the arm has every hook, else one line naming the missing ones.
+    """
+    if isinstance(arm, BenchHooks):
+        return None
+    missing = [h for h in ("bare_call", "raw_query_call", "raw_ids", "raw_ingest")
+               if not hasattr(arm, h)]  # fmt: skip
+    return (
+        f"{arm.name}: skipped, declares no bench hooks (missing {', '.join(missing)}; "
+        "see agentmem.arms.base.BenchHooks)"
+    )
 
 
 def harness_overhead(
@@ -284,11 +290,13 @@ def harness_overhead(
         whose call raised, with the error) and the target.
 
     Raises:
-        BenchError: when the arm has no ``raw_query_call`` or no query could be timed.
+        BenchError: when the arm declares no bench hooks (:func:`no_hooks_reason`) or no
+            query could be timed.
     """
-    raw = getattr(arm, "raw_query_call", None)
-    if raw is None:
-        raise BenchError(f"{arm.name} has no raw_query_call(q, k): no bare driver call to compare")
+    reason = no_hooks_reason(arm)
+    if reason is not None:
+        raise BenchError(reason)
+    raw = arm.raw_query_call  # type: ignore[attr-defined]
     arm_ns: list[list[int]] = []
     bare_ns: list[list[int]] = []
     skipped: list[dict[str, str]] = []
@@ -309,9 +317,9 @@ def harness_overhead(
         first = skipped[0]["error"] if skipped else "no queries"
         raise BenchError(f"{arm.name}: no query could be timed ({first})")
     out = {"queries": len(arm_ns), "rounds": rounds, "k": k, **harness_stats(arm_ns, bare_ns)}
-    bare_desc, beyond = BARE_CALL.get(arm.name, ("raw_query_call", "result handling"))
-    out["bare_call"] = bare_desc
-    out["beyond_bare"] = beyond
+    bare: BareCall = type(arm).bare_call  # type: ignore[attr-defined]
+    out["bare_call"] = bare.does
+    out["beyond_bare"] = bare.beyond
     out["target"] = f"<= {HARNESS_MAX_RATIO}"
     out["met"] = target_met(out["ratio"], "<=", HARNESS_MAX_RATIO)
     out["skipped"] = skipped
@@ -319,80 +327,6 @@ def harness_overhead(
 
 
 # ----------------------------------------------------------------------- 2. ingest
-@dataclass(frozen=True)
-class RawIngestSpec:
-    """How an arm's raw bulk path is measured.
-
-    Attributes:
-        kind: ``"jsonl"`` (serialise every row, one plain write), ``"hnsw"`` (metadata
-            Parquet + one batch ``add_items`` + ``save_index``) or ``"tables"`` (read the
-            listed tables back from the arm's own store, then write them into a fresh
-            store with the same DDL: ``executemany`` in one transaction for SQLite,
-            ``COPY ... (FORMAT BINARY)`` in one transaction for PostgreSQL).
-        sqlite_file: the arm's SQLite file inside its store directory.
-        sqlite_tables: SQLite tables the arm writes during ingest.
-        pg_tables: PostgreSQL tables the arm writes during ingest (``COPY`` order).
-        basis: the arm time compared: ``"ingest"`` (``BuildStats.ingest_ms``) or
-            ``"ingest+index"`` (for the vector files, whose HNSW insertion is the ingest).
-        beyond: what the arm's ingest does that the raw path does not (what bounds a
-            ratio below the target).
-    """
-
-    kind: str
-    sqlite_file: str | None = None
-    sqlite_tables: tuple[str, ...] = ()
-    pg_tables: tuple[str, ...] = ()
-    basis: str = "ingest"
-    beyond: str = ""
-
-
-_SQLITE_TABLES = RawIngestSpec(
-    "tables",
-    "memory.db",
-    ("memories", "memory_entities"),
-    beyond="turning polars rows into tuples is outside both timings; nothing else",
-)
-_PG_TABLES = RawIngestSpec(
-    "tables",
-    pg_tables=("memories", "memory_entities"),
-    beyond="nothing: rows leave polars before the clock starts, as in the raw path",
-)
-#: Raw bulk path per registered arm name; an arm missing here reports no ratio.
-RAW_INGEST: dict[str, RawIngestSpec] = {
-    "file-jsonl": RawIngestSpec("jsonl", beyond="one buffered write call per memory"),
-    "file-vec": RawIngestSpec(
-        "hnsw", basis="ingest+index", beyond="atomic rename of the files, the manifest"
-    ),
-    "file-vec-meta": RawIngestSpec(
-        "hnsw", basis="ingest+index", beyond="atomic rename of the files, the manifest"
-    ),
-    "sqlite-fts": _SQLITE_TABLES,
-    "sqlite-btree": _SQLITE_TABLES,
-    "sqlite-hybrid": _SQLITE_TABLES,
-    "sqlite-graph": RawIngestSpec(
-        "tables",
-        "graph.db",
-        ("nodes", "entity_nodes", "edges"),
-        beyond="deriving the temporal/supersedes/causal edges in SQL and the confidence "
-        "update; the hop to the single writer thread",
-    ),
-    "pg-btree": _PG_TABLES,
-    "pg-gin": _PG_TABLES,
-    "pg-hnsw": _PG_TABLES,
-    "pg-hybrid": _PG_TABLES,
-    "pg-hnsw-iterative": _PG_TABLES,
-    "three-tier": RawIngestSpec(
-        "tables",
-        "tiers.db",
-        ("l1_turns", "l2_nodes", "l2_covers"),
-        ("l3_memories",),
-        beyond="the architecture's replay: one L1 insert per memory with FTS5 triggers, "
-        "o200k token counts, rolling compaction with extractive summaries into L2, "
-        "eviction to L3 (the raw path writes only the final rows)",
-    ),
-}
-
-
 def _wipe(path: Path) -> None:
     """Remove ``path`` (a directory tree) if it exists, then create it empty."""
     if path.exists():
@@ -411,12 +345,22 @@ def _raw_jsonl(corpus: Corpus, scratch: Path) -> float:
     return (time.perf_counter_ns() - t0) / 1e6
 
 
-def _raw_hnsw(arm: Arm, corpus: Corpus, vectors: Embeddings, scratch: Path) -> float:
+#: hnswlib's own defaults, for a parameter a ``RawIngest.hnsw`` dict leaves out.
+HNSW_DEFAULTS = {"M": 16, "ef_construction": 200, "random_seed": 100, "num_threads": 1}
+
+
+def _raw_hnsw(hnsw: dict[str, int], corpus: Corpus, vectors: Embeddings, scratch: Path) -> float:
     """Metadata Parquet + hnswlib ``init_index`` + one batch ``add_items`` + save (ms).
 
-    Uses the arm's own HNSW parameters (``M``, ``ef_construction``, ``random_seed``,
-    ``num_threads``); vectors are gathered before the clock starts.
+    Args:
+        hnsw: the arm's index parameters (:attr:`RawIngest.hnsw`: ``M``,
+            ``ef_construction``, ``random_seed``, ``num_threads``; a missing one takes
+            :data:`HNSW_DEFAULTS`).
+        corpus: the memories.
+        vectors: their embeddings (gathered before the clock starts).
+        scratch: directory for ``metadata.parquet`` and ``index.bin``.
     """
+    p = {**HNSW_DEFAULTS, **hnsw}
     mem = corpus.memories
     mat = np.ascontiguousarray(vectors.get(mem["memory_id"].to_list()), dtype=np.float32)
     meta = mem.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("label"))
@@ -426,14 +370,12 @@ def _raw_hnsw(arm: Arm, corpus: Corpus, vectors: Embeddings, scratch: Path) -> f
     index = hnswlib.Index(space="cosine", dim=int(dim))
     index.init_index(
         max_elements=max(n, 1),
-        ef_construction=int(getattr(arm, "ef_construction", 200)),
-        M=int(getattr(arm, "M", 16)),
-        random_seed=int(getattr(arm, "random_seed", 100)),
+        ef_construction=int(p["ef_construction"]),
+        M=int(p["M"]),
+        random_seed=int(p["random_seed"]),
     )
     if n:
-        index.add_items(
-            mat, np.arange(n, dtype=np.int64), num_threads=int(getattr(arm, "num_threads", 1))
-        )
+        index.add_items(mat, np.arange(n, dtype=np.int64), num_threads=int(p["num_threads"]))
     index.save_index(str(scratch / "index.bin"))
     return (time.perf_counter_ns() - t0) / 1e6
 
@@ -578,7 +520,7 @@ def _pg_write(conn: psycopg.Connection, dumps: Sequence[_TableDump]) -> float:
     return (time.perf_counter_ns() - t0) / 1e6
 
 
-def _raw_tables(spec: RawIngestSpec, arm_name: str, store_dir: Path, scratch: Path) -> float:
+def _raw_tables(spec: RawIngest, arm_name: str, store_dir: Path, scratch: Path) -> float:
     """Read the arm's ingest tables back and time writing them raw (ms, SQLite + PostgreSQL)."""
     total = 0.0
     if spec.sqlite_file and spec.sqlite_tables:
@@ -597,14 +539,14 @@ def _raw_tables(spec: RawIngestSpec, arm_name: str, store_dir: Path, scratch: Pa
 
 
 def raw_ingest_ms(
-    spec: RawIngestSpec,
+    spec: RawIngest,
     arm: Arm,
     corpus: Corpus,
     vectors: Embeddings,
     store_dir: Path,
     scratch: Path,
 ) -> float:
-    """Time the raw bulk path of ``spec`` once (milliseconds); see :class:`RawIngestSpec`.
+    """Time the raw bulk path of ``spec`` once (milliseconds); see :class:`RawIngest`.
 
     Args:
         spec: which raw path.
@@ -621,7 +563,7 @@ def raw_ingest_ms(
     if spec.kind == "jsonl":
         return _raw_jsonl(corpus, scratch)
     if spec.kind == "hnsw":
-        return _raw_hnsw(arm, corpus, vectors, scratch)
+        return _raw_hnsw(spec.hnsw, corpus, vectors, scratch)
     if spec.kind == "tables":
         return _raw_tables(spec, arm.name, store_dir, scratch)
     raise BenchError(f"unknown raw ingest kind {spec.kind!r}")
@@ -641,52 +583,56 @@ def ingest_benchmark(
 
     ``store_dir`` is wiped once; each round builds a fresh arm instance in it (an arm's
     ``build`` replaces its store: files are recreated, the PostgreSQL database dropped
-    and created again) and then times the raw path (:data:`RAW_INGEST`) on the same rows.
-    For arms with PostgreSQL tables one extra handle keeps the embedded server up across
-    rounds, so no round pays for a server restart. Both sides run with the garbage
-    collector paused. The last build is left open and returned, for
-    :func:`harness_overhead`.
+    and created again) and then times the arm's raw path (its
+    :meth:`~agentmem.arms.base.BenchHooks.raw_ingest`) on the same rows. For arms with
+    PostgreSQL tables one extra handle keeps the embedded server up across rounds, so no
+    round pays for a server restart. Both sides run with the garbage collector paused.
+    The last build is left open and returned, for :func:`harness_overhead`.
 
     Returns:
         ``(record, open arm)``; the record has :func:`throughput_stats`, the per-round
-        times, the basis and the target (``ratio`` is ``None`` without a raw path).
+        times, the basis and the target (``ratio`` is ``None`` when the raw path failed).
 
     Raises:
+        BenchError: when the arm declares no bench hooks (:func:`no_hooks_reason`).
         agentmem.arms.base.ArmError: when a build fails (the arm is closed first).
     """
     from agentmem.pg import PgError, connect_store, drop_store
     from agentmem.runner import make_arm
 
-    spec = RAW_INGEST.get(arm_name)
+    arm: Arm | None = make_arm(arm_name, params)
+    reason = no_hooks_reason(arm)
+    if reason is not None:
+        arm.close()
+        raise BenchError(reason)
+    spec: RawIngest = arm.raw_ingest()  # type: ignore[attr-defined]
     arm_ms: list[float] = []
     raw_ms: list[float] = []
     build_ms: list[dict[str, float]] = []
-    raw_error: str | None = None if spec else f"no raw bulk path defined for {arm_name}"
-    arm: Arm | None = None
+    raw_error: str | None = None
     keeper = None
     keep_name = f"{arm_name}-keep"
     _wipe(store_dir)
     try:
         bar = tqdm(range(rounds), desc=f"{arm_name}: ingest", disable=not progress, leave=False)
         for r in bar:
-            if arm is not None:
-                arm.close()
-            arm = make_arm(arm_name, params)
+            if arm is None:
+                arm = make_arm(arm_name, params)
             try:
                 with gc_paused():
                     stats = arm.build(corpus, vectors, store_dir)
             except BaseException:
                 arm.close()
                 raise
-            if keeper is None and spec is not None and spec.pg_tables and rounds > 1:
+            if keeper is None and spec.pg_tables and rounds > 1:
                 with contextlib.suppress(PgError):
                     keeper = connect_store(store_dir, keep_name, create=True)
             build_ms.append(
                 {"ingest_ms": round(stats.ingest_ms, 3), "index_ms": round(stats.index_ms, 3)}
             )
-            both = spec is not None and spec.basis == "ingest+index"
+            both = spec.basis == "ingest+index"
             arm_ms.append(stats.ingest_ms + (stats.index_ms if both else 0.0))
-            if spec is not None and raw_error is None:
+            if raw_error is None:
                 try:
                     with gc_paused():
                         raw_ms.append(
@@ -695,6 +641,9 @@ def ingest_benchmark(
                 except Exception as exc:  # report, never crash the run
                     raw_error = f"{type(exc).__name__}: {exc}"
             shutil.rmtree(scratch / f"r{r}", ignore_errors=True)
+            if r < rounds - 1:
+                arm.close()
+                arm = None
     finally:
         if keeper is not None:
             keeper.close()
@@ -703,9 +652,9 @@ def ingest_benchmark(
     assert arm is not None
     n = corpus.memories.height
     rec: dict[str, Any] = {"memories": n, "rounds": rounds}
-    rec["basis"] = spec.basis if spec else "ingest"
-    rec["raw_path"] = _describe_raw(spec) if spec else None
-    rec["beyond_raw"] = spec.beyond if spec else ""
+    rec["basis"] = spec.basis
+    rec["raw_path"] = _describe_raw(spec)
+    rec["beyond_raw"] = spec.beyond
     rec.update(throughput_stats(n, arm_ms, raw_ms if raw_error is None else []))
     if raw_error is not None:
         rec["ratio"] = None
@@ -718,7 +667,7 @@ def ingest_benchmark(
     return rec, arm
 
 
-def _describe_raw(spec: RawIngestSpec) -> str:
+def _describe_raw(spec: RawIngest) -> str:
     """One line naming the raw path of ``spec`` (for the JSON record)."""
     if spec.kind == "jsonl":
         return "json.dumps of every row + one plain file write"
@@ -735,6 +684,131 @@ def _describe_raw(spec: RawIngestSpec) -> str:
             + ", ".join(spec.pg_tables)
         )
     return "; ".join(parts)
+
+
+# --------------------------------------------------------------------- remember
+#: ``remember`` of one memory: p50 limit in milliseconds per arm family (on this machine);
+#: arms of other families are reported without a target.
+REMEMBER_MAX_P50_MS: dict[str, float] = {"sqlite": 5.0, "postgres": 10.0}
+
+
+#: Corpus columns a remembered copy keeps (ids, order, supersession and tokens are new).
+REMEMBER_COLUMNS = (
+    "session_id",
+    "turn_no",
+    "kind",
+    "body",
+    "fact_id",
+    "created_day",
+    "source",
+    "confidence",
+    "entity_ids",
+    "form",
+)
+
+
+def remember_rows(
+    corpus: Corpus, vectors: Embeddings, n: int, prefix: str = "bench-remember"
+) -> tuple[pl.DataFrame, Embeddings]:
+    """``n`` new memories for single-row remembers: corpus rows under fresh ids.
+
+    Row ``i`` copies corpus memory ``i mod N`` (in ``seq`` order; ``N`` = corpus size):
+    body, session, kind, fact, day, source, confidence, entities and form, with
+    ``memory_id = f"{prefix}-{i:06d}"``, no ``seq`` (``remember`` gives one after every
+    stored memory), no ``superseded_by`` and no ``tokens`` (counted by ``remember``).
+    Its vector is that corpus memory's cached vector.
+
+    Args:
+        corpus: the bench corpus (at least one memory).
+        vectors: its embeddings.
+        n: rows wanted (>= 0).
+        prefix: id prefix (must not clash with corpus ids).
+
+    Returns:
+        ``(frame, embeddings of the new ids)``.
+
+    Raises:
+        BenchError: on an empty corpus or ``n < 0``.
+    """
+    mem = corpus.memories.sort("seq")
+    if mem.height == 0 or n < 0:
+        raise BenchError(f"need a non-empty corpus and n >= 0 (corpus {mem.height}, n {n})")
+    src = mem[[i % mem.height for i in range(n)]]
+    ids = [f"{prefix}-{i:06d}" for i in range(n)]
+    keep = [c for c in REMEMBER_COLUMNS if c in src.columns]
+    frame = src.select(keep).with_columns(memory_id=pl.Series(ids, dtype=pl.String))
+    mat = vectors.get(src["memory_id"].to_list()) if n else np.zeros((0, vectors.dim), np.float32)
+    return frame.select("memory_id", *keep), Embeddings(ids, np.ascontiguousarray(mat))
+
+
+def remember_benchmark(
+    arm: Arm,
+    corpus: Corpus,
+    vectors: Embeddings,
+    n: int = 200,
+    warmup: int = 3,
+    progress: bool = True,
+) -> dict:
+    """Time ``arm.remember`` of one memory, ``n`` times, on an open store.
+
+    ``warmup`` untimed single-row remembers first, then ``n`` timed ones, each a one-row
+    frame of :func:`remember_rows` (fresh ids, the corpus's cached vectors), with the
+    garbage collector paused; the frames are cut before the clock starts. Afterwards
+    ``arm.fetch`` of the timed ids checks that every one was stored.
+
+    Args:
+        arm: an open arm whose store holds ``corpus``.
+        corpus: the memories it was built from.
+        vectors: their embeddings.
+        n: timed remembers (>= 1).
+        warmup: untimed remembers first.
+        progress: show a tqdm bar.
+
+    Returns:
+        ``family``, ``store_memories`` (before the first remember), ``remembers`` (n),
+        ``warmup``, ``p50_ms``, ``p95_ms``, ``mean_ms``, ``max_ms`` (milliseconds per
+        call), ``stored`` (timed ids that ``fetch`` returns), ``target`` (``"<= X ms"``
+        for a family of :data:`REMEMBER_MAX_P50_MS`, else ``None``) and ``met``
+        (``False`` whenever a timed memory was not stored; ``None`` without a target).
+
+    Raises:
+        BenchError: when ``n < 1``.
+        agentmem.arms.base.ArmError: when a remember or the fetch fails.
+    """
+    if n < 1:
+        raise BenchError(f"remember benchmark needs n >= 1, got {n}")
+    rows, vecs = remember_rows(corpus, vectors, warmup + n)
+    frames = [rows.slice(i, 1) for i in range(rows.height)]
+    for f in frames[:warmup]:
+        arm.remember(f, vecs)
+    times: list[int] = []
+    clock = time.perf_counter_ns
+    bar = tqdm(frames[warmup:], desc=f"{arm.name}: remember", disable=not progress, leave=False)
+    with gc_paused():
+        for f in bar:
+            t0 = clock()
+            arm.remember(f, vecs)
+            times.append(clock() - t0)
+    timed_ids = rows["memory_id"].to_list()[warmup:]
+    stored = arm.fetch(timed_ids).height
+    ms = np.asarray(times, dtype=np.float64) / 1e6
+    family = str(type(arm).family)
+    limit = REMEMBER_MAX_P50_MS.get(family)
+    p50 = float(np.percentile(ms, 50))
+    met = None if limit is None else target_met(p50, "<=", limit)
+    return {
+        "family": family,
+        "store_memories": corpus.memories.height,
+        "remembers": n,
+        "warmup": warmup,
+        "p50_ms": round(p50, 4),
+        "p95_ms": round(float(np.percentile(ms, 95)), 4),
+        "mean_ms": round(float(ms.mean()), 4),
+        "max_ms": round(float(ms.max()), 4),
+        "stored": stored,
+        "target": None if limit is None else f"<= {limit:g} ms",
+        "met": False if stored < n else met,
+    }
 
 
 # -------------------------------------------------------------------- 3. embedding
@@ -1228,9 +1302,10 @@ def summary_rows(results: dict[str, dict | None]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     harness = results.get("harness") or {}
     for name, r in (harness.get("arms") or {}).items():
-        if "error" in r:
+        if "error" in r or "not_run" in r:
+            note = r.get("error") or r["not_run"]
             rows.append(
-                _row(f"harness overhead: {name}", "—", f"≤ {HARNESS_MAX_RATIO}×", None, r["error"])
+                _row(f"harness overhead: {name}", "—", f"≤ {HARNESS_MAX_RATIO}×", None, note)
             )
             continue
         note = (
@@ -1250,8 +1325,9 @@ def summary_rows(results: dict[str, dict | None]) -> list[dict[str, Any]]:
         )
     ingest = results.get("ingest") or {}
     for name, r in (ingest.get("arms") or {}).items():
-        if "error" in r:
-            rows.append(_row(f"ingest: {name}", "—", f"≥ {INGEST_MIN_RATIO}×", None, r["error"]))
+        if "error" in r or "not_run" in r:
+            note = r.get("error") or r["not_run"]
+            rows.append(_row(f"ingest: {name}", "—", f"≥ {INGEST_MIN_RATIO}×", None, note))
             continue
         if r.get("ratio") is None:
             note = r.get("raw_error", "no raw path")
@@ -1265,6 +1341,7 @@ def summary_rows(results: dict[str, dict | None]) -> list[dict[str, Any]]:
         rows.append(
             _row(f"ingest: {name}", _x(r.get("ratio")), f"≥ {INGEST_MIN_RATIO}×", r["met"], note)
         )
+    rows += _remember_rows(results.get("remember") or {})
     emb = results.get("embedding")
     if emb:
         if "error" in emb:
@@ -1337,6 +1414,27 @@ def summary_rows(results: dict[str, dict | None]) -> list[dict[str, Any]]:
                     big["peak_job_cmd"][:120],
                 )
             )
+    return rows
+
+
+def _remember_rows(rec: dict[str, Any]) -> list[dict[str, Any]]:
+    """Summary rows of the remember record: p50 per arm against its family's target."""
+    rows = []
+    for name, r in (rec.get("arms") or {}).items():
+        label = f"remember one memory: {name}"
+        if "error" in r:
+            rows.append(_row(label, "—", "—", None, r["error"]))
+            continue
+        limit = REMEMBER_MAX_P50_MS.get(r["family"])
+        target = "—" if limit is None else f"p50 ≤ {limit:g} ms"
+        note = (
+            f"p95 {r['p95_ms']:.3f} ms, mean {r['mean_ms']:.3f} ms; {r['remembers']} calls "
+            f"on a store of {r['store_memories']} memories (family {r['family']}"
+            f"{'' if limit is not None else ': no target'})"
+        )
+        if r["stored"] < r["remembers"]:
+            note += f"; only {r['stored']} of {r['remembers']} memories stored"
+        rows.append(_row(label, f"{r['p50_ms']:.3f} ms", target, r["met"], note))
     return rows
 
 
@@ -1486,46 +1584,101 @@ def bench_arms(
     k: int = 10,
     rounds: int = 5,
     ingest_rounds: int = 5,
+    remember_n: int = 200,
     progress: bool = True,
-) -> tuple[dict[str, dict], dict[str, dict]]:
-    """Run the ingest and harness-overhead measurements for each arm in turn.
+) -> tuple[dict[str, dict], dict[str, dict], dict[str, dict]]:
+    """Run the ingest, harness-overhead and remember measurements for each arm in turn.
 
-    Per arm: :func:`ingest_benchmark` (which leaves the last build open), then
-    :func:`harness_overhead` on that build, then the arm is closed and its store removed.
-    A failure is recorded as ``{"error": ...}`` for that arm and the next arm runs.
+    Per arm with the bench hooks: :func:`ingest_benchmark` (which leaves the last build
+    open), then :func:`harness_overhead` on that build, then :func:`remember_benchmark`
+    on the same store; an arm without them (:func:`no_hooks_reason`, e.g. a plug-in) gets
+    ``{"not_run": reason}`` in the first two and is built once for the third. Then the
+    arm is closed and its store removed. A failure is recorded as ``{"error": ...}`` for
+    that arm and the next arm runs.
+
+    Args:
+        arm_names: the arms, in order.
+        arm_params: constructor parameters by arm name (config ``arm_params``).
+        corpus: the bench corpus.
+        vectors: its embeddings (memories and queries).
+        queries: the harness queries.
+        work_dir: scratch directory for the stores and raw copies (removed per arm).
+        k: result size.
+        rounds: harness rounds per query and side.
+        ingest_rounds: builds per arm.
+        remember_n: timed remembers per arm; 0 skips the remember measure.
+        progress: show progress bars.
 
     Returns:
-        ``(harness records by arm, ingest records by arm)``.
+        ``(harness records by arm, ingest records by arm, remember records by arm)``.
     """
+    from agentmem.runner import make_arm
+
     harness: dict[str, dict] = {}
     ingest: dict[str, dict] = {}
+    remember: dict[str, dict] = {}
     for name in arm_names:
         store = work_dir / "stores" / name
         scratch = work_dir / "raw" / name
         arm: Arm | None = None
         try:
-            log.info("%s: ingest (%d builds) ...", name, ingest_rounds)
-            ingest[name], arm = ingest_benchmark(
-                name, arm_params.get(name), corpus, vectors, store, scratch, ingest_rounds, progress
-            )
+            arm = make_arm(name, arm_params.get(name))
+            reason = no_hooks_reason(arm)
+            if reason is None:
+                arm.close()
+                arm = None
+                log.info("%s: ingest (%d builds) ...", name, ingest_rounds)
+                ingest[name], arm = ingest_benchmark(
+                    name,
+                    arm_params.get(name),
+                    corpus,
+                    vectors,
+                    store,
+                    scratch,
+                    ingest_rounds,
+                    progress,
+                )
+            else:
+                log.info("%s", reason)
+                ingest[name] = harness[name] = {"not_run": reason}
+                if remember_n:
+                    _wipe(store)
+                    arm.build(corpus, vectors, store)
         except Exception as exc:  # report, never crash the run
             msg = f"cannot build: {type(exc).__name__}: {exc}"
-            ingest[name] = harness[name] = {"error": msg}
+            ingest[name] = harness[name] = remember[name] = {"error": msg}
             log.error("%s: %s", name, msg)
+            if arm is not None:
+                arm.close()
+                arm = None
         if arm is not None:
             try:
-                log.info(
-                    "%s: harness overhead (%d queries x %d rounds) ...", name, len(queries), rounds
-                )
-                harness[name] = harness_overhead(arm, queries, k, rounds, progress=progress)
-            except Exception as exc:  # report, never crash the run
-                harness[name] = {"error": f"{type(exc).__name__}: {exc}"}
-                log.error("%s: %s", name, harness[name]["error"])
+                if name not in harness:
+                    log.info(
+                        "%s: harness overhead (%d queries x %d rounds) ...",
+                        name,
+                        len(queries),
+                        rounds,
+                    )
+                    try:
+                        harness[name] = harness_overhead(arm, queries, k, rounds, progress=progress)
+                    except Exception as exc:  # report, never crash the run
+                        harness[name] = {"error": f"{type(exc).__name__}: {exc}"}
+                        log.error("%s: %s", name, harness[name]["error"])
+                if remember_n:
+                    log.info("%s: remember (%d single-memory calls) ...", name, remember_n)
+                    try:
+                        remember[name] = remember_benchmark(
+                            arm, corpus, vectors, remember_n, progress=progress
+                        )
+                    except Exception as exc:  # report, never crash the run
+                        remember[name] = {"error": f"{type(exc).__name__}: {exc}"}
+                        log.error("%s: %s", name, remember[name]["error"])
             finally:
                 arm.close()
         shutil.rmtree(store, ignore_errors=True)
         shutil.rmtree(scratch, ignore_errors=True)
-    return harness, ingest
+    return harness, ingest, remember
 
 
 def _read_result(path: Path) -> dict | None:
@@ -1543,6 +1696,7 @@ def run_bench(
     arms: Sequence[str] | None = None,
     rounds: int = 5,
     ingest_rounds: int = 5,
+    remember_n: int = 200,
     embedding: bool = True,
     embed_rounds: int = 1,
     embed_texts_n: int = 2000,
@@ -1551,7 +1705,7 @@ def run_bench(
     repo: Path | None = None,
     progress: bool = True,
 ) -> dict[str, Any]:
-    """Run the benchmarks; write ``{harness,ingest,embedding,pipeline}.json`` and ``summary.md``.
+    """Run the benchmarks; write one JSON per section (:data:`RESULT_FILES`) and ``summary.md``.
 
     The summary also shows results of sections not run this time if their JSON file is
     already in ``out_dir`` (each carries ``measured_at``), so ``--pipeline`` can be run
@@ -1561,9 +1715,10 @@ def run_bench(
         size: corpus size name (from the config's ``sizes``; default ``s``).
         out_dir: output directory (corpus, embedding cache and scratch stores go under it).
         config_file: the configuration (sizes, corpus options, arm parameters, ``run.k``).
-        arms: arm names (default: every registered arm); an empty list skips sections 1-2.
+        arms: arm names (default: every registered arm); an empty list skips sections 1-3.
         rounds: timed calls per side and query (harness).
         ingest_rounds: builds per arm (ingest).
+        remember_n: timed single-memory remembers per arm (section 3); 0 skips it.
         embedding: run section 3.
         embed_rounds: passes over the texts in section 3.
         embed_texts_n: number of texts embedded in section 3.
@@ -1573,7 +1728,7 @@ def run_bench(
         progress: show progress bars.
 
     Returns:
-        ``{"harness", "ingest", "embedding", "pipeline", "rows"}``.
+        ``{"harness", "ingest", "remember", "embedding", "pipeline", "rows"}``.
 
     Raises:
         BenchError: on an unknown arm or size.
@@ -1598,7 +1753,7 @@ def run_bench(
     if arm_names:
         queries = load_queries(corpus_dir, vectors)
         env = _environment()
-        harness, ingest = bench_arms(
+        harness, ingest, remember = bench_arms(
             arm_names,
             dict(cfg.arm_params),
             corpus,
@@ -1608,6 +1763,7 @@ def run_bench(
             k=cfg.run.k,
             rounds=rounds,
             ingest_rounds=ingest_rounds,
+            remember_n=remember_n,
             progress=progress,
         )
         common = {"size": size, "memories": corpus.memories.height, **env}
@@ -1615,6 +1771,9 @@ def run_bench(
         results["ingest"] = {**common, "arms": ingest}
         write_json(out_dir / "harness.json", results["harness"])
         write_json(out_dir / "ingest.json", results["ingest"])
+        if remember_n:
+            results["remember"] = {**common, "remembers": remember_n, "arms": remember}
+            write_json(out_dir / "remember.json", results["remember"])
     if embedding:
         pool = corpus.memories["body"].to_list() + [
             q.text for q in load_queries(corpus_dir, vectors)
@@ -1677,7 +1836,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="bench.py",
         description=(
             "Benchmark the harness itself: Arm.query vs the bare driver call, ingest vs the "
-            "raw bulk path, the embedding rule vs bare encode, and (--pipeline) the whole "
+            "raw bulk path, remember of one memory, the embedding rule vs bare encode, and "
+            "(--pipeline) the whole "
             "workflow. Writes results/bench/*.json and summary.md."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
@@ -1697,6 +1857,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     p.add_argument("--rounds", type=int, default=5, help="harness rounds per query and side")
     p.add_argument("--ingest-rounds", type=int, default=5, help="builds per arm")
+    p.add_argument(
+        "--remember",
+        type=int,
+        default=200,
+        metavar="N",
+        help="timed single-memory remembers per arm (0 skips the remember measure)",
+    )
     p.add_argument("--embed-rounds", type=int, default=1, help="passes of the embedding test")
     p.add_argument("--embed-texts", type=int, default=2000, help="texts in the embedding test")
     p.add_argument("--skip-embedding", action="store_true", help="skip the embedding test")
@@ -1713,6 +1880,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for flag in ("rounds", "ingest_rounds", "embed_rounds", "embed_texts", "pipeline_cores"):
         if getattr(args, flag) < 1:
             p.error(f"--{flag.replace('_', '-')} must be >= 1, got {getattr(args, flag)}")
+    if args.remember < 0:
+        p.error(f"--remember must be >= 0, got {args.remember}")
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(message)s")
     log.setLevel(logging.INFO)  # our progress lines; pgserver and the model stay quiet
     arms = None if args.arms is None else [a for a in args.arms.split(",") if a.strip()]
@@ -1724,6 +1893,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             arms=arms,
             rounds=args.rounds,
             ingest_rounds=args.ingest_rounds,
+            remember_n=args.remember,
             embedding=not args.skip_embedding,
             embed_rounds=args.embed_rounds,
             embed_texts_n=args.embed_texts,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import inspect
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -136,7 +136,8 @@ class SweepsConfig(_Strict):
     overfetch: list[int] = Field(
         default_factory=lambda: [1, 2, 4, 8, 16, 32, 64, 128],
         min_length=1,
-        description="file-vec-meta overfetch factors",
+        description="candidate-list factors (multiples of k) of the post-filtering arms "
+        "(file-vec-meta: overfetch)",
     )
     budget_k: list[int] = Field(
         default_factory=lambda: [1, 3, 5, 10, 20, 50],
@@ -152,7 +153,7 @@ class SweepsConfig(_Strict):
 
 
 class ConversationConfig(_Strict):
-    """The long-conversation experiment (three-tier memory vs alternatives, issue 8)."""
+    """The long-conversation experiment: arms driven turn by turn, against appending all."""
 
     conversations: int = Field(3, ge=1, le=100)
     turns: int = Field(100, ge=10, description="turns per conversation (the seed: 100)")
@@ -161,9 +162,16 @@ class ConversationConfig(_Strict):
     )
     probes_every: int = Field(2, ge=1, description="a probe question every N turns")
     min_gap: int = Field(20, ge=1, description="probe facts first stated >= N turns earlier")
-    l1_max_tokens: int = Field(3000, ge=100, description="three-tier L1 cap (the seed: 3,000)")
-    k: int = Field(5, ge=1, description="memories recalled by the RAG strategies")
+    l1_max_tokens: int = Field(
+        3000, ge=100, description="working-memory (L1) cap of arms that take one (the seed: 3,000)"
+    )
+    k: int = Field(5, ge=1, description="memories recalled per turn")
     seed: int = 0
+    arms: list[str] = Field(
+        default_factory=list,
+        description="arms driven through remember and query beside the append baseline, in "
+        "this order; an arm not in `arms` is left out",
+    )
 
 
 class DecayConfig(_Strict):
@@ -189,6 +197,20 @@ class LocomoConfig(_Strict):
     )
     limit_conversations: int | None = Field(
         None, ge=1, le=10, description="use only the first N conversations (tests)"
+    )
+
+
+#: One ``[arm_a, arm_b]`` pair of the paired bootstrap.
+ArmPair = Annotated[list[str], Field(min_length=2, max_length=2)]
+
+
+class ReportConfig(_Strict):
+    """What the report compares beyond the per-arm tables."""
+
+    paired_tests: list[ArmPair] = Field(
+        default_factory=list,
+        description="[arm_a, arm_b] pairs whose per-query nDCG@10 difference (a - b) the "
+        "paired bootstrap tests; a pair naming an arm not in `arms` is left out",
     )
 
 
@@ -243,6 +265,7 @@ class Config(_Strict):
         description="arm name -> constructor parameters (only for arms that take any)",
     )
     trials: TrialsConfig = TrialsConfig()
+    report: ReportConfig = ReportConfig()
     external: ExternalConfig = ExternalConfig()
 
     @model_validator(mode="after")
@@ -263,6 +286,24 @@ class Config(_Strict):
             for name in names:
                 if name not in ARMS:
                     raise ValueError(f"{key}: unknown arm {name!r}; known arms: {sorted(ARMS)}")
+        for name in self.seed_experiments.conversation.arms:
+            if name not in ARMS:
+                raise ValueError(
+                    f"seed_experiments.conversation.arms: unknown arm {name!r}; "
+                    f"known arms: {sorted(ARMS)}"
+                )
+        conv = self.seed_experiments.conversation.arms
+        if len(set(conv)) != len(conv):
+            raise ValueError(f"seed_experiments.conversation.arms: duplicate names in {conv}")
+        for a, b in self.report.paired_tests:
+            for name in (a, b):
+                if name not in ARMS:
+                    raise ValueError(
+                        f"report.paired_tests: unknown arm {name!r} in [{a}, {b}]; "
+                        f"known arms: {sorted(ARMS)}"
+                    )
+            if a == b:
+                raise ValueError(f"report.paired_tests: [{a}, {b}] pairs an arm with itself")
         for name, params in self.arm_params.items():
             try:
                 inspect.signature(ARMS[name]).bind(**(params or {}))
@@ -271,6 +312,18 @@ class Config(_Strict):
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"arm_params.{name}: bad parameters {params!r}: {exc}") from None
         return self
+
+
+def conversation_arms(cfg: Config) -> list[str]:
+    """The ``seed_experiments.conversation.arms`` that are configured in ``arms``, in order."""
+    have = set(cfg.arms)
+    return [a for a in cfg.seed_experiments.conversation.arms if a in have]
+
+
+def paired_tests(cfg: Config) -> list[list[str]]:
+    """The ``report.paired_tests`` pairs whose two arms are both configured in ``arms``."""
+    have = set(cfg.arms)
+    return [[a, b] for a, b in cfg.report.paired_tests if a in have and b in have]
 
 
 def _format_errors(exc: ValidationError) -> str:

@@ -5,7 +5,8 @@ from pathlib import Path
 
 from snakemake.utils import validate
 
-from agentmem.config import load_config
+from agentmem.config import conversation_arms, load_config, paired_tests
+from agentmem.sweeps.postfilter import postfilter_roles
 
 # 0) plug-in arms (entry-point group agentmem.arms) that clash with another arm's name, fail
 #    to import or break the arm contract stop the workflow here, naming arm, package, problem.
@@ -40,10 +41,11 @@ MAIN = CFG.main_size
 ARM_NAMES = list(CFG.arms)
 CRASH_FAMILIES = list(CFG.trials.crash.families)
 SCALING_ENTRIES = [(a, s) for s in CFG.scaling_sizes for a in ARM_NAMES]
-#: arms the post-filter sweep compares (those of them that are configured)
-POSTFILTER_ARMS = [
-    a for a in ("file-vec-meta", "pg-hnsw", "pg-hnsw-iterative") if a in ARM_NAMES
-]
+#: arms the post-filter sweep compares: the configured post-filtering arms it sweeps,
+#: then the in-search HNSW arms drawn as reference lines (from the arms' declarations)
+POSTFILTER_ARMS = [a for role in postfilter_roles(ARM_NAMES) for a in role]
+#: arms the conversation sweep drives (seed_experiments.conversation.arms that are configured)
+CONVERSATION_ARMS = conversation_arms(CFG)
 
 
 wildcard_constraints:
@@ -99,6 +101,19 @@ def arm_sources(wildcards):
     cls = ARMS[wildcards.arm]
     arm_file = inspect.getsourcefile(cls) or inspect.getfile(cls)
     return [str(Path(arm_file).resolve()), library_file("agentmem/runner.py")]
+
+
+def conversation_sources():
+    """The conversation sweep's module and the source files of the arms it drives."""
+    import inspect
+
+    from agentmem.arms import ARMS
+
+    files = dict.fromkeys(
+        str(Path(inspect.getsourcefile(ARMS[a]) or inspect.getfile(ARMS[a])).resolve())
+        for a in CONVERSATION_ARMS
+    )
+    return [library_file("agentmem/sweeps/conversation.py"), *files]
 
 
 def postfilter_builds():

@@ -412,7 +412,7 @@ rule bootstrap_metrics:
         mem_mb=1000,
     params:
         arms=ARM_NAMES,
-        pairs=None,
+        pairs=paired_tests(CFG),
         n_boot=2000,
         seed=CFG.corpus.seed,
     script:

@@ -5,10 +5,7 @@ rule run_conversation_sweep:
     input:
         memories=f"results/corpus/{MAIN}/memories.parquet",
         embeddings=f"results/embeddings/{MAIN}.parquet",
-        code=[
-            library_file("agentmem/sweeps/conversation.py"),
-            library_file("agentmem/arms/three_tier.py"),
-        ],
+        code=conversation_sources(),
     output:
         table="results/sweeps/conversation.csv",
         summary="results/sweeps/conversation_summary.csv",
@@ -32,6 +29,8 @@ rule run_conversation_sweep:
         l1_max_tokens=CFG.seed_experiments.conversation.l1_max_tokens,
         k=CFG.seed_experiments.conversation.k,
         seed=CFG.seed_experiments.conversation.seed,
+        arms=CONVERSATION_ARMS,
+        arm_params={a: dict(CFG.arm_params.get(a, {})) for a in CONVERSATION_ARMS},
         work_dir="results/stores/seeds/conversation",
     script:
         "../../scripts/run_conversation_sweep.py"

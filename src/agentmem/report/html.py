@@ -98,8 +98,8 @@ CAPTIONS = {
     "anomaly": "Restatements of a fact reached by a top-10 repair search; the rest stay stale.",
     "locomo": "Session-level R@5 and Hit@1 per arm beside the published BM25 and fusion "
     "anchors; turn-level nDCG@10 per question category.",
-    "conversation": "Context tokens per turn and cumulative, per strategy, beside the seed's "
-    "claims.",
+    "conversation": "Context tokens per turn and cumulative for append-everything and each "
+    "configured arm (remember every turn, then recall), beside the seed's claims.",
     "decay": "Graph memory under Ebbinghaus decay over a simulated year.",
 }
 

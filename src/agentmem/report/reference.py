@@ -199,18 +199,35 @@ in :data:`CLASSES` order."""
 
 REFERENCE_ARMS: tuple[str, ...] = tuple(OVERALL)
 """The study's ten arms, in its table order."""
-FILE_ARMS: tuple[str, ...] = ("file-jsonl", "file-vec", "file-vec-meta")
-DBMS_ARMS: tuple[str, ...] = tuple(a for a in REFERENCE_ARMS if a not in FILE_ARMS)
-TEXT_ONLY_ARMS: tuple[str, ...] = ("file-jsonl", "sqlite-btree", "sqlite-fts", "pg-btree", "pg-gin")
-VECTOR_ARMS: tuple[str, ...] = (
-    "file-vec",
-    "file-vec-meta",
-    "sqlite-hybrid",
-    "pg-hnsw",
-    "pg-hybrid",
-)
 
-EXACT_COUNT: dict[str, float] = {a: (0.0 if a in FILE_ARMS else 1.0) for a in REFERENCE_ARMS}
+
+def study_arms(role: Callable[[Any], bool]) -> tuple[str, ...]:
+    """The study's arms whose registered class plays ``role``, in the study's table order.
+
+    Args:
+        role: a test on an arm class (its ``family`` and ``capabilities`` declarations).
+
+    Returns:
+        The names of :data:`REFERENCE_ARMS` registered in :data:`agentmem.arms.ARMS` and
+        passing ``role``.
+    """
+    from agentmem.arms import ARMS
+
+    return tuple(a for a in REFERENCE_ARMS if a in ARMS and role(ARMS[a]))
+
+
+FILE_ARMS: tuple[str, ...] = study_arms(lambda c: not c.capabilities.transactions)
+"""The study's file arms: plain files, no transactions (capability grid)."""
+DBMS_ARMS: tuple[str, ...] = study_arms(lambda c: c.capabilities.transactions)
+"""The study's DBMS arms: writes are transactions."""
+TEXT_ONLY_ARMS: tuple[str, ...] = study_arms(lambda c: c.capabilities.vector_access == "none")
+"""The study's arms that store no vectors."""
+VECTOR_ARMS: tuple[str, ...] = study_arms(lambda c: c.capabilities.vector_access != "none")
+"""The study's arms that store a vector per memory."""
+DBMS_TEXT_ARMS: tuple[str, ...] = tuple(a for a in DBMS_ARMS if a in TEXT_ONLY_ARMS)
+"""The study's DBMS arms that rank by text alone."""
+
+EXACT_COUNT: dict[str, float] = {a: (1.0 if a in DBMS_ARMS else 0.0) for a in REFERENCE_ARMS}
 """§3 claim: every DBMS arm answered every aggregate with the exact count (rate 1); the
 file arms never did (rate 0)."""
 
@@ -230,6 +247,8 @@ branches by RRF with constant 60."""
 
 POSTFILTER_QUERIES = 193
 """§4: filtered queries in the post-filter sweep."""
+POSTFILTER_ARM = "file-vec-meta"
+"""§4: the arm the study swept (its overfetch factor)."""
 
 POSTFILTER: dict[int, tuple[float, float, float | None]] = {
     1: (0.489, 0.089, 0.0012),
@@ -605,21 +624,21 @@ def published_numbers() -> list[Published]:
         b.add(f"{arm} {p}", v, ("param", arm, p), "setting")
 
     # §4
-    b.at("§4", "Post-filter overfetch sweep (file-vec-meta)", "§4 post-filter sweep")
+    b.at("§4", f"Post-filter overfetch sweep ({POSTFILTER_ARM})", "§4 post-filter sweep")
     b.add(
         "filtered queries",
         POSTFILTER_QUERIES,
-        ("fill", "file-vec-meta", "filtered_queries"),
+        ("fill", POSTFILTER_ARM, "filtered_queries"),
         "count",
     )
     for x, (fill, rec, scan) in POSTFILTER.items():
-        b.add(f"×{x} fill rate", fill, ("postfilter", x, "fill_rate"), "score")
-        b.add(f"×{x} recall", rec, ("postfilter", x, "recall_at_10"), "score")
+        b.add(f"×{x} fill rate", fill, ("postfilter", POSTFILTER_ARM, x, "fill_rate"), "score")
+        b.add(f"×{x} recall", rec, ("postfilter", POSTFILTER_ARM, x, "recall_at_10"), "score")
         if scan is not None:
             b.add(
                 f"×{x} fraction scanned",
                 scan,
-                ("postfilter", x, "scan_fraction"),
+                ("postfilter", POSTFILTER_ARM, x, "scan_fraction"),
                 "rank",
                 note="= overfetch · k / memories",
             )
@@ -776,7 +795,7 @@ class OurResults:
     - ``("by_class", arm, class, column)``: ``tables/by_class.csv``;
     - ``("build", arm, key)``, ``("param", arm, name)``: ``builds/{m}/{arm}.json``;
     - ``("budget", arm, k, column)``: ``sweeps/budget.csv``;
-    - ``("postfilter", overfetch, column)``: ``sweeps/postfilter.csv`` (file-vec-meta rows);
+    - ``("postfilter", arm, overfetch, column)``: ``sweeps/postfilter.csv``;
     - ``("fill", arm, column)``: ``tables/fill_rate.csv``;
     - ``("scaling", arm, size, column)``: ``sweeps/scaling.csv`` (``storage_mb``,
       ``ingest_s``, ``index_s`` derived);
@@ -948,9 +967,9 @@ class OurResults:
         return self._cell(self._load("sweeps/budget.csv"), col, arm=arm, k=k)
 
     # --- §4 ---
-    def _get_postfilter(self, x: int, col: str) -> Any:
+    def _get_postfilter(self, arm: str, x: int, col: str) -> Any:
         t = self._load("sweeps/postfilter.csv")
-        return self._cell(t, col, arm="file-vec-meta", overfetch=x)
+        return self._cell(t, col, arm=arm, overfetch=x)
 
     def _get_fill(self, arm: str, col: str) -> Any:
         return self._cell(self._load("tables/fill_rate.csv"), col, arm=arm)
@@ -1279,9 +1298,9 @@ FINDINGS: tuple[Finding, ...] = (
     Finding(
         "§3",
         "Dense-only file-vec is below every DBMS text arm overall",
-        "min nDCG of sqlite-btree/sqlite-fts/pg-btree/pg-gin − file-vec",
+        f"min nDCG of {'/'.join(DBMS_TEXT_ARMS)} − file-vec",
         lambda v: (lambda a, b: a - b if _need(a, b) else None)(
-            _agg(min, [_nd(a) for a in ("sqlite-btree", "sqlite-fts", "pg-btree", "pg-gin")])(v),
+            _agg(min, [_nd(a) for a in DBMS_TEXT_ARMS])(v),
             v(_nd("file-vec")),
         ),
         "> 0",
@@ -1336,7 +1355,7 @@ FINDINGS: tuple[Finding, ...] = (
         "§4",
         "Post-filtering underfills: at ×1 overfetch the result slots are not filled",
         "fill rate at ×1",
-        lambda v: v(("postfilter", 1, "fill_rate")),
+        lambda v: v(("postfilter", POSTFILTER_ARM, 1, "fill_rate")),
         "< 0.9",
         lambda x: x < 0.9,
         "a selective predicate leaves fewer than k of the k nearest neighbours",
@@ -1345,7 +1364,10 @@ FINDINGS: tuple[Finding, ...] = (
         "§4",
         "More overfetch fills more slots",
         "fill rate ×128 − ×1",
-        _diff(("postfilter", 128, "fill_rate"), ("postfilter", 1, "fill_rate")),
+        _diff(
+            ("postfilter", POSTFILTER_ARM, 128, "fill_rate"),
+            ("postfilter", POSTFILTER_ARM, 1, "fill_rate"),
+        ),
         "> 0",
         lambda x: x > 0,
         "our sweep covers the overfetch factors in config (sweeps.overfetch)",

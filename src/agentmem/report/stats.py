@@ -25,17 +25,6 @@ from agentmem.corpus.queries import QUERY_CLASSES
 from agentmem.io import write_csv
 from agentmem.metrics import METRICS
 
-#: The differences the study's text argues from (REFERENCE §3 and DESIGN §3), as
-#: ``(arm_a, arm_b)``; :func:`paired_bootstrap` reports ``a − b``.
-DEFAULT_PAIRS: tuple[tuple[str, str], ...] = (
-    ("sqlite-fts", "sqlite-hybrid"),
-    ("sqlite-fts", "pg-gin"),
-    ("pg-hybrid", "pg-hnsw"),
-    ("sqlite-fts", "file-jsonl"),
-    ("pg-hnsw-iterative", "pg-hnsw"),
-    ("sqlite-hybrid", "pg-hybrid"),
-)
-
 CI_SCHEMA: dict[str, pl.DataType] = {
     "arm": pl.String,
     "query_class": pl.String,
@@ -163,15 +152,9 @@ def bootstrap_table(
     return pl.DataFrame(rows, schema=CI_SCHEMA)
 
 
-def default_pairs(arms: Iterable[str]) -> list[tuple[str, str]]:
-    """The pairs of :data:`DEFAULT_PAIRS` whose two arms are both in ``arms``."""
-    have = set(arms)
-    return [(a, b) for a, b in DEFAULT_PAIRS if a in have and b in have]
-
-
 def paired_bootstrap(
     metrics: Mapping[str, str | Path | pl.DataFrame],
-    pairs: Sequence[Sequence[str]] | None = None,
+    pairs: Sequence[Sequence[str]],
     metric: str = "ndcg_at_10",
     n_boot: int = 2000,
     seed: int = 0,
@@ -193,7 +176,7 @@ def paired_bootstrap(
 
     Args:
         metrics: arm name -> per-query scores (Parquet path or frame).
-        pairs: ``(arm_a, arm_b)`` pairs; None means :func:`default_pairs` of the arms given.
+        pairs: ``(arm_a, arm_b)`` pairs (the config's ``report.paired_tests``).
         metric: the score column compared (one of :data:`METRICS`).
         n_boot: resamples per group.
         seed: base seed (streams per ``(arm_a, arm_b, class)``).
@@ -211,7 +194,7 @@ def paired_bootstrap(
     _check(n_boot, alpha)
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
-    pairs = default_pairs(metrics) if pairs is None else [tuple(p) for p in pairs]
+    pairs = [tuple(p) for p in pairs]
     frames: dict[str, pl.DataFrame] = {}
 
     def load(arm: str) -> pl.DataFrame:
@@ -301,15 +284,15 @@ def write_bootstrap(
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Write ``bootstrap_ci.csv`` (:func:`bootstrap_table`) and ``paired_bootstrap.csv``.
 
-    The paired table covers nDCG@10 for ``pairs`` (None or empty: :func:`default_pairs`),
-    keeping only pairs whose two arms have scores.
+    The paired table covers nDCG@10 for ``pairs`` (the config's ``report.paired_tests``),
+    keeping only pairs whose two arms have scores; None or empty gives a table with the
+    columns of :data:`PAIRED_SCHEMA` and no rows.
 
     Returns:
         ``(ci_table, paired_table)`` as written.
     """
     ci = bootstrap_table(metrics, n_boot=n_boot, seed=seed)
-    wanted = default_pairs(metrics) if not pairs else [tuple(p) for p in pairs]
-    wanted = [(a, b) for a, b in wanted if a in metrics and b in metrics]
+    wanted = [(a, b) for a, b in (pairs or []) if a in metrics and b in metrics]
     paired = paired_bootstrap(metrics, wanted, n_boot=n_boot, seed=seed)
     write_csv(ci_out, ci)
     write_csv(paired_out, paired)

@@ -1,10 +1,13 @@
-"""Long-conversation token economics: three-tier memory vs append, vector RAG and FTS (issue 8).
+"""Long-conversation token economics: registered arms driven turn by turn, against append.
 
 The seed claims (REFERENCE §5) that three-tier memory (L1 working memory capped at 3,000
 tokens, rolling summaries, vector L3) cuts the cumulative tokens of a 100-turn
 conversation by 89.9 % against appending everything, caps the per-turn context near
 3,250 tokens and lifts long-range recall from 68.4 % (vector only) to 96.8 %. This sweep
-measures those three numbers.
+measures those three numbers for every arm the config names
+(``seed_experiments.conversation.arms``), each driven the way an agent drives its memory:
+write the turn through :meth:`~agentmem.arms.base.Arm.remember`, recall through
+:meth:`~agentmem.arms.base.Arm.query`.
 
 **Simulated conversations.** A conversation is a stream of corpus memories in time order
 (``seq``); the stream is cut into ``turns`` turns of ``memories_per_turn`` consecutive
@@ -33,37 +36,43 @@ correction memory has been seen (its turn <= ``t``), the correction only (the fa
 *current* value); otherwise every memory of the fact seen so far (they all state the
 value then current).
 
-**Per turn** every strategy first receives the turn, then assembles its context for a
-query: the probe question at probe turns, else the current turn's text (its vector: the
-normalised mean of the turn's memory vectors — exactly the memory's vector for one
-memory per turn; no model runs in the sweep).
+**Per turn** the context is assembled for a query: the probe question at probe turns,
+else the current turn's text (its vector: the normalised mean of the turn's memory
+vectors — exactly the memory's vector for one memory per turn; no model runs in the
+sweep). Strategies:
 
-* ``append``: the whole history, current turn included.
-* ``vector-rag``: the ``k`` memories of the history before this turn with the highest
-  cosine to the query (exact: an in-memory numpy matrix of unit vectors, dot product;
-  ties newest first — HNSW could only lose recall), plus the current turn.
-* ``sqlite-fts``: the ``k`` history memories ranked by FTS5 ``bm25`` (``porter
-  unicode61``, match expression :func:`agentmem.arms.text.fts5_match`; ties newest first)
-  in an apsw SQLite file under ``work_dir``, plus the current turn; text without terms
-  retrieves nothing.
-* ``three-tier``: :class:`~agentmem.arms.three_tier.ThreeTierArm` (one store under
-  ``work_dir``, :meth:`~agentmem.arms.three_tier.ThreeTierArm.reset` between
-  conversations) — every memory of the turn through ``ingest_turn`` (L1 capped at
-  ``l1_max_tokens``, rolling compaction into L2 summaries by the deterministic
-  :class:`~agentmem.summarise.ExtractiveSummariser` unless ``summariser`` says otherwise),
-  then ``assemble_context(query, vector, k)``: all of L1 (current turn included), the
-  arm's ``l2_context_nodes`` summary node(s) and the ``k`` nearest L3 memories.
+* ``append`` (the baseline, no store): the whole history, current turn included.
+* every configured arm: a fresh store per conversation (``build`` of an empty corpus
+  under ``work_dir/<arm>``, the corpus's sessions, facts and entities beside it), then
+  per turn
+
+  - an arm that assembles its own context (:class:`ContextAssembler`, e.g.
+    ``three-tier``: L1 working memory + L2 summaries + L3 vectors) first remembers the
+    turn, then ``assemble_context(query, vector, k)`` is its context (for ``three-tier``
+    all of L1, current turn included, its summary node(s) and the ``k`` nearest L3
+    memories);
+  - any other arm recalls ``query(Query(text, vector), k)`` over the history (the turns
+    before this one; no query at turn 1 or with ``k = 0``), its context is those
+    memories plus the current turn, and then it remembers the turn.
+
+  The turn is one ``remember`` call of its memory rows (corpus columns, ``superseded_by``
+  cleared); a correction names, in ``supersedes``, the memories it corrects that were
+  remembered in an earlier turn of the conversation, so supersession happens when the
+  correction arrives. Arms whose constructor takes ``l1_max_tokens`` or ``summariser``
+  get the sweep's values over their ``arm_params``.
 
 **Measures** (one row per strategy x conversation x turn, :data:`CONVERSATION_SCHEMA`):
 ``context_tokens`` — o200k tokens of the assembled context (memory bodies: the corpus's
 ``tokens`` column; summaries: the arm's own count; separators not counted; the probe
 question not counted); ``cumulative_tokens`` — running sum over the conversation's turns;
 ``probe`` — the probe's query id (null at other turns); ``probe_hit`` — whether a gold
-memory is in the context (null at other turns): for ``three-tier`` a memory counts when it
-is an L1 or L3 item, or when an L2 summary in the context *quotes* one of its sentences
+memory is in the context (null at other turns): for an assembling arm a memory counts when
+it is an L1 or L3 item, or when an L2 summary in the context *quotes* one of its sentences
 (:func:`agentmem.summarise.split_sentences`; a summary merely covering a memory it does
 not quote does not count); ``latency_ms`` — wall time to assemble the context (append:
-joining the history; RAG: search plus joining; three-tier: the ``assemble_context`` call).
+joining the history; recall: ``query`` plus joining; assembling arms: the
+``assemble_context`` call); ``remember_ms`` — wall time of the turn's ``remember`` call
+(null for ``append``).
 
 **Defaults exercise compaction.** Corpus memories are ~23 o200k tokens, so 100 one-memory
 turns (~2,300 tokens) never fill a 3,000-token L1: the default is ``turns=300`` (about
@@ -71,7 +80,7 @@ turns (~2,300 tokens) never fill a 3,000-token L1: the default is ``turns=300`` 
 seed's turns are chat exchanges of several hundred tokens; ``memories_per_turn=25``
 (~565 tokens per turn, one session's worth) with ``turns=100`` is the closer analogue.
 
-:func:`run_conversations` also returns per-turn tier data for ``three-tier``
+:func:`run_conversations` also returns per-turn tier data of the assembling arms
 (:data:`TIER_SCHEMA`) and one row per probe (:data:`PROBE_SCHEMA`);
 :func:`summarise_conversation` reduces the table (and those) per strategy beside
 :data:`SEED_CLAIMS`.
@@ -79,26 +88,37 @@ seed's turns are chat exchanges of several hundred tokens; ``memories_per_turn=2
 
 from __future__ import annotations
 
+import inspect
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
-import apsw
 import numpy as np
 import polars as pl
 
-from agentmem.arms.text import fts5_match
-from agentmem.arms.three_tier import TIERS, ThreeTierArm
+from agentmem.arms import ARMS
+from agentmem.arms.base import (
+    MEMORY_SCHEMA,
+    SUPERSEDES,
+    VECTOR_DIM,
+    Arm,
+    Corpus,
+    Embeddings,
+    Query,
+)
+from agentmem.arms.three_tier import TIERS, AssembledContext
 from agentmem.corpus.io import load_corpus
 from agentmem.embeddings import load_embeddings
 from agentmem.summarise import split_sentences
 from agentmem.tokens import count_tokens
 
-#: Strategies in output order.
-STRATEGIES: tuple[str, ...] = ("append", "vector-rag", "sqlite-fts", "three-tier")
+#: The baseline strategy (no store: the whole history is the context); always first.
+APPEND = "append"
+#: Sweep parameters handed to an arm whose constructor takes a parameter of that name.
+SWEEP_ARM_PARAMS: tuple[str, ...] = ("l1_max_tokens", "summariser")
 #: Query classes whose questions are about one fact and can serve as probes.
 PROBE_CLASSES: tuple[str, ...] = (
     "lexical",
@@ -132,12 +152,13 @@ CONVERSATION_SCHEMA: dict[str, pl.DataType] = {
     "probe": pl.String,
     "probe_hit": pl.Boolean,
     "latency_ms": pl.Float64,
+    "remember_ms": pl.Float64,
 }
-#: Per-turn tier data of ``three-tier``: tokens per tier in the context, assemble time per
-#: tier, ingest time per tier (summed over the turn's memories), L2 nodes written, and at
-#: probe turns the tiers holding a gold memory (space-separated, ``""`` for a miss; null
-#: at other turns).
+#: Per-turn tier data of an assembling arm (``strategy``): tokens per tier in the context,
+#: assemble time per tier, and at probe turns the tiers holding a gold memory
+#: (space-separated, ``""`` for a miss; null at other turns).
 TIER_SCHEMA: dict[str, pl.DataType] = {
+    "strategy": pl.String,
     "conversation": pl.Int64,
     "turn": pl.Int64,
     "l1_tokens": pl.Int64,
@@ -146,10 +167,6 @@ TIER_SCHEMA: dict[str, pl.DataType] = {
     "l1_ms": pl.Float64,
     "l2_ms": pl.Float64,
     "l3_ms": pl.Float64,
-    "ingest_l1_ms": pl.Float64,
-    "ingest_l2_ms": pl.Float64,
-    "ingest_l3_ms": pl.Float64,
-    "compactions": pl.Int64,
     "hit_tiers": pl.String,
 }
 #: One row per probe: the question, its fact, the turn the fact was first stated and the
@@ -305,6 +322,8 @@ class _Conversation:
     vectors: np.ndarray  # float32 (n, 384)
     turn_of: list[int]  # 1-based turn of each stream position
     turns: list[range]  # stream positions of turn t at index t - 1
+    frame: pl.DataFrame  # the rows as remember takes them (remember_frame)
+    embeddings: Embeddings  # the stream's vectors keyed by memory id
     probes: dict[int, tuple[ProbeQuestion, frozenset[str], dict[str, Any]]] = field(
         default_factory=dict
     )  # turn -> (question, gold ids, probe row)
@@ -383,6 +402,49 @@ def _schedule_probes(
 
 
 # -------------------------------------------------------------------- strategies
+def remember_frame(stream: pl.DataFrame, turn_of: Sequence[int]) -> pl.DataFrame:
+    """The stream's rows as :meth:`~agentmem.arms.base.Arm.remember` takes them.
+
+    Keeps the :data:`~agentmem.arms.base.MEMORY_SCHEMA` columns the stream has, clears
+    ``superseded_by`` and adds :data:`~agentmem.arms.base.SUPERSEDES`: for a memory that
+    the corpus names as the ``superseded_by`` of earlier stream memories, those of them
+    stated in an earlier turn (a memory's correction within its own turn is left out),
+    else null.
+
+    Args:
+        stream: the conversation's memory rows in stream order (corpus columns).
+        turn_of: 1-based turn of each row.
+
+    Returns:
+        One row per stream row, same order.
+    """
+    ids = stream["memory_id"].to_list()
+    turn_by_id = dict(zip(ids, turn_of, strict=True))
+    olds: dict[str, list[str]] = {}
+    for old, new in zip(ids, stream["superseded_by"].to_list(), strict=True):
+        if new in turn_by_id and turn_by_id[old] < turn_by_id[new]:
+            olds.setdefault(new, []).append(old)
+    cols = [c for c in MEMORY_SCHEMA if c in stream.columns]
+    return stream.select(cols).with_columns(
+        superseded_by=pl.lit(None, dtype=pl.String),
+        **{SUPERSEDES: pl.Series([olds.get(m) for m in ids], dtype=pl.List(pl.String))},
+    )
+
+
+@runtime_checkable
+class ContextAssembler(Protocol):
+    """An arm that assembles a turn's context itself (working memory + summaries + recall).
+
+    The sweep then uses ``assemble_context`` instead of ``query`` for the context and
+    records its tiers (:data:`TIER_SCHEMA`); :class:`~agentmem.arms.three_tier.ThreeTierArm`
+    is one.
+    """
+
+    def assemble_context(self, query_text: str, query_vec: Any, k: int = 5) -> AssembledContext:
+        """Return the context for a turn: items per tier L1, L2, L3, tokens and ms per tier."""
+        ...
+
+
 @dataclass
 class _Context:
     """What a strategy put into the context for one turn (internal)."""
@@ -390,6 +452,7 @@ class _Context:
     ids: set[str]
     tokens: int
     latency_ms: float
+    remember_ms: float | None = None
     tier: dict[str, Any] | None = None
 
 
@@ -400,9 +463,7 @@ class _Strategy(Protocol):
 
     def begin(self, conv: _Conversation) -> None: ...
 
-    def add_turn(self, t: int) -> None: ...
-
-    def context(self, t: int, text: str, vec: np.ndarray) -> _Context: ...
+    def turn(self, t: int, query: Query) -> _Context: ...
 
     def close(self) -> None: ...
 
@@ -410,16 +471,13 @@ class _Strategy(Protocol):
 class _Append:
     """Infinite append: the whole history is the context."""
 
-    name = "append"
+    name = APPEND
 
     def begin(self, conv: _Conversation) -> None:
         self.c = conv
         self.cum = np.concatenate([[0], np.cumsum(conv.tokens)])
 
-    def add_turn(self, t: int) -> None:
-        pass
-
-    def context(self, t: int, text: str, vec: np.ndarray) -> _Context:
+    def turn(self, t: int, query: Query) -> _Context:
         end = self.c.turns[t - 1].stop
         t0 = time.perf_counter()
         prompt = "\n".join(self.c.bodies[:end])
@@ -431,126 +489,63 @@ class _Append:
         pass
 
 
-class _VectorRag:
-    """Top-k history memories by exact cosine (numpy), plus the current turn."""
+class _ArmStrategy:
+    """A registered arm: remember every turn; recall by ``query`` or ``assemble_context``."""
 
-    name = "vector-rag"
-
-    def __init__(self, k: int) -> None:
+    def __init__(
+        self, name: str, make: Callable[[], Arm], k: int, store_dir: Path, corpus: Corpus
+    ) -> None:
+        self.name = name
+        self.make = make
+        self.arm: Arm | None = None
         self.k = k
+        self.store_dir = store_dir
+        self.empty = Corpus(corpus.memories.clear(), corpus.sessions, corpus.facts, corpus.entities)
 
     def begin(self, conv: _Conversation) -> None:
+        """Build a fresh, empty store for ``conv`` (replacing the last conversation's)."""
         self.c = conv
+        self.pos = {m: i for i, m in enumerate(conv.ids)}
+        self.close()
+        self.arm = self.make()
+        self.assembles = isinstance(self.arm, ContextAssembler)
+        none = Embeddings([], np.zeros((0, VECTOR_DIM), dtype=np.float32))
+        self.arm.build(self.empty, none, self.store_dir)
+        if self.assembles:
+            self.sentences = {
+                m: split_sentences(b) for m, b in zip(conv.ids, conv.bodies, strict=True)
+            }
 
-    def add_turn(self, t: int) -> None:
-        pass
-
-    def context(self, t: int, text: str, vec: np.ndarray) -> _Context:
+    def _remember(self, t: int) -> float:
         cur = self.c.turns[t - 1]
-        h = cur.start
+        rows = self.c.frame.slice(cur.start, len(cur))
+        t0 = time.perf_counter()
+        self.arm.remember(rows, self.c.embeddings)
+        return (time.perf_counter() - t0) * 1e3
+
+    def turn(self, t: int, query: Query) -> _Context:
+        if self.assembles:
+            remember_ms = self._remember(t)
+            ctx = self._assemble(t, query)
+            ctx.remember_ms = remember_ms
+            return ctx
+        cur = self.c.turns[t - 1]
         t0 = time.perf_counter()
         picked: list[int] = []
-        if h and self.k:
-            sims = self.c.vectors[:h] @ vec
-            # best first; ties newest first (larger stream position)
-            order = np.lexsort((-np.arange(h), -sims))
-            picked = [int(i) for i in order[: self.k]]
+        if cur.start and self.k:
+            res = self.arm.query(query, self.k)
+            picked = [self.pos[m] for m in res.memory_ids[: self.k] if m in self.pos]
         pos = picked + list(cur)
         prompt = "\n".join(self.c.bodies[i] for i in pos)
         ms = (time.perf_counter() - t0) * 1e3
         del prompt
-        return _Context({self.c.ids[i] for i in pos}, int(self.c.tokens[pos].sum()), ms)
+        remember_ms = self._remember(t)
+        ids = {self.c.ids[i] for i in pos}
+        return _Context(ids, int(self.c.tokens[pos].sum()), ms, remember_ms)
 
-    def close(self) -> None:
-        pass
-
-
-class _SqliteFts:
-    """Top-k history memories by FTS5 bm25 in an apsw SQLite file, plus the current turn."""
-
-    name = "sqlite-fts"
-
-    def __init__(self, k: int, path: Path) -> None:
-        self.k = k
-        path.parent.mkdir(parents=True, exist_ok=True)
-        for suffix in ("", "-wal", "-shm"):
-            Path(str(path) + suffix).unlink(missing_ok=True)
-        self.db = apsw.Connection(str(path))
-        self.db.execute("PRAGMA journal_mode=WAL").fetchall()
-        self.db.execute("PRAGMA synchronous=NORMAL")
-
-    def begin(self, conv: _Conversation) -> None:
-        self.c = conv
-        self.db.execute(
-            "DROP TABLE IF EXISTS turns_fts; DROP TABLE IF EXISTS turns; "
-            "CREATE TABLE turns(id INTEGER PRIMARY KEY, memory_id TEXT NOT NULL, "
-            "body TEXT NOT NULL); "
-            "CREATE VIRTUAL TABLE turns_fts USING fts5(body, content='turns', "
-            "content_rowid='id', tokenize='porter unicode61');"
-        )
-
-    def add_turn(self, t: int) -> None:
-        rows = [(i + 1, self.c.ids[i], self.c.bodies[i]) for i in self.c.turns[t - 1]]
-        with self.db:
-            self.db.executemany("INSERT INTO turns(id, memory_id, body) VALUES (?, ?, ?)", rows)
-            self.db.executemany(
-                "INSERT INTO turns_fts(rowid, body) VALUES (?, ?)", [(r[0], r[2]) for r in rows]
-            )
-
-    def context(self, t: int, text: str, vec: np.ndarray) -> _Context:
-        cur = self.c.turns[t - 1]
+    def _assemble(self, t: int, query: Query) -> _Context:
         t0 = time.perf_counter()
-        match = fts5_match(text)
-        picked: list[int] = []
-        if match is not None and cur.start and self.k:
-            picked = [
-                int(r[0]) - 1
-                for r in self.db.execute(
-                    "SELECT t.id FROM turns_fts JOIN turns AS t ON t.id = turns_fts.rowid "
-                    "WHERE turns_fts MATCH ? AND t.id <= ? "
-                    "ORDER BY bm25(turns_fts), t.id DESC LIMIT ?",
-                    (match, cur.start, self.k),
-                )
-            ]
-        pos = picked + list(cur)
-        prompt = "\n".join(self.c.bodies[i] for i in pos)
-        ms = (time.perf_counter() - t0) * 1e3
-        del prompt
-        return _Context({self.c.ids[i] for i in pos}, int(self.c.tokens[pos].sum()), ms)
-
-    def close(self) -> None:
-        self.db.close()
-
-
-class _ThreeTier:
-    """The three-tier arm driven turn by turn (``ingest_turn`` / ``assemble_context``)."""
-
-    name = "three-tier"
-
-    def __init__(self, k: int, store_dir: Path, params: Mapping[str, Any]) -> None:
-        self.k = k
-        self.arm = ThreeTierArm(**params)
-        self.arm.create(store_dir)
-        self.ingest_ms = {tier: 0.0 for tier in TIERS}
-        self.compactions = 0
-
-    def begin(self, conv: _Conversation) -> None:
-        self.c = conv
-        self.arm.reset()
-        self.sentences = {m: split_sentences(b) for m, b in zip(conv.ids, conv.bodies, strict=True)}
-
-    def add_turn(self, t: int) -> None:
-        self.ingest_ms = {tier: 0.0 for tier in TIERS}
-        self.compactions = 0
-        for i in self.c.turns[t - 1]:
-            ev = self.arm.ingest_turn(self.c.rows[i], self.c.vectors[i])
-            for tier in TIERS:
-                self.ingest_ms[tier] += ev.latency_ms.get(tier, 0.0)
-            self.compactions += len(ev.compactions)
-
-    def context(self, t: int, text: str, vec: np.ndarray) -> _Context:
-        t0 = time.perf_counter()
-        ctx = self.arm.assemble_context(text, vec, self.k)
+        ctx = self.arm.assemble_context(query.text, query.embedding, self.k)  # type: ignore[attr-defined]
         ms = (time.perf_counter() - t0) * 1e3
         by_tier: dict[str, set[str]] = {tier: set() for tier in TIERS}
         for it in ctx.items:
@@ -570,16 +565,39 @@ class _ThreeTier:
             "l1_ms": ctx.latency_ms["L1"],
             "l2_ms": ctx.latency_ms["L2"],
             "l3_ms": ctx.latency_ms["L3"],
-            "ingest_l1_ms": self.ingest_ms["L1"],
-            "ingest_l2_ms": self.ingest_ms["L2"],
-            "ingest_l3_ms": self.ingest_ms["L3"],
-            "compactions": self.compactions,
             "hit_tiers": hit_tiers,
         }
-        return _Context(ids, ctx.total_tokens, ms, tier)
+        return _Context(ids, ctx.total_tokens, ms, tier=tier)
 
     def close(self) -> None:
-        self.arm.close()
+        if self.arm is not None:
+            self.arm.close()
+            self.arm = None
+
+
+def make_conversation_arm(
+    name: str, params: Mapping[str, Any] | None, sweep_params: Mapping[str, Any]
+) -> Arm:
+    """Instantiate registered arm ``name`` for the sweep.
+
+    Args:
+        name: an ``agentmem.arms.ARMS`` name.
+        params: its constructor parameters (config ``arm_params``).
+        sweep_params: the sweep's :data:`SWEEP_ARM_PARAMS` values; each is passed when the
+            arm's constructor takes a parameter of that name, overriding ``params``.
+
+    Raises:
+        ValueError: on an unknown arm or parameters its constructor refuses.
+    """
+    if name not in ARMS:
+        raise ValueError(f"unknown arm {name!r}; known arms: {sorted(ARMS)}")
+    cls = ARMS[name]
+    takes = inspect.signature(cls).parameters
+    kwargs = {**dict(params or {}), **{k: v for k, v in sweep_params.items() if k in takes}}
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name}: bad parameters {kwargs!r}: {exc}") from None
 
 
 # --------------------------------------------------------------------------- run
@@ -589,8 +607,8 @@ class ConversationRun:
 
     Attributes:
         table: per strategy x conversation x turn (:data:`CONVERSATION_SCHEMA`).
-        tiers: per conversation x turn of ``three-tier`` (:data:`TIER_SCHEMA`; empty when
-            ``three-tier`` did not run).
+        tiers: per assembling arm x conversation x turn (:data:`TIER_SCHEMA`; empty when
+            no :class:`ContextAssembler` arm ran).
         probes: one row per probe (:data:`PROBE_SCHEMA`).
     """
 
@@ -621,38 +639,39 @@ def run_conversations(
     memories_per_turn: int = 1,
     sampling: str = "window",
     summariser: str = "extractive",
-    three_tier_params: Mapping[str, Any] | None = None,
-    strategies: tuple[str, ...] = STRATEGIES,
+    arms: Sequence[str] = (),
+    arm_params: Mapping[str, Mapping[str, Any] | None] | None = None,
 ) -> ConversationRun:
     """Simulate the conversations and measure every strategy (module docstring).
 
     Args:
         corpus_dir: corpus directory (memories, facts, queries, qrels Parquet files).
         embeddings_path: embeddings Parquet holding every memory and query id.
-        work_dir: scratch directory for the ``sqlite-fts`` file and the ``three-tier``
-            store (its embedded PostgreSQL is stopped before returning).
+        work_dir: scratch directory for the arms' stores (``work_dir/<arm>``; embedded
+            PostgreSQL servers are stopped before returning).
         conversations: number of conversations (>= 1).
         turns: turns per conversation (>= 1); default 300 so that L1 compacts.
         probes_every: a probe is attempted at every turn divisible by this (>= 1).
         min_gap: a probed fact was first stated at least this many turns earlier (>= 1).
         seed: seeds the stream choice and the probe draws (conversation ``c`` uses
             ``random.Random(seed * 1000 + c)``).
-        l1_max_tokens: three-tier's L1 cap in o200k tokens (seed: 3,000).
-        k: memories retrieved by the RAG strategies and from L3 (seed: 5).
+        l1_max_tokens: the working-memory cap in o200k tokens (seed: 3,000): defines a
+            probe's ``beyond_l1`` and is passed to arms taking ``l1_max_tokens``.
+        k: memories recalled per turn by ``query``, and from L3 (seed: 5).
         memories_per_turn: corpus memories per turn (>= 1).
         sampling: ``"window"`` or ``"topics"`` (:data:`SAMPLINGS`).
-        summariser: three-tier's summariser (``"extractive"``: deterministic, offline).
-        three_tier_params: further :class:`~agentmem.arms.three_tier.ThreeTierArm`
-            parameters (``l1_max_tokens`` and ``summariser`` arguments win).
-        strategies: subset of :data:`STRATEGIES` to run.
+        summariser: passed to arms taking ``summariser`` (``"extractive"``:
+            deterministic, offline).
+        arms: registered arm names to drive, in output order after ``append``.
+        arm_params: constructor parameters by arm name (config ``arm_params``).
 
     Returns:
         :class:`ConversationRun`.
 
     Raises:
-        ValueError: on a parameter out of range, an unknown strategy or sampling, or a
-            corpus too small for one conversation.
-        agentmem.arms.base.ArmError: when the three-tier store fails.
+        ValueError: on a parameter out of range, an unknown or repeated arm, parameters an
+            arm refuses, an unknown sampling, or a corpus too small for one conversation.
+        agentmem.arms.base.ArmError: when an arm's store fails.
     """
     conversations = _check_int("conversations", conversations, 1)
     turns = _check_int("turns", turns, 1)
@@ -662,9 +681,13 @@ def run_conversations(
     memories_per_turn = _check_int("memories_per_turn", memories_per_turn, 1)
     if sampling not in SAMPLINGS:
         raise ValueError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}")
-    unknown = [s for s in strategies if s not in STRATEGIES]
-    if unknown or not strategies:
-        raise ValueError(f"unknown strategies {unknown}; choose from {STRATEGIES}")
+    arms = list(arms)
+    if len(set(arms)) != len(arms):
+        raise ValueError(f"arms: duplicate names in {arms}")
+    sweep_params = {"l1_max_tokens": l1_max_tokens, "summariser": summariser}
+    params = dict(arm_params or {})
+    for name in arms:  # fail on a bad name or parameter before any store is made
+        make_conversation_arm(name, params.get(name), sweep_params).close()
     corpus_dir, work_dir = Path(corpus_dir), Path(work_dir)
     work_dir.mkdir(parents=True, exist_ok=True)
 
@@ -698,55 +721,52 @@ def run_conversations(
         else:
             stream = _topic_stream(memories, n, rng, set(questions), subject_of)
         ids = stream["memory_id"].to_list()
+        turn_of = [i // memories_per_turn + 1 for i in range(n)]
+        vecs = np.ascontiguousarray(vectors.get(ids), dtype=np.float32)
         conv = _Conversation(
             index=c,
             rows=list(stream.iter_rows(named=True)),
             ids=ids,
             bodies=stream["body"].to_list(),
             tokens=stream["tokens"].cast(pl.Int64).to_numpy(),
-            vectors=np.ascontiguousarray(vectors.get(ids), dtype=np.float32),
-            turn_of=[i // memories_per_turn + 1 for i in range(n)],
+            vectors=vecs,
+            turn_of=turn_of,
             turns=[range(t * memories_per_turn, (t + 1) * memories_per_turn) for t in range(turns)],
+            frame=remember_frame(stream, turn_of),
+            embeddings=Embeddings(ids, vecs),
         )
         _schedule_probes(conv, questions, correction_of, probes_every, min_gap, l1_max_tokens, rng)
         convs.append(conv)
 
-    made: list[_Strategy] = []
+    made: list[_Strategy] = [_Append()]
+    for name in arms:
+        made.append(
+            _ArmStrategy(
+                name,
+                lambda name=name: make_conversation_arm(name, params.get(name), sweep_params),
+                k,
+                work_dir / name,
+                corpus,
+            )
+        )
     rows: list[dict[str, Any]] = []
     tier_rows: list[dict[str, Any]] = []
     try:
-        for name in STRATEGIES:
-            if name not in strategies:
-                continue
-            if name == "append":
-                made.append(_Append())
-            elif name == "vector-rag":
-                made.append(_VectorRag(k))
-            elif name == "sqlite-fts":
-                made.append(_SqliteFts(k, work_dir / "sqlite-fts" / "turns.db"))
-            else:
-                params = {
-                    **dict(three_tier_params or {}),
-                    "l1_max_tokens": l1_max_tokens,
-                    "summariser": summariser,
-                }
-                made.append(_ThreeTier(k, work_dir / "three-tier", params))
         for strat in made:
             for conv in convs:
                 strat.begin(conv)
                 cum = 0
                 for t in range(1, turns + 1):
-                    strat.add_turn(t)
                     probe = conv.probes.get(t)
                     if probe is not None:
-                        text, vec = probe[0].text, probe[0].vector
+                        qid, text, vec = probe[0].query_id, probe[0].text, probe[0].vector
                     else:
                         cur = conv.turns[t - 1]
-                        text = "\n".join(conv.bodies[i] for i in cur)
+                        qid, text = f"turn-{conv.index}-{t}", "\n".join(conv.bodies[i] for i in cur)
                         vec = conv.vectors[cur.start : cur.stop].mean(axis=0)
                         norm = float(np.linalg.norm(vec))
                         vec = (vec / norm if norm > 0 else vec).astype(np.float32)
-                    ctx = strat.context(t, text, vec)
+                    ctx = strat.turn(t, Query(qid, text, vec))
                     cum += ctx.tokens
                     rows.append(
                         {
@@ -758,10 +778,14 @@ def run_conversations(
                             "probe": probe[0].query_id if probe else None,
                             "probe_hit": bool(ctx.ids & probe[1]) if probe else None,
                             "latency_ms": ctx.latency_ms,
+                            "remember_ms": ctx.remember_ms,
                         }
                     )
                     if ctx.tier is not None:
-                        tier_rows.append({"conversation": conv.index, "turn": t, **ctx.tier})
+                        tier_rows.append(
+                            {"strategy": strat.name, "conversation": conv.index, "turn": t}
+                            | ctx.tier
+                        )
     finally:
         for strat in made:
             strat.close()
@@ -789,9 +813,10 @@ def conversation_sweep(
     """Return the per-turn table of :func:`run_conversations` (:data:`CONVERSATION_SCHEMA`).
 
     Columns ``strategy, conversation, turn, context_tokens, cumulative_tokens, probe,
-    probe_hit, latency_ms``; one row per strategy x conversation x turn (strategies in
-    :data:`STRATEGIES` order, conversations from 0, turns from 1). Defaults: 300 one-memory
-    turns and the seed's 3,000-token L1, so that L1 compacts (module docstring).
+    probe_hit, latency_ms, remember_ms``; one row per strategy x conversation x turn
+    (``append``, then the ``arms`` option in its order; conversations from 0, turns from
+    1). Defaults: 300 one-memory turns and the seed's 3,000-token L1, so that L1 compacts
+    (module docstring).
 
     Args:
         corpus_dir: corpus directory.
@@ -802,10 +827,10 @@ def conversation_sweep(
         probes_every: probe attempt period in turns.
         min_gap: minimum turns between a fact's first statement and its probe.
         seed: RNG seed.
-        l1_max_tokens: three-tier's L1 cap (o200k tokens).
-        k: memories retrieved by RAG and from L3.
+        l1_max_tokens: the working-memory cap (o200k tokens).
+        k: memories recalled per turn, and from L3.
         **options: keyword options of :func:`run_conversations` (``memories_per_turn``,
-            ``sampling``, ``summariser``, ``three_tier_params``, ``strategies``).
+            ``sampling``, ``summariser``, ``arms``, ``arm_params``).
 
     Raises:
         ValueError: as :func:`run_conversations`.
@@ -844,6 +869,8 @@ SUMMARY_SCHEMA: dict[str, pl.DataType] = {
     "corrected_recall": pl.Float64,
     "p50_latency_ms": pl.Float64,
     "p95_latency_ms": pl.Float64,
+    "p50_remember_ms": pl.Float64,
+    "p95_remember_ms": pl.Float64,
     "p50_l1_ms": pl.Float64,
     "p50_l2_ms": pl.Float64,
     "p50_l3_ms": pl.Float64,
@@ -861,22 +888,24 @@ def summarise_conversation(
 
     - ``cumulative_tokens``: sum over conversations of the last turn's cumulative tokens;
     - ``tokens_vs_append_pct = 100 * (cumulative_tokens / cumulative_tokens(append) - 1)``
-      (negative = fewer tokens; the seed claims -89.9 for three-tier; null without an
-      ``append`` row);
+      (negative = fewer tokens; the seed claims -89.9 for three-tier memory; null without
+      an ``append`` row);
     - ``max_context_tokens`` / ``p95_context_tokens`` / ``mean_context_tokens``: of the
       per-turn context (the cap actually reached; the seed claims ~3,250);
-    - ``long_range_recall``: share of probes with ``probe_hit`` (seed: 0.968 three-tier,
-      0.684 vector only);
+    - ``long_range_recall``: share of probes with ``probe_hit`` (seed: 0.968 three-tier
+      memory, 0.684 vector only);
     - ``beyond_l1_probes`` / ``beyond_l1_recall``: probes whose gold had left any L1 of
-      ``l1_max_tokens`` (``beyond_l1`` in ``probes``) and their hit share — for
-      ``three-tier`` these must come from L2 or L3 (null without ``probes``);
+      ``l1_max_tokens`` (``beyond_l1`` in ``probes``) and their hit share — for an
+      assembling arm these must come from L2 or L3 (null without ``probes``);
     - ``corrected_probes`` / ``corrected_recall``: probes whose fact's correction had been
       seen (gold = the correction), and their hit share (null without ``probes``, or no
       such probe);
     - ``p50_latency_ms`` / ``p95_latency_ms``: context assembly time per turn;
-    - ``p50_l1_ms`` / ``p50_l2_ms`` / ``p50_l3_ms``: for ``three-tier`` only (from
-      ``tiers``), the median assembly time of each tier (seed budgets: L1 < 2, L2 5-15,
-      L3 15-40 ms); null otherwise.
+    - ``p50_remember_ms`` / ``p95_remember_ms``: the turn's ``remember`` call (null for
+      ``append``);
+    - ``p50_l1_ms`` / ``p50_l2_ms`` / ``p50_l3_ms``: for strategies with rows in ``tiers``
+      (the assembling arms), the median assembly time of each tier (seed budgets: L1 < 2,
+      L2 5-15, L3 15-40 ms); null otherwise.
 
     Args:
         df: the per-turn table (:data:`CONVERSATION_SCHEMA`).
@@ -893,17 +922,21 @@ def summarise_conversation(
     if probes is not None:
         seen = probes.filter(pl.col("correction_seen")).select("conversation", "turn")
         beyond = probes.filter(pl.col("beyond_l1")).select("conversation", "turn")
-    tier_p50: dict[str, float | None] = {"L1": None, "L2": None, "L3": None}
+    tier_p50: dict[str, dict[str, float]] = {}
     if tiers is not None and tiers.height:
-        for tier in TIERS:
-            tier_p50[tier] = float(tiers[f"{tier.lower()}_ms"].quantile(0.5, "linear"))
+        for (name,), g in tiers.group_by("strategy", maintain_order=True):
+            tier_p50[str(name)] = {
+                tier: float(g[f"{tier.lower()}_ms"].quantile(0.5, "linear")) for tier in TIERS
+            }
     out = []
     for s in order:
         d = df.filter(pl.col("strategy") == s)
         pr = d.filter(pl.col("probe").is_not_null())
         corr = pr.join(seen, on=["conversation", "turn"]) if seen is not None else pr.clear()
         far = pr.join(beyond, on=["conversation", "turn"]) if beyond is not None else pr.clear()
-        base = cum.get("append")
+        base = cum.get(APPEND)
+        rem = d["remember_ms"].drop_nulls() if "remember_ms" in d.columns else pl.Series([])
+        tp = tier_p50.get(s, {})
         out.append(
             {
                 "strategy": s,
@@ -922,9 +955,11 @@ def summarise_conversation(
                 "corrected_recall": float(corr["probe_hit"].mean()) if corr.height else None,
                 "p50_latency_ms": float(d["latency_ms"].quantile(0.5, "linear")),
                 "p95_latency_ms": float(d["latency_ms"].quantile(0.95, "linear")),
-                "p50_l1_ms": tier_p50["L1"] if s == "three-tier" else None,
-                "p50_l2_ms": tier_p50["L2"] if s == "three-tier" else None,
-                "p50_l3_ms": tier_p50["L3"] if s == "three-tier" else None,
+                "p50_remember_ms": float(rem.quantile(0.5, "linear")) if rem.len() else None,
+                "p95_remember_ms": float(rem.quantile(0.95, "linear")) if rem.len() else None,
+                "p50_l1_ms": tp.get("L1"),
+                "p50_l2_ms": tp.get("L2"),
+                "p50_l3_ms": tp.get("L3"),
             }
         )
     return pl.DataFrame(out, schema=SUMMARY_SCHEMA, orient="row")
@@ -932,11 +967,10 @@ def summarise_conversation(
 
 #: Columns of :func:`summarise_tiers`.
 TIER_SUMMARY_SCHEMA: dict[str, pl.DataType] = {
+    "strategy": pl.String,
     "tier": pl.String,
     "p50_assemble_ms": pl.Float64,
     "p95_assemble_ms": pl.Float64,
-    "p50_ingest_ms": pl.Float64,
-    "p95_ingest_ms": pl.Float64,
     "mean_tokens": pl.Float64,
     "max_tokens": pl.Int64,
     "claimed_ms": pl.String,
@@ -944,34 +978,32 @@ TIER_SUMMARY_SCHEMA: dict[str, pl.DataType] = {
 
 
 def summarise_tiers(tiers: pl.DataFrame) -> pl.DataFrame:
-    """Per-tier latency and context share of ``three-tier`` (:data:`TIER_SUMMARY_SCHEMA`).
+    """Per-tier latency and context share of each assembling arm (:data:`TIER_SUMMARY_SCHEMA`).
 
     ``*_assemble_ms``: time of the tier's part of ``assemble_context`` per turn;
-    ``*_ingest_ms``: time the tier spent ingesting the turn's memories (``L2`` is the
-    compaction: summarising and node writes, 0 at turns without one; ``L3`` includes the
-    duplicate-id lookup and the eviction inserts); ``mean_tokens``/``max_tokens``: the
-    tier's tokens in the context; ``claimed_ms``: the seed's budget (REFERENCE §5).
+    ``mean_tokens``/``max_tokens``: the tier's tokens in the context; ``claimed_ms``: the
+    seed's budget (REFERENCE §5). The write side is the ``remember_ms`` column of the
+    per-turn table (one ``remember`` call per turn, every tier included).
 
     Args:
         tiers: :attr:`ConversationRun.tiers`.
 
     Returns:
-        Rows ``L1``, ``L2``, ``L3`` (empty when ``tiers`` is empty).
+        Rows ``L1``, ``L2``, ``L3`` per strategy, strategies in first-seen order (empty
+        when ``tiers`` is empty).
     """
     out = []
-    if tiers.height:
+    for (name,), g in tiers.group_by("strategy", maintain_order=True):
         for tier in TIERS:
             lo, hi = SEED_CLAIMS[f"{tier.lower()}_ms"]
-            a = tiers[f"{tier.lower()}_ms"]
-            i = tiers[f"ingest_{tier.lower()}_ms"]
-            tok = tiers[f"{tier.lower()}_tokens"]
+            a = g[f"{tier.lower()}_ms"]
+            tok = g[f"{tier.lower()}_tokens"]
             out.append(
                 {
+                    "strategy": name,
                     "tier": tier,
                     "p50_assemble_ms": float(a.quantile(0.5, "linear")),
                     "p95_assemble_ms": float(a.quantile(0.95, "linear")),
-                    "p50_ingest_ms": float(i.quantile(0.5, "linear")),
-                    "p95_ingest_ms": float(i.quantile(0.95, "linear")),
                     "mean_tokens": float(tok.mean()),
                     "max_tokens": int(tok.max()),
                     "claimed_ms": f"< {hi:g}" if lo == 0 else f"{lo:g}-{hi:g}",

@@ -1,14 +1,18 @@
 """Post-filter overfetch sweep: how many neighbours must a post-filtering vector store fetch?
 
-``file-vec-meta`` answers a filtered question by fetching ``k * overfetch`` approximate
-nearest neighbours, filtering them on metadata in Python and cutting to ``k``. A selective
+A *post-filtering* arm (``capabilities.filter_stage == "post-filter"``, e.g.
+``file-vec-meta``) answers a filtered question by fetching ``k * overfetch`` approximate
+nearest neighbours, filtering them on metadata and cutting to ``k``. A selective
 predicate leaves fewer than ``k`` survivors (filtered-ANN underfill). This sweep reopens
-the store built by the pipeline at each overfetch factor ×1, ×2, ×4 … ×128 and runs every
-*filtered* query (a query carrying a predicate), reporting how many result slots were
-filled, recall@k against the qrels, latency and the share of the corpus fetched. The
-PostgreSQL arms ``pg-hnsw`` (predicate in ``WHERE``, iterative scan off: pgvector examines
-``hnsw.ef_search`` candidates, then filters) and ``pg-hnsw-iterative`` (iterative scan on)
-answer the same queries once each, as reference lines.
+the store built by the pipeline at each overfetch factor ×1, ×2, ×4 … ×128 (the arm's
+declared :attr:`~agentmem.arms.base.ArmBase.candidate_param`, a multiple of ``k``) and
+runs every *filtered* query (a query carrying a predicate), reporting how many result
+slots were filled, recall@k against the qrels, latency and the share of the corpus
+fetched. The dense arms that filter *inside* their HNSW search (``vector_access``
+``hnsw*``, no text access, ``filter_stage == "in-search"``: ``pg-hnsw`` with the
+predicate in ``WHERE`` and ``pg-hnsw-iterative`` with pgvector's iterative scan) answer
+the same queries once each, as reference lines. :func:`postfilter_roles` picks both from
+the arms' declarations.
 
 Definitions (per filtered query ``q``, cut-off ``k``):
 
@@ -41,14 +45,13 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from agentmem.arms import ARMS
 from agentmem.arms.base import Arm, Query
 from agentmem.corpus.io import load_corpus, load_qrels, load_queries
 from agentmem.embeddings import load_embeddings
 from agentmem.metrics import recall_at_k
 from agentmem.runner import make_arm, time_query
 
-#: The arm whose overfetch factor is swept.
-SWEPT_ARM = "file-vec-meta"
 #: The default overfetch factors: powers of two, ×1 … ×128 (REFERENCE §4).
 DEFAULT_OVERFETCH: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128)
 #: Column order of the sweep table (``results/sweeps/postfilter.csv``).
@@ -62,6 +65,45 @@ POSTFILTER_SCHEMA: dict[str, pl.DataType] = {
     "mean_ms": pl.Float64,
     "scan_fraction": pl.Float64,
 }
+
+
+def is_swept(arm_cls: type) -> bool:
+    """True for an arm the sweep varies: it post-filters and declares its candidate parameter."""
+    return arm_cls.capabilities.filter_stage == "post-filter" and bool(
+        getattr(arm_cls, "candidate_param", None)
+    )
+
+
+def is_reference(arm_cls: type) -> bool:
+    """True for a reference line: dense HNSW search, no text access, predicate inside it."""
+    cap = arm_cls.capabilities
+    return (
+        cap.vector_access.startswith("hnsw")
+        and cap.text_access == "none"
+        and cap.filter_stage == "in-search"
+    )
+
+
+def postfilter_roles(arm_names: Iterable[str]) -> tuple[list[str], list[str]]:
+    """Split configured arms into the swept ones and the reference lines, by declaration.
+
+    Args:
+        arm_names: configured arm names (``agentmem.arms.ARMS`` keys).
+
+    Returns:
+        ``(swept, references)`` in ``arm_names`` order (:func:`is_swept`,
+        :func:`is_reference`); arms playing neither role are left out.
+
+    Raises:
+        KeyError: on a name that is not registered.
+    """
+    names = list(arm_names)
+    unknown = [a for a in names if a not in ARMS]
+    if unknown:
+        raise KeyError(f"unknown arms {unknown}; known arms: {sorted(ARMS)}")
+    swept = [a for a in names if is_swept(ARMS[a])]
+    refs = [a for a in names if a not in swept and is_reference(ARMS[a])]
+    return swept, refs
 
 
 def filtered_queries(queries: Iterable[Query]) -> list[Query]:
@@ -157,14 +199,15 @@ def postfilter_sweep(
     warmup: int = 1,
     arm_params: Mapping[str, Mapping[str, Any] | None] | None = None,
 ) -> pl.DataFrame:
-    """Sweep ``file-vec-meta``'s overfetch over the filtered queries; add reference arms.
+    """Sweep each post-filtering arm's candidate factor over the filtered queries; add references.
 
-    For ``file-vec-meta`` (when in ``stores``) the store is reopened once per factor
-    ``x`` as ``FileVecMetaArm(**arm_params["file-vec-meta"], overfetch=x)``; every other
-    arm in ``stores`` (normally ``pg-hnsw`` and ``pg-hnsw-iterative``) is reopened once
-    with its parameters and gives one reference row (``overfetch`` null, ``fetched = k``,
-    ``scan_fraction`` null). Arms absent from ``stores`` are skipped. Every arm opened is
-    closed (embedded PostgreSQL servers stopped), also on errors.
+    Each swept arm in ``stores`` (:func:`is_swept`) is reopened once per factor ``x``
+    with its configured parameters and its ``candidate_param`` set to ``x`` (for
+    ``file-vec-meta``: ``overfetch=x``); every other arm in ``stores`` (normally the
+    references of :func:`postfilter_roles`) is reopened once with its parameters and
+    gives one reference row (``overfetch`` null, ``fetched = k``, ``scan_fraction``
+    null). Every arm opened is closed (embedded PostgreSQL servers stopped), also on
+    errors.
 
     Args:
         corpus_dir: corpus directory (memories, queries, qrels Parquet files).
@@ -175,11 +218,11 @@ def postfilter_sweep(
         repeats: timed calls per query (median kept).
         warmup: untimed calls per query before timing.
         arm_params: ``{arm name: constructor parameters}`` as in the config's
-            ``arm_params`` (the swept ``overfetch`` overrides the configured one).
+            ``arm_params`` (the swept factor overrides the configured one).
 
     Returns:
         One row per (arm, overfetch) with the columns of :data:`POSTFILTER_SCHEMA`:
-        the swept arm first (ascending overfetch), then the reference arms in
+        the swept arms first (each in ascending overfetch), then the reference arms, in
         ``stores`` order.
 
     Raises:
@@ -206,14 +249,19 @@ def postfilter_sweep(
         finally:
             arm.close()
 
+    unknown = [a for a in stores if a not in ARMS]
+    if unknown:
+        raise KeyError(f"unknown arms {unknown}; known arms: {sorted(ARMS)}")
+    swept = [a for a in stores if is_swept(ARMS[a])]
     rows: list[dict[str, Any]] = []
-    if SWEPT_ARM in stores:
+    for name in swept:
+        candidate = str(ARMS[name].candidate_param)  # type: ignore[attr-defined]
         for x in factors:
             fetched = min(k * x, n)
-            m = run(SWEPT_ARM, stores[SWEPT_ARM], {**params.get(SWEPT_ARM, {}), "overfetch": x})
+            m = run(name, stores[name], {**params.get(name, {}), candidate: x})
             rows.append(
                 {
-                    "arm": SWEPT_ARM,
+                    "arm": name,
                     "overfetch": x,
                     "fetched": fetched,
                     **m,
@@ -221,7 +269,7 @@ def postfilter_sweep(
                 }
             )
     for name, store in stores.items():
-        if name == SWEPT_ARM:
+        if name in swept:
             continue
         m = run(name, store, params.get(name, {}))
         rows.append({"arm": name, "overfetch": None, "fetched": k, **m, "scan_fraction": None})

@@ -6,17 +6,8 @@ from pathlib import Path
 
 import polars as pl
 
+from agentmem.report.colors import arm_style
 from agentmem.report.figures._common import plt, save
-
-_LINESTYLES = ("-", "--", ":")
-
-
-def _arm_style(i: int) -> dict[str, object]:
-    """Line colour and style of the ``i``-th arm: tab10 colours, a new dash every 10 arms."""
-    return {
-        "color": plt.get_cmap("tab10")(i % 10),
-        "linestyle": _LINESTYLES[(i // 10) % len(_LINESTYLES)],
-    }
 
 
 def plot(budget_csv: str | Path, out_svg: str | Path) -> None:
@@ -30,9 +21,9 @@ def plot(budget_csv: str | Path, out_svg: str | Path) -> None:
     t = pl.read_csv(budget_csv)
     arms = t["arm"].unique(maintain_order=True).to_list()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9.5, 3.8))
-    for i, arm in enumerate(arms):
+    for arm in arms:
         s = t.filter(pl.col("arm") == arm).sort("k")
-        style = _arm_style(i)
+        style = arm_style(arm)
         color = style["color"]
         ax1.plot(s["mean_tokens"], s["ndcg"], marker="o", markersize=3, label=arm, **style)
         for r in s.iter_rows(named=True):

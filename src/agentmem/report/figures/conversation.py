@@ -1,4 +1,4 @@
-"""Figure: long-conversation token economics and long-range recall per strategy (issue 8)."""
+"""Figure: long-conversation token economics and long-range recall per strategy."""
 
 from __future__ import annotations
 
@@ -7,15 +7,9 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from agentmem.report.colors import arm_color
 from agentmem.report.figures._common import plt, save
 
-#: Line colours per strategy (unknown strategies get matplotlib's cycle).
-COLORS: dict[str, str] = {
-    "append": "#7f8c8d",
-    "vector-rag": "#2980b9",
-    "sqlite-fts": "#27ae60",
-    "three-tier": "#c0392b",
-}
 #: The seed's claims (REFERENCE §5), drawn as reference marks.
 CLAIM_REDUCTION_PCT = -89.9
 CLAIM_CAP_TOKENS = 3250
@@ -52,7 +46,7 @@ def plot(table_csv: str | Path, out_svg: str | Path) -> None:
     ax_cum, ax_ctx, ax_hit = axes
     for s in strategies:
         m = mean.filter(pl.col("strategy") == s)
-        color = COLORS.get(s)
+        color = arm_color(s)
         ax_cum.plot(m["turn"], m["cumulative_tokens"], label=s, color=color, lw=1.4)
         ax_ctx.plot(m["turn"], m["context_tokens"], label=s, color=color, lw=1.0)
     ax_cum.set_yscale("log")
@@ -97,10 +91,10 @@ def plot(table_csv: str | Path, out_svg: str | Path) -> None:
     )
     x = np.arange(len(strategies))
     vals = [hit.get(s, np.nan) for s in strategies]
-    bars = ax_hit.bar(x, vals, color=[COLORS.get(s, "#95a5a6") for s in strategies])
+    bars = ax_hit.bar(x, vals, color=[arm_color(s) for s in strategies])
     ax_hit.bar_label(bars, labels=[f"{v:.0%}" if v == v else "" for v in vals], fontsize=7)
-    ax_hit.axhline(CLAIM_RECALL, color="#c0392b", ls="--", lw=0.8)
-    ax_hit.axhline(CLAIM_VECTOR_RECALL, color="#2980b9", ls=":", lw=0.8)
+    ax_hit.axhline(CLAIM_RECALL, color="black", ls="--", lw=0.8)
+    ax_hit.axhline(CLAIM_VECTOR_RECALL, color="black", ls=":", lw=0.8)
     for y, label in ((CLAIM_RECALL, "seed:\nthree-tier\n96.8%"),
                      (CLAIM_VECTOR_RECALL, "seed:\nvector only\n68.4%")):  # fmt: skip
         ax_hit.text(len(strategies) - 0.4, y, label, fontsize=6, ha="left", va="center",

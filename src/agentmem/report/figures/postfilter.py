@@ -6,17 +6,17 @@ from pathlib import Path
 
 import polars as pl
 
+from agentmem.report.colors import arm_color
 from agentmem.report.figures._common import plt, save
 
-#: Line styles of the reference arms (horizontal lines).
-REFERENCE_STYLE = {
-    "pg-hnsw": {"color": "#c0392b", "linestyle": "--"},
-    "pg-hnsw-iterative": {"color": "#27ae60", "linestyle": ":"},
-}
+#: Line styles of the reference arms (horizontal lines), in table order.
+REFERENCE_LINESTYLES = ("--", ":", "-.", (0, (5, 1, 1, 1)))
 
 
 def plot(postfilter_csv: str | Path, out_svg: str | Path) -> None:
-    """Fill rate and recall@10 vs overfetch (log2 x) for the swept arm; pg arms as lines.
+    """Fill rate and recall@10 vs overfetch (log2 x) per swept arm; references as lines.
+
+    Every arm is drawn in its :func:`~agentmem.report.colors.arm_color`.
 
     Args:
         postfilter_csv: ``results/sweeps/postfilter.csv`` (rows with a null ``overfetch``
@@ -32,12 +32,21 @@ def plot(postfilter_csv: str | Path, out_svg: str | Path) -> None:
         for arm in swept["arm"].unique(maintain_order=True).to_list():
             s = swept.filter(pl.col("arm") == arm)
             ax.plot(
-                s["overfetch"], s[col], marker="o", color="#2c3e50", label=f"{arm} (post-filter)"
+                s["overfetch"],
+                s[col],
+                marker="o",
+                color=arm_color(arm),
+                label=f"{arm} (post-filter)",
             )
         for i, r in enumerate(refs.iter_rows(named=True)):
-            style = REFERENCE_STYLE.get(r["arm"], {"color": f"C{i + 2}", "linestyle": "-."})
             if r[col] is not None:
-                ax.axhline(r[col], label=r["arm"], linewidth=1.2, **style)
+                ax.axhline(
+                    r[col],
+                    label=r["arm"],
+                    linewidth=1.2,
+                    color=arm_color(r["arm"]),
+                    linestyle=REFERENCE_LINESTYLES[i % len(REFERENCE_LINESTYLES)],
+                )
         ax.set_xscale("log", base=2)
         if swept.height:
             xs = swept["overfetch"].unique().sort().to_list()

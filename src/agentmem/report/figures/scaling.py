@@ -6,17 +6,8 @@ from pathlib import Path
 
 import polars as pl
 
+from agentmem.report.colors import arm_style
 from agentmem.report.figures._common import plt, save
-
-_LINESTYLES = ("-", "--", ":")
-
-
-def _arm_style(i: int) -> dict[str, object]:
-    """Line colour and style of the ``i``-th arm: tab10 colours, a new dash every 10 arms."""
-    return {
-        "color": plt.get_cmap("tab10")(i % 10),
-        "linestyle": _LINESTYLES[(i // 10) % len(_LINESTYLES)],
-    }
 
 
 def plot(scaling_csv: str | Path, out_svg: str | Path) -> None:
@@ -30,9 +21,9 @@ def plot(scaling_csv: str | Path, out_svg: str | Path) -> None:
     t = pl.read_csv(scaling_csv)
     arms = t["arm"].unique(maintain_order=True).to_list()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9.5, 3.8))
-    for i, arm in enumerate(arms):
+    for arm in arms:
         s = t.filter(pl.col("arm") == arm).sort("memories")
-        style = _arm_style(i)
+        style = arm_style(arm)
         ax1.plot(s["memories"], s["p50_ms"], marker="o", markersize=3, label=arm, **style)
         ax2.plot(s["memories"], s["ndcg_at_10"], marker="o", markersize=3, label=arm, **style)
     ax1.set_xscale("log")
