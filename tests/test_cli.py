@@ -113,6 +113,30 @@ def test_remember_then_recall(tiny, tmp_path, capsys, monkeypatch):
     )  # fmt: skip
 
 
+def test_recall_table_is_one_line_per_memory_whatever_it_holds(tiny, tmp_path, capsys,
+                                                               monkeypatch):  # fmt: skip
+    monkeypatch.setenv("COLUMNS", "80")
+    store = _store(tiny, tmp_path)
+    body = "QRX-5 line one\nline two\x1b[2J\tend " + "y" * 200
+    session = "S\n\x1b[31m" + "s" * 100
+    rc = main(["remember", "--arm", "sqlite-fts", "--store", store, "--session", session,
+               "--id", "H1", body])  # fmt: skip
+    assert rc == 0
+    capsys.readouterr()
+    assert main(["recall", "--arm", "sqlite-fts", "--store", store, "QRX-5"]) == 0
+    out = capsys.readouterr().out
+    assert len(out.splitlines()) == 2 and "\x1b" not in out
+    # cells are cut at 40 columns; the text gets what is left, at least 20
+    assert _lines(out)[1] == ["1", "H1", "0", "S \ufffd[31m" + "s" * 32 + "…", "episodic",
+                              "current", "QRX-5 line one line…"]  # fmt: skip
+    arm = SqliteFtsArm()
+    arm.open(tmp_path)
+    try:  # stored verbatim: only the display is cleaned
+        assert arm.fetch(["H1"]).row(0, named=True)["session_id"] == session
+    finally:
+        arm.close()
+
+
 def test_remember_embeds_with_the_project_encoder(tiny, tmp_path, capsys):
     """A vector arm gets the encoder's embedding: the same text then ranks it first."""
     from agentmem.arms.sqlite import SqliteHybridArm

@@ -228,21 +228,18 @@ def _status(row: dict[str, Any]) -> str:
     return "current" if sup is None else f"superseded by {sup}"
 
 
+#: widest id, session, kind or status cell in the recall table (longer ones are cut)
+_CELL = 40
+
+
 def _print_table(ranked: list[dict[str, Any]]) -> None:
     """Rank, id, day, session, kind, status and the text, one line per memory."""
     cells = [("rank", "id", "day", "session", "kind", "status")]
     for r in ranked:
         day = r.get("created_day")
-        cells.append(
-            (
-                str(r["rank"]),
-                str(r["id"]),
-                "-" if day is None else str(day),
-                r.get("session_id") or "-",
-                r.get("kind") or "-",
-                _status(r),
-            )
-        )
+        values = (r["id"], r.get("session_id") or "-", r.get("kind") or "-", _status(r))
+        mid, session, kind, status = (clip(str(v), _CELL) for v in values)  # untrusted too
+        cells.append((str(r["rank"]), mid, "-" if day is None else str(day), session, kind, status))
     widths = [max(len(c[i]) for c in cells) for i in range(len(cells[0]))]
     fixed = sum(widths) + 2 * len(widths)
     avail = max(shutil.get_terminal_size().columns - fixed, 20)
