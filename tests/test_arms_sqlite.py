@@ -633,3 +633,22 @@ def test_remember_and_fetch_need_an_open_store(tmp_path, cls):
         remember(arm, [{"memory_id": "N6", "body": "x", "created_day": 1}])
     with pytest.raises(ArmError, match="not open"):
         arm.fetch(["M1"])
+
+
+def test_a_store_opens_only_with_the_arm_that_built_it(tmp_path):
+    """sqlite-btree finds every table it needs in an sqlite-fts file; the file's
+    application_id still refuses it (a remember through it would skip the FTS5 index)."""
+    corpus, vectors = make_tiny()
+    fts = SqliteFtsArm()
+    fts.build(corpus, vectors, tmp_path)
+    fts.close()
+    for cls, why in ((SqliteBtreeArm, r"built by sqlite-fts; open it with that arm"),
+                     (SqliteHybridArm, r"lacks tables \['memory_vectors'\]")):  # fmt: skip
+        other = cls()
+        with pytest.raises(ArmError, match=why):
+            other.open(tmp_path)
+        other.close()
+    again = SqliteFtsArm()
+    again.open(tmp_path)  # its own arm still opens it
+    assert again.storage().total_bytes > 0
+    again.close()

@@ -169,7 +169,7 @@ def test_remember_errors(tiny, tmp_path, capsys):
     assert "empty" in capsys.readouterr().err
     assert main(["remember", "--arm", "no-such", "--store", store, "x"]) == 2
     assert "unknown arm 'no-such'" in capsys.readouterr().err
-    for bad in (["--day", "-1"], ["--day", "soon"], ["--kind", "opinion"]):
+    for bad in (["--day", "-1"], ["--day", "soon"], ["--day", str(2**31)], ["--kind", "opinion"]):
         with pytest.raises(SystemExit) as exc:
             main([*base, *bad, "x"])
         assert exc.value.code == 2
@@ -217,3 +217,17 @@ def test_recall_on_a_pg_store_prints_no_noise(tiny, tmp_path):
     assert out.returncode == 0, out.stderr
     assert [line.split()[1] for line in out.stdout.splitlines()[1:]] == ["M5", "M3", "M1"]
     assert out.stderr == ""
+
+
+def test_recall_notes_what_the_arm_cannot_do(tiny, tmp_path, capsys):
+    from agentmem.arms.files import FileJsonlArm
+
+    corpus, vectors = tiny
+    arm = FileJsonlArm()
+    arm.build(corpus, vectors, tmp_path)
+    arm.close()
+    args = ["recall", "--arm", "file-jsonl", "--store", str(tmp_path), "--count"]
+    assert main([*args, "--where", "superseded_by is null", "CFG-799"]) == 0
+    err = capsys.readouterr().err
+    assert "file-jsonl cannot apply predicates; --where is ignored" in err
+    assert "file-jsonl cannot count; --count is ignored" in err

@@ -100,13 +100,17 @@ def _positive_int(text: str) -> int:
     return v
 
 
+#: Largest ``created_day`` a memory can hold (the column is a 32-bit integer).
+_MAX_DAY = 2**31 - 1
+
+
 def _day(text: str) -> int:
     try:
         v = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer day") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {v}")
+    if not 0 <= v <= _MAX_DAY:
+        raise argparse.ArgumentTypeError(f"must be in 0..{_MAX_DAY}, got {v}")
     return v
 
 
@@ -269,6 +273,8 @@ def _cmd_recall(args: argparse.Namespace) -> int:
             f"agentmem: note: {args.arm} cannot apply predicates; --where is ignored",
             file=sys.stderr,
         )
+    if args.count and not arm.capabilities.aggregate:
+        print(f"agentmem: note: {args.arm} cannot count; --count is ignored", file=sys.stderr)
     try:
         arm.open(Path(args.store))
         q = Query("cli", args.text, _embedding(arm, args.text), pred, wants_count=args.count)

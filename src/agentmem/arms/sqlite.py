@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import os
 import time
+import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -153,6 +154,13 @@ def format_plan(rows: list[tuple[Any, ...]]) -> str:
         depth[node_id] = d
         lines.append("   " * d + "|--" + str(detail))
     return "\n".join(lines)
+
+
+def _registered_sqlite_arms() -> dict[str, type[_SqliteArm]]:
+    """The registered arms of this family, by name (imported late: the registry imports us)."""
+    from agentmem.arms import ARMS
+
+    return {n: c for n, c in ARMS.items() if isinstance(c, type) and issubclass(c, _SqliteArm)}
 
 
 def _id_list(memory_ids: Sequence[str]) -> list[str]:
@@ -305,6 +313,7 @@ class _SqliteArm(ArmBase):
             t0 = time.perf_counter()
             with conn:
                 conn.execute(_SCHEMA)
+                conn.execute(f"PRAGMA application_id = {self._application_id()}")
                 conn.executemany(
                     f"INSERT INTO memories(id, {', '.join(_MEMORY_COLUMNS)}) "
                     f"VALUES ({placeholders})",
@@ -337,7 +346,8 @@ class _SqliteArm(ArmBase):
 
         Raises:
             ArmError: naming the path when the file is missing, is not an SQLite database,
-                or lacks a table this arm needs.
+                lacks a table this arm needs, or was built by another SQLite arm (its
+                ``PRAGMA application_id``, set by :meth:`build`; the message names it).
         """
         self.close()
         path = Path(store_dir) / DB_NAME
@@ -357,8 +367,28 @@ class _SqliteArm(ArmBase):
         if need - have:
             conn.close()
             raise ArmError(f"{self.name}: {path} lacks tables {sorted(need - have)}")
+        built_by = conn.execute("PRAGMA application_id").fetchall()[0][0]
+        if built_by not in (0, self._application_id()):
+            conn.close()
+            other = next(
+                (
+                    n
+                    for n, c in _registered_sqlite_arms().items()
+                    if c._application_id() == built_by
+                ),
+                f"another arm (application_id {built_by})",
+            )
+            raise ArmError(
+                f"{self.name}: {path} was built by {other}; open it with that arm (writing "
+                f"through {self.name} would leave that arm's indexes out of step)"
+            )
         conn.execute("PRAGMA synchronous=FULL")  # remember: durable on return
         self._conn, self._path = conn, path
+
+    @classmethod
+    def _application_id(cls) -> int:
+        """The ``PRAGMA application_id`` this arm writes into its file (CRC-32 of its name)."""
+        return zlib.crc32(cls.name.encode()) & 0x7FFFFFFF
 
     # ------------------------------------------------------------------- remember
     def remember(self, memories: pl.DataFrame, vectors: Embeddings) -> None:
