@@ -63,6 +63,7 @@ from agentmem.arms.base import (
     checked_vector,
     prepare_memories,
 )
+from agentmem.arms.rows import fetch_ids
 from agentmem.arms.text import like_pattern, query_terms
 from agentmem.pg import PgError, PgHandle, connect_store
 from agentmem.schema import postgres_ddl
@@ -120,22 +121,6 @@ def _insert_memories_sql(n: int, with_embedding: bool) -> str:
         f"INSERT INTO memories ({', '.join(cols)}) VALUES {', '.join([row] * n)} "
         "ON CONFLICT (memory_id) DO NOTHING RETURNING memory_id"
     )
-
-
-def _id_list(memory_ids: Sequence[str]) -> list[str]:
-    """Return ``memory_ids`` as a list without repeats, in the order given.
-
-    Raises:
-        ValueError: when ``memory_ids`` is one string (not a sequence of ids) or holds a
-            value that is not a string.
-    """
-    if isinstance(memory_ids, str):
-        raise ValueError(f"fetch takes a sequence of memory ids, not one string {memory_ids!r}")
-    want = list(dict.fromkeys(memory_ids))
-    bad = [m for m in want if not isinstance(m, str)]
-    if bad:
-        raise ValueError(f"memory ids must be strings, got {bad[0]!r}")
-    return want
 
 
 def _nul_value(batch: Remembered) -> tuple[str, str] | None:
@@ -569,7 +554,7 @@ class _PgArm(ArmBase):
             ArmError: when the store is not open or PostgreSQL fails.
         """
         conn = self._conn()
-        want = [m for m in _id_list(memory_ids) if "\x00" not in m]
+        want = [m for m in fetch_ids(memory_ids) if "\x00" not in m]
         names = [c for c, _, _ in MEMORY_COLUMNS]
         select = sql.SQL("SELECT {} FROM memories WHERE memory_id = ANY(%s)").format(
             sql.SQL(", ").join(map(sql.Identifier, names))

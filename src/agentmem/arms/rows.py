@@ -54,3 +54,19 @@ def memory_rows_frame(rows: Sequence[Sequence[object]], columns: Sequence[str]) 
     """
     schema = {c: MEMORY_SCHEMA[c] for c in columns}
     return pl.DataFrame([list(r) for r in rows], schema=schema, orient="row")
+
+
+def fetch_ids(memory_ids: Sequence[str]) -> list[str]:
+    """Return ``memory_ids`` as a list without repeats, in the order given.
+
+    Raises:
+        ValueError: when ``memory_ids`` is one string (not a sequence of ids) or holds a
+            value that is not a string.
+    """
+    if isinstance(memory_ids, str):
+        raise ValueError(f"fetch takes a sequence of memory ids, not one string {memory_ids!r}")
+    want = list(dict.fromkeys(memory_ids))
+    bad = [m for m in want if not isinstance(m, str)]
+    if bad:
+        raise ValueError(f"memory ids must be strings, got {bad[0]!r}")
+    return want

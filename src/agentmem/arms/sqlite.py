@@ -64,6 +64,7 @@ from agentmem.arms.base import (
     checked_vector,
     prepare_memories,
 )
+from agentmem.arms.rows import fetch_ids
 from agentmem.arms.text import fts5_match, like_pattern, query_terms
 from agentmem.schema import sqlite_ddl
 
@@ -161,22 +162,6 @@ def _registered_sqlite_arms() -> dict[str, type[_SqliteArm]]:
     from agentmem.arms import ARMS
 
     return {n: c for n, c in ARMS.items() if isinstance(c, type) and issubclass(c, _SqliteArm)}
-
-
-def _id_list(memory_ids: Sequence[str]) -> list[str]:
-    """Return ``memory_ids`` as a list without repeats, in the order given.
-
-    Raises:
-        ValueError: when ``memory_ids`` is one string (not a sequence of ids) or holds a
-            value that is not a string.
-    """
-    if isinstance(memory_ids, str):
-        raise ValueError(f"fetch takes a sequence of memory ids, not one string {memory_ids!r}")
-    want = list(dict.fromkeys(memory_ids))
-    bad = [m for m in want if not isinstance(m, str)]
-    if bad:
-        raise ValueError(f"memory ids must be strings, got {bad[0]!r}")
-    return want
 
 
 class _SqliteArm(ArmBase):
@@ -489,7 +474,7 @@ class _SqliteArm(ArmBase):
             ArmError: when the store is not open or SQLite fails.
         """
         conn = self._db()
-        want = _id_list(memory_ids)
+        want = fetch_ids(memory_ids)
         found: dict[str, tuple[Any, ...]] = {}
         ents: dict[str, list[str]] = {}
         try:
