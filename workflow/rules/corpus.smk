@@ -29,11 +29,14 @@ rule validate_corpus:
         memories="results/corpus/{size}/memories.parquet",
         queries="results/corpus/{size}/queries.parquet",
         qrels="results/corpus/{size}/qrels.parquet",
+        manifest="results/corpus/{size}/manifest.json",
         embeddings="results/embeddings/{size}.parquet",
         code=library_file("agentmem/corpus/validation.py"),
+        spec=library_file("agentmem/corpus/spec.py"),
     output:
         table="results/tables/validation_{size}.csv",
         probe="results/tables/dense_probe_{size}.csv",
+        spec="results/tables/corpus_spec_{size}.csv",
     log:
         "results/logs/validate_corpus/{size}.log",
     benchmark:
@@ -52,11 +55,17 @@ rule validate_corpus:
 
 rule publish_validation:
     input:
-        f"results/tables/validation_{MAIN}.csv",
+        table=f"results/tables/validation_{MAIN}.csv",
+        spec=f"results/tables/corpus_spec_{MAIN}.csv",
     output:
-        report(
+        table=report(
             "results/tables/validation.csv",
             caption="../report/validation.rst",
+            category="Corpus",
+        ),
+        spec=report(
+            "results/tables/corpus_spec.csv",
+            caption="../report/corpus_spec.rst",
             category="Corpus",
         ),
     log:
@@ -69,4 +78,4 @@ rule publish_validation:
     resources:
         mem_mb=500,
     script:
-        "../../scripts/combine_tables.py"
+        "../../scripts/publish_validation.py"
