@@ -82,11 +82,13 @@ def make_queries(
     queries: list[dict] = []
     qrels: list[tuple[str, str]] = []
 
-    def take(ok: Callable, relevant: Callable) -> list[tuple[Fact, list[dict]]]:
-        """Systematic sample of ``per_class`` eligible unused facts, stratified by size.
+    def take(
+        ok: Callable, relevant: Callable, wanted: int = per_class
+    ) -> list[tuple[Fact, list[dict]]]:
+        """Systematic sample of ``wanted`` eligible unused facts, stratified by size.
 
         Eligible facts are ordered by how many relevant memories they have (ties in random
-        order) and every ``len / per_class``-th is taken from a random start, so a class's
+        order) and every ``len / wanted``-th is taken from a random start, so a class's
         relevant memories per question follow those of all its eligible facts instead of
         the luck of a 40-question draw.
         """
@@ -96,7 +98,7 @@ def make_queries(
             if f.fact_id not in used and ok(f, rows):
                 pool.append((len(relevant(f, rows)), rng.random(), f))
         pool.sort(key=lambda t: t[:2])
-        n = min(per_class, len(pool))
+        n = min(wanted, len(pool))
         step = len(pool) / n if n else 0.0
         start = rng.random() * step
         out = []
@@ -149,10 +151,16 @@ def make_queries(
     for f, rel in take(sup, correction):
         text = rng.choice(T.NEGATION_QUESTIONS).format(rid=f.rid)
         add("negation", text, rel, ("superseded_by", "is_null", None))
-    for f, rel in take(
-        lambda f, rows: f.rtype == "incident" and len(early(f, rows)) >= 2,
-        early,
-    ):
+    # incidents noted at least twice by the cut-off; in a small corpus with too few of
+    # them, incidents noted once make up the class
+    temporal = take(lambda f, rows: f.rtype == "incident" and len(early(f, rows)) >= 2, early)
+    if len(temporal) < per_class:
+        temporal += take(
+            lambda f, rows: f.rtype == "incident" and len(early(f, rows)) == 1,
+            early,
+            per_class - len(temporal),
+        )
+    for f, rel in temporal:
         add("temporal", temporal_question(f, cut), rel, ("created_day", "<=", str(cut)))
     for f, rel in take(lambda f, rows: len(rows) >= 4, every):
         text = rng.choice(T.AGGREGATE_QUESTIONS).format(rid=f.rid)
