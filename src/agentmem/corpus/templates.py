@@ -221,7 +221,7 @@ CONFIG_ID_FORMS = [
     "Checked {rid} in the settings repo: {svcid} has {attr} {v}.",
 ]
 CONFIG_CORRECTION = (
-    "Correction: the earlier notes on {rid} are out of date; the current {attr} is {v}, not {old}."
+    "Correction: the earlier notes on {rid} are out of date; the {attr} is now {v}, not {old}."
 )
 
 # --- incidents (INC) ------------------------------------------------------------------
@@ -263,8 +263,7 @@ INCIDENT_PARA = [
 ]
 INCIDENT_QUESTION = "What was behind the {slug} going down that time?"
 INCIDENT_CORRECTION = (
-    "Correction: the earlier notes on {rid} are out of date; the current root cause is {v}, "
-    "not {old}."
+    "Correction: the earlier notes on {rid} are out of date; the root cause is now {v}, not {old}."
 )
 #: the temporal question (incidents are the episodic records: something happened on a day)
 INCIDENT_TEMPORAL = "Which notes on {slug} date from before day {day}?"
@@ -306,8 +305,7 @@ DECISION_PARA = [
 ]
 DECISION_QUESTION = "What did the team agree the {slug} is going to do after that debate?"
 DECISION_CORRECTION = (
-    "Correction: the earlier notes on {rid} are out of date; the current plan is to {v}, not "
-    "to {old}."
+    "Correction: the earlier notes on {rid} are out of date; the plan is now to {v}, not to {old}."
 )
 
 # --- people (PER) ---------------------------------------------------------------------
@@ -324,7 +322,7 @@ PERSON_PARA = [
 ]
 PERSON_QUESTION = "Who is the person to call first when the {slug} breaks?"
 PERSON_CORRECTION = (
-    "Correction: the earlier notes on {rid} are out of date; the current owner of {sid} is "
+    "Correction: the earlier notes on {rid} are out of date; the owner of {sid} is now "
     "{new_rid}, not {rid}."
 )
 
@@ -363,8 +361,8 @@ RUNBOOK_PARA = [
 ]
 RUNBOOK_QUESTION = "What comes first when the {slug} needs to {taskp}?"
 RUNBOOK_CORRECTION = (
-    "Correction: the earlier notes on {rid} are out of date; the current first step to {task} "
-    "is to {v}, not to {old}."
+    "Correction: the earlier notes on {rid} are out of date; the first step to {task} is "
+    "now to {v}, not to {old}."
 )
 
 # --- distractors: mention an identifier, assert nothing about it ------------------------
@@ -383,7 +381,7 @@ DISTRACTORS = [
 
 # --- source-specific lead-ins (variety between restatements) ---------------------------
 SOURCE_PREFIXES = {
-    "user_message": ["Note: ", "Just so you know: ", "Reminder: "],
+    "user_message": ["Note: ", "FYI: ", "Reminder: "],
     "agent_summary": ["Summary: ", "Noted: ", "Recap: "],
     "file_read": ["From the docs: ", "README says: ", "Wiki: "],
     "shell_output": ["log: ", "$ cat notes -> ", "stdout: "],
@@ -391,27 +389,16 @@ SOURCE_PREFIXES = {
 SOURCES = tuple(SOURCE_PREFIXES)
 
 # --- questions per class ---------------------------------------------------------------
-LEXICAL_QUESTIONS = [
-    "What is on file for {rid}?",
-    "Tell me about {rid}.",
-    "Brief me on {rid}.",
-    "Anything recorded on {rid}?",
-]
+LEXICAL_QUESTIONS = ["What do we know about {rid}?"]
 PROVENANCE_QUESTIONS = [
     "What was recorded in session {session}?",
     "List everything from session {session}.",
 ]
-CURRENCY_QUESTIONS = [
-    "What is the present state of {rid}?",
-    "What holds today for {rid}?",
-]
+CURRENCY_QUESTIONS = ["What is the current position on {rid}?"]
 NEGATION_QUESTIONS = [
     "What do we know about {rid} that has not been corrected since?",
     "What of {rid} has stayed uncorrected since?",
 ]
-AGGREGATE_QUESTIONS = [
-    "How many times did we note the fact in {rid}?",
-    "How many notes restate what {rid} says?",
-]
+AGGREGATE_QUESTIONS = ["How many times was {rid} written down?"]
 SEMANTIC_PREFIX = "Remind me, "
 HYBRID_PREFIX = "For {rid}, please remind me: "
