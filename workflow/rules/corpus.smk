@@ -1,4 +1,9 @@
 rule generate_corpus:
+    input:
+        # the generator is library code: editing it regenerates the corpus
+        generate=library_file("agentmem/corpus/generate.py"),
+        templates=library_file("agentmem/corpus/templates.py"),
+        queries=library_file("agentmem/corpus/queries.py"),
     output:
         memories="results/corpus/{size}/memories.parquet",
         facts="results/corpus/{size}/facts.parquet",
