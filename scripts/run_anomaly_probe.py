@@ -6,9 +6,10 @@ from agentmem.io import run_in_background
 
 run_in_background()  # not a timing job: yield the CPU to those (DESIGN §5)
 
-# Update-anomaly repair probe on ONE already-built arm (issue 4, DESIGN §6).
-# params: arm, arm_params, store_dir, corpus_dir, facts, k, seed (optional: cache_dir)
-# input: embeddings (the repair questions' vectors, rule embed_repair_questions);
+# Update-anomaly repair probe on ONE already-built arm (DESIGN §6), as the study ran it:
+# the corpus's own fact questions with their embeddings and predicates.
+# params: arm, arm_params, store_dir, facts, k
+# input: memories (its directory is the corpus), embeddings (the corpus's vectors);
 # output[0]: one-row CSV arm,facts_probed,mean_reached,mean_total,stale_fraction.
 from pathlib import Path
 
@@ -24,7 +25,5 @@ row = run_anomaly_probe(
     snakemake.output[0],
     facts=p.facts,
     k=p.k,
-    seed=p.seed,
-    cache_dir=getattr(p, "cache_dir", None),
 )
 print(f"anomaly probe: {row}", file=sys.stderr)

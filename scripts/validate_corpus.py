@@ -17,4 +17,5 @@ write_validation(
     snakemake.output.probe,
     random_pairs=int(snakemake.params.random_pairs),
     seed=int(snakemake.params.seed),
+    spec_csv=snakemake.output.spec,
 )

@@ -1,34 +1,33 @@
-"""Update anomaly (issue 4): restatement statistics and the top-k repair probe.
+"""Update anomaly: restatement statistics and the top-k repair probe.
 
 The probe runs on a small real corpus (60 facts) with real all-MiniLM-L6-v2 vectors and
-real sqlite-fts / file-vec stores, reopened from disk as the pipeline does.
+real sqlite-fts / file-vec stores, reopened from disk as the pipeline does, and on stub
+arms whose answers are known exactly.
 """
 
 from __future__ import annotations
 
 import gc
+import json
 from pathlib import Path
 
-import numpy as np
 import polars as pl
 import pytest
 
 from agentmem.arms import ARMS
-from agentmem.arms.base import ArmError
+from agentmem.arms.base import ArmError, Result
 from agentmem.config import CorpusConfig, SizeConfig
 from agentmem.corpus import load_corpus, write_corpus
-from agentmem.embeddings import embed_corpus, encode, load_embeddings
+from agentmem.corpus.queries import QUERY_CLASSES
+from agentmem.embeddings import embed_corpus, load_embeddings
 from agentmem.trials import TrialError
 from agentmem.trials.anomaly import (
     ANOMALY_COLUMNS,
-    REPAIR_QUESTION,
-    _probe_vectors,
-    embed_repair_questions,
     repair_probe,
     restatement_counts,
     restatement_stats,
     run_anomaly_probe,
-    select_facts,
+    select_probe_queries,
     write_restatement_stats,
 )
 
@@ -77,39 +76,66 @@ def test_restatement_counts_exclude_distractors():
 
 
 def test_restatement_stats_hand_computed():
+    # the study counts over facts with more than one memory: 2,2,2,3,3,4,6,10 (n = 8)
     s = restatement_stats(_hand_memories())
-    assert s["facts"] == 10
-    assert s["mean"] == pytest.approx(3.4)  # 34 / 10
-    assert s["median"] == pytest.approx(2.5)  # (2 + 3) / 2
-    assert s["p90"] == 6.0  # nearest rank: ceil(0.9 * 10) = 9th of the sorted counts
+    assert s["facts"] == 8 and s["single_memory_facts"] == 2
+    assert s["mean"] == pytest.approx(4.0)  # 32 / 8
+    assert s["median"] == 3.0  # sorted[floor(0.5 * 8)] = sorted[4]
+    assert s["p90"] == 10.0  # sorted[floor(0.9 * 8)] = sorted[7]
     assert s["max"] == 10
     assert s["rows_to_update_normalised"] == 1
-    assert s["rows_to_update_denormalised"] == pytest.approx(3.4)
+    assert s["rows_to_update_denormalised"] == pytest.approx(4.0)
 
 
 def test_restatement_stats_without_form_column_and_empty():
     mem = _hand_memories().filter(pl.col("form") != "distractor").drop("form")
-    assert restatement_stats(mem)["mean"] == pytest.approx(3.4)
-    empty = restatement_stats(mem.clear())
-    assert empty["facts"] == 0 and empty["rows_to_update_denormalised"] == 0.0
+    assert restatement_stats(mem)["mean"] == pytest.approx(4.0)
+    singles = restatement_stats(mem.filter(pl.col("fact_id").is_in(["F01", "F02"])))
+    assert singles["facts"] == 0 and singles["single_memory_facts"] == 2
+    assert singles["rows_to_update_denormalised"] == 0.0
     with pytest.raises(ValueError, match="fact_id"):
         restatement_stats(mem.drop("fact_id"))
 
 
-def test_select_facts_deterministic_and_eligible():
+def _hand_queries() -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Questions out of class order; which qualify is known by construction."""
     mem = _hand_memories()
-    eligible = [f for f, n in _COUNTS.items() if n >= 2]
-    a = select_facts(mem, 4, seed=7)
-    assert a == select_facts(mem, 4, seed=7)
-    assert len(a) == 4 and a == sorted(a) and set(a) <= set(eligible)
-    assert select_facts(mem, 100, seed=7) == eligible  # fewer eligible than asked: all
-    # some seed picks a different subset (the seed matters)
-    assert any(select_facts(mem, 4, seed=s) != a for s in range(1, 20))
+    ids = {f: mem.filter(pl.col("fact_id") == f)["memory_id"].to_list() for f in _COUNTS}
+    rows = [
+        ("hybrid-001", "hybrid", ids["F10"]),  # qualifies, asked last (class order)
+        ("lexical-002", "lexical", ids["F01"][:1]),  # one restatement: skipped
+        ("lexical-001", "lexical", ids["F09"]),  # qualifies, first
+        ("provenance-001", "provenance", ids["F03"] + ids["F04"]),  # two facts: skipped
+        ("temporal-001", "temporal", ids["F08"][:2]),  # part of F08 (4): qualifies
+        ("currency-001", "currency", ["M900"]),  # a memory of no fact: skipped
+    ]
+    queries = pl.DataFrame(
+        {"query_id": [r[0] for r in rows], "class": [r[1] for r in rows]},
+    )
+    qrels = pl.DataFrame(
+        [(r[0], m) for r in rows for m in r[2]],
+        schema={"query_id": pl.String, "memory_id": pl.String},
+        orient="row",
+    )
+    return queries, qrels
+
+
+def test_select_probe_queries_in_class_order():
+    queries, qrels = _hand_queries()
+    mem = _hand_memories()
+    assert select_probe_queries(queries, qrels, mem, 10) == [
+        ("lexical-001", "F09"),
+        ("temporal-001", "F08"),
+        ("hybrid-001", "F10"),
+    ]
+    assert select_probe_queries(queries, qrels, mem, 2) == [
+        ("lexical-001", "F09"),
+        ("temporal-001", "F08"),
+    ]
     with pytest.raises(ValueError, match="at least one"):
-        select_facts(mem, 0)
-    only_single = mem.filter(pl.col("fact_id").is_in(["F01", "F02"]))
+        select_probe_queries(queries, qrels, mem, 0)
     with pytest.raises(ValueError, match="two or more"):
-        select_facts(only_single, 5)
+        select_probe_queries(queries.filter(pl.col("query_id") == "lexical-002"), qrels, mem, 5)
 
 
 # --- the repair probe on a real small corpus ------------------------------------------
@@ -139,53 +165,96 @@ def _probe(small: Path, name: str, out: str = "x.csv", **kw) -> dict:
         small / "corpus",
         small / "emb.parquet",
         small / "out" / name / out,
-        **{"facts": 120, "k": K, "seed": 7, **kw},
+        **{"facts": 120, "k": K, **kw},
     )
+
+
+def _chosen(small: Path, n: int = 120) -> list[tuple[str, str]]:
+    d = small / "corpus"
+    return select_probe_queries(
+        pl.read_parquet(d / "queries.parquet"),
+        pl.read_parquet(d / "qrels.parquet"),
+        pl.read_parquet(d / "memories.parquet"),
+        n,
+    )
+
+
+class _Stub:
+    """An arm answering each question from a fixed list of ids (``answer(query_id)``)."""
+
+    name = "stub"
+
+    def __init__(self, answer) -> None:  # noqa: ANN001
+        self.answer = answer
+        self.asked: list[tuple[str, int]] = []
+
+    def query(self, q, k):  # noqa: ANN001, ANN201
+        self.asked.append((q.query_id, k))
+        return Result(memory_ids=self.answer(q.query_id)[:k])
+
+
+def test_probe_on_stub_arms_is_exact(small):
+    mem = load_corpus(small / "corpus").memories
+    chosen = _chosen(small)
+    ids_of = {
+        f: mem.filter((pl.col("fact_id") == f) & (pl.col("form") != "distractor"))[
+            "memory_id"
+        ].to_list()
+        for _, f in chosen
+    }
+    fact_of_q = dict(chosen)
+    totals = [len(ids_of[f]) for _, f in chosen]
+    # an oracle returning the fact's restatements (twice, with a distractor in front)
+    oracle = _Stub(lambda qid: ["NOPE", *ids_of[fact_of_q[qid]] * 2])
+    r = repair_probe(oracle, small / "corpus", small / "emb.parquet", facts=120, k=3)
+    reached = [2] * len(totals)  # k = 3: NOPE, then two distinct restatements (all t >= 2)
+    assert oracle.asked == [(qid, 3) for qid, _ in chosen]
+    assert r["facts_probed"] == len(chosen)
+    assert r["mean_total"] == pytest.approx(sum(totals) / len(totals))
+    assert r["mean_reached"] == pytest.approx(sum(reached) / len(reached))
+    assert r["stale_fraction"] == pytest.approx(1 - sum(reached) / sum(totals))
+    big = repair_probe(
+        _Stub(lambda qid: ids_of[fact_of_q[qid]]), small / "corpus", small / "emb.parquet", k=99
+    )
+    assert big["stale_fraction"] == 0.0 and big["mean_reached"] == big["mean_total"]
+    none = repair_probe(_Stub(lambda qid: []), small / "corpus", small / "emb.parquet")
+    assert none["stale_fraction"] == 1.0 and none["mean_reached"] == 0.0
+
+
+def test_probe_asks_fact_questions_in_class_order(small):
+    chosen = _chosen(small)
+    q = pl.read_parquet(small / "corpus" / "queries.parquet")
+    cls = dict(zip(q["query_id"], q["class"], strict=True))
+    ranks = [QUERY_CLASSES.index(cls[qid]) for qid, _ in chosen]
+    assert ranks == sorted(ranks) and "provenance" not in {cls[qid] for qid, _ in chosen}
+    counts = dict(restatement_counts(load_corpus(small / "corpus").memories).iter_rows())
+    assert all(counts[f] >= 2 for _, f in chosen)
+    # every question that targets one fact of >= 2 restatements is asked (fewer than 120)
+    assert len(chosen) < 120 and _chosen(small, 5) == chosen[:5]
 
 
 def test_probe_bounds_and_csv(small):
     for name in ("sqlite-fts", "file-vec"):
         row = _probe(small, name)
         assert row["arm"] == name
-        assert row["facts_probed"] == len(select_facts(load_corpus(small / "corpus").memories, 120))
-        assert 0 <= row["mean_reached"] <= row["mean_total"]
+        assert row["facts_probed"] == len(_chosen(small))
+        assert 0 <= row["mean_reached"] <= min(K, row["mean_total"])
         assert row["mean_total"] >= 2  # only facts with >= 2 restatements are probed
-        assert 0.0 <= row["stale_fraction"] <= 1.0
+        assert 0.0 < row["stale_fraction"] < 1.0
         df = pl.read_csv(small / "out" / name / "x.csv")
         assert tuple(df.columns) == ANOMALY_COLUMNS
         assert df.height == 1 and df["arm"][0] == name
         assert df["stale_fraction"][0] == pytest.approx(row["stale_fraction"])
 
 
-def test_fts_reaches_exactly_the_identifier_bearing_copies(small):
-    """FTS finds every copy naming the identifier (id forms, corrections), no paraphrase.
-
-    Paraphrases share no identifier with the question, so for a full-text arm the stale
-    share is the paraphrase share of the probed facts' restatements.
-    """
-    mem = load_corpus(small / "corpus").memories
-    chosen = select_facts(mem, 120, seed=7)
-    sub = mem.filter(pl.col("fact_id").is_in(chosen) & (pl.col("form") != "distractor"))
-    para_share = (sub["form"] == "para").sum() / sub.height
-    row = _probe(small, "sqlite-fts")
-    assert row["stale_fraction"] == pytest.approx(para_share, abs=1e-6)
-    assert row["mean_total"] == pytest.approx(sub.height / len(chosen), abs=1e-6)
-
-
-def test_dense_repair_leaves_more_stale_than_fts(small):
-    fts = _probe(small, "sqlite-fts")
-    vec = _probe(small, "file-vec")
-    assert fts["mean_total"] == vec["mean_total"]  # same facts probed
-    assert vec["stale_fraction"] > fts["stale_fraction"]
-    assert vec["mean_reached"] < fts["mean_reached"]
-
-
-def test_probe_deterministic(small):
+def test_probe_deterministic_and_same_facts_for_every_arm(small):
     a = _probe(small, "file-vec", out="a.csv")
     b = _probe(small, "file-vec", out="b.csv")
     assert a == b
     out = small / "out" / "file-vec"
     assert (out / "a.csv").read_bytes() == (out / "b.csv").read_bytes()
+    fts = _probe(small, "sqlite-fts")
+    assert fts["mean_total"] == a["mean_total"]  # same facts probed
     fewer = _probe(small, "sqlite-fts", facts=5)
     assert fewer["facts_probed"] == 5
 
@@ -201,24 +270,8 @@ def test_repair_probe_on_open_arm_and_k(small):
     finally:
         arm.close()
     assert r1["mean_reached"] <= 1.0  # one result reaches at most one copy
-    assert r1["mean_reached"] <= r10["mean_reached"]
-    assert r1["stale_fraction"] >= r10["stale_fraction"]
-
-
-def test_probe_vectors_reuse_cached_and_encode_the_rest(small):
-    q = pl.read_parquet(small / "corpus" / "queries.parquet")
-    known = q["text"][0]
-    novel = REPAIR_QUESTION.format(subject_id="CFG-0000000")
-    vecs, encoded = _probe_vectors([known, novel, known], small / "emb.parquet", None)
-    assert encoded == 1 and vecs.shape == (3, 384) and vecs.dtype == np.float32
-    stored = load_embeddings(small / "emb.parquet").get([q["query_id"][0]])[0]
-    assert np.array_equal(vecs[0], stored) and np.array_equal(vecs[2], stored)
-    assert float(vecs[1] @ encode([novel])[0]) == pytest.approx(1.0, abs=1e-5)
-    # from the cache directory alone: both texts of the corpus are already there
-    vecs2, encoded2 = _probe_vectors([known], None, small / "cache")
-    assert encoded2 == 0 and np.allclose(vecs2[0], stored)
-    with pytest.raises(FileNotFoundError, match="nope.parquet"):
-        _probe_vectors([known], small / "nope.parquet", None)
+    assert r1["mean_reached"] < r10["mean_reached"]
+    assert r1["stale_fraction"] > r10["stale_fraction"]
 
 
 def test_missing_empty_or_wrong_store_is_a_clear_error(small, tmp_path):
@@ -247,49 +300,24 @@ def test_missing_empty_or_wrong_store_is_a_clear_error(small, tmp_path):
         run_anomaly_probe(
             "no-arm", None, small / "stores", small / "corpus", None, tmp_path / "o.csv"
         )
-    assert not (tmp_path / "o.csv").exists()
-
-
-def test_write_restatement_stats(small, tmp_path):
-    import json
-
-    s = write_restatement_stats(small / "corpus", tmp_path / "stats.json")
-    assert json.loads((tmp_path / "stats.json").read_text()) == s
-    mem = load_corpus(small / "corpus").memories
-    rendered = mem.filter(pl.col("form") != "distractor")
-    assert s["facts"] == 60
-    assert s["mean"] == pytest.approx(rendered.height / 60)
-    assert s["max"] >= s["p90"] >= s["median"] >= 1
-
-
-def test_repair_questions_embedded_once_then_probes_encode_nothing(small, tmp_path, caplog):
-    """The per-size rule embeds the questions; every arm's probe then only reads them."""
-    corpus = load_corpus(small / "corpus")
-    chosen = select_facts(corpus.memories, 120, 7)
-    subject = dict(zip(corpus.facts["fact_id"], corpus.facts["subject_id"], strict=True))
-    out = tmp_path / "repair.parquet"
-    stats = embed_repair_questions(small / "corpus", out, small / "cache", facts=120, seed=7)
-    assert stats["texts"] == len(chosen)
-    assert stats["cached"] + stats["encoded"] == len(chosen)
-    df = pl.read_parquet(out)
-    assert df["id"].to_list() == [f"repair-{f}" for f in chosen]
-    again = embed_repair_questions(small / "corpus", tmp_path / "r2.parquet", small / "cache")
-    assert again == {"texts": len(chosen), "cached": len(chosen), "encoded": 0}
-    vecs = load_embeddings(out).get([f"repair-{chosen[0]}"])
-    want = encode([REPAIR_QUESTION.format(subject_id=subject[chosen[0]])])[0]
-    assert float(vecs[0] @ want) == pytest.approx(1.0, abs=1e-5)
-    # a probe given this file finds every question there: nothing is encoded
-    with caplog.at_level("INFO", logger="agentmem.trials.anomaly"):
-        row = run_anomaly_probe(
+    with pytest.raises(FileNotFoundError, match="nope.parquet"):
+        run_anomaly_probe(
             "sqlite-fts",
             None,
             small / "stores" / "sqlite-fts",
             small / "corpus",
-            out,
-            tmp_path / "probe.csv",
-            facts=120,
-            k=K,
-            seed=7,
+            tmp_path / "nope.parquet",
+            tmp_path / "o.csv",
         )
-    assert "(0 texts encoded)" in caplog.text
-    assert row == _probe(small, "sqlite-fts", out="same.csv")
+    assert not (tmp_path / "o.csv").exists()
+
+
+def test_write_restatement_stats(small, tmp_path):
+    s = write_restatement_stats(small / "corpus", tmp_path / "stats.json")
+    assert json.loads((tmp_path / "stats.json").read_text()) == s
+    counts = restatement_counts(load_corpus(small / "corpus").memories)["restatements"]
+    multi = counts.filter(counts > 1)
+    assert s["facts"] == multi.len() and s["single_memory_facts"] == (counts == 1).sum()
+    assert s["facts"] + s["single_memory_facts"] == 60
+    assert s["mean"] == pytest.approx(multi.mean())
+    assert s["max"] >= s["p90"] >= s["median"] >= 2

@@ -1,16 +1,21 @@
-"""Corpus generator: determinism, sizes, and the definitional qrels of every class."""
+"""Corpus generator: determinism, sizes, the definitional qrels of every class, and the
+study's specification (Table 5, restatements, counts) at the main size."""
 
 import json
+from pathlib import Path
 
 import polars as pl
 import pytest
 
-from agentmem.config import CorpusConfig, SizeConfig
+from agentmem.config import CorpusConfig, SizeConfig, load_config
 from agentmem.corpus import write_corpus
 from agentmem.corpus.queries import QUERY_CLASSES
+from agentmem.corpus.spec import corpus_spec_table, restatement_stats
 from agentmem.corpus.templates import DISTRACTORS
 
 SMALL = SizeConfig(facts=300, queries_per_class=10)
+CONFIG = load_config(Path(__file__).resolve().parents[1] / "config" / "config.yaml")
+MAIN = CONFIG.sizes[CONFIG.main_size]
 
 
 @pytest.fixture(scope="module")
@@ -120,3 +125,89 @@ def test_paraphrases_carry_no_identifier(corpus_dir):
     assert not para["body"].str.contains(r"[A-Z]{3}-\d+").any()
     ident = mem.filter(pl.col("form") == "id")
     assert ident["body"].str.contains(r"[A-Z]{3}-\d+").all()
+
+
+def test_paraphrases_name_the_service_or_spell_it_out(corpus_dir):
+    """Questions use the hyphenated service name; memories write it so or spell it out."""
+    t = _load(corpus_dir)
+    ents = pl.read_parquet(corpus_dir / "entities.parquet").filter(pl.col("type") == "service")
+    names = ents["name"].to_list()
+    assert all("-" in n and " " not in n for n in names)
+    para = t["memories"].filter(pl.col("form") == "para")["body"].to_list()
+    hyphenated = sum(any(n in b for n in names) for b in para) / len(para)
+    spelled = sum(any(n.replace("-", " ") in b for n in names) for b in para) / len(para)
+    assert 0.6 < hyphenated < 0.85 and hyphenated + spelled == pytest.approx(1.0, abs=0.02)
+    sem = t["queries"].filter(pl.col("class") == "semantic")["text"].to_list()
+    assert all(any(n in q for n in names) for q in sem)
+
+
+# --- the study's specification at the main size (a property of the generator) ---------
+
+
+@pytest.fixture(scope="module")
+def main_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("main")
+    write_corpus(d, MAIN, CONFIG.corpus)
+    return d
+
+
+def test_main_size_restatements_tokens_and_counts_match_the_study(main_dir):
+    mem = pl.read_parquet(main_dir / "memories.parquet")
+    manifest = json.loads((main_dir / "manifest.json").read_text())
+    spec = corpus_spec_table(mem, manifest)
+    failing = spec.filter(~pl.col("pass").fill_null(False))
+    assert failing.is_empty(), f"outside the study's tolerance:\n{failing}"
+    s = restatement_stats(mem)
+    assert (s["median"], s["max"]) == (3, 15)
+    assert abs(s["mean"] - 3.69) <= 0.3 and abs(s["p90"] - 8) <= 1
+    assert abs(s["single_memory_facts"] - 805) <= 80.5
+    assert abs(manifest["tokens_per_memory"] - 25.4) <= 2.54
+    assert manifest["queries_by_class"] == dict.fromkeys(QUERY_CLASSES, 40)
+
+
+def test_main_size_table5_matches_the_study(main_dir, request, tmp_path):
+    """Every Table 5 cell within the study's tolerance, with real all-MiniLM-L6-v2 vectors.
+
+    Only the texts the table reads are embedded (queries, their relevant memories, the
+    memories of the random pairs), through a cache kept in pytest's cache directory.
+    """
+    from agentmem.arms.base import Embeddings
+    from agentmem.corpus.validation import (
+        STATISTICS,
+        ValidationInput,
+        random_pair_indices,
+        validation_table_from,
+    )
+    from agentmem.embeddings import embed_texts, load_embeddings
+
+    mem = pl.read_parquet(main_dir / "memories.parquet")
+    q = pl.read_parquet(main_dir / "queries.parquet")
+    qrels = pl.read_parquet(main_dir / "qrels.parquet")
+    a, b = random_pair_indices(mem.height, 1000, CONFIG.corpus.seed)
+    ids = mem["memory_id"].to_list()
+    need = set(qrels["memory_id"].to_list()) | {ids[i] for i in (*a.tolist(), *b.tolist())}
+    sub = mem.filter(pl.col("memory_id").is_in(sorted(need)))
+    cache = request.config.cache.mkdir("agentmem-embeddings")
+    embed_texts(
+        q["query_id"].to_list() + sub["memory_id"].to_list(),
+        q["text"].to_list() + sub["body"].to_list(),
+        tmp_path / "emb.parquet",
+        cache,
+        progress=False,
+    )
+    vec = load_embeddings(tmp_path / "emb.parquet")
+    data = ValidationInput(mem, q, qrels, Embeddings(ids=vec.ids, matrix=vec.matrix))
+    table = validation_table_from(data, random_pairs=1000, seed=CONFIG.corpus.seed)
+    bad = [
+        (r["query_class"], s, r[s], r[f"{s}_study"])
+        for r in table.iter_rows(named=True)
+        for s in STATISTICS
+        if r[f"{s}_pass"] is False or (r[f"{s}_study"] is not None and r[s] is None)
+    ]
+    assert not bad, f"(class, statistic, ours, study) outside tolerance: {bad}"
+    assert table["all_pass"].all()
+    rows = {r["query_class"]: r for r in table.iter_rows(named=True)}
+    # the contrasts the study draws from the table (REFERENCE §7, finding 12)
+    assert abs(rows["lexical"]["mean_cosine"] - rows["random_pairs"]["mean_cosine"]) < 0.05
+    assert rows["semantic"]["mean_cosine"] > rows["random_pairs"]["mean_cosine"] + 0.4
+    assert rows["semantic"]["identifier_overlap"] == 0.0

@@ -14,12 +14,14 @@ from agentmem.corpus import write_corpus
 from agentmem.corpus.queries import QUERY_CLASSES
 from agentmem.corpus.validation import (
     PROBE_SCHEMA,
+    STATISTICS,
     TABLE_SCHEMA,
     ValidationInput,
     dense_failure_probe,
     identifiers,
-    memory_terms,
-    rare_df_threshold,
+    random_pair_indices,
+    rare_terms,
+    study_terms,
     validation_table,
     validation_table_from,
     write_validation,
@@ -63,6 +65,7 @@ QUERIES = [
         e((3, 1)),
         ["M4"],
     ),
+    ("negation-001", "negation", "CFG-799 and INC-2356 timeout", e((0, 1)), ["M1"]),
 ]
 
 
@@ -102,13 +105,24 @@ def hand(tmp_path):
 
 
 def test_helpers():
-    assert memory_terms("The CFG-799 timeout, the TIMEOUT!") == {"cfg-799", "timeout"}
-    assert identifiers("CFG-799 and SVC-5345, not cfg-1 or ABCD-12 or AB-3") == {
-        "CFG-799",
-        "SVC-5345",
+    assert study_terms("The CFG-799 timeout, the TIMEOUT! a b") == {"cfg-799", "timeout"}
+    assert rare_terms("billing-api waits 30s on CFG-799 per max_pool_size") == {
+        "billing-api",
+        "30s",
+        "cfg-799",
+        "max_pool_size",
     }
-    assert rare_df_threshold(10) == 5
-    assert rare_df_threshold(8324) == 9
+    assert identifiers("CFG-799, SVC-5345, billing-api, cfg-1, ABCD-12, s-0042, S00042") == {
+        "cfg-799",
+        "svc-5345",
+        "cfg-1",
+        "s-0042",
+    }
+    a, b = random_pair_indices(5, 1000, seed=1)
+    assert (a != b).all() and a.min() >= 0 and max(a.max(), b.max()) <= 4
+    assert set(a.tolist()) == set(range(5)) == set(b.tolist())
+    with pytest.raises(ValueError, match="no memory pairs"):
+        random_pair_indices(1, 10, seed=1)
 
 
 def test_hand_made_table(hand):
@@ -117,9 +131,9 @@ def test_hand_made_table(hand):
     assert t["query_class"].to_list() == [*QUERY_CLASSES, "random_pairs"]
     rows = {r["query_class"]: r for r in t.iter_rows(named=True)}
 
-    # lexical: terms(q) = {summarise, cfg-799}; M1 shares cfg-799, M2 nothing.
-    # rare: summarise has df 0 (not rare), cfg-799 df 2 -> R = {cfg-799}.
-    # cosine: q = e0; M1 = .6 e0 + .8 e1 -> .6; M2 = e1 -> 0.
+    # lexical: terms(q) = {summarise, cfg-799} ("for", "me" are stopwords); M1 shares
+    # cfg-799, M2 nothing. rare(q) = ids(q) = {cfg-799}. cosine: q = e0; M1 = .6 e0 + .8 e1
+    # -> .6; M2 = e1 -> 0.
     lex = rows["lexical"]
     assert (lex["queries"], lex["pairs"]) == (1, 2)
     assert lex["term_overlap"] == pytest.approx(0.25)
@@ -128,25 +142,39 @@ def test_hand_made_table(hand):
     assert lex["mean_cosine"] == pytest.approx(0.3)
     assert lex["relevant_per_query"] == pytest.approx(2.0)
     assert lex["similarity_expressible"] is True
+    # beside the study's Table 5: only the cosine is within tolerance (.3 vs .277, ±.05)
+    assert lex["term_overlap_study"] == 0.322 and lex["relevant_per_query_study"] == 2.6
+    assert [lex[f"{s}_pass"] for s in STATISTICS] == [False, False, False, True, False]
+    assert lex["all_pass"] is False
 
-    # semantic: terms(q) = {long, amber, ledger, gateway, wait}; M2 shares amber/ledger/gateway
-    # (3/5). Rare: long and wait have df 0 -> R = {amber, ledger, gateway} -> 3/3.
+    # semantic: terms(q) = {long, amber, ledger, gateway, wait}; M2 shares amber, ledger,
+    # gateway -> 3/5. No rare term, no identifier: both 0 (the study's convention).
     # cosine of (e1 + e2) (not unit) with e1 = 1/sqrt(2).
     sem = rows["semantic"]
     assert sem["term_overlap"] == pytest.approx(0.6)
-    assert sem["rare_term_overlap"] == pytest.approx(1.0)
+    assert sem["rare_term_overlap"] == 0.0
     assert sem["identifier_overlap"] == 0.0
     assert sem["mean_cosine"] == pytest.approx(1 / math.sqrt(2), abs=1e-6)
+    assert sem["term_overlap_pass"] is True  # .6 vs .586
+    assert sem["identifier_overlap_pass"] is True  # 0 vs 0
+    assert sem["rare_term_overlap_pass"] is False  # 0 vs .669
 
     # currency: terms(q) = {caused, svc-5345, outage, host, yesterday}; M4 shares 3 -> 3/5.
-    # host is in 6 memories (> 5 = threshold at N=10), yesterday in none -> both not rare,
-    # so R = {caused, svc-5345, outage} -> 3/3. M4's vector is 2·e3 (renormalised) -> 1.
+    # rare(q) = ids(q) = {svc-5345}, in M4 -> 1. M4's vector is 2·e3 (renormalised) -> 1.
     cur = rows["currency"]
     assert cur["term_overlap"] == pytest.approx(0.6)
     assert cur["rare_term_overlap"] == pytest.approx(1.0)
     assert cur["identifier_overlap"] == pytest.approx(1.0)
     assert cur["mean_cosine"] == pytest.approx(1.0)
     assert cur["similarity_expressible"] is False
+    assert [cur[f"{s}_pass"] for s in STATISTICS] == [False, True, True, False, True]
+
+    # negation: two identifiers in the question, one of them in M1 -> 1/2; terms(q) =
+    # {cfg-799, inc-2356, timeout}, M1 shares cfg-799 and timeout -> 2/3.
+    neg = rows["negation"]
+    assert neg["identifier_overlap"] == pytest.approx(0.5)
+    assert neg["rare_term_overlap"] == pytest.approx(0.5)
+    assert neg["term_overlap"] == pytest.approx(2 / 3)
 
     # provenance: punctuation-only query has no terms -> 0, not a division error.
     prov = rows["provenance"]
@@ -157,16 +185,19 @@ def test_hand_made_table(hand):
     )
     assert prov["mean_cosine"] == pytest.approx(0.6)
 
-    # classes without queries: counts 0, means null, flag from the class definition.
+    # classes without queries: counts 0, means and passes null, flag from the class
     hyb = rows["hybrid"]
     assert (hyb["queries"], hyb["pairs"], hyb["mean_cosine"]) == (0, 0, None)
-    assert hyb["relevant_per_query"] is None
+    assert hyb["relevant_per_query"] is None and hyb["identifier_overlap"] is None
+    assert hyb["mean_cosine_pass"] is None and hyb["all_pass"] is False
     assert hyb["similarity_expressible"] is True
 
     rnd = rows["random_pairs"]
     assert rnd["pairs"] == 400
     assert rnd["queries"] is None and rnd["term_overlap"] is None
     assert 0.0 <= rnd["mean_cosine"] <= 1.0
+    assert rnd["mean_cosine_study"] == 0.266 and rnd["term_overlap_study"] is None
+    assert rnd["all_pass"] is rnd["mean_cosine_pass"]
 
 
 def test_random_pairs_never_pair_a_memory_with_itself():
@@ -228,8 +259,15 @@ def real(tmp_path_factory):
 
 def test_real_corpus_has_the_designed_properties(real, tmp_path):
     table_csv, probe_csv = tmp_path / "t" / "validation.csv", tmp_path / "t" / "probe.csv"
-    t, p = write_validation(*real, table_csv, probe_csv, random_pairs=1000, seed=0)
+    spec_csv = tmp_path / "t" / "spec.csv"
+    t, p = write_validation(
+        *real, table_csv, probe_csv, random_pairs=1000, seed=0, spec_csv=spec_csv
+    )
     assert pl.read_csv(table_csv).columns == list(TABLE_SCHEMA)
+    spec = pl.read_csv(spec_csv)
+    assert spec.columns == ["statistic", "ours", "study", "tolerance", "pass"]
+    facts = spec.filter(pl.col("statistic") == "facts").row(0, named=True)
+    assert (facts["ours"], facts["study"], facts["pass"]) == (150, 2500, False)  # not size m
     assert pl.read_csv(probe_csv).height == p.height
     rows = {r["query_class"]: r for r in t.iter_rows(named=True)}
     rnd = rows["random_pairs"]["mean_cosine"]
@@ -261,3 +299,18 @@ def test_figure_written(real, tmp_path):
     plot(csv, tmp_path / "fig" / "validation.svg")
     assert (tmp_path / "fig" / "validation.svg").read_text().lstrip().startswith("<?xml")
     assert (tmp_path / "fig" / "validation.png").stat().st_size > 0
+
+
+def test_study_values_agree_with_the_reference_transcription():
+    """The Table 5 values the validation checks are the ones vs_reference compares."""
+    from agentmem.corpus.spec import COUNTS, RANDOM_PAIR_COSINE, RESTATEMENTS, TABLE5
+    from agentmem.report import reference as R
+
+    assert {c: TABLE5[c]["mean_cosine"] for c in QUERY_CLASSES} == {
+        c: R.VALIDATION_COSINE[c] for c in QUERY_CLASSES
+    }
+    assert RANDOM_PAIR_COSINE == R.VALIDATION_COSINE["random_pairs"]
+    assert all(TABLE5[c]["identifier_overlap"] == v for c, v in R.IDENTIFIER_OVERLAP.items())
+    assert {k: RESTATEMENTS[k] for k in R.RESTATEMENTS} == R.RESTATEMENTS
+    assert COUNTS == R.CORPUS
+    assert sum(R.QUERY_COUNTS.values()) == COUNTS["queries"]

@@ -45,7 +45,7 @@ class RestatementConfig(_Strict):
     heavy_min: int = Field(6, ge=1)
     heavy_max: int = Field(14, ge=1)
     light_min: int = Field(1, ge=1)
-    light_max: int = Field(3, ge=1)
+    light_max: int = Field(4, ge=1)
 
     @model_validator(mode="after")
     def _ranges(self) -> RestatementConfig:

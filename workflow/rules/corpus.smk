@@ -1,4 +1,9 @@
 rule generate_corpus:
+    input:
+        # the generator is library code: editing it regenerates the corpus
+        generate=library_file("agentmem/corpus/generate.py"),
+        templates=library_file("agentmem/corpus/templates.py"),
+        queries=library_file("agentmem/corpus/queries.py"),
     output:
         memories="results/corpus/{size}/memories.parquet",
         facts="results/corpus/{size}/facts.parquet",
@@ -29,11 +34,14 @@ rule validate_corpus:
         memories="results/corpus/{size}/memories.parquet",
         queries="results/corpus/{size}/queries.parquet",
         qrels="results/corpus/{size}/qrels.parquet",
+        manifest="results/corpus/{size}/manifest.json",
         embeddings="results/embeddings/{size}.parquet",
         code=library_file("agentmem/corpus/validation.py"),
+        spec=library_file("agentmem/corpus/spec.py"),
     output:
         table="results/tables/validation_{size}.csv",
         probe="results/tables/dense_probe_{size}.csv",
+        spec="results/tables/corpus_spec_{size}.csv",
     log:
         "results/logs/validate_corpus/{size}.log",
     benchmark:
@@ -52,11 +60,17 @@ rule validate_corpus:
 
 rule publish_validation:
     input:
-        f"results/tables/validation_{MAIN}.csv",
+        table=f"results/tables/validation_{MAIN}.csv",
+        spec=f"results/tables/corpus_spec_{MAIN}.csv",
     output:
-        report(
+        table=report(
             "results/tables/validation.csv",
             caption="../report/validation.rst",
+            category="Corpus",
+        ),
+        spec=report(
+            "results/tables/corpus_spec.csv",
+            caption="../report/corpus_spec.rst",
             category="Corpus",
         ),
     log:
@@ -69,4 +83,4 @@ rule publish_validation:
     resources:
         mem_mb=500,
     script:
-        "../../scripts/combine_tables.py"
+        "../../scripts/publish_validation.py"

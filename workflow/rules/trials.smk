@@ -65,39 +65,13 @@ rule run_lost_update_trials:
         "../../scripts/run_lost_update_trials.py"
 
 
-rule embed_repair_questions:
-    input:
-        memories="results/corpus/{size}/memories.parquet",
-        # after the corpus embeddings, so repair questions equal to lexical queries are
-        # cache hits
-        embeddings="results/embeddings/{size}.parquet",
-    output:
-        "results/embeddings/repair/{size}.parquet",
-    log:
-        "results/logs/embed_repair_questions/{size}.log",
-    benchmark:
-        "results/benchmarks/embed_repair_questions/{size}.tsv"
-    priority: 50
-    conda:
-        "../../envs/agentmem.yaml"
-    threads: 2
-    resources:
-        bench_slot=1,
-        mem_mb=4000,
-    params:
-        cache_dir="results/cache/embeddings",
-        facts=CFG.trials.anomaly.facts,
-        seed=CFG.trials.seed,
-        batch_size=CFG.embedding.batch_size,
-    script:
-        "../../scripts/embed_repair_questions.py"
-
-
 rule probe_update_anomaly:
     input:
-        embeddings="results/embeddings/repair/{size}.parquet",
+        embeddings="results/embeddings/{size}.parquet",
         build="results/builds/{size}/{arm}.json",
         memories="results/corpus/{size}/memories.parquet",
+        queries="results/corpus/{size}/queries.parquet",
+        qrels="results/corpus/{size}/qrels.parquet",
         source=library_file("agentmem/trials/anomaly.py"),
     output:
         "results/trials/anomaly/{size}/{arm}.csv",
@@ -118,7 +92,6 @@ rule probe_update_anomaly:
         store_dir="results/stores/{size}/{arm}",
         facts=CFG.trials.anomaly.facts,
         k=CFG.trials.anomaly.k,
-        seed=CFG.trials.seed,
     script:
         "../../scripts/run_anomaly_probe.py"
 
@@ -144,6 +117,7 @@ rule combine_anomaly_probes:
 rule summarise_restatements:
     input:
         memories="results/corpus/{size}/memories.parquet",
+        code=library_file("agentmem/corpus/spec.py"),
     output:
         "results/trials/restatements/{size}.json",
     log:

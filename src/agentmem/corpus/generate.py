@@ -8,9 +8,12 @@ marks every earlier rendering ``superseded_by`` it) → memories ordered in time
 into sessions → queries of eight classes with definitional qrels (:mod:`.queries`).
 
 World proportions follow REFERENCE §1 (per 2,500 facts: 1,000 config records, 650
-incidents, 475 decisions, 200 people, 175 runbooks, 250 services). Everything is drawn
-from one ``random.Random(seed)``; iteration orders are fixed, so the same seed gives the
-same bytes.
+incidents, 475 decisions, 200 people, 175 runbooks, 250 services). How many memories a
+fact gets (:func:`light_restatements`, every n-th fact heavy), which of them carry its
+identifier (:data:`ID_FORM_SHARE`) and how they name its service
+(:data:`SERVICE_NAMED_SHARE`) are what give the corpus the study's restatement
+distribution and validation table (``docs/VALIDATION.md``). Everything is drawn from one
+``random.Random(seed)``; iteration orders are fixed, so the same seed gives the same bytes.
 """
 
 from __future__ import annotations
@@ -37,7 +40,10 @@ RECORD_TYPES: dict[str, tuple[str, float, str]] = {
 }
 SERVICES_PER_FACT = 0.10
 #: chance that a restatement after the first is identifier-bearing (the first always is)
-ID_FORM_SHARE = 0.65
+ID_FORM_SHARE = 0.4
+#: chance that a memory writes the hyphenated name of the service it is about
+#: (``billing-api``); the others spell it out (``billing api``) or give only its identifier
+SERVICE_NAMED_SHARE = 0.72
 AGENT_NAMES = ["planner", "coder", "reviewer", "operator", "researcher", "triager"]
 
 
@@ -106,13 +112,17 @@ def build_world(
         ValueError: when the vocabulary cannot give unique names at this size.
     """
     n_services = max(4, round(n_facts * SERVICES_PER_FACT))
-    combos = _unique_pairs(
-        rng, len(T.SERVICE_ADJECTIVES) * len(T.SERVICE_NOUNS), len(T.SERVICE_ROLES), n_services
-    )
+    base = len(T.SERVICE_NOUNS) * len(T.SERVICE_ROLES)
+    generations = math.ceil(n_services / base)
     services = []
-    for sid, (an, r) in zip(_identifiers(rng, "SVC", n_services), combos, strict=True):
-        adj, noun = divmod(an, len(T.SERVICE_NOUNS))
-        name = f"{T.SERVICE_ADJECTIVES[adj]} {T.SERVICE_NOUNS[noun]} {T.SERVICE_ROLES[r]}"
+    for sid, (gen, x) in zip(
+        _identifiers(rng, "SVC", n_services),
+        _unique_pairs(rng, generations, base, n_services),
+        strict=True,
+    ):
+        noun, role = divmod(x, len(T.SERVICE_ROLES))
+        # billing-api, then billing-api-2, billing-api-3 ... once every pair is taken
+        name = f"{T.SERVICE_NOUNS[noun]}-{T.SERVICE_ROLES[role]}" + (f"-{gen + 1}" if gen else "")
         services.append((sid, name))
 
     counts = {t: round(n_facts * share) for t, (_, share, _) in RECORD_TYPES.items()}
@@ -201,8 +211,28 @@ def build_world(
     return facts, entities
 
 
-def _fields(f: Fact, value: str, value_para: str) -> dict[str, str]:
-    return {"rid": f.rid, "sid": f.sid, "svc": f.svc, "v": value, "vp": value_para, **f.extra}
+def _fields(
+    f: Fact, value: str, value_para: str, rng: random.Random | None = None
+) -> dict[str, str]:
+    """Template fields of ``f``.
+
+    With ``rng`` the rendering writes the service's hyphenated name with probability
+    :data:`SERVICE_NAMED_SHARE` (``{svc}`` = ``billing-api``, ``{svcid}`` =
+    ``billing-api (SVC-…)``) and otherwise not (``{svc}`` spelled out, ``billing api``;
+    ``{svcid}`` the service identifier alone); without ``rng`` (questions) it always does.
+    """
+    named = rng is None or rng.random() < SERVICE_NAMED_SHARE
+    return {
+        "rid": f.rid,
+        "sid": f.sid,
+        "svc": f.svc if named else f.svc.replace("-", " "),
+        "svcid": f"{f.svc} ({f.sid})" if named else f.sid,
+        "slug": f.svc,
+        "when": str(f.valid_from_day),
+        "v": value,
+        "vp": value_para,
+        **f.extra,
+    }
 
 
 def render_id(rng: random.Random, f: Fact) -> str:
@@ -214,7 +244,8 @@ def render_id(rng: random.Random, f: Fact) -> str:
         "person": T.PERSON_ID_FORMS,
         "runbook": T.RUNBOOK_ID_FORMS,
     }[f.rtype]
-    return rng.choice(forms).format(**_fields(f, f.value, f.value_para))
+    form = rng.choice(forms)
+    return form.format(**_fields(f, f.value, f.value_para, rng))
 
 
 def render_para(rng: random.Random, f: Fact) -> str:
@@ -228,11 +259,15 @@ def render_para(rng: random.Random, f: Fact) -> str:
             "person": T.PERSON_PARA,
             "runbook": T.RUNBOOK_PARA,
         }[f.rtype]
-    return rng.choice(forms).format(**_fields(f, f.value, f.value_para))
+    form = rng.choice(forms)
+    return form.format(**_fields(f, f.value, f.value_para, rng))
 
 
-def semantic_question(f: Fact) -> str:
-    """The class-``semantic`` question for ``f`` (paraphrase, no identifier)."""
+def semantic_question(f: Fact, lead: str = T.SEMANTIC_PREFIX) -> str:
+    """The class-``semantic`` question for ``f`` (paraphrase, no identifier).
+
+    ``lead`` opens the question (``"Remind me, "``); the rest starts lower-case after it.
+    """
     if f.rtype == "config":
         q = T.CONFIG_ATTRIBUTES[f.predicate]["question"]
     else:
@@ -242,7 +277,8 @@ def semantic_question(f: Fact) -> str:
             "person": T.PERSON_QUESTION,
             "runbook": T.RUNBOOK_QUESTION,
         }[f.rtype]
-    return q.format(**_fields(f, f.value, f.value_para))
+    q = q.format(**_fields(f, f.value, f.value_para))
+    return lead + q[0].lower() + q[1:] if lead else q
 
 
 def _pick_new_value(rng: random.Random, f: Fact, people: list[str]) -> tuple[str, str]:
@@ -260,9 +296,14 @@ def _pick_new_value(rng: random.Random, f: Fact, people: list[str]) -> tuple[str
     return rng.choice([p for p in pool if p[0] != f.value])
 
 
-def render_correction(f: Fact) -> str:
+def temporal_question(f: Fact, day: int) -> str:
+    """The class-``temporal`` question for incident ``f``: its service's name, no identifier."""
+    return T.INCIDENT_TEMPORAL.format(day=day, **_fields(f, f.value, f.value_para))
+
+
+def render_correction(rng: random.Random, f: Fact) -> str:
     """The correction memory: identifier, new value, and the value it replaces."""
-    d = _fields(f, f.new_value or "", f.new_value_para or "")
+    d = _fields(f, f.new_value or "", f.new_value_para or "", rng)
     d["old"] = f.value
     d["new_rid"] = f.new_value or ""
     form = {
@@ -273,6 +314,18 @@ def render_correction(f: Fact) -> str:
         "runbook": T.RUNBOOK_CORRECTION,
     }[f.rtype]
     return form.format(**d)
+
+
+def light_restatements(rng: random.Random, lo: int, hi: int) -> int:
+    """Renderings of a light fact: ``lo + round((hi - lo) · u²)``, ``u`` uniform in [0, 1).
+
+    Squaring skews the count toward ``lo`` (most facts are mentioned once or twice, a few
+    more often): for 1–4, P(1) = P(u < √(1/6)) ≈ 0.41, P(2) ≈ 0.30, P(3) ≈ 0.21,
+    P(4) ≈ 0.09. With every 11th fact heavy (6–14) and 12 % corrected this gives the
+    restatement distribution of REFERENCE §1 (over facts with more than one memory:
+    mean ≈ 3.7, median 3, p90 8, max 15; ≈ 1/3 of facts with a single memory).
+    """
+    return lo + round((hi - lo) * rng.random() ** 2)
 
 
 def _source_and_prefix(rng: random.Random) -> tuple[str, str]:
@@ -315,7 +368,7 @@ def generate(size: SizeConfig, opts: CorpusConfig) -> Generated:
         n = (
             rng.randint(rs.heavy_min, rs.heavy_max)
             if heavy
-            else rng.randint(rs.light_min, rs.light_max)
+            else light_restatements(rng, rs.light_min, rs.light_max)
         )
         sup = f.fact_id in superseded_ids
         end = opts.correction_day - 1 if sup else opts.days - 1
@@ -349,7 +402,7 @@ def generate(size: SizeConfig, opts: CorpusConfig) -> Generated:
             ents = [f.rid, f.sid] + ([f.new_value] if f.rtype == "person" else [])
             mems.append(
                 Mem(
-                    render_correction(f),
+                    render_correction(rng, f),
                     opts.correction_day,
                     kind,
                     f.fact_id,
@@ -367,7 +420,7 @@ def generate(size: SizeConfig, opts: CorpusConfig) -> Generated:
         source, _prefix = _source_and_prefix(rng)
         mems.append(
             Mem(
-                rng.choice(T.DISTRACTORS).format(rid=f.rid),
+                rng.choice(T.DISTRACTORS).format(rid=f.rid, svc=f.svc),
                 rng.randrange(opts.days),
                 "episodic",
                 None,

@@ -2,32 +2,42 @@
 
 Relevance is by construction, never by judgement:
 
-=========== ===================================== =========================================
-class       relevant memories                     structured predicate
-=========== ===================================== =========================================
-lexical     every memory of the fact              none
-semantic    the fact's paraphrase renderings      none
-temporal    the fact's renderings with day <= N   created_day <= N
-provenance  every memory of the session           session_id = S
-currency    the correction                        superseded_by IS NULL
-aggregate   every memory of the fact (>= 4)       fact_id = F, count
-negation    the correction                        superseded_by IS NULL
-hybrid      every memory of the fact (>= 3)       none
-=========== ===================================== =========================================
+=========== ============================== =================================== =================
+class       question                       relevant memories                   predicate
+=========== ============================== =================================== =================
+lexical     the record identifier          every memory of the fact            none
+semantic    a paraphrase naming the        the fact's paraphrase renderings    none
+            service, no identifier
+temporal    a service's notes before day N the incident's renderings, day <= N created_day <= N
+provenance  everything from session S      every memory of the session         session_id = S
+currency    the present state of a record  the correction                      superseded_by
+                                                                               IS NULL
+aggregate   how often a record was noted   every memory of the fact (>= 4)     fact_id = F,
+                                                                               count
+negation    a record, minus what was       the correction                      superseded_by
+            corrected since                                                    IS NULL
+hybrid      identifier + paraphrase        every memory of the fact (>= 3,     none
+                                           identifier and paraphrase forms)
+=========== ============================== =================================== =================
 
-Each fact is used by at most one query across classes, so classes do not share targets.
+Temporal questions are about incidents (the episodic records) and, like the study's, name
+only the service. Each fact is used by at most one query across classes, so classes do not
+share targets. Within a class the facts are a systematic sample of the eligible ones ordered
+by their number of relevant memories, so the class's relevant memories per question follow
+the corpus's restatement distribution rather than the luck of one draw.
 """
 
 from __future__ import annotations
 
 import random
 from collections import defaultdict
+from collections.abc import Callable
 
 import polars as pl
 
 from agentmem.config import CorpusConfig
 from agentmem.corpus import templates as T
-from agentmem.corpus.generate import Fact, semantic_question
+from agentmem.corpus.generate import Fact, semantic_question, temporal_question
 
 QUERY_CLASSES = (
     "lexical",
@@ -64,29 +74,41 @@ def make_queries(
     """
     rng = random.Random(opts.seed + 1)
     by_fact: dict[str, list[dict]] = defaultdict(list)
-    distracted: set[str] = set()
     for row in memories.iter_rows(named=True):
         if row["fact_id"] is not None:
             by_fact[row["fact_id"]].append(row)
-        elif row["form"] == "distractor":
-            distracted.update(row["entity_ids"])
-    order = sorted(facts, key=lambda f: f.fact_id)
-    rng.shuffle(order)
+    by_id = sorted(facts, key=lambda f: f.fact_id)
     used: set[str] = set()
     queries: list[dict] = []
     qrels: list[tuple[str, str]] = []
 
-    def take(cls: str, ok) -> list[Fact]:  # noqa: ANN001
+    def take(
+        ok: Callable, relevant: Callable, wanted: int = per_class
+    ) -> list[tuple[Fact, list[dict]]]:
+        """Systematic sample of ``wanted`` eligible unused facts, stratified by size.
+
+        Eligible facts are ordered by how many relevant memories they have (ties in random
+        order) and every ``len / wanted``-th is taken from a random start, so a class's
+        relevant memories per question follow those of all its eligible facts instead of
+        the luck of a 40-question draw.
+        """
+        pool = []
+        for f in by_id:
+            rows = by_fact[f.fact_id]
+            if f.fact_id not in used and ok(f, rows):
+                pool.append((len(relevant(f, rows)), rng.random(), f))
+        pool.sort(key=lambda t: t[:2])
+        n = min(wanted, len(pool))
+        step = len(pool) / n if n else 0.0
+        start = rng.random() * step
         out = []
-        for f in order:
-            if len(out) >= per_class:
-                break
-            if f.fact_id not in used and ok(f, by_fact[f.fact_id]):
-                used.add(f.fact_id)
-                out.append(f)
+        for i in range(n):
+            f = pool[int(start + i * step)][2]
+            used.add(f.fact_id)
+            out.append((f, relevant(f, by_fact[f.fact_id])))
         return out
 
-    def add(cls: str, text: str, rel: list[str], pred=(None, None, None), count=None) -> None:  # noqa: ANN001
+    def add(cls: str, text: str, rel: list[dict], pred=(None, None, None), count=None) -> None:  # noqa: ANN001
         qid = f"{cls}-{sum(q['class'] == cls for q in queries) + 1:03d}"
         queries.append(
             {
@@ -100,68 +122,57 @@ def make_queries(
                 "similarity_expressible": cls in SIMILARITY_EXPRESSIBLE,
             }
         )
-        qrels.extend((qid, m) for m in sorted(rel))
+        qrels.extend((qid, m) for m in sorted(r["memory_id"] for r in rel))
 
     def forms(rows: list[dict]) -> set[str]:
         return {r["form"] for r in rows}
 
-    sup = lambda f, rows: any(r["form"] == "correction" for r in rows)  # noqa: E731
+    def sup(f: Fact, rows: list[dict]) -> bool:
+        return "correction" in forms(rows)
+
+    def every(f: Fact, rows: list[dict]) -> list[dict]:
+        return rows
+
+    def correction(f: Fact, rows: list[dict]) -> list[dict]:
+        return [r for r in rows if r["form"] == "correction"]
+
+    def paraphrases(f: Fact, rows: list[dict]) -> list[dict]:
+        return [r for r in rows if r["form"] == "para"]
+
+    cut = opts.temporal_cutoff_day
+
+    def early(f: Fact, rows: list[dict]) -> list[dict]:
+        return [r for r in rows if r["created_day"] <= cut]
 
     # order of drawing = scarcest targets first
-    for f in take("currency", sup):
-        rel = [r["memory_id"] for r in by_fact[f.fact_id] if r["form"] == "correction"]
-        text = T.CURRENCY_QUESTIONS[f.rtype].format(rid=f.rid, **f.extra)
+    for f, rel in take(sup, correction):
+        text = rng.choice(T.CURRENCY_QUESTIONS).format(rid=f.rid)
         add("currency", text, rel, ("superseded_by", "is_null", None))
-    for f in take("negation", sup):
-        rel = [r["memory_id"] for r in by_fact[f.fact_id] if r["form"] == "correction"]
-        add(
-            "negation",
-            rng.choice(T.NEGATION_QUESTIONS).format(rid=f.rid),
-            rel,
-            ("superseded_by", "is_null", None),
+    for f, rel in take(sup, correction):
+        text = rng.choice(T.NEGATION_QUESTIONS).format(rid=f.rid)
+        add("negation", text, rel, ("superseded_by", "is_null", None))
+    # incidents noted at least twice by the cut-off; in a small corpus with too few of
+    # them, incidents noted once make up the class
+    temporal = take(lambda f, rows: f.rtype == "incident" and len(early(f, rows)) >= 2, early)
+    if len(temporal) < per_class:
+        temporal += take(
+            lambda f, rows: f.rtype == "incident" and len(early(f, rows)) == 1,
+            early,
+            per_class - len(temporal),
         )
-    cut = opts.temporal_cutoff_day
-    for f in take(
-        "temporal",
-        lambda f, rows: (
-            f.rtype == "config"
-            and not sup(f, rows)
-            and any(r["created_day"] <= cut for r in rows)
-            and any(r["created_day"] > cut for r in rows)
-        ),
+    for f, rel in temporal:
+        add("temporal", temporal_question(f, cut), rel, ("created_day", "<=", str(cut)))
+    for f, rel in take(lambda f, rows: len(rows) >= 4, every):
+        text = rng.choice(T.AGGREGATE_QUESTIONS).format(rid=f.rid)
+        add("aggregate", text, rel, ("fact_id", "=", f.fact_id), len(rel))
+    for f, rel in take(
+        lambda f, rows: len(rows) >= 3 and {"id", "para"} <= forms(rows),
+        every,
     ):
-        rel = [r["memory_id"] for r in by_fact[f.fact_id] if r["created_day"] <= cut]
-        add(
-            "temporal",
-            T.TEMPORAL_QUESTION.format(day=cut, attr=f.predicate, sid=f.sid),
-            rel,
-            ("created_day", "<=", str(cut)),
-        )
-    for f in take("aggregate", lambda f, rows: len(rows) >= 4):
-        rows = by_fact[f.fact_id]
-        add(
-            "aggregate",
-            rng.choice(T.AGGREGATE_QUESTIONS).format(rid=f.rid),
-            [r["memory_id"] for r in rows],
-            ("fact_id", "=", f.fact_id),
-            len(rows),
-        )
-    for f in take(
-        "hybrid",
-        lambda f, rows: len(rows) >= 3 and not sup(f, rows) and {"id", "para"} <= forms(rows),
-    ):
-        text = T.HYBRID_PREFIX.format(rid=f.rid) + semantic_question(f)
-        add("hybrid", text, [r["memory_id"] for r in by_fact[f.fact_id]])
-    for f in take(
-        "lexical", lambda f, rows: len(rows) >= 2 and not sup(f, rows) and f.rid in distracted
-    ):
-        add(
-            "lexical",
-            rng.choice(T.LEXICAL_QUESTIONS).format(rid=f.rid),
-            [r["memory_id"] for r in by_fact[f.fact_id]],
-        )
-    for f in take("semantic", lambda f, rows: not sup(f, rows) and "para" in forms(rows)):
-        rel = [r["memory_id"] for r in by_fact[f.fact_id] if r["form"] == "para"]
+        add("hybrid", semantic_question(f, lead=T.HYBRID_PREFIX.format(rid=f.rid)), rel)
+    for f, rel in take(lambda f, rows: len(rows) >= 1, every):
+        add("lexical", rng.choice(T.LEXICAL_QUESTIONS).format(rid=f.rid), rel)
+    for f, rel in take(lambda f, rows: not sup(f, rows) and "para" in forms(rows), paraphrases):
         add("semantic", semantic_question(f), rel)
     sessions = sorted(set(memories["session_id"].to_list()))
     by_session: dict[str, list[str]] = defaultdict(list)
@@ -171,7 +182,7 @@ def make_queries(
         add(
             "provenance",
             rng.choice(T.PROVENANCE_QUESTIONS).format(session=sid),
-            by_session[sid],
+            [{"memory_id": m} for m in by_session[sid]],
             ("session_id", "=", sid),
         )
 

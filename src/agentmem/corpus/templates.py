@@ -1,24 +1,31 @@
 """Surface forms for the synthetic world (our own templates, not the study's).
 
-Every fact type has identifier-bearing forms (they carry the record's identifier and the
-service identifier) and paraphrase forms (they name the service by its descriptive name and
-restate the value in words, sharing no identifier and no value token with the
-identifier-bearing forms). Questions are written per query class (REFERENCE §2).
+Every fact type has *identifier-bearing* forms (they carry the record's identifier, e.g.
+``CFG-7991``, and the service identifier ``SVC-5345``) and *paraphrase* forms (they name
+the service and restate the value in words; they carry no identifier and no value token
+of the identifier-bearing forms). Questions are written per query class (REFERENCE §2);
+the corpus validation table (:mod:`.validation`, ``docs/VALIDATION.md``) measures how much
+they share with their targets.
 
-Placeholders: ``{rid}`` record identifier, ``{sid}`` service identifier, ``{svc}`` service
-descriptive name, ``{v}`` value (identifier form), ``{vp}`` value paraphrase, ``{name}`` a
-person's name, ``{new_rid}`` a second person for ownership corrections.
+Services have a hyphenated name (``billing-api``; ``billing-api-2`` once every
+noun–role pair is taken). Semantic, temporal and hybrid questions use it; a memory writes
+it hyphenated, or spells it out (``billing api``) / gives only the service identifier (see
+:data:`agentmem.corpus.generate.SERVICE_NAMED_SHARE`).
+
+Placeholders: ``{rid}`` record identifier, ``{sid}`` service identifier, ``{svc}`` the
+service's name as this rendering writes it, ``{svcid}`` the service as an
+identifier-bearing form cites it (``billing-api (SVC-5345)`` or ``SVC-5345``), ``{slug}``
+its hyphenated name, ``{when}`` the day an incident happened, ``{v}`` value (identifier
+form), ``{vp}`` value paraphrase, ``{attr}`` config attribute, ``{name}`` a person's name,
+``{task}``/``{taskp}`` a runbook task (plain / paraphrased), ``{old}`` the value a
+correction replaces, ``{new_rid}`` the new owner in an ownership correction, ``{day}`` the
+temporal cut-off day, ``{session}`` a session id.
 """
 
 from __future__ import annotations
 
 # --- world vocabulary -----------------------------------------------------------------
 
-SERVICE_ADJECTIVES = (
-    "amber azure cobalt coral crimson golden granite ivory jade lunar maple marble midnight "
-    "olive onyx pearl polar quartz ruby saffron scarlet silver slate solar teal tidal topaz "
-    "umber velvet violet willow winter arctic copper ember"
-).split()
 SERVICE_NOUNS = (
     "ledger billing checkout catalog search inventory payments identity shipping pricing "
     "invoice loyalty messaging notification reporting analytics scheduler recommendation "
@@ -39,8 +46,8 @@ LAST_NAMES = (
 ).split()
 
 # --- config records (CFG) -------------------------------------------------------------
-# attribute -> (values [(id form, paraphrase)], paraphrase statements, semantic question,
-#               currency phrase)
+# attribute -> values [(identifier form, paraphrase)], paraphrase statements, and the
+# semantic question (a paraphrase of the statements)
 CONFIG_ATTRIBUTES: dict[str, dict] = {
     "request timeout": {
         "values": [
@@ -49,40 +56,51 @@ CONFIG_ATTRIBUTES: dict[str, dict] = {
             ("60s", "a full minute"),
             ("120s", "two minutes"),
             ("10s", "ten seconds"),
-            ("90s", "ninety seconds"),
+            ("90s", "a minute and a half"),
         ],
         "para": [
-            "The {svc} gives up on a request after {vp}.",
-            "Calls into the {svc} are abandoned once {vp} has passed without an answer.",
+            "The {svc} gives up waiting on a slow call after {vp}; we tuned that after the "
+            "spring load test.",
+            "When a call hangs, the {svc} waits {vp} before it gives up, which keeps the "
+            "queue moving.",
+            "The {svc} will wait {vp} on a slow call, then it gives up so callers see an "
+            "error instead.",
         ],
-        "question": "How long does the {svc} wait on a call before it gives up?",
+        "question": "How long does the {slug} wait on a slow call before it gives up?",
     },
     "retry limit": {
         "values": [
-            ("3", "three attempts"),
-            ("5", "five attempts"),
-            ("0", "no second attempt"),
-            ("10", "ten attempts"),
-            ("1", "a single extra attempt"),
+            ("3", "three more times"),
+            ("5", "five more times"),
+            ("0", "not even once"),
+            ("10", "ten more times"),
+            ("1", "just one more time"),
         ],
         "para": [
-            "When a call fails, the {svc} tries again up to {vp}.",
-            "The {svc} is allowed {vp} before it reports a failure.",
+            "After a failed call the {svc} will retry {vp}, then it stops and reports the "
+            "error upstream.",
+            "A failed call gets retried {vp} by the {svc}; more than that only piles up load.",
+            "The {svc} will try a failed call again {vp}, then it stops, as agreed with the "
+            "team on call.",
         ],
-        "question": "How many times will the {svc} try again after a failed call?",
+        "question": "How many times will the {slug} retry a failed call?",
     },
     "connection pool size": {
         "values": [
-            ("20", "twenty connections"),
-            ("50", "fifty connections"),
-            ("100", "a hundred connections"),
-            ("8", "eight connections"),
+            ("20", "twenty database connections"),
+            ("50", "fifty database connections"),
+            ("100", "a hundred database connections"),
+            ("8", "eight database connections"),
         ],
         "para": [
-            "The {svc} keeps {vp} open to its database at most.",
-            "At most {vp} to the database are held by the {svc}.",
+            "The {svc} can hold at most {vp} open at the same time; beyond that requests "
+            "wait in line.",
+            "No more than {vp} are held open by the {svc} at the same time, to protect the "
+            "primary.",
+            "At busy times the {svc} can hold {vp} open, never more, so the database stays "
+            "healthy.",
         ],
-        "question": "How many database connections can the {svc} hold open?",
+        "question": "How many database connections can the {slug} hold open at the same time?",
     },
     "cache TTL": {
         "values": [
@@ -92,10 +110,14 @@ CONFIG_ATTRIBUTES: dict[str, dict] = {
             ("60s", "one minute"),
         ],
         "para": [
-            "Cached answers in the {svc} stay fresh for {vp}.",
-            "The {svc} throws away a cached entry after {vp}.",
+            "Cached entries in the {svc} live for {vp} before they expire and get fetched "
+            "again from the source.",
+            "Cached entries live in the {svc} for {vp}; after that they expire and the next "
+            "read is slow.",
+            "In the {svc}, cached entries expire after {vp}, which is long enough for the "
+            "nightly reports.",
         ],
-        "question": "How long do cached entries live in the {svc} before they expire?",
+        "question": "How long do cached entries live in the {slug} before they expire?",
     },
     "batch size": {
         "values": [
@@ -105,10 +127,14 @@ CONFIG_ATTRIBUTES: dict[str, dict] = {
             ("250", "two hundred and fifty items"),
         ],
         "para": [
-            "The {svc} processes work in chunks of {vp}.",
-            "Each chunk the {svc} handles holds {vp}.",
+            "The {svc} processes its work in chunks of {vp} at a time, which the downstream "
+            "jobs expect.",
+            "Each chunk of work the {svc} processes holds {vp}; bigger chunks made the "
+            "workers stall.",
+            "Work reaches the {svc} in chunks of {vp} and gets processed together, one chunk "
+            "at a time.",
         ],
-        "question": "How big are the chunks of work the {svc} processes at once?",
+        "question": "How big are the chunks of work the {slug} processes at a time?",
     },
     "log level": {
         "values": [
@@ -118,10 +144,13 @@ CONFIG_ATTRIBUTES: dict[str, dict] = {
             ("INFO", "routine informational lines"),
         ],
         "para": [
-            "The {svc} writes {vp} to its logs.",
-            "Logging in the {svc} is set to record {vp}.",
+            "The {svc} writes {vp} to its logs, so expect that much detail when you go "
+            "looking there.",
+            "The {svc} logs hold {vp}; more detail has to be switched on by hand first.",
+            "For the {svc}, the logs record {vp} and no more detail, which keeps the disk "
+            "usage down.",
         ],
-        "question": "How much detail does the {svc} write to its logs?",
+        "question": "How much detail does the {slug} write to its logs?",
     },
     "replica count": {
         "values": [
@@ -131,10 +160,13 @@ CONFIG_ATTRIBUTES: dict[str, dict] = {
             ("7", "seven copies"),
         ],
         "para": [
-            "The {svc} runs as {vp} side by side.",
-            "We keep {vp} of the {svc} running at all times.",
+            "We keep {vp} of the {svc} running side by side, so losing one machine is not "
+            "an outage.",
+            "The {svc} runs as {vp} side by side behind the balancer, each in its own zone.",
+            "There are {vp} of the {svc} running at all times; the autoscaler never goes "
+            "below that.",
         ],
-        "question": "How many copies of the {svc} do we keep running?",
+        "question": "How many copies of the {slug} do we keep running side by side?",
     },
     "rate limit": {
         "values": [
@@ -143,10 +175,11 @@ CONFIG_ATTRIBUTES: dict[str, dict] = {
             ("20/s", "twenty requests each second"),
         ],
         "para": [
-            "The {svc} accepts no more than {vp}.",
-            "Traffic to the {svc} is throttled at {vp}.",
+            "The {svc} accepts {vp} and throttles whatever traffic comes in beyond that point.",
+            "The {svc} takes up to {vp} and throttles the extra traffic, per caller.",
+            "Traffic above {vp} gets throttled by the {svc}, which answers with a retry hint.",
         ],
-        "question": "How much traffic per second will the {svc} accept before throttling?",
+        "question": "How much traffic each second will the {slug} accept before it throttles?",
     },
     "memory limit": {
         "values": [
@@ -156,10 +189,13 @@ CONFIG_ATTRIBUTES: dict[str, dict] = {
             ("256Mi", "a quarter of a gigabyte"),
         ],
         "para": [
-            "The {svc} may use {vp} of RAM before it is killed.",
-            "Each copy of the {svc} is capped at {vp} of memory.",
+            "The {svc} may use {vp} of RAM before it gets killed and restarted by the scheduler.",
+            "Each copy of the {svc} gets killed once it uses more than {vp} of RAM, so watch "
+            "for leaks.",
+            "RAM for the {svc} is capped at {vp}; past that it gets killed, usually during "
+            "the nightly batch.",
         ],
-        "question": "How much RAM may the {svc} use before it gets killed?",
+        "question": "How much RAM may the {slug} use before it gets killed?",
     },
     "max payload": {
         "values": [
@@ -168,19 +204,25 @@ CONFIG_ATTRIBUTES: dict[str, dict] = {
             ("64KB", "sixty-four kilobytes"),
         ],
         "para": [
-            "The {svc} refuses bodies larger than {vp}.",
-            "Uploads to the {svc} must stay under {vp}.",
+            "The {svc} refuses any request body larger than {vp}, so big uploads must be "
+            "split first.",
+            "Request bodies sent to the {svc} must stay under {vp} or they get refused with "
+            "an error.",
+            "Anything over {vp} in a request body gets refused by the {svc} before it is "
+            "even parsed.",
         ],
-        "question": "What is the largest request body the {svc} will accept?",
+        "question": "What is the largest request body the {slug} will accept?",
     },
 }
 CONFIG_ID_FORMS = [
-    "{rid} sets the {attr} of {sid} to {v}.",
-    "Per config record {rid}, {sid} runs with {attr} = {v}.",
-    "{rid}: {attr} for {sid} is {v}.",
-    "Checked {rid}; {sid} has its {attr} at {v}.",
+    "{rid} sets the {attr} of {svcid} to {v}.",
+    "Per config record {rid}, {svcid} runs with {attr} = {v}.",
+    "{rid}: {attr} for {svcid} is {v} in production.",
+    "Checked {rid} in the settings repo: {svcid} has {attr} {v}.",
 ]
-CONFIG_CORRECTION = "Correction: {rid} now sets the {attr} of {sid} to {v} (was {old})."
+CONFIG_CORRECTION = (
+    "Correction: the earlier notes on {rid} are out of date; the {attr} is now {v}, not {old}."
+)
 
 # --- incidents (INC) ------------------------------------------------------------------
 INCIDENT_CAUSES = [
@@ -209,17 +251,22 @@ INCIDENT_CAUSES = [
     ("a deadlock in the payment path", "two operations waited on each other forever"),
 ]
 INCIDENT_ID_FORMS = [
-    "{rid}: {sid} outage caused by {v}.",
-    "Postmortem {rid} found {v} behind the {sid} incident.",
-    "{rid} ({sid}) root cause: {v}.",
-    "Closed {rid}; the {sid} failure came down to {v}.",
+    "{rid}: {svcid} went down on day {when}; root cause {v}.",
+    "Postmortem {rid} found {v} behind the {svcid} outage.",
+    "{rid} closed, root cause: {v}, on {svcid}.",
+    "Closed {rid}; the {svcid} outage on day {when} came down to {v}.",
 ]
 INCIDENT_PARA = [
-    "The {svc} went down because {vp}.",
-    "We lost the {svc} for a while after {vp}.",
+    "The {svc} went down that time because {vp}; it took most of an afternoon to get back.",
+    "Behind the {svc} going down that afternoon: {vp}, and customers noticed before we did.",
+    "That time the {svc} went down, it turned out {vp}; nobody had seen it coming.",
 ]
-INCIDENT_QUESTION = "Did the {svc} ever go down because {vp}?"
-INCIDENT_CORRECTION = "Correction: {rid} root cause revised to {v} for {sid} (was {old})."
+INCIDENT_QUESTION = "What was behind the {slug} going down that time?"
+INCIDENT_CORRECTION = (
+    "Correction: the earlier notes on {rid} are out of date; the root cause is now {v}, not {old}."
+)
+#: the temporal question (incidents are the episodic records: something happened on a day)
+INCIDENT_TEMPORAL = "Which notes on {slug} date from before day {day}?"
 
 # --- decisions (ADR) ------------------------------------------------------------------
 DECISION_CHOICES = [
@@ -245,33 +292,39 @@ DECISION_CHOICES = [
     ("pin dependency versions", "lock every library it uses to an exact release"),
 ]
 DECISION_ID_FORMS = [
-    "{rid} decided that {sid} will {v}.",
-    "Decision record {rid}: {sid} is to {v}.",
-    "{rid} accepted: {v} for {sid}.",
-    "Per {rid}, the plan for {sid} is to {v}.",
+    "{rid} decided that {svcid} will {v}.",
+    "Decision record {rid}: {svcid} is to {v}.",
+    "{rid} accepted: {v} for {svcid}.",
+    "Per {rid}, the plan for {svcid} is to {v}.",
 ]
 DECISION_PARA = [
-    "We agreed the {svc} should {vp}.",
-    "The team chose to have the {svc} {vp}.",
+    "After a long debate the team agreed the {svc} is going to {vp}; the vote was not close.",
+    "The team settled it after that debate: the {svc} is going to {vp}, starting next quarter.",
+    "After that debate we agreed the {svc} should {vp}; the team went along once the costs "
+    "were laid out.",
 ]
-DECISION_QUESTION = "Did we agree that the {svc} ought to {vp}?"
+DECISION_QUESTION = "What did the team agree the {slug} is going to do after that debate?"
 DECISION_CORRECTION = (
-    "Correction: {rid} was amended; the plan for {sid} is now to {v} (was to {old})."
+    "Correction: the earlier notes on {rid} are out of date; the plan is now to {v}, not to {old}."
 )
 
 # --- people (PER) ---------------------------------------------------------------------
 PERSON_ID_FORMS = [
-    "{rid} owns {sid}.",
-    "{sid} is owned by {rid}.",
-    "Ownership: {rid} is on point for {sid}.",
-    "Escalations for {sid} go to {rid}.",
+    "{rid} owns {svcid}.",
+    "{svcid} is owned by {rid}, per the ownership sheet.",
+    "Ownership: {rid} is on point for {svcid}.",
+    "Escalations for {svcid} go to {rid} first.",
 ]
 PERSON_PARA = [
-    "{name} is the person responsible for the {svc}.",
-    "If the {svc} breaks, {name} is the one to call.",
+    "{name} is the one to call when the {svc} breaks, day or night, weekends too.",
+    "If the {svc} breaks, {name} is the one to call first; they wrote most of its code.",
+    "When the {svc} is in trouble, the person to call is {name}, who built most of it.",
 ]
-PERSON_QUESTION = "Who should I call when the {svc} breaks?"
-PERSON_CORRECTION = "Correction: ownership moved; {rid} handed {sid} over to {new_rid}."
+PERSON_QUESTION = "Who is the person to call first when the {slug} breaks?"
+PERSON_CORRECTION = (
+    "Correction: the earlier notes on {rid} are out of date; the owner of {sid} is now "
+    "{new_rid}, not {rid}."
+)
 
 # --- runbooks (RUN) -------------------------------------------------------------------
 RUNBOOK_TASKS = [
@@ -297,77 +350,55 @@ RUNBOOK_STEPS = [
     ("announce in the status channel", "warn everyone in the status room"),
 ]
 RUNBOOK_ID_FORMS = [
-    "{rid}: to {task} on {sid}, first {v}.",
-    "Runbook {rid} for {sid} ({task}) starts with: {v}.",
-    "{rid} says step one to {task} for {sid} is to {v}.",
+    "{rid}: to {task} on {svcid}, first {v}.",
+    "Runbook {rid} for {svcid}, {task}, starts with: {v}.",
+    "{rid} says step one to {task} for {svcid} is to {v}.",
 ]
 RUNBOOK_PARA = [
-    "Before you {taskp} for the {svc}, {vp}.",
-    "Step one when the {svc} needs to {taskp}: {vp}.",
+    "First thing, whenever the {svc} needs to {taskp}: {vp}, before anything else.",
+    "Step one when the {svc} needs to {taskp} is to {vp}; skipping it caused trouble once.",
+    "The first thing to do when the {svc} needs to {taskp} is {vp}, then follow the list.",
 ]
-RUNBOOK_QUESTION = "What comes first when the {svc} needs to {taskp}?"
+RUNBOOK_QUESTION = "What comes first when the {slug} needs to {taskp}?"
 RUNBOOK_CORRECTION = (
-    "Correction: {rid} now says the first step to {task} on {sid} is to {v} (was to {old})."
+    "Correction: the earlier notes on {rid} are out of date; the first step to {task} is "
+    "now to {v}, not to {old}."
 )
 
 # --- distractors: mention an identifier, assert nothing about it ------------------------
 DISTRACTORS = [
-    "Someone asked about {rid} in the team channel this morning, but nobody had an answer "
-    "and the thread drifted off to lunch plans before anyone checked.",
-    "Saw {rid} mentioned in a ticket title while triaging the queue; there were no details, "
-    "no owner, and the reporter had already gone home for the day.",
-    "TODO: look into {rid} this week when there is time to read the history, probably after "
-    "the quarterly planning meeting wraps up on Thursday afternoon.",
-    "{rid} came up in the daily sync; we ran out of time and did not discuss it, so it "
-    "went on the parking lot list with everything else nobody reached.",
-    "A link to {rid} was shared in a long thread without any context or explanation, "
-    "between a meme about coffee and a question about the holiday rota.",
-    "Searched the wiki for {rid} and found nothing useful; need to check again tomorrow, "
-    "maybe the page moved during the migration to the new documentation site.",
-    "Is {rid} still relevant to what we run? Unclear, and nobody remembered, so the "
-    "question was left open until someone with more history joins the call.",
-    "Bookmarked {rid} for the weekly review meeting so we can go over it together, "
-    "assuming the agenda is not eaten by the usual status updates again.",
-    "A teammate asked me what {rid} was about; I had no answer offhand and promised to "
-    "dig through my notes later, which I have not done yet.",
-    "{rid} was cross-referenced in an unrelated thread about something else entirely, "
-    "mostly people arguing about office seating and the broken badge reader.",
+    "Someone asked about {rid} in the {svc} channel; nobody had an answer.",
+    "Saw {rid} in a {svc} ticket title while triaging; no details, no owner.",
+    "TODO: look into {rid} when there is time to read the {svc} history.",
+    "{rid} came up in the {svc} sync, but we ran out of time before discussing it.",
+    "A link to {rid} was shared in a long {svc} thread without any context.",
+    "Searched the {svc} wiki for {rid} and found nothing useful.",
+    "Is {rid} still relevant to {svc}? Nobody remembered, so the question stays open.",
+    "Bookmarked {rid} for the weekly {svc} review meeting.",
+    "A teammate on {svc} asked what {rid} was about; I had no answer offhand.",
+    "{rid} was cross-referenced in an unrelated {svc} thread about office seating.",
 ]
 
 # --- source-specific lead-ins (variety between restatements) ---------------------------
 SOURCE_PREFIXES = {
-    "user_message": ["", "Just so you know: ", "Reminder: "],
-    "agent_summary": ["Summary: ", "", "Noted: "],
-    "file_read": ["From the docs: ", "", "README says: "],
-    "shell_output": ["", "log: ", "$ cat notes -> "],
+    "user_message": ["Note: ", "FYI: ", "Reminder: "],
+    "agent_summary": ["Summary: ", "Noted: ", "Recap: "],
+    "file_read": ["From the docs: ", "README says: ", "Wiki: "],
+    "shell_output": ["log: ", "$ cat notes -> ", "stdout: "],
 }
 SOURCES = tuple(SOURCE_PREFIXES)
 
 # --- questions per class ---------------------------------------------------------------
-LEXICAL_QUESTIONS = [
-    "What do we know about {rid}?",
-    "Tell me about {rid}.",
-    "Brief me on {rid}.",
-    "Summarise {rid} for me.",
-]
-TEMPORAL_QUESTION = "Before day {day}, what did we note about the {attr} of {sid}?"
+LEXICAL_QUESTIONS = ["What do we know about {rid}?"]
 PROVENANCE_QUESTIONS = [
     "What was recorded in session {session}?",
     "List everything from session {session}.",
 ]
-CURRENCY_QUESTIONS = {
-    "config": "What is the current {attr} in {rid}?",
-    "incident": "What is the current root cause of {rid}?",
-    "decision": "What is the current plan in {rid}?",
-    "person": "What is the current ownership of {rid}?",
-    "runbook": "What is the current first step in {rid}?",
-}
+CURRENCY_QUESTIONS = ["What is the current position on {rid}?"]
 NEGATION_QUESTIONS = [
     "What do we know about {rid} that has not been corrected since?",
-    "Which statements on {rid} remain valid, leaving out whatever was since corrected?",
+    "What of {rid} has stayed uncorrected since?",
 ]
-AGGREGATE_QUESTIONS = [
-    "How many times did we record the fact in {rid}?",
-    "How many notes restate what {rid} says?",
-]
-HYBRID_PREFIX = "{rid}: "
+AGGREGATE_QUESTIONS = ["How many times was {rid} written down?"]
+SEMANTIC_PREFIX = "Remind me, "
+HYBRID_PREFIX = "For {rid}, please remind me: "

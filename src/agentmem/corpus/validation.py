@@ -3,29 +3,30 @@
 The generated corpus is only a fair test bed if its query classes have the properties they
 claim: lexical queries name an identifier yet are semantically no closer to their targets
 than two random memories are; semantic queries carry no identifier yet sit far above that
-baseline. :func:`validation_table` measures this per class; :func:`dense_failure_probe`
-shows what it means for dense retrieval (for an identifier question, cosine ranks a
-distractor that merely mentions the identifier above the memories that answer it).
+baseline. :func:`validation_table` measures this per class with the study's own
+definitions and puts the study's value and a pass/fail beside each cell
+(:mod:`agentmem.corpus.spec`); :func:`dense_failure_probe` shows what it means for dense
+retrieval (for an identifier question, cosine ranks a distractor that merely mentions the
+identifier above the memories that answer it).
 
-Term definitions shared by both (all term sets are sets, so repeats count once):
+Term definitions (the study's, ``engines/contract.mjs`` and ``tools/exp/quality.mjs`` of
+its capture; every term set is a set, so repeats count once; ``docs/VALIDATION.md``):
 
-* ``terms(q)`` = :func:`agentmem.arms.text.query_terms` of the query text: lower-cased
-  tokens, identifiers such as ``CFG-799`` kept whole, stopwords dropped, at most 32 terms.
-* ``terms(m)`` = the same tokenisation of the memory body without the 32-term cap (every
-  token of the body counts).
-* ``df(t)`` = number of memories whose ``terms(m)`` contain ``t``; ``N`` = number of
-  memories. A term is *rare* when ``1 <= df(t) <= max(RARE_MIN_DF, ceil(RARE_DF_FRACTION·N))``
-  (0.1 % of the memories, at least 5; at the main size, 8,324 memories, that is ``df <= 9``).
-  Terms absent from every memory (``df = 0``) are not rare: they are query wording the
-  corpus never uses, and could not be shared with any memory.
-* ``ids(x)`` = the identifiers matched by :data:`IDENTIFIER` in the raw text ``x``.
+* ``terms(x)`` (:func:`study_terms`): lower-case ``x``, split it on every character that
+  is not ``a-z``, ``0-9``, ``_`` or ``-``, and drop pieces of one character and the
+  :data:`STUDY_STOPWORDS`. ``CFG-799`` stays one term (``cfg-799``), so does
+  ``billing-api``.
+* ``rare(x)`` (:func:`rare_terms`): the terms of ``x`` that look like identifiers — they
+  contain a digit, an underscore or a hyphen (``cfg-799``, ``160``, ``billing-api``).
+* ``ids(x)`` (:func:`identifiers`): the terms of ``x`` that are record, session or memory
+  identifiers, i.e. match :data:`IDENTIFIER` (``cfg-799``, ``svc-5345``; not
+  ``billing-api``).
 """
 
 from __future__ import annotations
 
-import math
+import json
 import re
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,30 +34,46 @@ import numpy as np
 import polars as pl
 
 from agentmem.arms.base import Embeddings
-from agentmem.arms.text import _TOKEN, STOPWORDS, query_terms
 from agentmem.corpus.queries import QUERY_CLASSES, SIMILARITY_EXPRESSIBLE
+from agentmem.corpus.spec import (
+    RANDOM_PAIR_COSINE,
+    RANDOM_PAIR_TOLERANCE,
+    TABLE5,
+    TABLE5_TOLERANCE,
+    corpus_spec_table,
+)
 from agentmem.embeddings import load_embeddings
 from agentmem.io import write_csv
 
-#: Record identifiers as the generator writes them (``CFG-799``, ``SVC-5345``, ``ADR-12``).
-IDENTIFIER = r"\b[A-Z]{3}-\d+\b"
-#: A term is rare when its document frequency is at most this share of the memories ...
-RARE_DF_FRACTION = 0.001
-#: ... or at most this many memories, whichever is larger.
-RARE_MIN_DF = 5
-#: Fewest random memory pairs accepted for the baseline cosine (issue 5: >= 400).
+#: The study's stopwords: dropped from every term set.
+STUDY_STOPWORDS = frozenset(
+    """the a an is was were are be been to of in on at for and or it its that this with as
+    we i me my do did does what when which who how about from by so if not no have has had
+    you your their""".split()
+)
+#: A term that is an identifier: the generator's record prefixes (and the study's
+#: ``repo``), or a session / memory id written with a hyphen (``s-0042``).
+IDENTIFIER = r"^(svc|cfg|inc|adr|run|per|repo|[ms])-\d+$"
+#: Fewest random memory pairs accepted for the baseline cosine.
 MIN_RANDOM_PAIRS = 400
+#: The per-class statistics of the table, each with a study value and a pass column.
+STATISTICS = (
+    "term_overlap",
+    "rare_term_overlap",
+    "identifier_overlap",
+    "mean_cosine",
+    "relevant_per_query",
+)
 
-TABLE_SCHEMA = {
+TABLE_SCHEMA: dict[str, pl.DataType] = {
     "query_class": pl.String,
     "queries": pl.Int64,
     "pairs": pl.Int64,
-    "term_overlap": pl.Float64,
-    "rare_term_overlap": pl.Float64,
-    "identifier_overlap": pl.Float64,
-    "mean_cosine": pl.Float64,
-    "relevant_per_query": pl.Float64,
+    **{s: pl.Float64 for s in STATISTICS},
     "similarity_expressible": pl.Boolean,
+    **{f"{s}_study": pl.Float64 for s in STATISTICS},
+    **{f"{s}_pass": pl.Boolean for s in STATISTICS},
+    "all_pass": pl.Boolean,
 }
 PROBE_SCHEMA = {
     "query_id": pl.String,
@@ -66,7 +83,9 @@ PROBE_SCHEMA = {
     "top_memory_id": pl.String,
 }
 
+_SPLIT = re.compile(r"[^a-z0-9_-]+")
 _IDENT = re.compile(IDENTIFIER)
+_RARE = re.compile(r"[0-9_-]")
 
 
 @dataclass(frozen=True)
@@ -78,8 +97,9 @@ class ValidationInput:
             ``distractor``).
         queries: needs ``query_id``, ``class``, ``text``, ``similarity_expressible``.
         qrels: needs ``query_id``, ``memory_id``.
-        vectors: one vector per memory id and per query id (rows need not be normalised;
-            they are re-normalised here).
+        vectors: a vector per query id, per relevant memory and per memory the random
+            pairs draw (all memories will do; rows need not be normalised, they are
+            re-normalised here).
     """
 
     memories: pl.DataFrame
@@ -104,22 +124,38 @@ class ValidationInput:
         return cls(vectors=load_embeddings(embeddings_path), **tables)
 
 
-def memory_terms(body: str) -> set[str]:
-    """Every lower-cased, non-stopword term of ``body`` (same tokens as ``query_terms``)."""
-    return {m.group(0).lower() for m in _TOKEN.finditer(body or "")} - STOPWORDS
+def study_terms(text: str) -> set[str]:
+    """The study's term set of ``text`` (see the module docstring): ``CFG-799`` -> cfg-799."""
+    return {
+        t for t in _SPLIT.split((text or "").lower()) if len(t) > 1 and t not in STUDY_STOPWORDS
+    }
+
+
+def rare_terms(text: str) -> set[str]:
+    """The terms of ``text`` containing a digit, ``_`` or ``-`` (the study's rare terms)."""
+    return {t for t in study_terms(text) if _RARE.search(t)}
 
 
 def identifiers(text: str) -> set[str]:
-    """The identifiers (:data:`IDENTIFIER`, e.g. ``CFG-799``) occurring in ``text``."""
-    return set(_IDENT.findall(text or ""))
+    """The terms of ``text`` that are identifiers (:data:`IDENTIFIER`), lower-cased."""
+    return {t for t in study_terms(text) if _IDENT.match(t)}
 
 
-def rare_df_threshold(n_memories: int) -> int:
-    """Largest document frequency that still counts as rare for a corpus of ``n_memories``.
+def random_pair_indices(n: int, pairs: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``pairs`` index pairs ``(a, b)`` of distinct memories among ``n``, with replacement.
 
-    ``max(RARE_MIN_DF, ceil(RARE_DF_FRACTION * n_memories))``.
+    ``a`` uniform over ``0..n-1`` and ``b`` uniform over the other ``n − 1``
+    (``numpy.random.default_rng(seed)``), so no memory is paired with itself.
+
+    Raises:
+        ValueError: when ``n < 2``.
     """
-    return max(RARE_MIN_DF, math.ceil(RARE_DF_FRACTION * n_memories))
+    if n < 2:
+        raise ValueError(f"a corpus of {n} memories has no memory pairs")
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, n, size=pairs)
+    b = (a + rng.integers(1, n, size=pairs)) % n
+    return a, b
 
 
 def _unit(mat: np.ndarray) -> np.ndarray:
@@ -134,6 +170,25 @@ def _mean(xs: list[float]) -> float | None:
     return float(np.mean(xs)) if xs else None
 
 
+def _with_study(row: dict) -> dict:
+    """Add the study's value and a pass flag per statistic (null where not measured)."""
+    cls = row["query_class"]
+    passes = []
+    for stat in STATISTICS:
+        if cls == "random_pairs":
+            study = RANDOM_PAIR_COSINE if stat == "mean_cosine" else None
+            tol = RANDOM_PAIR_TOLERANCE
+        else:
+            study, tol = TABLE5[cls][stat], TABLE5_TOLERANCE[stat]
+        ok = None if study is None else tol.check(study, row.get(stat))
+        row[f"{stat}_study"] = study
+        row[f"{stat}_pass"] = ok
+        if study is not None:
+            passes.append(bool(ok))
+    row["all_pass"] = all(passes) if passes else None
+    return row
+
+
 def validation_table_from(
     data: ValidationInput, random_pairs: int = 1000, seed: int = 0
 ) -> pl.DataFrame:
@@ -143,19 +198,14 @@ def validation_table_from(
         ValueError: when ``random_pairs < MIN_RANDOM_PAIRS``, the corpus has fewer than two
             memories, a qrel names an unknown memory, a class's queries disagree on
             ``similarity_expressible``, or a vector has norm 0.
-        KeyError: when a query or memory has no vector.
+        KeyError: when a query, a relevant memory or a sampled memory has no vector.
     """
     if random_pairs < MIN_RANDOM_PAIRS:
         raise ValueError(f"random_pairs must be >= {MIN_RANDOM_PAIRS}, got {random_pairs}")
     mem = data.memories
-    n = mem.height
-    if n < 2:
-        raise ValueError(f"a corpus of {n} memories has no memory pairs")
+    a, b = random_pair_indices(mem.height, random_pairs, seed)
     mem_ids = mem["memory_id"].to_list()
     bodies = dict(zip(mem_ids, mem["body"].to_list(), strict=True))
-    mterms = {mid: memory_terms(b) for mid, b in bodies.items()}
-    df = Counter(t for ts in mterms.values() for t in ts)
-    rare_max = rare_df_threshold(n)
 
     qrels = data.qrels.select("query_id", "memory_id")
     unknown = set(qrels["memory_id"].to_list()) - bodies.keys()
@@ -164,9 +214,11 @@ def validation_table_from(
     rel: dict[str, list[str]] = {}
     for qid, mid in qrels.iter_rows():
         rel.setdefault(qid, []).append(mid)
+    mterms = {mid: study_terms(bodies[mid]) for mid in set(qrels["memory_id"].to_list())}
 
-    qvec = _unit(data.vectors.get(data.queries["query_id"].to_list()))
-    qrow = {qid: i for i, qid in enumerate(data.queries["query_id"].to_list())}
+    qids_all = data.queries["query_id"].to_list()
+    qvec = _unit(data.vectors.get(qids_all)) if qids_all else np.zeros((0, 1))
+    qrow = {qid: i for i, qid in enumerate(qids_all)}
 
     rows = []
     for cls in QUERY_CLASSES:
@@ -180,16 +232,16 @@ def validation_table_from(
             targets = rel.get(qid, [])
             if not targets:
                 continue
-            qt = set(query_terms(text))
-            qrare = {t for t in qt if 1 <= df.get(t, 0) <= rare_max}
-            qids = identifiers(text)
+            qt, qr, qi = study_terms(text), rare_terms(text), identifiers(text)
             mv = _unit(data.vectors.get(targets))
             cos.extend((mv @ qvec[qrow[qid]]).tolist())
             for mid in targets:
                 mt = mterms[mid]
                 term.append(len(qt & mt) / len(qt) if qt else 0.0)
-                rare.append(len(qrare & mt) / len(qrare) if qrare else 0.0)
-                ident.append(1.0 if qids & identifiers(bodies[mid]) else 0.0)
+                rare.append(len(qr & mt) / len(qr) if qr else 0.0)
+                if qi:
+                    ident.append(len(qi & mt) / len(qi))
+        n_rel = sum(len(rel.get(q, [])) for q in qs["query_id"].to_list())
         rows.append(
             {
                 "query_class": cls,
@@ -197,25 +249,27 @@ def validation_table_from(
                 "pairs": len(term),
                 "term_overlap": _mean(term),
                 "rare_term_overlap": _mean(rare),
-                "identifier_overlap": _mean(ident),
+                # the study's convention: 0 when no question of the class names an identifier
+                "identifier_overlap": _mean(ident) if ident else (0.0 if term else None),
                 "mean_cosine": _mean(cos),
-                "relevant_per_query": len(term) / qs.height if qs.height else None,
+                "relevant_per_query": n_rel / qs.height if qs.height else None,
                 "similarity_expressible": flag,
             }
         )
 
-    rng = np.random.default_rng(seed)
-    a = rng.integers(0, n, size=random_pairs)
-    b = (a + rng.integers(1, n, size=random_pairs)) % n  # uniform over the other n - 1
-    mv = _unit(data.vectors.get(mem_ids))
+    sampled = sorted(set(a.tolist()) | set(b.tolist()))
+    pos = {j: i for i, j in enumerate(sampled)}
+    mv = _unit(data.vectors.get([mem_ids[j] for j in sampled]))
+    ia = np.array([pos[j] for j in a.tolist()])
+    ib = np.array([pos[j] for j in b.tolist()])
     rows.append(
         {
             "query_class": "random_pairs",
             "pairs": random_pairs,
-            "mean_cosine": float(np.mean(np.sum(mv[a] * mv[b], axis=1))),
+            "mean_cosine": float(np.mean(np.sum(mv[ia] * mv[ib], axis=1))),
         }
     )
-    return pl.DataFrame(rows, schema=TABLE_SCHEMA)
+    return pl.DataFrame([_with_study(r) for r in rows], schema=TABLE_SCHEMA)
 
 
 def validation_table(
@@ -224,32 +278,35 @@ def validation_table(
     random_pairs: int = 1000,
     seed: int = 0,
 ) -> pl.DataFrame:
-    r"""Per-class corpus validation table (the study's Table 5) plus a random-pair baseline.
+    r"""Per-class corpus validation table (the study's Table 5) beside the study's values.
 
-    A *pair* is one (query ``q``, relevant memory ``m``) row of the qrels. With ``terms``,
-    ``rare`` and ``ids`` as defined in the module docstring, and ``P_c`` the pairs of class
-    ``c``:
+    A *pair* is one (query ``q``, relevant memory ``m``) row of the qrels; ``P_c`` the
+    pairs of class ``c``. With ``terms``, ``rare`` and ``ids`` as in the module docstring
+    (the study's definitions; ``docs/VALIDATION.md``):
 
-    * ``queries`` = number of queries of the class.
-    * ``pairs`` = ``|P_c|``.
-    * ``term_overlap`` = ``mean over P_c of |terms(q) ∩ terms(m)| / |terms(q)|``
-      (0 for a query with no terms).
-    * ``rare_term_overlap`` = ``mean over P_c of |R(q) ∩ terms(m)| / |R(q)|`` with
-      ``R(q) = {t in terms(q) : 1 <= df(t) <= max(5, ceil(0.001·N))}``; a pair whose query
-      has no rare term scores 0.
-    * ``identifier_overlap`` = ``mean over P_c of [ids(q) ∩ ids(m) ≠ ∅]``: the share of pairs
-      in which the memory body contains an identifier (``[A-Z]{3}-\d+``) that the query
-      text contains. Zero by construction for a class whose queries carry no identifier.
-    * ``mean_cosine`` = ``mean over P_c of (v_q/|v_q|)·(v_m/|v_m|)``, the cosine of the
-      query and memory embeddings (all-MiniLM-L6-v2 here).
-    * ``relevant_per_query`` = ``|P_c| / queries`` (mean qrels per query).
+    * ``queries`` = number of queries of the class; ``pairs`` = ``|P_c|``.
+    * ``term_overlap`` = mean over ``P_c`` of ``|terms(q) ∩ terms(m)| / |terms(q)|``
+      (0 for a question with no terms).
+    * ``rare_term_overlap`` = mean over ``P_c`` of ``|rare(q) ∩ rare(m)| / |rare(q)|``
+      (0 for a question with no rare term).
+    * ``identifier_overlap`` = mean, over the pairs of ``P_c`` whose question names at
+      least one identifier, of ``|ids(q) ∩ ids(m)| / |ids(q)|``; 0 when no question of
+      the class names one (so 0 by construction for semantic and temporal questions).
+    * ``mean_cosine`` = mean over ``P_c`` of ``(v_q/|v_q|)·(v_m/|v_m|)``, the cosine of
+      the query and memory embeddings (all-MiniLM-L6-v2).
+    * ``relevant_per_query`` = mean number of relevant memories per question.
     * ``similarity_expressible`` = the class flag (lexical, semantic, hybrid: True).
+    * ``<statistic>_study`` = the study's value (:data:`agentmem.corpus.spec.TABLE5`);
+      ``<statistic>_pass`` = ours within :data:`agentmem.corpus.spec.TABLE5_TOLERANCE`
+      of it (term overlap ±0.05; identifier and rare-term overlap ±0.10; cosine ±0.05;
+      relevant memories per query ±20 %), null when ours is not measured; ``all_pass`` =
+      every measured cell of the row passes.
 
     Means over an empty class are null. The last row, ``query_class = "random_pairs"``,
     carries ``pairs = random_pairs`` and ``mean_cosine`` = the mean cosine of that many
-    memory pairs ``(a, b)``, ``a`` uniform over the memories and ``b`` uniform over the
-    others (``numpy.random.default_rng(seed)``; pairs drawn with replacement); its other
-    columns are null.
+    memory pairs (:func:`random_pair_indices`: distinct memories, uniform, with
+    replacement; the study took 400 fixed-stride pairs — the same expected value), with the
+    study's .266 and a ±0.03 pass; its other columns are null.
 
     Args:
         corpus_dir: corpus directory with ``memories``, ``queries`` and ``qrels`` Parquet.
@@ -351,27 +408,39 @@ def write_validation(
     random_pairs: int = 1000,
     seed: int = 0,
     probe_n: int | None = None,
+    spec_csv: str | Path | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Compute the validation table and the dense-failure probe and write both CSVs atomically.
+    """Compute the validation table and the dense-failure probe and write the CSVs atomically.
 
     Args:
-        corpus_dir: corpus directory (``memories``, ``queries``, ``qrels`` Parquet).
+        corpus_dir: corpus directory (``memories``, ``queries``, ``qrels`` Parquet and, for
+            ``spec_csv``, ``manifest.json``).
         embeddings_path: embeddings Parquet for the corpus.
         table_csv: output path of :func:`validation_table`.
         probe_csv: output path of :func:`dense_failure_probe`.
         random_pairs: random memory pairs for the baseline cosine (>= 400).
         seed: seed of the pair sampler.
         probe_n: probe only the first ``probe_n`` lexical queries (None = all).
+        spec_csv: when given, also write
+            :func:`agentmem.corpus.spec.corpus_spec_table` (restatement distribution,
+            tokens per memory and counts beside the study's) there.
 
     Returns:
         ``(table, probe)`` as written.
 
     Raises:
-        FileNotFoundError, ValueError, KeyError: as :func:`validation_table`.
+        FileNotFoundError, ValueError, KeyError: as :func:`validation_table`;
+        FileNotFoundError also when ``spec_csv`` is given and the manifest is missing.
     """
     data = ValidationInput.load(corpus_dir, embeddings_path)
     table = validation_table_from(data, random_pairs=random_pairs, seed=seed)
     probe = dense_failure_probe_from(data, n=probe_n)
+    if spec_csv is not None:
+        manifest = Path(corpus_dir) / "manifest.json"
+        if not manifest.is_file():
+            raise FileNotFoundError(f"corpus manifest {manifest} does not exist")
+        spec = corpus_spec_table(data.memories, json.loads(manifest.read_text()))
+        write_csv(spec_csv, spec)
     write_csv(table_csv, table)
     write_csv(probe_csv, probe)
     return table, probe
