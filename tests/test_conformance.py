@@ -270,7 +270,7 @@ def test_correction_by_remember_hides_the_old_memory(built, smoke):
     rows = {r["memory_id"]: r for r in arm.fetch(["kqv-old", "kqv-new"]).iter_rows(named=True)}
     assert rows["kqv-old"]["superseded_by"] == "kqv-new", name
     assert rows["kqv-new"]["superseded_by"] is None
-    ids = arm.query(Query("corr", "KQV-1717 queue workers", vec, CURRENT), K).memory_ids
+    ids = arm.query(Query("corr", "KQV-1717", vec, CURRENT), K).memory_ids
     if arm.capabilities.predicate:
         assert "kqv-new" in ids and "kqv-old" not in ids, (name, ids)
     with pytest.raises(ArmError, match="kqv-missing"):  # superseding what is not stored
