@@ -28,10 +28,10 @@ from hostile import HOSTILE_TEXTS
 
 from agentmem.arms.base import MEMORY_SCHEMA, ArmError, Corpus, Embeddings, Predicate, Query, Result
 from agentmem.arms.files import JSONL_NAME, FileJsonlArm
-from agentmem.arms.text import query_terms
 from agentmem.config import CorpusConfig, SizeConfig
 from agentmem.corpus import write_corpus
 from agentmem.corpus.io import load_corpus
+from agentmem.text import query_terms
 
 DIM = 384
 

@@ -28,8 +28,8 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from agentmem.arms.base import VECTOR_DIM as DIM
-from agentmem.arms.base import Embeddings
+from agentmem.types import VECTOR_DIM as DIM
+from agentmem.types import Embeddings
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from agentmem.arms.text import query_terms
+from agentmem.text import query_terms
 from agentmem.tokens import count_tokens
 
 #: Environment variable: base URL of the OpenAI-compatible API, including the version
@@ -137,7 +137,7 @@ class ExtractiveSummariser:
 
     1. Split every text into sentences (:func:`split_sentences`); identical sentences
        (case/space-insensitive) become one candidate, at their first position.
-    2. Terms of a sentence: :func:`agentmem.arms.text.query_terms` (lower-cased,
+    2. Terms of a sentence: :func:`agentmem.text.query_terms` (lower-cased,
        stopwords dropped, identifiers such as ``CFG-799`` kept whole). Word probability
        ``p(w) = c(w) / sum_v c(v)`` where ``c`` counts occurrences over *all* sentences
        (repeats included, so a restated fact is salient), an identifier counting

@@ -63,7 +63,7 @@ from agentmem.arms.base import (
     prepare_memories,
 )
 from agentmem.arms.rows import memory_frame
-from agentmem.arms.text import query_terms
+from agentmem.text import query_terms
 
 _log = logging.getLogger(__name__)
 
@@ -562,7 +562,7 @@ def _scan(path: Path, terms: list[str], k: int) -> list[str]:
 
     Args:
         path: the ``memories.jsonl`` file.
-        terms: distinct lower-cased search terms (:func:`agentmem.arms.text.query_terms`),
+        terms: distinct lower-cased search terms (:func:`agentmem.text.query_terms`),
             used as literal substrings.
         k: result length (``k <= 0`` gives ``[]``).
 

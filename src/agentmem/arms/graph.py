@@ -39,7 +39,7 @@ Edges derived from the corpus (and maintained for new memories by
   fact's first memory (a restatement derives from the original statement).
 
 Retrieval (one SQL statement, all values bound): an FTS5 bm25 branch (terms from
-:func:`agentmem.arms.text.fts5_match`) and a brute-force ``vec_distance_cosine`` branch,
+:func:`agentmem.text.fts5_match`) and a brute-force ``vec_distance_cosine`` branch,
 each the top ``branch_k`` live nodes passing the predicate, are fused by Reciprocal Rank
 Fusion (Cormack, Clarke & Buettcher 2009: ``score = sum 1 / (rrf_k + rank)``, ranks from
 1); the top ``expand_seeds`` fused nodes are the *seeds* of a one-hop graph expansion
@@ -107,7 +107,7 @@ from agentmem.arms.base import (
 )
 from agentmem.arms.rows import memory_frame, memory_rows_frame
 from agentmem.arms.sqlite import format_plan, predicate_sql
-from agentmem.arms.text import fts5_match
+from agentmem.text import fts5_match
 from agentmem.tokens import count_tokens
 
 DB_NAME = "graph.db"

@@ -26,7 +26,7 @@ server's ``fsync``/``synchronous_commit`` settings say) when the call returns. E
 value that comes from a query or a remembered row — free text, LIKE patterns, tsquery
 terms, predicate values, vectors, ``k``, bodies — is a bound parameter; SQL text is
 composed only from fixed fragments and :class:`psycopg.sql.Identifier`
-column names from a fixed table. Free text becomes terms via :mod:`agentmem.arms.text`.
+column names from a fixed table. Free text becomes terms via :mod:`agentmem.text`.
 """
 
 from __future__ import annotations
@@ -64,9 +64,9 @@ from agentmem.arms.base import (
     prepare_memories,
 )
 from agentmem.arms.rows import fetch_ids
-from agentmem.arms.text import like_pattern, query_terms
 from agentmem.pg import PgError, PgHandle, connect_store
 from agentmem.schema import postgres_ddl
+from agentmem.text import like_pattern, query_terms
 
 #: ``maintenance_work_mem`` for index builds, so an HNSW graph of the ``l`` corpus
 #: (33k x 384) is built in memory (pgvector warns and slows down past the limit).
@@ -895,8 +895,8 @@ class PgBtreeArm(_PgArm):
     r"""``pg-btree``: B-tree indexes for predicates, ILIKE-term scoring for text.
 
     Same scoring as sqlite-btree: score = number of query terms
-    (:func:`agentmem.arms.text.query_terms`) contained in the body, each tested with
-    ``body ILIKE %(t<i>)s ESCAPE '\'`` (:func:`agentmem.arms.text.like_pattern`);
+    (:func:`agentmem.text.query_terms`) contained in the body, each tested with
+    ``body ILIKE %(t<i>)s ESCAPE '\'`` (:func:`agentmem.text.like_pattern`);
     ``WHERE score > 0 AND <predicate> ORDER BY score DESC, created_day DESC, seq DESC
     LIMIT k``. Text without terms returns no ids (the count, if wanted, still comes).
     """

@@ -16,7 +16,7 @@ Schema (shared by the three arms; each builds only the extra objects it needs)::
 
 Predicates are always applied inside the SQL statement (``WHERE``), and every value —
 free text, match expression, LIKE pattern, predicate value, query vector — is a bound
-parameter. Free text becomes search terms via :mod:`agentmem.arms.text`.
+parameter. Free text becomes search terms via :mod:`agentmem.text`.
 
 ``build`` bulk-loads with ``synchronous=NORMAL``; afterwards (and after ``open``) the
 connection runs with ``synchronous=FULL``, so a ``remember`` transaction is on disk
@@ -65,8 +65,8 @@ from agentmem.arms.base import (
     prepare_memories,
 )
 from agentmem.arms.rows import fetch_ids
-from agentmem.arms.text import fts5_match, like_pattern, query_terms
 from agentmem.schema import sqlite_ddl
+from agentmem.text import fts5_match, like_pattern, query_terms
 
 DB_NAME = "memory.db"
 
@@ -652,7 +652,7 @@ class _SqliteArm(ArmBase):
 class SqliteFtsArm(_SqliteArm):
     """``sqlite-fts``: FTS5 (``porter unicode61``) over memory bodies, ranked by ``bm25()``.
 
-    The match expression is :func:`agentmem.arms.text.fts5_match` (every term quoted,
+    The match expression is :func:`agentmem.text.fts5_match` (every term quoted,
     OR-ed); the predicate sits in the same statement (``JOIN memories ... WHERE``). Ties
     on bm25 go newest first (larger ``created_day``, then larger ``seq``). Text with no
     terms returns no ids (the count, if wanted, is still returned).
@@ -687,9 +687,9 @@ class SqliteFtsArm(_SqliteArm):
 class SqliteBtreeArm(_SqliteArm):
     r"""``sqlite-btree``: B-tree indexes for predicates, LIKE-term scoring for text.
 
-    score = number of query terms (:func:`agentmem.arms.text.query_terms`) contained in
+    score = number of query terms (:func:`agentmem.text.query_terms`) contained in
     the body, each tested with ``body LIKE ? ESCAPE '\'`` (ASCII case-insensitive,
-    :func:`agentmem.arms.text.like_pattern`), summed in one statement;
+    :func:`agentmem.text.like_pattern`), summed in one statement;
     ``WHERE score > 0 AND predicate ORDER BY score DESC, created_day DESC, seq DESC``.
     """
 

@@ -5,7 +5,7 @@ Tiers (REFERENCE §5, DESIGN §3):
 * **L1 working memory** — the most recent turns, in an SQLite file ``tiers.db`` (apsw,
   WAL) under the store directory, capped at ``l1_max_tokens`` o200k tokens of turn text
   (:func:`agentmem.tokens.count_tokens` of each body). Searched by FTS5 (``porter
-  unicode61``, safe match expression from :func:`agentmem.arms.text.fts5_match`) and by
+  unicode61``, safe match expression from :func:`agentmem.text.fts5_match`) and by
   recency (newest first = larger ``created_day``, then larger ``seq``).
 * **L2 episodic summary nodes** — when a new turn takes L1 past ``l1_max_tokens``, the
   oldest turns are compacted (rolling compaction) until L1 holds at most
@@ -91,7 +91,6 @@ from agentmem.arms.postgres import predicate_sql as pg_predicate_sql
 from agentmem.arms.rows import memory_frame, memory_rows_frame
 from agentmem.arms.sqlite import format_plan
 from agentmem.arms.sqlite import predicate_sql as sqlite_predicate_sql
-from agentmem.arms.text import fts5_match, query_terms
 from agentmem.pg import PgError, PgHandle, connect_store
 from agentmem.summarise import (
     SUMMARISERS,
@@ -100,6 +99,7 @@ from agentmem.summarise import (
     split_sentences,
     summariser_name,
 )
+from agentmem.text import fts5_match, query_terms
 from agentmem.tokens import count_tokens
 
 #: SQLite file of tiers L1 and L2 inside the store directory.

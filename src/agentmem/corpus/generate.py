@@ -25,10 +25,10 @@ from pathlib import Path
 
 import polars as pl
 
-from agentmem.arms.base import MEMORY_SCHEMA
 from agentmem.config import CorpusConfig, SizeConfig
 from agentmem.corpus import templates as T
 from agentmem.tokens import count_tokens
+from agentmem.types import MEMORY_SCHEMA
 
 #: record type -> (identifier prefix, share of facts, memory kind)
 RECORD_TYPES: dict[str, tuple[str, float, str]] = {

@@ -14,11 +14,11 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from agentmem.arms.base import Corpus, Embeddings, Predicate, Query
 from agentmem.config import CorpusConfig, SizeConfig
 from agentmem.corpus.generate import generate
 from agentmem.corpus.queries import QUERY_CLASSES, make_queries
 from agentmem.io import write_json, write_parquet
+from agentmem.types import Corpus, Embeddings, Predicate, Query
 
 SCHEMA_VERSION = 1
 FILES = ("memories", "facts", "entities", "sessions", "agents", "queries", "qrels")

@@ -33,7 +33,6 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from agentmem.arms.base import Embeddings
 from agentmem.corpus.queries import QUERY_CLASSES, SIMILARITY_EXPRESSIBLE
 from agentmem.corpus.spec import (
     RANDOM_PAIR_COSINE,
@@ -44,6 +43,7 @@ from agentmem.corpus.spec import (
 )
 from agentmem.embeddings import load_embeddings
 from agentmem.io import write_csv
+from agentmem.types import Embeddings
 
 #: The study's stopwords: dropped from every term set.
 STUDY_STOPWORDS = frozenset(

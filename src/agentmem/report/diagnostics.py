@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from agentmem.arms.base import Predicate
 from agentmem.embeddings import load_embeddings
 from agentmem.io import write_csv, write_json
+from agentmem.types import Predicate
 
 
 def hnsw_recall(
