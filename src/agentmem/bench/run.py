@@ -221,15 +221,16 @@ def run_bench(
         size: corpus size name (from the config's ``sizes``; default ``s``).
         out_dir: output directory (corpus, embedding cache and scratch stores go under it).
         config_file: the configuration (sizes, corpus options, arm parameters, ``run.k``).
-        arms: arm names (default: every registered arm); an empty list skips sections 1-3.
+        arms: arm names (default: every registered arm); an empty list skips sections 1-3
+            (the sections of ``docs/BENCHMARKS.md``).
         rounds: timed calls per side and query (harness).
         ingest_rounds: builds per arm (ingest).
         remember_n: timed single-memory remembers per arm (section 3); 0 skips it.
-        embedding: run section 3.
-        embed_rounds: passes over the texts in section 3.
-        embed_texts_n: number of texts embedded in section 3.
-        pipeline: run section 4 (slow).
-        pipeline_cores: ``snakemake --cores`` in section 4 (default 16, as ``make reproduce``).
+        embedding: run section 4.
+        embed_rounds: passes over the texts in section 4.
+        embed_texts_n: number of texts embedded in section 4.
+        pipeline: run section 5 (slow).
+        pipeline_cores: ``snakemake --cores`` in section 5 (default 16, as ``make reproduce``).
         repo: the repository root (default: the current directory).
         progress: show progress bars.
 

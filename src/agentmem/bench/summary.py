@@ -16,11 +16,11 @@ from agentmem.bench.targets import (
 
 
 def summary_rows(results: dict[str, dict | None]) -> list[dict[str, Any]]:
-    """Flatten the four result records into summary rows.
+    """Flatten the five result records into summary rows.
 
     Args:
-        results: ``{"harness": ..., "ingest": ..., "embedding": ..., "pipeline": ...}``;
-            a missing or ``None`` entry contributes no rows.
+        results: ``{"harness": ..., "ingest": ..., "remember": ..., "embedding": ...,
+            "pipeline": ...}``; a missing or ``None`` entry contributes no rows.
 
     Returns:
         Rows with ``measure``, ``value`` (text), ``target`` (text), ``met`` (``True``,
