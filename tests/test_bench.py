@@ -22,6 +22,9 @@ from hostile import HOSTILE_TEXTS
 
 from agentmem import bench, pg
 from agentmem.arms.base import Predicate, Query
+from agentmem.bench.pipeline import _link_locomo
+from agentmem.bench.raw import _raw_hnsw, _raw_jsonl
+from agentmem.config import load_config
 
 # ------------------------------------------------------------------ hand-made timings
 
@@ -399,7 +402,7 @@ def test_link_locomo_symlinks_never_copies(tmp_path: Path) -> None:
     cfg.write_text("external:\n  locomo:\n    path: data/external/locomo10.json\n")
     tmp_cfg = work / "c.yaml"
     tmp_cfg.write_text(cfg.read_text())
-    rec = bench._link_locomo(repo, cfg, work, tmp_cfg)
+    rec = _link_locomo(repo, cfg, work, tmp_cfg)
     link = work / "data" / "external" / "locomo10.json"
     assert rec == {"locomo": True, "locomo_path": str(data.resolve()), "locomo_link": str(link)}
     assert link.is_symlink() and link.resolve() == data.resolve()
@@ -412,15 +415,15 @@ def test_link_locomo_symlinks_never_copies(tmp_path: Path) -> None:
     work2.mkdir()
     tmp_cfg2 = work2 / "c.yaml"
     tmp_cfg2.write_text(cfg.read_text())
-    rec = bench._link_locomo(repo, cfg, work2, tmp_cfg2)
+    rec = _link_locomo(repo, cfg, work2, tmp_cfg2)
     assert rec["locomo"] is True and rec["locomo_link"] is None
-    assert bench.load_config(tmp_cfg2).external.locomo.path == str(outside.resolve())
+    assert load_config(tmp_cfg2).external.locomo.path == str(outside.resolve())
     assert not (tmp_path / "shared" / "shared").exists() and list(work2.iterdir()) == [tmp_cfg2]
     # absolute paths need nothing; a missing file turns LoCoMo off
     cfg.write_text(f"external:\n  locomo:\n    path: {outside}\n")
-    assert bench._link_locomo(repo, cfg, work2, tmp_cfg2)["locomo_link"] is None
+    assert _link_locomo(repo, cfg, work2, tmp_cfg2)["locomo_link"] is None
     cfg.write_text("external:\n  locomo:\n    path: data/nope.json\n")
-    assert bench._link_locomo(repo, cfg, work2, tmp_cfg2) == {
+    assert _link_locomo(repo, cfg, work2, tmp_cfg2) == {
         "locomo": False,
         "locomo_path": None,
         "locomo_link": None,
@@ -551,12 +554,12 @@ def test_harness_reports_arm_without_bare_call(tiny) -> None:
 
 def test_raw_jsonl_and_hnsw_write_every_memory(tiny, tmp_path: Path) -> None:
     corpus, vectors = tiny
-    assert bench._raw_jsonl(corpus, tmp_path) > 0
+    assert _raw_jsonl(corpus, tmp_path) > 0
     lines = (tmp_path / "memories.jsonl").read_text().splitlines()
     assert [json.loads(x)["memory_id"] for x in lines] == corpus.memories["memory_id"].to_list()
 
     hnsw = {"M": 16, "ef_construction": 200, "random_seed": 100, "num_threads": 1}
-    assert bench._raw_hnsw(hnsw, corpus, vectors, tmp_path) > 0
+    assert _raw_hnsw(hnsw, corpus, vectors, tmp_path) > 0
     import hnswlib
 
     idx = hnswlib.Index(space="cosine", dim=384)

@@ -1,0 +1,30 @@
+r"""``agentmem``: ad-hoc use of the library outside Snakemake, one module per subcommand.
+
+Examples::
+
+    agentmem arms                                   # registered arms (built-in and plug-in)
+    agentmem check-arm example-bag                  # the conformance suite on one arm
+    agentmem remember --arm sqlite-fts --store results/stores/m/sqlite-fts \\
+        --session S00012 --day 321 "CFG-799 now sets the timeout to 60s" --supersedes M004711
+    agentmem recall --arm sqlite-fts --store results/stores/m/sqlite-fts "ADR-297 storage"
+    agentmem recall --arm pg-hnsw --store results/stores/m/pg-hnsw \\
+        --where "created_day<=160" --json "timeouts before the spring"
+    agentmem schema workflow/schemas/config.schema.yaml
+
+Exit codes: 0 success, 1 the arm or store failed (``agentmem: <message>``), 2 bad arguments.
+"""
+
+from agentmem.cli.check_arm import conformance_tests
+from agentmem.cli.common import EXIT_ARM, EXIT_USAGE
+from agentmem.cli.parser import build_parser, main
+from agentmem.cli.recall import clip, parse_where
+
+__all__ = [
+    "EXIT_ARM",
+    "EXIT_USAGE",
+    "build_parser",
+    "clip",
+    "conformance_tests",
+    "main",
+    "parse_where",
+]

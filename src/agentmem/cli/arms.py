@@ -1,0 +1,46 @@
+"""``agentmem arms``: the registered arms (built-in and plug-in) and their capabilities."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from agentmem.cli.common import EXIT_ARM
+
+
+def _cmd_arms(args: argparse.Namespace) -> int:
+    from agentmem.arms import ARMS, PLUGIN_PACKAGES, PLUGIN_PROBLEMS
+
+    rows = [("arm", "family", "vector", "text", "filter", "also", "package")]
+    for name, cls in ARMS.items():
+        c = cls.capabilities
+        flags = [f for f in ("join", "aggregate", "transactions") if getattr(c, f)]
+        rows.append(
+            (
+                name,
+                cls.family,
+                c.vector_access,
+                c.text_access,
+                c.filter_stage if c.predicate else "none",
+                ",".join(flags) or "-",
+                PLUGIN_PACKAGES.get(name, "built-in"),
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    for r in rows:
+        print("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=False)) + "  " + r[-1])
+    for problem in PLUGIN_PROBLEMS:
+        print(f"agentmem: not registered: {problem.message()}", file=sys.stderr)
+    return EXIT_ARM if PLUGIN_PROBLEMS else 0
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``agentmem arms`` on the subparsers ``sub``."""
+    a = sub.add_parser(
+        "arms",
+        help="list registered arms (built-in and plug-in) and their capabilities",
+        description="List every registered arm: family, capabilities and the package that "
+        "provides it ('built-in' or a plug-in's distribution). Plug-ins that could not be "
+        "registered are named on stderr (exit code 1).",
+    )
+    a.set_defaults(func=_cmd_arms)

@@ -1,0 +1,74 @@
+"""``agentmem check-arm``: the arm conformance suite (tests/test_conformance.py) on one arm."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from agentmem.cli.common import EXIT_USAGE, fail, new_arm
+
+
+def conformance_tests(tests_dir: str | None = None) -> Path | None:
+    """Find ``test_conformance.py``: in ``tests_dir``, else the clone agentmem runs from.
+
+    Searched when ``tests_dir`` is ``None``: ``tests/`` of the source tree this package was
+    installed from (``pip install -e .``, ``make install``), then ``./tests``.
+
+    Returns:
+        The file, or ``None`` when none exists.
+    """
+    if tests_dir is not None:
+        dirs = [Path(tests_dir)]
+    else:
+        dirs = [Path(__file__).resolve().parents[3] / "tests", Path.cwd() / "tests"]
+    return next(
+        (d / "test_conformance.py" for d in dirs if (d / "test_conformance.py").is_file()), None
+    )
+
+
+def _cmd_check_arm(args: argparse.Namespace) -> int:
+    arm, code = new_arm(args.name)
+    if arm is None:
+        return code
+    arm.close()
+    suite = conformance_tests(args.tests)
+    if suite is None:
+        where = args.tests or "the source tree agentmem was installed from, or ./tests"
+        return fail(
+            f"no test_conformance.py in {where}; the suite ships with the repository: "
+            "install agentmem from a clone (make install) or pass --tests CLONE/tests",
+            EXIT_USAGE,
+        )
+    extra = list(getattr(args, "pytest_args", []))
+    cmd = [sys.executable, "-m", "pytest", str(suite), "--arm", args.name, *extra]
+    print("agentmem: running " + " ".join(cmd), file=sys.stderr)
+    return subprocess.call(cmd)
+
+
+_CHECK_EXAMPLE = """\
+example:
+  agentmem check-arm example-bag               # the whole suite on one arm
+  agentmem check-arm sqlite-fts -- -k remember # pytest's options after --
+exit code: pytest's (0 when every test passed)."""
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``agentmem check-arm`` on the subparsers ``sub``."""
+    c = sub.add_parser(
+        "check-arm",
+        help="run the arm conformance suite on one arm",
+        description=textwrap.fill(
+            "Run tests/test_conformance.py (pytest) on one registered arm: build "
+            "on the smoke corpus, every query class, hostile input, threads, reopen, remember, "
+            "corrections, fetch. Needs the repository's tests/ (install agentmem from a clone)."
+        ),
+        usage="agentmem check-arm [-h] [--tests DIR] NAME [-- PYTEST_ARGS ...]",
+        epilog=_CHECK_EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    c.add_argument("name", help="arm name (see `agentmem arms`)")
+    c.add_argument("--tests", metavar="DIR", help="the repository's tests/ directory")
+    c.set_defaults(func=_cmd_check_arm)

@@ -1,0 +1,57 @@
+"""What the subcommands share: exit codes, the error line, the arm and the query vector."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+#: Exit codes: the arm or its store failed; the arguments were bad.
+EXIT_ARM, EXIT_USAGE = 1, 2
+
+
+def fail(message: str, code: int) -> int:
+    """Print ``agentmem: <message>`` on stderr; return ``code`` (the exit code)."""
+    print(f"agentmem: {message}", file=sys.stderr)
+    return code
+
+
+def new_arm(name: str) -> tuple[Any, int]:
+    """Instantiate arm ``name``: ``(arm, 0)``, or ``(None, exit code)`` after a message."""
+    from agentmem.arms import ARMS, plugin_problem
+
+    broken = plugin_problem(name)
+    if broken is not None:
+        return None, fail(broken.message(), EXIT_ARM)
+    if name not in ARMS:
+        return None, fail(
+            f"unknown arm {name!r}; registered arms: {', '.join(sorted(ARMS))}", EXIT_USAGE
+        )
+    from agentmem.arms.base import ArmError
+
+    try:
+        return ARMS[name](), 0
+    except ArmError as exc:
+        return None, fail(str(exc), EXIT_ARM)
+
+
+def text_embedding(arm: Any, text: str) -> Any:
+    """The text's embedding with the project's encoder; zeros for arms that read no vectors."""
+    import numpy as np
+
+    from agentmem.arms.base import VECTOR_DIM
+
+    if arm.capabilities.vector_access == "none":  # text-only arm: skip loading the model
+        return np.zeros(VECTOR_DIM, dtype=np.float32)
+    from transformers.utils import logging as hf_logging
+
+    from agentmem.embeddings import encode
+
+    hf_logging.disable_progress_bar()  # no "Loading weights" bar on a command's stderr
+    return encode([text])[0]
+
+
+def add_arm_and_store(p: argparse.ArgumentParser) -> None:
+    """Add the ``--arm`` and ``--store`` options (both required) to a subcommand's parser."""
+    p.add_argument("--arm", required=True, help="arm name (see `agentmem arms`)")
+    p.add_argument("--store", required=True, help="store directory, e.g. results/stores/m/ARM")

@@ -1,0 +1,39 @@
+"""The ``agentmem`` argument parser and :func:`main`, the console entry point."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from agentmem.cli import arms, check_arm, recall, remember, schema
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``agentmem`` command."""
+    p = argparse.ArgumentParser(
+        prog="agentmem",
+        description="Agent-memory storage architectures: inspect arms, write to and query "
+        "built stores, check an arm against the contract. The experiments themselves run "
+        "under Snakemake (`make reproduce`).",
+    )
+    sub = p.add_subparsers(dest="cmd", required=True)
+    arms.add_parser(sub)
+    remember.add_parser(sub)
+    recall.add_parser(sub)
+    check_arm.add_parser(sub)
+    schema.add_parser(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``agentmem`` command; returns the process exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    passed: list[str] = []
+    if argv[:1] == ["check-arm"] and "--" in argv:  # pytest's own options, verbatim
+        cut = argv.index("--")
+        argv, passed = argv[:cut], argv[cut + 1 :]
+    args = build_parser().parse_args(argv)
+    args.pytest_args = passed
+    logging.basicConfig(format="agentmem: %(levelname)s: %(message)s", level=logging.WARNING)
+    return int(args.func(args))

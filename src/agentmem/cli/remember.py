@@ -1,0 +1,114 @@
+"""``agentmem remember``: write one memory into a built store through the arm's remember()."""
+
+from __future__ import annotations
+
+import argparse
+import textwrap
+import uuid
+from pathlib import Path
+
+from agentmem.cli.common import (
+    EXIT_ARM,
+    EXIT_USAGE,
+    add_arm_and_store,
+    fail,
+    new_arm,
+    text_embedding,
+)
+
+#: Largest ``created_day`` a memory can hold (the column is a 32-bit integer).
+_MAX_DAY = 2**31 - 1
+
+
+def _day(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer day") from None
+    if not 0 <= v <= _MAX_DAY:
+        raise argparse.ArgumentTypeError(f"must be in 0..{_MAX_DAY}, got {v}")
+    return v
+
+
+def _cmd_remember(args: argparse.Namespace) -> int:
+    import polars as pl
+
+    from agentmem.arms.base import SUPERSEDES, ArmError, Embeddings
+
+    if not args.text.strip():
+        return fail("the memory text is empty", EXIT_USAGE)
+    arm, code = new_arm(args.arm)
+    if arm is None:
+        return code
+    mid = args.id or f"cli-{uuid.uuid4().hex[:12]}"
+    frame = pl.DataFrame(
+        {
+            "memory_id": [mid],
+            "body": [args.text],
+            "created_day": [args.day],
+            "session_id": [args.session],
+            "kind": [args.kind],
+            SUPERSEDES: [args.supersedes or None],
+        },
+        schema={
+            "memory_id": pl.String,
+            "body": pl.String,
+            "created_day": pl.Int32,
+            "session_id": pl.String,
+            "kind": pl.String,
+            SUPERSEDES: pl.List(pl.String),
+        },
+    )
+    try:
+        arm.open(Path(args.store))
+        vec = text_embedding(arm, args.text)
+        arm.remember(frame, Embeddings([mid], vec.reshape(1, -1)))
+    except ArmError as exc:
+        return fail(str(exc), EXIT_ARM)
+    except ValueError as exc:
+        return fail(str(exc), EXIT_USAGE)
+    finally:
+        arm.close()
+    print(mid)
+    return 0
+
+
+_REMEMBER_EXAMPLE = """\
+example:
+  agentmem remember --arm sqlite-fts --store results/stores/m/sqlite-fts \\
+      --session S00012 --day 321 --kind semantic \\
+      "CFG-799 now sets the timeout of SVC-5345 to 60s" --supersedes M004711
+prints the new memory's id (generated unless --id is given)."""
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Register ``agentmem remember`` on the subparsers ``sub``."""
+    from agentmem.schema import SCHEMA
+
+    kinds = SCHEMA.table("memories").specialization[1]  # type: ignore[index]
+    m = sub.add_parser(
+        "remember",
+        help="write one memory into a store through the arm's remember()",
+        description=textwrap.fill(
+            "Append one memory to a store built by the pipeline, through the arm's "
+            "own write path; the text is embedded with the project's encoder (arms that read "
+            "vectors)."
+        ),
+        epilog=_REMEMBER_EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    m.add_argument("text", help="the memory's text (stored verbatim)")
+    add_arm_and_store(m)
+    m.add_argument("--session", metavar="ID", help="session id (default: none)")
+    m.add_argument("--day", type=_day, default=0, help="created_day, >= 0 (default 0)")
+    m.add_argument("--kind", choices=kinds, default=kinds[0], help=f"default {kinds[0]}")
+    m.add_argument(
+        "--supersedes",
+        metavar="ID",
+        nargs="+",
+        action="extend",
+        help="ids of earlier memories this one corrects (they become superseded); "
+        "put the text before this option",
+    )
+    m.add_argument("--id", help="memory id (default: cli-<random hex>)")
+    m.set_defaults(func=_cmd_remember)
