@@ -6,7 +6,7 @@ from agentmem.io import run_in_background
 
 run_in_background()  # not a timing job: yield the CPU to those (DESIGN §5)
 
-from agentmem.report.diagnostics import hnsw_recall
+from agentmem.sweeps.hnsw_recall import hnsw_recall
 
 hnsw_recall(
     snakemake.input.embeddings,

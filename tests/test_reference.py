@@ -8,6 +8,7 @@ import polars as pl
 import pytest
 
 from agentmem.report import reference as R
+from agentmem.report.reference.render import _SECTION_TITLES
 
 REFERENCE_MD = Path(__file__).resolve().parents[2] / "shared" / "REFERENCE.md"
 
@@ -367,7 +368,7 @@ def test_write_vs_reference(tree, tmp_path):
     t = R.write_vs_reference(tree, out_md, out_csv)
     assert pl.read_csv(out_csv).height == t.height
     md = out_md.read_text()
-    for title in R._SECTION_TITLES.values():
+    for title in _SECTION_TITLES.values():
         assert f"## {title}" in md
     assert "### nDCG@10 by class" in md and "### Findings (§3)" in md
     assert "| sqlite-fts nDCG@10 | 0.723 | 0.700 | -0.023 | reproduced |" in md

@@ -423,7 +423,24 @@ rule compare_reference:
     input:
         capture="results/capture.json",
         ci="results/tables/bootstrap_ci.csv",
-        code=library_file("agentmem/report/reference.py"),
+        code=[
+            library_file(f"agentmem/report/reference/{name}")
+            for name in (
+                "__init__.py",
+                "study.py",
+                "records.py",
+                "published.py",
+                "ours.py",
+                "lookups.py",
+                "findings.py",
+                "comparison.py",
+                "render.py",
+                "data/corpus.yaml",
+                "data/queries.yaml",
+                "data/arms.yaml",
+                "data/experiments.yaml",
+            )
+        ],
     output:
         md=report(
             "results/tables/vs_reference.md",

@@ -1,11 +1,9 @@
-"""Diagnostics that explain the headline table: HNSW recall vs exact search, fill rates.
+"""Fill rates, a diagnostic of the headline table read from the run files.
 
-- HNSW recall: recall@k of the hnswlib index the vector arms use, against exact cosine
-  top-k over the same vectors, at several ef_search values (issue 3: the default must
-  reach >= 0.99 at size m).
-- Fill rate: for queries with a structured predicate, the share of result slots an arm
-  filled out of ``min(k, memories satisfying the predicate)`` — the filtered-ANN underfill
-  that post-filtering (file-vec-meta) and pgvector's HNSW without iterative scan suffer.
+For queries with a structured predicate, the share of result slots an arm filled out of
+``min(k, memories satisfying the predicate)`` — the filtered-ANN underfill that
+post-filtering (file-vec-meta) and pgvector's HNSW without iterative scan suffer. The
+HNSW recall measurement, which builds an index, is :mod:`agentmem.sweeps.hnsw_recall`.
 """
 
 from __future__ import annotations
@@ -15,48 +13,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from agentmem.embeddings import load_embeddings
-from agentmem.io import write_csv, write_json
+from agentmem.io import write_csv
 from agentmem.types import Predicate
-
-
-def hnsw_recall(
-    embeddings: str | Path,
-    memories: str | Path,
-    queries: str | Path,
-    out: str | Path,
-    k: int = 10,
-    ef_values: tuple[int, ...] = (10, 40, 100, 200, 400, 1000),
-) -> dict:
-    """Measure hnswlib recall@k against exact search over the corpus vectors.
-
-    Args:
-        embeddings: ``results/embeddings/{size}.parquet``.
-        memories: ``memories.parquet`` (ids of the corpus vectors).
-        queries: ``queries.parquet`` (ids of the query vectors).
-        out: JSON file to write: ``{k, memories, queries, default_ef_search,
-            recall_at_default, by_ef: {ef: recall}}``.
-        k: neighbours per query.
-        ef_values: ef_search values to evaluate (the arm default is always added).
-    """
-    from agentmem.arms.vector import DEFAULT_EF_SEARCH, recall_vs_exact
-
-    emb = load_embeddings(embeddings)
-    mem_ids = pl.read_parquet(memories, columns=["memory_id"])["memory_id"].to_list()
-    q_ids = pl.read_parquet(queries, columns=["query_id"])["query_id"].to_list()
-    X, Q = emb.get(mem_ids), emb.get(q_ids)
-    efs = sorted({*ef_values, DEFAULT_EF_SEARCH})
-    by_ef = {str(ef): round(float(recall_vs_exact(X, Q, k, ef)), 5) for ef in efs}
-    doc = {
-        "k": k,
-        "memories": len(mem_ids),
-        "queries": len(q_ids),
-        "default_ef_search": DEFAULT_EF_SEARCH,
-        "recall_at_default": by_ef[str(DEFAULT_EF_SEARCH)],
-        "by_ef": by_ef,
-    }
-    write_json(out, doc)
-    return doc
 
 
 def fill_rates(

@@ -1,9 +1,11 @@
-"""Sweeps that explain the headline table (issue 5): post-filter overfetch, token budget, scaling.
+"""Sweeps that explain the headline table: overfetch, token budget, scaling, HNSW recall.
 
 Each module turns stores and result files the pipeline already wrote into one long-form
-table (a polars DataFrame); the Snakemake scripts under ``scripts/`` write them as CSV:
+table (a polars DataFrame; the HNSW recall sweep into one JSON document); the Snakemake
+scripts under ``scripts/`` write them:
 
 - :mod:`agentmem.sweeps.postfilter` -> ``results/sweeps/postfilter.csv``
 - :mod:`agentmem.sweeps.budget` -> ``results/sweeps/budget.csv`` (one job per arm)
 - :mod:`agentmem.sweeps.scaling` -> ``results/sweeps/scaling.csv`` and the fitted exponents
+- :mod:`agentmem.sweeps.hnsw_recall` -> ``results/tables/hnsw_recall_{size}.json``
 """
