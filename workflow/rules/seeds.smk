@@ -42,7 +42,15 @@ rule run_decay_sweep:
         embeddings=f"results/embeddings/{MAIN}.parquet",
         code=[
             library_file("agentmem/sweeps/decay.py"),
-            library_file("agentmem/arms/graph.py"),
+            library_file("agentmem/arms/graph/__init__.py"),
+            library_file("agentmem/arms/graph/arm.py"),
+            library_file("agentmem/arms/graph/confidence.py"),
+            library_file("agentmem/arms/graph/connections.py"),
+            library_file("agentmem/arms/graph/decay.py"),
+            library_file("agentmem/arms/graph/edges.py"),
+            library_file("agentmem/arms/graph/remember.py"),
+            library_file("agentmem/arms/graph/retrieval.py"),
+            library_file("agentmem/arms/graph/schema.py"),
         ],
     output:
         "results/sweeps/decay.csv",

@@ -1,0 +1,266 @@
+"""Retrieval of the sqlite-graph arm: the one ranking statement, counts, plans and ``fetch``.
+
+The ranking (FTS5 and vector branches, one-hop graph expansion, RRF, superseded nodes
+replaced by their successors) is described in ``docs/arms/sqlite-graph.md``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import apsw
+import polars as pl
+
+from agentmem.arms.base import VECTOR_DIM, ArmError, Query, Result, checked_vector
+from agentmem.arms.graph.connections import GraphStore
+from agentmem.arms.graph.schema import MEMORY_COLUMNS
+from agentmem.arms.rows import memory_frame, memory_rows_frame
+from agentmem.arms.sqlite import format_plan, predicate_sql
+from agentmem.text import fts5_match
+
+#: How a query treats superseded nodes (``hide_superseded``).
+HIDE_MODES: tuple[str, ...] = ("visible", "always")
+
+
+class RetrievalMixin(GraphStore):
+    """Reads of :class:`~agentmem.arms.graph.SqliteGraphArm`: query, bench hooks, explain, fetch.
+
+    Subclasses :class:`~agentmem.arms.graph.connections.GraphStore`, whose state it uses.
+    """
+
+    def _query_vector(self, q: Query) -> bytes:
+        """Return the query embedding as float32 bytes.
+
+        Raises:
+            ArmError: when the embedding is missing or not of size 384.
+        """
+        v = checked_vector(q.embedding, self.name, f"query {q.query_id!r}", VECTOR_DIM)
+        return v.tobytes()
+
+    def _ranking(self, q: Query, k: int) -> tuple[str, dict[str, Any]]:
+        """Return the one retrieval statement for ``q`` and its bindings.
+
+        The statement is described in ``docs/arms/sqlite-graph.md`` (Retrieval).
+        """
+        cond, params = predicate_sql(q.predicate)
+        live = f"m.pruned_day IS NULL AND {cond}"
+        match = fts5_match(q.text)
+        ctes = []
+        union = "SELECT id, rnk FROM vec"
+        if match is not None:
+            ctes.append(
+                "fts AS MATERIALIZED (SELECT id, row_number() OVER "
+                "(ORDER BY s, created_day DESC, seq DESC) AS rnk FROM ("
+                "SELECT m.id, m.created_day, m.seq, bm25(nodes_fts) AS s "
+                "FROM nodes_fts JOIN nodes AS m ON m.id = nodes_fts.rowid "
+                f"WHERE nodes_fts MATCH :match AND {live} "
+                "ORDER BY s, m.created_day DESC, m.seq DESC LIMIT :bk))"
+            )
+            union = "SELECT id, rnk FROM fts UNION ALL " + union
+        if self.hide_superseded == "visible":
+            last_only = ""
+            target = "coalesce(s.tid, f.id)"
+        else:
+            last_only = (
+                " AND NOT EXISTS (SELECT 1 FROM edges AS e2 "
+                "WHERE e2.dst = m.id AND e2.type = 'supersedes')"
+            )
+            target = (
+                "CASE WHEN s.tid IS NOT NULL THEN s.tid WHEN EXISTS (SELECT 1 FROM edges AS e "
+                "WHERE e.dst = f.id AND e.type = 'supersedes') THEN NULL ELSE f.id END"
+            )
+        ctes += [
+            "vec AS MATERIALIZED (SELECT id, row_number() OVER "
+            "(ORDER BY dist, created_day DESC, seq DESC) AS rnk FROM ("
+            "SELECT m.id, m.created_day, m.seq, vec_distance_cosine(v.embedding, :qvec) AS dist "
+            f"FROM node_vectors AS v JOIN nodes AS m ON m.id = v.id WHERE {live} "
+            "ORDER BY dist, m.created_day DESC, m.seq DESC LIMIT :bk))",
+            f"seed_score AS (SELECT id, sum(1.0 / (:rrfk + rnk)) AS score FROM ({union}) "
+            "GROUP BY id)",
+            "seeds AS MATERIALIZED (SELECT id, rnk FROM (SELECT s.id, row_number() OVER "
+            "(ORDER BY s.score DESC, m.created_day DESC, m.seq DESC) AS rnk "
+            "FROM seed_score AS s JOIN nodes AS m ON m.id = s.id) WHERE rnk <= :ns)",
+            "seed_ent AS MATERIALIZED (SELECT s.id AS sid, s.rnk, e.dst AS ent FROM seeds AS s "
+            "CROSS JOIN edges AS e ON e.src = s.id AND e.type = 'entity')",
+            "ent_deg AS MATERIALIZED (SELECT x.ent, (SELECT count(*) FROM edges AS e "
+            "WHERE e.dst = x.ent AND e.type = 'entity') AS deg "
+            "FROM (SELECT DISTINCT ent FROM seed_ent) AS x)",
+            # CROSS JOIN keeps the few seeds as the outer loop (edges searched by index)
+            "hop AS (SELECT e.src AS nid, 1.0 / ((:rrfk + se.rnk) * d.deg) AS w "
+            "FROM seed_ent AS se JOIN ent_deg AS d ON d.ent = se.ent "
+            "CROSS JOIN edges AS e ON e.dst = se.ent AND e.type = 'entity' AND e.src <> se.sid "
+            "UNION ALL SELECT e.src, 1.0 / (:rrfk + s.rnk) FROM seeds AS s "
+            "CROSS JOIN edges AS e ON e.dst = s.id AND e.type = 'supersedes')",
+            "graph AS (SELECT id, row_number() OVER (ORDER BY g DESC, created_day DESC, seq DESC) "
+            "AS rnk FROM (SELECT m.id, m.created_day, m.seq, sum(h.w) AS g FROM hop AS h "
+            f"JOIN nodes AS m ON m.id = h.nid WHERE {live} GROUP BY m.id "
+            "ORDER BY g DESC, m.created_day DESC, m.seq DESC LIMIT :gk))",
+            "fused AS (SELECT id, sum(1.0 / (:rrfk + rnk)) AS score FROM "
+            f"({union} UNION ALL SELECT id, rnk FROM graph) GROUP BY id)",
+            "chain(orig, cur) AS (SELECT id, id FROM fused UNION SELECT c.orig, e.src "
+            "FROM chain AS c CROSS JOIN edges AS e ON e.dst = c.cur AND e.type = 'supersedes')",
+            "succ AS (SELECT orig, tid FROM (SELECT c.orig, m.id AS tid, row_number() OVER "
+            "(PARTITION BY c.orig ORDER BY m.created_day DESC, m.seq DESC) AS r "
+            f"FROM chain AS c JOIN nodes AS m ON m.id = c.cur WHERE c.cur <> c.orig AND {live}"
+            f"{last_only}) WHERE r = 1)",
+            f"placed AS (SELECT {target} AS tid, f.score FROM fused AS f "
+            "LEFT JOIN succ AS s ON s.orig = f.id)",
+            "final AS (SELECT tid, max(score) AS score FROM placed WHERE tid IS NOT NULL "
+            "GROUP BY tid)",
+        ]
+        sql = (
+            f"WITH RECURSIVE {', '.join(ctes)} "
+            "SELECT m.memory_id FROM final JOIN nodes AS m ON m.id = final.tid "
+            "ORDER BY final.score DESC, m.created_day DESC, m.seq DESC LIMIT :k"
+        )
+        binds: dict[str, Any] = {
+            **params,
+            "qvec": self._query_vector(q),
+            "bk": self.branch_k,
+            "rrfk": self.rrf_k,
+            "ns": self.expand_seeds,
+            "gk": self.graph_k,
+            "k": int(k),
+        }
+        if match is not None:
+            binds["match"] = match
+        return sql, binds
+
+    def _count_sql(self, q: Query) -> tuple[str, dict[str, Any]]:
+        """Return the exact-count statement: live memory nodes matching the predicate."""
+        cond, params = predicate_sql(q.predicate)
+        return f"SELECT count(*) FROM nodes AS m WHERE m.pruned_day IS NULL AND {cond}", params
+
+    def query(self, q: Query, k: int) -> Result:
+        """Return at most ``k`` memory ids best first, plus the exact count if wanted.
+
+        Runs on the read-only connection (never waits for the writer). Hostile text never
+        raises: text with no search terms drops the FTS branch (vector + graph remain).
+
+        Raises:
+            ArmError: when the store is not open, the embedding is missing or malformed,
+                or on an SQLite error.
+        """
+        conn = self._r()
+        ids: list[str] = []
+        count: int | None = None
+        try:
+            if k > 0:
+                sql, params = self._ranking(q, k)
+                ids = [r[0] for r in conn.execute(sql, params)]
+            if q.wants_count:
+                sql, params = self._count_sql(q)
+                count = int(conn.execute(sql, params).fetchall()[0][0])
+        except apsw.Error as exc:
+            raise ArmError(
+                f"{self.name}: query {q.query_id!r} on {self._path} failed: {exc}"
+            ) from exc
+        return Result(memory_ids=ids[:k], count=count)
+
+    def raw_query_call(self, q: Query, k: int) -> Callable[[], list[list[Any]]]:
+        """Return a zero-argument function making exactly the driver calls :meth:`query` makes.
+
+        The retrieval statement (:meth:`_ranking`, when ``k > 0``) and the count statement
+        (when ``q.wants_count``) are built here, once; each call of the returned function
+        only executes them on the read-only connection and fetches every row. The
+        harness-overhead benchmark (:mod:`agentmem.bench`) times it against :meth:`query`.
+
+        Returns:
+            A function returning one list of rows per statement run.
+
+        Raises:
+            ArmError: when the store is not open or the embedding is malformed.
+        """
+        conn = self._r()
+        stmts: list[tuple[str, dict[str, Any]]] = []
+        if k > 0:
+            stmts.append(self._ranking(q, k))
+        if q.wants_count:
+            stmts.append(self._count_sql(q))
+
+        def call() -> list[list[Any]]:
+            return [conn.execute(s, p).fetchall() for s, p in stmts]
+
+        return call
+
+    def raw_ids(self, raw: list[list[Any]], k: int) -> list[str]:
+        """The ids :meth:`query` makes of the bare call's rows: the ranking's first column.
+
+        Args:
+            raw: one list of rows per statement, from the function
+                :meth:`raw_query_call` returned (the ranking first when ``k > 0``).
+            k: the result length the call was made for.
+
+        Returns:
+            At most ``k`` memory ids, best first.
+        """
+        if k <= 0 or not raw:
+            return []
+        return [r[0] for r in raw[0]][:k]
+
+    def explain(self, q: Query, k: int = 10) -> str:
+        """Return EXPLAIN QUERY PLAN of the exact statements :meth:`query` runs for ``q``.
+
+        Args:
+            q: the query.
+            k: the result size bound into ``LIMIT`` (does not change the plan shape).
+
+        Returns:
+            One block per statement (retrieval, then count when ``q.wants_count``): the
+            statement text and its indented plan tree.
+
+        Raises:
+            ArmError: when the store is not open or SQLite fails.
+        """
+        conn = self._r()
+        stmts = [("retrieval", self._ranking(q, max(k, 1)))]
+        if q.wants_count:
+            stmts.append(("count", self._count_sql(q)))
+        parts = []
+        for label, (sql, params) in stmts:
+            try:
+                rows = conn.execute("EXPLAIN QUERY PLAN " + sql, params).fetchall()
+            except apsw.Error as exc:
+                raise ArmError(f"{self.name}: explain on {self._path} failed: {exc}") from exc
+            parts.append(f"-- {label}: {' '.join(sql.split())}\n{format_plan(rows)}")
+        return "\n".join(parts)
+
+    def fetch(self, memory_ids: Sequence[str]) -> pl.DataFrame:
+        """Return the stored nodes of ``memory_ids`` (pruned ones included), read-only.
+
+        ``confidence`` is the node's current (decayed, corrected) confidence; ``entity_ids``
+        lists the node's entity edges in the order the store first saw each entity;
+        ``form`` is null (the graph does not keep it).
+
+        Returns:
+            The :data:`~agentmem.arms.base.MEMORY_SCHEMA` columns, one row per stored id
+            asked, in the order asked.
+
+        Raises:
+            ArmError: when the store is not open or SQLite fails.
+        """
+        conn = self._r()
+        asked = json.dumps([str(m) for m in memory_ids])
+        cols = [c for c in MEMORY_COLUMNS if c != "entity_ids"]
+        try:
+            found = conn.execute(
+                f"SELECT id, {', '.join(cols)} FROM nodes "
+                "WHERE memory_id IN (SELECT value FROM json_each(?))",
+                (asked,),
+            ).fetchall()
+            ents: dict[int, list[str]] = {}
+            for src, ent in conn.execute(
+                "SELECT e.src, x.entity_id FROM edges AS e JOIN entity_nodes AS x ON x.id = e.dst "
+                "WHERE e.type = 'entity' AND e.src IN (SELECT n.id FROM nodes AS n "
+                "WHERE n.memory_id IN (SELECT value FROM json_each(?))) ORDER BY e.src, e.dst DESC",
+                (asked,),
+            ):
+                ents.setdefault(int(src), []).append(str(ent))
+        except apsw.Error as exc:
+            raise ArmError(f"{self.name}: fetch on {self._path} failed: {exc}") from exc
+        frame = memory_rows_frame(
+            [(*r[1:], ents.get(int(r[0]), [])) for r in found], [*cols, "entity_ids"]
+        )
+        return memory_frame(frame, memory_ids)
