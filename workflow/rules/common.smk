@@ -120,7 +120,7 @@ def conversation_sources():
         str(Path(inspect.getsourcefile(ARMS[a]) or inspect.getfile(ARMS[a])).resolve())
         for a in CONVERSATION_ARMS
     )
-    return [library_file("agentmem/sweeps/conversation.py"), *files]
+    return [*library_package("agentmem/sweeps/conversation"), *files]
 
 
 def postfilter_builds():
