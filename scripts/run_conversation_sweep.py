@@ -6,13 +6,14 @@ sys.stderr = open(snakemake.log[0], "w")
 # turn through remember and query (or assemble_context).
 # snakemake.input.memories      corpus memories.parquet (corpus dir = its parent)
 # snakemake.input.embeddings    that corpus's embeddings Parquet
-# snakemake.params.conversations, turns, seed, l1_max_tokens, k   (run_conversations)
+# snakemake.params.conversations, turns, memories_per_turn, probes_every, min_gap,
+#                  l1_max_tokens, k, seed, sampling, summariser
+#                               config seed_experiments.conversation (run_conversations;
+#                               every one is required, the defaults are the config model's)
 # snakemake.params.arms         arm names (config seed_experiments.conversation.arms that are
 #                               in arms:); params.arm_params: their constructor parameters
 # snakemake.params.work_dir     scratch dir: one store per arm (embedded PostgreSQL servers
 #                               are stopped before the job ends)
-# optional params: probes_every (10), min_gap (20), memories_per_turn (1),
-#                  sampling ("window"), summariser ("extractive")
 # snakemake.output.table        results/sweeps/conversation.csv
 #                               strategy,conversation,turn,context_tokens,cumulative_tokens,
 #                               probe,probe_hit,latency_ms,remember_ms
@@ -34,14 +35,14 @@ write_conversation_sweep(
     probes_path=getattr(out, "probes", None),
     conversations=int(p.conversations),
     turns=int(p.turns),
-    seed=int(p.seed),
+    memories_per_turn=int(p.memories_per_turn),
+    probes_every=int(p.probes_every),
+    min_gap=int(p.min_gap),
     l1_max_tokens=int(p.l1_max_tokens),
     k=int(p.k),
-    probes_every=int(getattr(p, "probes_every", 10)),
-    min_gap=int(getattr(p, "min_gap", 20)),
-    memories_per_turn=int(getattr(p, "memories_per_turn", 1)),
-    sampling=str(getattr(p, "sampling", "window")),
-    summariser=str(getattr(p, "summariser", "extractive")),
+    seed=int(p.seed),
+    sampling=str(p.sampling),
+    summariser=str(p.summariser),
     arms=list(p.arms),
     arm_params=dict(p.arm_params),
 )

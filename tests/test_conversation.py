@@ -19,7 +19,9 @@ Hand-checkable facts used below:
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
+from typing import get_args
 
 import numpy as np
 import polars as pl
@@ -27,13 +29,15 @@ import psutil
 import pytest
 
 from agentmem import pg
-from agentmem.config import CorpusConfig, SizeConfig
+from agentmem.config import ConversationConfig, CorpusConfig, SizeConfig
 from agentmem.corpus.io import write_corpus
 from agentmem.embeddings import embed_corpus
 from agentmem.report.figures.conversation import plot
+from agentmem.summarise import SUMMARISERS
 from agentmem.sweeps.conversation import (
     CONVERSATION_SCHEMA,
     PROBE_SCHEMA,
+    SAMPLINGS,
     SUMMARY_SCHEMA,
     TIER_SCHEMA,
     TIER_SUMMARY_SCHEMA,
@@ -53,6 +57,22 @@ SUMMARY_TOKENS = 200  # ThreeTierArm default; one L2 node in the context (defaul
 ARMS = ("file-vec", "sqlite-fts", "three-tier")
 STRATEGIES = ("append", *ARMS)
 RECALLING = ("file-vec", "sqlite-fts")  # context by query (three-tier assembles its own)
+#: every parameter of run_conversations (all required); each test overrides what it varies.
+#: One memory per turn, so that the small corpus holds a conversation.
+PARAMS = dict(
+    conversations=3,
+    turns=300,
+    memories_per_turn=1,
+    probes_every=10,
+    min_gap=20,
+    l1_max_tokens=3000,
+    k=5,
+    seed=0,
+    sampling="window",
+    summariser="extractive",
+    arms=(),
+    arm_params=None,
+)
 
 
 def servers_under(root: Path) -> list[int]:
@@ -73,7 +93,7 @@ def servers_under(root: Path) -> list[int]:
 
 def small_corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """The small corpus + embeddings, made once per session (shared with test_decay)."""
-    d = tmp_path_factory.getbasetemp() / "issue8_small"
+    d = tmp_path_factory.getbasetemp() / "small_corpus"
     emb = d / "embeddings.parquet"
     if not emb.is_file():
         write_corpus(d / "corpus", SizeConfig(facts=80, queries_per_class=4), CorpusConfig())
@@ -105,11 +125,7 @@ def run(root: Path, corpus: tuple[Path, Path]):
         corpus_dir,
         emb,
         root / "window",
-        conversations=2,
-        turns=TURNS,
-        l1_max_tokens=CAP,
-        k=K,
-        arms=ARMS,
+        **PARAMS | dict(conversations=2, turns=TURNS, l1_max_tokens=CAP, k=K, arms=ARMS),
     )
     # the store's server was stopped when the run closed the arm
     assert pg._wait(lambda: not servers_under(root), 15.0)
@@ -323,7 +339,7 @@ def test_summary(run):
 # ------------------------------------------------------------- other entry points
 def test_topics_sampling_multi_memory_turns_and_determinism(root, corpus, memories):
     corpus_dir, emb = corpus
-    kw = dict(
+    kw = PARAMS | dict(
         conversations=1,
         turns=30,
         probes_every=5,
@@ -350,7 +366,9 @@ def test_topics_sampling_multi_memory_turns_and_determinism(root, corpus, memori
 
 def test_conversation_sweep_and_writer(root, corpus, tmp_path):
     corpus_dir, emb = corpus
-    t = conversation_sweep(corpus_dir, emb, root / "sweep", conversations=1, turns=25)
+    t = conversation_sweep(
+        corpus_dir, emb, root / "sweep", **PARAMS | dict(conversations=1, turns=25)
+    )
     assert t.columns == list(CONVERSATION_SCHEMA) and t.height == 25
     out = tmp_path / "sweeps"
     write_conversation_sweep(
@@ -361,10 +379,7 @@ def test_conversation_sweep_and_writer(root, corpus, tmp_path):
         root / "writer",
         tiers_path=out / "tiers.csv",
         probes_path=out / "probes.csv",
-        conversations=1,
-        turns=40,
-        l1_max_tokens=300,
-        arms=("three-tier",),
+        **PARAMS | dict(conversations=1, turns=40, l1_max_tokens=300, arms=("three-tier",)),
     )
     table = pl.read_csv(out / "conversation.csv", schema_overrides={"probe": pl.String})
     assert table.columns == list(CONVERSATION_SCHEMA) and table.height == 80
@@ -385,17 +400,24 @@ def test_bad_parameters(root, corpus):
         {"memories_per_turn": 0},
     ):
         with pytest.raises(ValueError):
-            run_conversations(corpus_dir, emb, root / "bad", **kw)
+            run_conversations(corpus_dir, emb, root / "bad", **PARAMS | kw)
     with pytest.raises(ValueError, match="unknown arm 'nope'"):
-        run_conversations(corpus_dir, emb, root / "bad", arms=("sqlite-fts", "nope"))
+        run_conversations(
+            corpus_dir, emb, root / "bad", **PARAMS | dict(arms=("sqlite-fts", "nope"))
+        )
     with pytest.raises(ValueError, match="duplicate"):
-        run_conversations(corpus_dir, emb, root / "bad", arms=("sqlite-fts", "sqlite-fts"))
+        run_conversations(
+            corpus_dir, emb, root / "bad", **PARAMS | dict(arms=("sqlite-fts", "sqlite-fts"))
+        )
     with pytest.raises(ValueError, match="file-vec: bad parameters"):
         run_conversations(
-            corpus_dir, emb, root / "bad", arms=("file-vec",), arm_params={"file-vec": {"x": 1}}
+            corpus_dir,
+            emb,
+            root / "bad",
+            **PARAMS | dict(arms=("file-vec",), arm_params={"file-vec": {"x": 1}}),
         )
     with pytest.raises(ValueError, match="memories"):
-        run_conversations(corpus_dir, emb, root / "bad", turns=10_000)
+        run_conversations(corpus_dir, emb, root / "bad", **PARAMS | dict(turns=10_000))
     assert not (root / "bad" / "file-vec").exists()  # refused before any store was made
 
 
@@ -443,3 +465,14 @@ def test_figure(run, tmp_path):
     plot(csv, tmp_path / "conversation.svg")
     assert (tmp_path / "conversation.svg").stat().st_size > 1000
     assert (tmp_path / "conversation.png").stat().st_size > 1000
+
+
+def test_parameters_are_the_config_fields_without_defaults():
+    """The config model holds the sweep's only defaults; the library takes every value."""
+    params = inspect.signature(run_conversations).parameters
+    keyword = {n: p for n, p in params.items() if p.kind is p.KEYWORD_ONLY}
+    assert set(keyword) == set(ConversationConfig.model_fields) | {"arm_params"} == set(PARAMS)
+    assert all(p.default is p.empty for p in keyword.values())
+    fields = ConversationConfig.model_fields
+    assert get_args(fields["sampling"].annotation) == SAMPLINGS
+    assert set(get_args(fields["summariser"].annotation)) == set(SUMMARISERS)

@@ -152,6 +152,7 @@ class SweepsConfig(_Strict):
         return self
 
 
+# The sweep's only defaults: agentmem.sweeps.conversation.run_conversations takes every value.
 class ConversationConfig(_Strict):
     """The long-conversation experiment: arms driven turn by turn, against appending all."""
 
@@ -166,7 +167,16 @@ class ConversationConfig(_Strict):
         3000, ge=100, description="working-memory (L1) cap of arms that take one (the seed: 3,000)"
     )
     k: int = Field(5, ge=1, description="memories recalled per turn")
-    seed: int = 0
+    seed: int = Field(0, description="seeds the choice of each conversation and its probes")
+    sampling: Literal["window", "topics"] = Field(
+        "window",
+        description="how a conversation's memories are picked: consecutive sessions "
+        "(window) or the memories of random facts and their distractors (topics)",
+    )
+    summariser: Literal["extractive", "openai"] = Field(
+        "extractive",
+        description="summariser of arms that take one (extractive: deterministic, offline)",
+    )
     arms: list[str] = Field(
         default_factory=list,
         description="arms driven through remember and query beside the append baseline, in "

@@ -79,6 +79,13 @@ def library_file(relpath):
     return str(Path(workflow.basedir) / "src" / relpath)
 
 
+def library_package(relpath):
+    """Absolute paths of a package's modules under src/ (inputs, so edits rerun dependants)."""
+    return sorted(
+        str(f) for f in (Path(workflow.basedir) / "src" / relpath).glob("*.py")
+    )
+
+
 def size_params(wildcards):
     """Size settings (facts, queries_per_class) for the {size} wildcard, as a dict."""
     return CFG.sizes[wildcards.size].model_dump()
@@ -113,7 +120,7 @@ def conversation_sources():
         str(Path(inspect.getsourcefile(ARMS[a]) or inspect.getfile(ARMS[a])).resolve())
         for a in CONVERSATION_ARMS
     )
-    return [library_file("agentmem/sweeps/conversation.py"), *files]
+    return [*library_package("agentmem/sweeps/conversation"), *files]
 
 
 def postfilter_builds():

@@ -2,6 +2,7 @@ rule generate_corpus:
     input:
         # the generator is library code: editing it regenerates the corpus
         generate=library_file("agentmem/corpus/generate.py"),
+        world=library_file("agentmem/corpus/world.py"),
         templates=library_file("agentmem/corpus/templates.py"),
         queries=library_file("agentmem/corpus/queries.py"),
     output:

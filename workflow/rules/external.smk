@@ -91,7 +91,7 @@ rule score_locomo:
     input:
         runs=expand("results/external/locomo/runs/{arm}.parquet", arm=ARM_NAMES),
         memories="results/external/locomo/corpus/memories.parquet",
-        code=library_file("agentmem/external/locomo.py"),
+        code=library_package("agentmem/external/locomo"),
     output:
         scores=report(
             "results/external/locomo/scores.csv",

@@ -29,6 +29,8 @@ rule run_conversation_sweep:
         l1_max_tokens=CFG.seed_experiments.conversation.l1_max_tokens,
         k=CFG.seed_experiments.conversation.k,
         seed=CFG.seed_experiments.conversation.seed,
+        sampling=CFG.seed_experiments.conversation.sampling,
+        summariser=CFG.seed_experiments.conversation.summariser,
         arms=CONVERSATION_ARMS,
         arm_params={a: dict(CFG.arm_params.get(a, {})) for a in CONVERSATION_ARMS},
         work_dir="results/stores/seeds/conversation",
