@@ -63,7 +63,7 @@ def top_k(table: pl.DataFrame, score: np.ndarray, k: int) -> list[str]:
 
     Returns:
         Up to ``k`` memory ids, best first; ties on (score, created_day, seq) keep file
-        order, like the stable sort of the original per-line implementation.
+        order (earlier lines first).
     """
     rows = np.flatnonzero(score)
     if rows.size == 0:
