@@ -96,30 +96,39 @@ def arm_params(wildcards):
     return dict(CFG.arm_params.get(wildcards.arm, {}))
 
 
-def arm_sources(wildcards):
-    """Source files an arm run depends on, so editing them reruns that arm (and only it).
+def arm_files(cls):
+    """Source files of arm class ``cls`` wherever it is installed (a plug-in's is outside src/).
 
-    The arm's module wherever it is installed (a plug-in's lives outside src/).
+    Its module; when that module is part of a package other than agentmem/arms itself (a
+    family package such as agentmem/arms/sqlite/, or a plug-in's), every module of it.
     """
     import inspect
 
+    import agentmem.arms
+
+    source = Path(inspect.getsourcefile(cls) or inspect.getfile(cls)).resolve()
+    folder = source.parent
+    in_package = (folder / "__init__.py").is_file()
+    if not in_package or folder == Path(agentmem.arms.__file__).resolve().parent:
+        return [str(source)]
+    return sorted(str(p) for p in folder.glob("*.py"))
+
+
+def arm_sources(wildcards):
+    """Source files an arm run depends on, so editing them reruns that arm (and only it).
+
+    The arm's source files (:func:`arm_files`) and the runner.
+    """
     from agentmem.arms import ARMS
 
-    cls = ARMS[wildcards.arm]
-    arm_file = inspect.getsourcefile(cls) or inspect.getfile(cls)
-    return [str(Path(arm_file).resolve()), library_file("agentmem/runner.py")]
+    return [*arm_files(ARMS[wildcards.arm]), library_file("agentmem/runner.py")]
 
 
 def conversation_sources():
     """The conversation sweep's module and the source files of the arms it drives."""
-    import inspect
-
     from agentmem.arms import ARMS
 
-    files = dict.fromkeys(
-        str(Path(inspect.getsourcefile(ARMS[a]) or inspect.getfile(ARMS[a])).resolve())
-        for a in CONVERSATION_ARMS
-    )
+    files = dict.fromkeys(f for a in CONVERSATION_ARMS for f in arm_files(ARMS[a]))
     return [*library_package("agentmem/sweeps/conversation"), *files]
 
 

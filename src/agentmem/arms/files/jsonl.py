@@ -1,34 +1,9 @@
 """The ``file-jsonl`` arm: an append-only JSONL file that is re-read on every recall.
 
-This is the plain-file memory many agent frameworks ship: each memory is one JSON object
-appended to ``memories.jsonl`` (no fsync, as in the original study), and recall re-reads
-and re-parses the whole file, scores every memory by how many distinct query terms its
-body contains, and returns the best ``k`` with newest-first tie-breaking
-(REFERENCE §3: "recall re-parses the whole file, scores by number of query terms
-contained, newest first on ties"). The file has no way to express predicates, joins or
-counts; those parts of a query are ignored.
-
-Recall parses the file with polars' vectorised NDJSON reader (:func:`polars.read_ndjson`,
-every line parsed, only the four columns scoring needs materialised) and scores with
-vectorised string kernels (one ``str.to_lowercase`` of the body column, one literal
-``str.contains`` per term). Nothing is cached between calls: the architecture under test
-is "re-read the whole file on every recall", only the parser and the scan are native code.
-
-Unreadable lines — a torn tail left by a crash mid-append, a line cut short, text that is
-not a memory object — are skipped and counted, never fatal: recall answers from the good
-lines, :meth:`FileJsonlArm.open` logs one warning naming the count, and
-:meth:`FileJsonlArm.storage` reports it (``counts["unreadable_lines"]``, and the bytes as
-the object ``"unreadable lines"``). A memory glued onto a torn fragment (the next append
-after a crash starts on the fragment's line) is recovered.
-
-:meth:`FileJsonlArm.remember` is the agent's write: plain buffered appends of one line per
-memory, no ``fsync`` (a memory is in the OS page cache when the call returns, on disk when
-the kernel writes it back). It first makes sure the file ends with a newline, so a torn
-tail left by a crash stays one unreadable line and never swallows the new memory. A
-correction is recorded in its own appended line (its ``supersedes`` list); the file is
-never rewritten, so :meth:`FileJsonlArm.fetch` resolves ``superseded_by`` of the older
-lines from those lists when it reads the file. There is no locking between processes:
-two processes appending at once may interleave (the architecture under test).
+The plain-file memory many agent frameworks ship: one JSON object appended per memory,
+and recall re-reads and re-parses the whole file and scores every memory by the query
+terms its body contains. How the file is read, torn lines are handled and corrections
+are recorded: docs/arms/files.md.
 """
 
 from __future__ import annotations
@@ -39,15 +14,12 @@ import logging
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-import numpy as np
 import polars as pl
 
 from agentmem.arms.base import (
-    MEMORY_SCHEMA,
     SUPERSEDES,
     ArmBase,
     ArmError,
@@ -62,28 +34,16 @@ from agentmem.arms.base import (
     StorageStats,
     prepare_memories,
 )
+from agentmem.arms.files.reader import FETCH_SCHEMA, StoreRead, file_key, read_store
+from agentmem.arms.files.scan import scan, top_terms
 from agentmem.arms.rows import memory_frame
 from agentmem.text import query_terms
 
-_log = logging.getLogger(__name__)
+#: The family's logger (``agentmem.arms.files``).
+_log = logging.getLogger(__package__)
 
 #: File name of the store inside ``store_dir``.
 JSONL_NAME = "memories.jsonl"
-
-#: Keys every stored JSON object must carry for scoring and ordering.
-_REQUIRED_KEYS = ("memory_id", "body", "created_day", "seq")
-
-#: Columns (and types) recall reads from each line; other keys are parsed and skipped.
-SCAN_SCHEMA: dict[str, pl.DataType] = {
-    "memory_id": pl.String(),
-    "body": pl.String(),
-    "created_day": pl.Int64(),
-    "seq": pl.Int64(),
-}
-
-#: Columns :meth:`FileJsonlArm.fetch` reads from each line: every memory column and the
-#: ``supersedes`` list a correction carries.
-FETCH_SCHEMA: dict[str, pl.DataType] = {**MEMORY_SCHEMA, SUPERSEDES: pl.List(pl.String)}
 
 
 class FileJsonlArm(ArmBase):
@@ -164,7 +124,7 @@ class FileJsonlArm(ArmBase):
     def open(self, store_dir: Path) -> None:
         """Reopen ``store_dir/memories.jsonl``, parsing it once with the recall reader.
 
-        Unreadable lines (see the module docstring) are skipped; when there are any, one
+        Unreadable lines (docs/arms/files.md) are skipped; when there are any, one
         warning on the ``agentmem.arms.files`` logger names the file, the count and the
         first such line.
 
@@ -174,7 +134,7 @@ class FileJsonlArm(ArmBase):
         path = Path(store_dir) / JSONL_NAME
         if not path.is_file():
             raise ArmError(f"file-jsonl: store file {path} does not exist")
-        store = _read_store(path)
+        store = read_store(path)
         self._path = path
         self._reported_unreadable = 0
         self._report_unreadable(store)
@@ -245,7 +205,7 @@ class FileJsonlArm(ArmBase):
                 for line in lines:  # one buffered append per memory (no fsync)
                     fh.write(line)
                 fh.flush()
-                key = _file_key(os.fstat(fh.fileno()))
+                key = file_key(os.fstat(fh.fileno()))
         except OSError as exc:
             self._ids_key = None
             raise ArmError(f"{self.name}: cannot append to store {path}: {exc}") from exc
@@ -271,7 +231,7 @@ class FileJsonlArm(ArmBase):
             ArmError: when the arm is not open or the file cannot be read or parsed.
         """
         path = self._require_open()
-        table = _read_store(path, FETCH_SCHEMA).table
+        table = read_store(path, FETCH_SCHEMA).table
         links = (
             table.select(pl.col(SUPERSEDES).alias("old"), pl.col("memory_id").alias("new"))
             .explode("old")
@@ -286,11 +246,11 @@ class FileJsonlArm(ArmBase):
     def _stored_ids(self, path: Path) -> set[str]:
         """Ids of the readable memories in the file, re-read when the file has changed."""
         try:
-            key = _file_key(path.stat())
+            key = file_key(path.stat())
         except OSError as exc:
             raise ArmError(f"{self.name}: cannot read store {path}: {exc}") from exc
         if key != self._ids_key:
-            self._ids = set(_read_store(path).table.get_column("memory_id").to_list())
+            self._ids = set(read_store(path).table.get_column("memory_id").to_list())
             self._ids_key = key
         return self._ids
 
@@ -298,11 +258,12 @@ class FileJsonlArm(ArmBase):
     def query(self, q: Query, k: int) -> Result:
         """Re-read the whole file and return the top ``k`` memories by term overlap.
 
-        Every call parses the whole file again (:func:`_read_store`, the call
-        :meth:`raw_query_call` times), lower-cases every body once and adds up one
-        literal substring test per distinct term (terms are never interpreted as
-        patterns); memories scoring 0 are dropped, the rest ordered by score desc,
-        ``created_day`` desc, ``seq`` desc, file order (top ``k``).
+        Every call parses the whole file again
+        (:func:`~agentmem.arms.files.reader.read_store`, the call :meth:`raw_query_call`
+        times), lower-cases every body once and adds up one literal substring test per
+        distinct term (terms are never interpreted as patterns); memories scoring 0 are
+        dropped, the rest ordered by score desc, ``created_day`` desc, ``seq`` desc, file
+        order (top ``k``).
 
         Args:
             q: the query; only ``q.text`` is used.
@@ -320,19 +281,19 @@ class FileJsonlArm(ArmBase):
                 (names the path).
         """
         path = self._require_open()
-        store = _read_store(path)
+        store = read_store(path)
         self._report_unreadable(store)
-        return Result(memory_ids=_top_terms(store.table, query_terms(q.text or ""), k))
+        return Result(memory_ids=top_terms(store.table, query_terms(q.text or ""), k))
 
     def raw_query_call(self, q: Query, k: int) -> Callable[[], list[str]]:
         """Return a zero-argument function making the file scan :meth:`query` makes.
 
         A file has no engine: its "driver call" is the polars read-and-scan itself
-        (:func:`_scan`: :func:`polars.read_ndjson` of the whole file, then the vectorised
-        term count and top-``k``), with the terms already extracted. The
-        harness-overhead benchmark (:mod:`agentmem.bench`) times it against
-        :meth:`query`, so the ratio is what :meth:`query` adds: term extraction and the
-        :class:`Result`.
+        (:func:`~agentmem.arms.files.scan.scan`: :func:`polars.read_ndjson` of the whole
+        file, then the vectorised term count and top-``k``), with the terms already
+        extracted. The harness-overhead benchmark (:mod:`agentmem.bench`) times it
+        against :meth:`query`, so the ratio is what :meth:`query` adds: term extraction
+        and the :class:`Result`.
 
         Returns:
             A function returning the top-``k`` memory ids.
@@ -342,7 +303,7 @@ class FileJsonlArm(ArmBase):
                 when the file cannot be read).
         """
         path = self._require_open()
-        return functools.partial(_scan, path, query_terms(q.text or ""), k)
+        return functools.partial(scan, path, query_terms(q.text or ""), k)
 
     def raw_ids(self, raw: list[str], k: int) -> list[str]:
         """The ids :meth:`query` returns for the bare scan's output: the first ``k``."""
@@ -379,7 +340,7 @@ class FileJsonlArm(ArmBase):
             ArmError: when the arm is not open or the file cannot be read.
         """
         path = self._require_open()
-        store = _read_store(path)
+        store = read_store(path)
         objects = {JSONL_NAME: store.size - store.unreadable_bytes}
         if store.unreadable_lines:
             objects["unreadable lines"] = store.unreadable_bytes
@@ -400,7 +361,7 @@ class FileJsonlArm(ArmBase):
             raise ArmError("file-jsonl: arm is not open (call build() or open() first)")
         return self._path
 
-    def _report_unreadable(self, store: _Store) -> None:
+    def _report_unreadable(self, store: StoreRead) -> None:
         """Log one warning when the store has more unreadable lines than last reported."""
         if store.unreadable_lines > self._reported_unreadable:
             _log.warning(
@@ -417,200 +378,3 @@ class FileJsonlArm(ArmBase):
 def _dumps(row: dict[str, Any]) -> str:
     """Serialise one memory row as compact UTF-8 JSON (no ASCII escaping)."""
     return json.dumps(row, ensure_ascii=False, separators=(",", ":"))
-
-
-@dataclass(frozen=True)
-class _Store:
-    """One read of the JSONL store.
-
-    Attributes:
-        table: the readable memories, :data:`SCAN_SCHEMA` columns, in file order.
-        size: bytes of the file.
-        unreadable_lines: lines skipped (not JSON, not an object, a required key missing,
-            ``null`` or of the wrong type); blank lines are not counted.
-        unreadable_bytes: bytes of the skipped lines (and of a fragment a memory was
-            recovered from), newlines included.
-        first_unreadable: 1-based number of the first skipped line (0 when none).
-    """
-
-    table: pl.DataFrame
-    size: int
-    unreadable_lines: int = 0
-    unreadable_bytes: int = 0
-    first_unreadable: int = 0
-
-
-def _file_key(st: os.stat_result) -> tuple[int, ...]:
-    """What identifies one state of the file: device, inode, size, modification time."""
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-
-
-def _read_store(path: Path, schema: dict[str, pl.DataType] = SCAN_SCHEMA) -> _Store:
-    """Read the whole JSONL store from disk and parse it with polars' NDJSON reader.
-
-    This is the recall access path. The file's bytes are read afresh and every line is
-    parsed; only the ``schema`` columns are kept (:data:`SCAN_SCHEMA` for recall). A clean
-    file is parsed by :func:`polars.read_ndjson` alone; when that fails, or a required
-    value is ``null``, the lines are sorted into readable and unreadable ones with
-    :mod:`json` (:func:`_split_lines`) and the readable ones parsed by polars. Nothing is
-    cached.
-
-    Args:
-        path: the ``memories.jsonl`` file.
-        schema: the columns to parse (must include :data:`SCAN_SCHEMA`'s).
-
-    Returns:
-        The :class:`_Store` (readable memories and the unreadable-line tally).
-
-    Raises:
-        ArmError: when the file cannot be read (names the path).
-    """
-    try:
-        # bytes, not the path: polars would expand glob characters ([, *, ?) in a path
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ArmError(f"file-jsonl: cannot read store {path}: {exc}") from exc
-    try:
-        table = pl.read_ndjson(data, schema=schema)
-        if not any(table.get_column(c).null_count() for c in _REQUIRED_KEYS):
-            return _Store(table, len(data))
-    except pl.exceptions.PolarsError:
-        pass
-    good, bad_lines, bad_bytes, first = _split_lines(data)
-    try:
-        table = pl.read_ndjson(good, schema=schema) if good else pl.DataFrame(schema=schema)
-    except pl.exceptions.PolarsError as exc:  # lines json accepts and polars does not
-        raise ArmError(f"file-jsonl: cannot parse store {path}: {exc}") from exc
-    return _Store(table, len(data), bad_lines, bad_bytes, first)
-
-
-def _is_memory(obj: Any) -> bool:
-    """True when ``obj`` is a JSON object with usable required values (types of SCAN_SCHEMA)."""
-    if not isinstance(obj, dict):
-        return False
-    ints = (obj.get("created_day"), obj.get("seq"))
-    return (
-        isinstance(obj.get("memory_id"), str)
-        and isinstance(obj.get("body"), str)
-        and all(isinstance(v, int) and not isinstance(v, bool) for v in ints)
-    )
-
-
-def _split_lines(data: bytes) -> tuple[bytes, int, int, int]:
-    """Sort the store's lines into readable memories and unreadable lines.
-
-    A line that does not parse may be a torn fragment with a whole memory appended to it
-    (the next append after a crash mid-line): the memory is recovered from the last
-    ``{`` at which the rest of the line parses as a memory object (at most
-    :data:`_RECOVERY_TRIES` positions are tried), and the line still counts as unreadable.
-
-    Args:
-        data: the file's bytes.
-
-    Returns:
-        ``(readable, unreadable_lines, unreadable_bytes, first_unreadable)``: the readable
-        lines joined with newlines, how many lines were skipped, their bytes (newline
-        included; for a recovered line, the fragment's bytes) and the first one's 1-based
-        number (0 when none).
-    """
-    good: list[bytes] = []
-    bad = bad_bytes = first = 0
-    lines = data.split(b"\n")
-    for lineno, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except ValueError:  # JSONDecodeError and UnicodeDecodeError
-            obj = None
-        if _is_memory(obj):
-            good.append(line)
-            continue
-        bad += 1
-        first = first or lineno
-        recovered = _recover_tail(line)
-        bad_bytes += len(line) + (lineno < len(lines)) - len(recovered)
-        if recovered:
-            good.append(recovered)
-    return b"\n".join(good), bad, bad_bytes, first
-
-
-#: Positions of ``{`` tried when recovering a memory glued onto a torn fragment.
-_RECOVERY_TRIES = 64
-
-
-def _recover_tail(line: bytes) -> bytes:
-    """Return the memory object that ends ``line`` after a torn fragment, or ``b""``."""
-    pos = len(line)
-    for _ in range(_RECOVERY_TRIES):
-        pos = line.rfind(b"{", 1, pos)
-        if pos <= 0:
-            return b""
-        try:
-            if _is_memory(json.loads(line[pos:])):
-                return line[pos:]
-        except ValueError:
-            continue
-    return b""
-
-
-def _scan(path: Path, terms: list[str], k: int) -> list[str]:
-    """Re-read and parse the whole file, count ``terms`` per body, return the top ``k`` ids.
-
-    The file is read on every call (:func:`_read_store`), even when there is nothing to
-    search for; unreadable lines are skipped.
-
-    Args:
-        path: the ``memories.jsonl`` file.
-        terms: distinct lower-cased search terms (:func:`agentmem.text.query_terms`),
-            used as literal substrings.
-        k: result length (``k <= 0`` gives ``[]``).
-
-    Returns:
-        Up to ``k`` memory ids (:func:`_top_terms`).
-
-    Raises:
-        ArmError: the file cannot be read (names the path).
-    """
-    return _top_terms(_read_store(path).table, terms, k)
-
-
-def _top_terms(table: pl.DataFrame, terms: list[str], k: int) -> list[str]:
-    """Top ``k`` ids of ``table`` by distinct ``terms`` contained (literal, lower-cased body).
-
-    Returns:
-        Up to ``k`` memory ids: score (terms contained) desc, ``created_day`` desc,
-        ``seq`` desc, file order; memories containing no term are dropped.
-    """
-    if not terms or k <= 0 or table.height == 0:
-        return []
-    body = table.get_column("body").str.to_lowercase()
-    # at most MAX_TERMS (32) distinct terms: a UInt8 count cannot overflow
-    score = body.str.contains(terms[0], literal=True).cast(pl.UInt8)
-    for term in terms[1:]:
-        score = score + body.str.contains(term, literal=True)
-    return _top_k(table, score.to_numpy(), k)
-
-
-def _top_k(table: pl.DataFrame, score: np.ndarray, k: int) -> list[str]:
-    """Ids of the ``k`` best rows with ``score > 0``: score, created_day, seq desc, file order.
-
-    Args:
-        table: the readable memories (:func:`_read_store`), no nulls in required columns.
-        score: per-row term count, shape ``(table.height,)``.
-        k: how many ids to return (``k >= 1``).
-
-    Returns:
-        Up to ``k`` memory ids, best first; ties on (score, created_day, seq) keep file
-        order, like the stable sort of the original per-line implementation.
-    """
-    rows = np.flatnonzero(score)
-    if rows.size == 0:
-        return []
-    day = table.get_column("created_day").to_numpy()[rows]
-    seq = table.get_column("seq").to_numpy()[rows]
-    # lexsort: last key is primary, ascending; reversing gives score, day, seq descending
-    # with the file position (-rows) descending reversed, i.e. earlier lines first.
-    order = np.lexsort((-rows, seq, day, score[rows]))[::-1][:k]
-    ids = table.get_column("memory_id")
-    return [ids[int(i)] for i in rows[order]]  # k item look-ups beat a gather here

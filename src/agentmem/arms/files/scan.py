@@ -1,0 +1,77 @@
+"""The ``file-jsonl`` recall scan: re-read the file, count query terms per body, top ``k``.
+
+Vectorised string kernels over the parsed file: one ``str.to_lowercase`` of the body
+column, one literal ``str.contains`` per term; ties newest first, then file order.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from agentmem.arms.files.reader import read_store
+
+
+def scan(path: Path, terms: list[str], k: int) -> list[str]:
+    """Re-read and parse the whole file, count ``terms`` per body, return the top ``k`` ids.
+
+    The file is read on every call (:func:`~agentmem.arms.files.reader.read_store`), even
+    when there is nothing to search for; unreadable lines are skipped.
+
+    Args:
+        path: the ``memories.jsonl`` file.
+        terms: distinct lower-cased search terms (:func:`agentmem.text.query_terms`),
+            used as literal substrings.
+        k: result length (``k <= 0`` gives ``[]``).
+
+    Returns:
+        Up to ``k`` memory ids (:func:`top_terms`).
+
+    Raises:
+        ArmError: the file cannot be read (names the path).
+    """
+    return top_terms(read_store(path).table, terms, k)
+
+
+def top_terms(table: pl.DataFrame, terms: list[str], k: int) -> list[str]:
+    """Top ``k`` ids of ``table`` by distinct ``terms`` contained (literal, lower-cased body).
+
+    Returns:
+        Up to ``k`` memory ids: score (terms contained) desc, ``created_day`` desc,
+        ``seq`` desc, file order; memories containing no term are dropped.
+    """
+    if not terms or k <= 0 or table.height == 0:
+        return []
+    body = table.get_column("body").str.to_lowercase()
+    # at most MAX_TERMS (32) distinct terms: a UInt8 count cannot overflow
+    score = body.str.contains(terms[0], literal=True).cast(pl.UInt8)
+    for term in terms[1:]:
+        score = score + body.str.contains(term, literal=True)
+    return top_k(table, score.to_numpy(), k)
+
+
+def top_k(table: pl.DataFrame, score: np.ndarray, k: int) -> list[str]:
+    """Ids of the ``k`` best rows with ``score > 0``: score, created_day, seq desc, file order.
+
+    Args:
+        table: the readable memories (:func:`~agentmem.arms.files.reader.read_store`), no
+            nulls in required columns.
+        score: per-row term count, shape ``(table.height,)``.
+        k: how many ids to return (``k >= 1``).
+
+    Returns:
+        Up to ``k`` memory ids, best first; ties on (score, created_day, seq) keep file
+        order (earlier lines first).
+    """
+    rows = np.flatnonzero(score)
+    if rows.size == 0:
+        return []
+    day = table.get_column("created_day").to_numpy()[rows]
+    seq = table.get_column("seq").to_numpy()[rows]
+    # lexsort: last key is primary, ascending; reversing gives score, day, seq descending
+    # with the file position (-rows) descending reversed, i.e. earlier lines first.
+    order = np.lexsort((-rows, seq, day, score[rows]))[::-1][:k]
+    ids = table.get_column("memory_id")
+    return [ids[int(i)] for i in rows[order]]  # k item look-ups beat a gather here

@@ -1,0 +1,50 @@
+"""``sqlite-btree``: B-tree indexes for predicates, LIKE-term scoring for text."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from agentmem.arms.base import Capabilities, Query
+from agentmem.arms.sqlite.sql import predicate_sql
+from agentmem.arms.sqlite.store import SqliteArm
+from agentmem.text import like_pattern, query_terms
+
+
+class SqliteBtreeArm(SqliteArm):
+    r"""``sqlite-btree``: B-tree indexes for predicates, LIKE-term scoring for text.
+
+    score = number of query terms (:func:`agentmem.text.query_terms`) contained in
+    the body, each tested with ``body LIKE ? ESCAPE '\'`` (ASCII case-insensitive,
+    :func:`agentmem.text.like_pattern`), summed in one statement;
+    ``WHERE score > 0 AND predicate ORDER BY score DESC, created_day DESC, seq DESC``.
+    """
+
+    name: ClassVar[str] = "sqlite-btree"
+    prefix_stable: ClassVar[bool] = True
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        predicate=True,
+        join=True,
+        aggregate=True,
+        vector_access="none",
+        text_access="b-tree+like",
+        transactions=True,
+        filter_stage="in-search",
+    )
+
+    def _ranking(self, q: Query, k: int) -> tuple[str, dict[str, Any]] | None:
+        terms = query_terms(q.text)
+        if not terms:
+            return None
+        cond, params = predicate_sql(q.predicate)
+        score = " + ".join(
+            f"(CASE WHEN m.body LIKE :t{i} ESCAPE '\\' THEN 1 ELSE 0 END)"
+            for i in range(len(terms))
+        )
+        sql = (
+            "SELECT memory_id FROM ("
+            f"SELECT m.memory_id, m.created_day, m.seq, ({score}) AS score "
+            f"FROM memories AS m WHERE {cond}"
+            ") WHERE score > 0 ORDER BY score DESC, created_day DESC, seq DESC LIMIT :k"
+        )
+        binds = {f"t{i}": like_pattern(t) for i, t in enumerate(terms)}
+        return sql, {**params, **binds, "k": int(k)}

@@ -1,0 +1,405 @@
+"""The shared machinery of the SQLite arms: connection, build, open, fetch, query, storage.
+
+:class:`SqliteArm` holds one apsw connection to ``memory.db`` (WAL mode). Each arm
+subclass supplies its ranking statement (:meth:`SqliteArm._ranking`); the rows written
+are in :mod:`agentmem.arms.sqlite.rows`. Durability of ``build`` and ``remember``:
+docs/arms/sqlite.md.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import apsw
+import numpy as np
+import polars as pl
+
+from agentmem.arms.base import (
+    VECTOR_DIM,
+    ArmBase,
+    ArmError,
+    BareCall,
+    BuildStats,
+    Capabilities,
+    Corpus,
+    Embeddings,
+    Query,
+    RawIngest,
+    Result,
+    StorageStats,
+    prepare_memories,
+)
+from agentmem.arms.rows import fetch_ids
+from agentmem.arms.sqlite.connection import connect, object_sizes
+from agentmem.arms.sqlite.rows import (
+    bulk_load,
+    entity_rows,
+    memory_rows,
+    read_memories,
+    vector_rows,
+    write_remembered,
+)
+from agentmem.arms.sqlite.schema import DB_NAME, MEMORY_COLUMNS
+from agentmem.arms.sqlite.sql import explain_statement, predicate_sql
+
+
+def _registered_sqlite_arms() -> dict[str, type[SqliteArm]]:
+    """The registered arms of this family, by name (imported late: the registry imports us)."""
+    from agentmem.arms import ARMS
+
+    return {n: c for n, c in ARMS.items() if isinstance(c, type) and issubclass(c, SqliteArm)}
+
+
+class SqliteArm(ArmBase):
+    """Shared machinery of the SQLite arms: schema, build, open, count, explain, storage.
+
+    Subclasses set the class variables and implement :meth:`_ranking` (the ranking
+    statement and its bindings for a query, or ``None`` when no statement runs).
+    """
+
+    name: ClassVar[str]
+    family: ClassVar[str] = "sqlite"
+    capabilities: ClassVar[Capabilities]
+
+    bare_call: ClassVar[BareCall] = BareCall(
+        "execute + fetchall of the prepared ranking (and count) statements",
+        "building the SQL text and bindings per call; the id list",
+    )
+
+    @property
+    def _uses_vectors(self) -> bool:
+        """The store keeps an embedding per memory (``capabilities.vector_access``)."""
+        return self.capabilities.vector_access != "none"
+
+    @property
+    def _uses_fts(self) -> bool:
+        """The store keeps a full-text index (``capabilities.text_access``)."""
+        return self.capabilities.text_access == "fts5-bm25"
+
+    def __init__(self) -> None:
+        self._conn: apsw.Connection | None = None
+        self._path: Path | None = None
+
+    def _db(self) -> apsw.Connection:
+        """Return the open connection.
+
+        Raises:
+            ArmError: when the arm was never built/opened or has been closed.
+        """
+        if self._conn is None:
+            raise ArmError(f"{self.name}: store is not open (call build() or open() first)")
+        return self._conn
+
+    # ---------------------------------------------------------------------- build
+    def build(self, corpus: Corpus, vectors: Embeddings, store_dir: Path) -> BuildStats:
+        """Create ``store_dir/memory.db`` from scratch and leave it open.
+
+        Rows are written in one transaction with ``executemany`` (``ingest_ms``); then the
+        B-tree indexes, the FTS5 index and/or the vector table are built in a second
+        transaction (``index_ms``).
+
+        Args:
+            corpus: the memories (columns of :class:`~agentmem.arms.base.Corpus`).
+            vectors: float32 ``(n, 384)`` embeddings keyed by memory id (only the hybrid
+                arm reads them).
+            store_dir: directory for ``memory.db``; created if missing; an existing
+                ``memory.db`` (and its ``-wal``/``-shm``) is replaced.
+
+        Returns:
+            Build timings in milliseconds.
+
+        Raises:
+            ArmError: on missing columns, missing embeddings or an SQLite error.
+        """
+        self.close()
+        store_dir = Path(store_dir)
+        store_dir.mkdir(parents=True, exist_ok=True)
+        path = store_dir / DB_NAME
+        for suffix in ("", "-wal", "-shm"):
+            Path(str(path) + suffix).unlink(missing_ok=True)
+
+        mem = corpus.memories
+        missing = [c for c in (*MEMORY_COLUMNS, "entity_ids") if c not in mem.columns]
+        if missing:
+            raise ArmError(f"{self.name}: corpus memories lack columns {missing} ({path})")
+        rows = memory_rows(mem, 1)
+        ent_rows = entity_rows(mem["memory_id"].to_list(), mem["entity_ids"].to_list())
+        vec_rows: list[tuple[int, bytes]] = []
+        if self._uses_vectors:
+            ids = mem["memory_id"].to_list()
+            try:
+                mat = np.ascontiguousarray(vectors.get(ids), dtype=np.float32)
+            except KeyError as exc:
+                raise ArmError(f"{self.name}: {exc.args[0]} ({path})") from None
+            if mat.ndim != 2 or mat.shape[1] != VECTOR_DIM:
+                raise ArmError(
+                    f"{self.name}: embeddings have shape {mat.shape}, need (n, {VECTOR_DIM})"
+                )
+            vec_rows = vector_rows(mat, 1)
+
+        conn = connect(path, create=True, sqlite_vec=self._uses_vectors, arm=self.name)
+        self._conn, self._path = conn, path
+        try:
+            ingest_ms, index_ms = bulk_load(
+                conn,
+                rows,
+                ent_rows,
+                vec_rows if self._uses_vectors else None,
+                application_id=self._application_id(),
+                fts=self._uses_fts,
+            )
+            conn.execute("PRAGMA synchronous=FULL")  # remember: durable on return
+        except apsw.Error as exc:
+            self.close()
+            raise ArmError(f"{self.name}: build of {path} failed: {exc}") from exc
+        return BuildStats(ingest_ms=ingest_ms, index_ms=index_ms)
+
+    # ----------------------------------------------------------------------- open
+    def open(self, store_dir: Path) -> None:
+        """Reopen ``store_dir/memory.db`` (read-write, never created).
+
+        Raises:
+            ArmError: naming the path when the file is missing, is not an SQLite database,
+                lacks a table this arm needs, or was built by another SQLite arm (its
+                ``PRAGMA application_id``, set by :meth:`build`; the message names it).
+        """
+        self.close()
+        path = Path(store_dir) / DB_NAME
+        if not path.is_file():
+            raise ArmError(f"{self.name}: no SQLite store at {path}")
+        conn = connect(path, create=False, sqlite_vec=self._uses_vectors, arm=self.name)
+        need = {"memories", "memory_entities"}
+        if self._uses_fts:
+            need.add("memories_fts")
+        if self._uses_vectors:
+            need.add("memory_vectors")
+        try:
+            have = {r[0] for r in conn.execute("SELECT name FROM sqlite_schema")}
+        except apsw.Error as exc:
+            conn.close()
+            raise ArmError(f"{self.name}: {path} is not a readable SQLite database: {exc}") from exc
+        if need - have:
+            conn.close()
+            raise ArmError(f"{self.name}: {path} lacks tables {sorted(need - have)}")
+        built_by = conn.execute("PRAGMA application_id").fetchall()[0][0]
+        if built_by not in (0, self._application_id()):
+            conn.close()
+            other = next(
+                (
+                    n
+                    for n, c in _registered_sqlite_arms().items()
+                    if c._application_id() == built_by
+                ),
+                f"another arm (application_id {built_by})",
+            )
+            raise ArmError(
+                f"{self.name}: {path} was built by {other}; open it with that arm (writing "
+                f"through {self.name} would leave that arm's indexes out of step)"
+            )
+        conn.execute("PRAGMA synchronous=FULL")  # remember: durable on return
+        self._conn, self._path = conn, path
+
+    @classmethod
+    def _application_id(cls) -> int:
+        """The ``PRAGMA application_id`` this arm writes into its file (CRC-32 of its name)."""
+        return zlib.crc32(cls.name.encode()) & 0x7FFFFFFF
+
+    # ------------------------------------------------------------------- remember
+    def remember(self, memories: pl.DataFrame, vectors: Embeddings) -> None:
+        """Append ``memories`` (and the supersessions they make) in one durable transaction.
+
+        The batch is validated by :func:`~agentmem.arms.base.prepare_memories`, then
+        written inside ``BEGIN IMMEDIATE`` ... ``COMMIT`` (``synchronous=FULL``: on disk
+        when this returns): each memory gets the next integer ``id``; its
+        ``memory_entities`` rows (entity ids de-duplicated, as ``build``), its FTS5 row
+        and its vector row follow as the arm's layout needs; then ``superseded_by`` of
+        every id in a row's ``supersedes`` list becomes that row's id (in row order, so
+        the last correction of an id wins). Every value is a bound parameter; bodies
+        are stored verbatim (NUL characters included).
+
+        Args:
+            memories: rows with at least ``memory_id``, ``body``, ``created_day``.
+            vectors: embeddings of every new ``memory_id`` (read only by sqlite-hybrid).
+
+        Raises:
+            ArmError: naming the arm and the id when the store is not open, the batch
+                is invalid, a ``memory_id`` is already stored, a superseded id is not
+                stored, or SQLite fails; the transaction is rolled back then, so nothing
+                of the batch is written.
+        """
+        conn = self._db()
+        batch = prepare_memories(memories, vectors, self.name)
+        if batch.memories.height == 0:
+            return
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                write_remembered(
+                    conn,
+                    batch,
+                    arm=self.name,
+                    path=self._path,
+                    fts=self._uses_fts,
+                    vectors=self._uses_vectors,
+                )
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        except apsw.Error as exc:
+            raise ArmError(f"{self.name}: remember into {self._path} failed: {exc}") from exc
+
+    def fetch(self, memory_ids: Sequence[str]) -> pl.DataFrame:
+        """Return the stored rows of ``memory_ids``: ``MEMORY_SCHEMA`` columns and dtypes.
+
+        Rows come in the order asked, each id once; ids not stored are left out.
+        ``entity_ids`` comes from ``memory_entities`` in insertion order (de-duplicated,
+        as stored); ``form`` is not stored and is null.
+
+        Raises:
+            ValueError: when ``memory_ids`` is a single string or holds a non-string.
+            ArmError: when the store is not open or SQLite fails.
+        """
+        conn = self._db()
+        want = fetch_ids(memory_ids)
+        try:
+            return read_memories(conn, want)
+        except apsw.Error as exc:
+            raise ArmError(f"{self.name}: fetch from {self._path} failed: {exc}") from exc
+
+    # ---------------------------------------------------------------------- query
+    def _ranking(self, q: Query, k: int) -> tuple[str, dict[str, Any]] | None:
+        """Return the ranking statement and bindings for ``q``, or ``None`` (empty result)."""
+        raise NotImplementedError
+
+    def _count_sql(self, q: Query) -> tuple[str, dict[str, Any]]:
+        """Return the exact-count statement: memories matching the predicate (not the text)."""
+        cond, params = predicate_sql(q.predicate)
+        return f"SELECT count(*) FROM memories AS m WHERE {cond}", params
+
+    def raw_ingest(self) -> RawIngest:
+        """The raw bulk path: the memory tables read back and written in one transaction."""
+        return RawIngest(
+            "tables",
+            "memory.db",
+            ("memories", "memory_entities"),
+            beyond="turning polars rows into tuples is outside both timings; nothing else",
+        )
+
+    def query(self, q: Query, k: int) -> Result:
+        """Return at most ``k`` memory ids best first, plus the exact count if wanted.
+
+        ``Result.count`` (when ``q.wants_count``) is ``SELECT count(*)`` of the memories
+        matching the predicate (all memories without one), independent of the text.
+        Hostile text never raises: text with no search terms gives no ranked ids.
+
+        Raises:
+            ArmError: when the store is not open, or on an SQLite error.
+        """
+        conn = self._db()
+        ids: list[str] = []
+        count: int | None = None
+        try:
+            stmt = self._ranking(q, k) if k > 0 else None
+            if stmt is not None:
+                sql, params = stmt
+                ids = [r[0] for r in conn.execute(sql, params)]
+            if q.wants_count:
+                sql, params = self._count_sql(q)
+                count = int(conn.execute(sql, params).fetchall()[0][0])
+        except apsw.Error as exc:
+            raise ArmError(
+                f"{self.name}: query {q.query_id!r} on {self._path} failed: {exc}"
+            ) from exc
+        return Result(memory_ids=ids[:k], count=count)
+
+    def raw_query_call(self, q: Query, k: int) -> Callable[[], list[list[Any]]]:
+        """Return a zero-argument function making exactly the driver calls :meth:`query` makes.
+
+        The statements and bindings are built here, once (:meth:`_ranking`, then
+        :meth:`_count_sql` when ``q.wants_count``); each call of the returned function
+        only runs ``conn.execute(sql, params)`` for each and fetches every row, with no
+        result handling. The harness-overhead benchmark (:mod:`agentmem.bench`) times it
+        against :meth:`query`.
+
+        Returns:
+            A function returning one list of rows per statement: the ranking's rows
+            first (``[]`` when no ranking statement runs), then the count's when
+            ``q.wants_count``.
+
+        Raises:
+            ArmError: when the store is not open.
+        """
+        conn = self._db()
+        stmts: list[tuple[str, dict[str, Any]] | None] = [self._ranking(q, k) if k > 0 else None]
+        if q.wants_count:
+            stmts.append(self._count_sql(q))
+
+        def call() -> list[list[Any]]:
+            return [conn.execute(*s).fetchall() if s is not None else [] for s in stmts]
+
+        return call
+
+    def raw_ids(self, raw: list[list[Any]], k: int) -> list[str]:
+        """Return the ids :meth:`query` makes of ``raw`` (:meth:`raw_query_call`'s output).
+
+        The ranking rows' first column, cut to ``k``.
+        """
+        return [r[0] for r in raw[0]][: max(k, 0)] if raw else []
+
+    def explain(self, q: Query, k: int = 10) -> str:
+        """Return EXPLAIN QUERY PLAN of the exact statements :meth:`query` runs for ``q``.
+
+        Args:
+            q: the query.
+            k: the result size bound into ``LIMIT`` (does not change the plan shape).
+
+        Returns:
+            One block per statement (ranking, then count when ``q.wants_count``), each an
+            indented plan tree; a note instead when no ranking statement runs.
+        """
+        conn = self._db()
+        parts: list[str] = []
+        stmts: list[tuple[str, tuple[str, dict[str, Any]] | None]] = [
+            ("ranking", self._ranking(q, max(k, 1)))
+        ]
+        if q.wants_count:
+            stmts.append(("count", self._count_sql(q)))
+        for label, stmt in stmts:
+            if stmt is None:
+                parts.append(f"-- {label}: no statement runs (the text has no search terms)")
+                continue
+            try:
+                parts.append(explain_statement(conn, label, *stmt))
+            except apsw.Error as exc:
+                raise ArmError(f"{self.name}: explain on {self._path} failed: {exc}") from exc
+        return "\n".join(parts)
+
+    # -------------------------------------------------------------------- storage
+    def storage(self) -> StorageStats:
+        """Return bytes per SQLite object from ``dbstat`` (after a WAL checkpoint).
+
+        Objects are tables, indexes and FTS5 shadow tables (``sum(pgsize)`` per name);
+        a non-empty ``memory.db-wal`` left after the checkpoint is added as its own entry.
+
+        Raises:
+            ArmError: when the store is not open or ``dbstat`` fails.
+        """
+        conn = self._db()
+        try:
+            objects = object_sizes(conn, self._path)
+        except apsw.Error as exc:
+            raise ArmError(f"{self.name}: dbstat on {self._path} failed: {exc}") from exc
+        return StorageStats(total_bytes=sum(objects.values()), objects=objects, source="dbstat")
+
+    def close(self) -> None:
+        """Close the connection; safe to call twice."""
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            finally:
+                self._conn = None

@@ -1,0 +1,192 @@
+"""``file-vec``: "embed everything, take the top-k by cosine" over the HNSW store.
+
+One embedding per memory in an HNSW graph (:class:`~agentmem.arms.vector.store.HnswStore`),
+no filtering, no counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import hnswlib
+import numpy as np
+
+from agentmem.arms.base import ArmError, BareCall, Capabilities, Query, Result
+from agentmem.arms.vector.recall import topk_recall
+from agentmem.arms.vector.store import META_NAME, HnswStore
+
+
+class FileVecArm(HnswStore):
+    """One embedding per memory in an hnswlib HNSW index; top-k cosine, no filtering.
+
+    ``query`` returns the ``k`` approximate nearest memories to ``q.embedding`` by
+    cosine similarity; ``q.text``, ``q.predicate`` and ``q.wants_count`` are ignored and
+    ``Result.count`` is always ``None``. ``k`` larger than the corpus returns the whole
+    corpus ranked. Constructor parameters (``ef_search``, ``M``, ``ef_construction``,
+    ``random_seed``, ``num_threads``): :class:`~agentmem.arms.vector.store.HnswStore`.
+    """
+
+    name: ClassVar[str] = "file-vec"
+    prefix_stable: ClassVar[bool] = False
+    family: ClassVar[str] = "vector"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        predicate=False,
+        join=False,
+        aggregate=False,
+        vector_access="hnsw",
+        text_access="none",
+        transactions=False,
+        filter_stage="none",
+    )
+    bare_call: ClassVar[BareCall] = BareCall(
+        "set_ef + knn_query", "vector checks and the label -> id mapping"
+    )
+
+    def query(self, q: Query, k: int) -> Result:
+        """Return the ``k`` nearest memories to ``q.embedding`` by cosine (no filtering).
+
+        Args:
+            q: the query; only ``q.embedding`` (``(dim,)`` float) is used.
+            k: maximum number of ids (clamped to the corpus size; ``k <= 0`` -> none).
+
+        Returns:
+            Up to ``k`` ids, most similar first; ``count`` is ``None``.
+
+        Raises:
+            ArmError: when the arm is not open or the embedding has the wrong dimension.
+        """
+        labels = self._search(q, k)
+        return Result(memory_ids=[self._ids[i] for i in labels], count=None)
+
+    def raw_query_call(self, q: Query, k: int) -> Callable[[], Any]:
+        """Return a zero-argument function making exactly the hnswlib calls :meth:`query` makes.
+
+        The query vector, the neighbour count ``min(k, n)`` and the search breadth
+        ``max(ef_search, min(k, n))`` are computed here, once; each call of the returned
+        function only runs ``index.set_ef(ef)`` and ``index.knn_query(vec, k, num_threads=1)``
+        (no label-to-id mapping). A vector with a non-finite value makes no call, as in
+        :meth:`query`. The harness-overhead benchmark (:mod:`agentmem.bench`) times it
+        against :meth:`query`.
+
+        Returns:
+            A function returning hnswlib's ``(labels, distances)`` (``None`` when no
+            search runs).
+
+        Raises:
+            ArmError: when the arm is not open or the embedding has the wrong dimension.
+        """
+        plan = self._bare_search(q, k)
+        if plan is None:
+            return lambda: None
+        index, vec, n_fetch, ef = plan
+
+        def call() -> Any:
+            index.set_ef(ef)
+            return index.knn_query(vec, k=n_fetch, num_threads=1)
+
+        return call
+
+    def raw_ids(self, raw: Any, k: int) -> list[str]:
+        """The ids :meth:`query` makes of the bare call's ``(labels, distances)``.
+
+        Args:
+            raw: what the function from :meth:`raw_query_call` returned.
+            k: the result length the call was made for.
+
+        Returns:
+            The labels mapped to memory ids, best first (at most ``k``).
+        """
+        if raw is None or k <= 0:
+            return []
+        return [self._ids[int(i)] for i in raw[0][0][:k]]
+
+    def _bare_search(
+        self, q: Query, n_fetch: int
+    ) -> tuple[hnswlib.Index, np.ndarray, int, int] | None:
+        """Return ``(index, vector, neighbours, ef)`` of the search ``query`` makes, or None.
+
+        ``None`` when no search runs (``n_fetch <= 0``, an empty store or a non-finite
+        vector, as in :meth:`_search`).
+
+        Raises:
+            ArmError: when the arm is not open or the embedding has the wrong dimension.
+        """
+        store_dir = self._require_open()
+        index = self._index
+        assert index is not None
+        n_fetch = min(int(n_fetch), len(self._ids))
+        vec = np.ascontiguousarray(np.asarray(q.embedding, dtype=np.float32).reshape(1, -1))
+        if vec.shape[1] != self._dim:
+            raise ArmError(
+                f"{self.name}: query {q.query_id!r} embedding has dim {vec.shape[1]}, "
+                f"store {store_dir} has dim {self._dim}"
+            )
+        if n_fetch <= 0 or not np.all(np.isfinite(vec)):
+            return None
+        return index, vec, n_fetch, max(self.ef_search, n_fetch)
+
+    def explain(self, q: Query, k: int = 10) -> str:
+        """Describe the HNSW search ``query`` runs for ``q`` (hnswlib has no planner)."""
+        self._require_open()
+        n = len(self._ids)
+        ignored = "text, predicate and count IGNORED" if q.predicate else "text and count IGNORED"
+        return (
+            f"{self._describe()}; knn_query(k=min(k, {n}), ef=max({self.ef_search}, k)); "
+            f"labels -> memory_id via {META_NAME}; {ignored}"
+        )
+
+    def index_recall(self, queries_matrix: np.ndarray, k: int) -> float:
+        """Recall@k of this arm's built index against exact cosine search on its vectors.
+
+        The stored vectors are read back from the index (hnswlib keeps them normalised in
+        the cosine space) and searched by brute force (:func:`topk_recall`).
+
+        Args:
+            queries_matrix: ``(m, dim)`` query vectors.
+            k: neighbours per query (clamped to the corpus size).
+
+        Returns:
+            Mean recall@k in ``[0, 1]`` at this arm's ``ef_search``.
+
+        Raises:
+            ArmError: when the arm is not open.
+        """
+        self._require_open()
+        assert self._index is not None
+        n = len(self._ids)
+        k = min(k, n)
+        qs = np.ascontiguousarray(queries_matrix, dtype=np.float32)
+        if k <= 0 or qs.shape[0] == 0:
+            return 1.0
+        stored = np.asarray(self._index.get_items(list(range(n))), dtype=np.float32)
+        self._index.set_ef(max(self.ef_search, k))
+        labels, _ = self._index.knn_query(qs, k=k, num_threads=1)
+        return topk_recall(labels, stored, qs, k)
+
+    def _search(self, q: Query, n_fetch: int) -> list[int]:
+        """Return up to ``n_fetch`` labels nearest to ``q.embedding``, best first."""
+        store_dir = self._require_open()
+        assert self._index is not None
+        n = len(self._ids)
+        n_fetch = min(int(n_fetch), n)
+        if n_fetch <= 0:
+            return []
+        vec = np.asarray(q.embedding, dtype=np.float32).reshape(1, -1)
+        if vec.shape[1] != self._dim:
+            raise ArmError(
+                f"{self.name}: query {q.query_id!r} embedding has dim {vec.shape[1]}, "
+                f"store {store_dir} has dim {self._dim}"
+            )
+        if not np.all(np.isfinite(vec)):
+            return []
+        for ef in (max(self.ef_search, n_fetch), max(n, 1)):
+            self._index.set_ef(ef)
+            try:
+                labels, _ = self._index.knn_query(vec, k=n_fetch, num_threads=1)
+            except RuntimeError:  # fewer than n_fetch reachable at this ef: widen once
+                continue
+            return [int(i) for i in labels[0]]
+        raise ArmError(
+            f"{self.name}: hnswlib could not return {n_fetch} neighbours from {store_dir}"
+        )

@@ -1,0 +1,158 @@
+"""``file-vec-meta``: ``file-vec`` plus a metadata post-filter in Python.
+
+The common retrofit for structured questions: fetch ``k * overfetch`` neighbours,
+post-filter them on the metadata, cut to ``k`` — so a selective predicate can leave fewer
+than ``k`` results (filtered-ANN underfill), which is what the arm exists to measure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from agentmem.arms.base import BareCall, Capabilities, Query, Result
+from agentmem.arms.vector.file_vec import FileVecArm
+from agentmem.arms.vector.hnsw import DEFAULT_EF_SEARCH, DEFAULT_SEED
+from agentmem.arms.vector.store import META_NAME
+
+
+class FileVecMetaArm(FileVecArm):
+    """``file-vec`` plus a metadata post-filter: top ``k*overfetch`` by cosine, filter, cut.
+
+    ``query`` fetches ``min(k * overfetch, n)`` approximate nearest neighbours, keeps
+    those whose metadata row satisfies ``q.predicate`` (:meth:`Predicate.matches`, in
+    Python, outside the index), and returns the first ``k`` survivors. A selective
+    predicate can therefore return fewer than ``k`` ids even when more matching memories
+    exist (underfill). Without a predicate it equals ``file-vec``. ``Result.count`` is
+    always ``None``.
+
+    Args:
+        ef_search: as :class:`~agentmem.arms.vector.store.HnswStore` (effective
+            ``ef = max(ef_search, k*overfetch)``).
+        M: as :class:`~agentmem.arms.vector.store.HnswStore`; so are
+            ``ef_construction``, ``random_seed`` and ``num_threads``.
+        overfetch: how many candidates per requested result to fetch before filtering.
+    """
+
+    name: ClassVar[str] = "file-vec-meta"
+    prefix_stable: ClassVar[bool] = False
+    family: ClassVar[str] = "vector"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        predicate=True,
+        join=False,
+        aggregate=False,
+        vector_access="hnsw",
+        text_access="none",
+        transactions=False,
+        filter_stage="post-filter",
+    )
+    bare_call: ClassVar[BareCall] = BareCall(
+        "set_ef + knn_query of k * overfetch",
+        "the Python metadata post-filter and the label -> id mapping",
+    )
+    #: constructor parameter that sets the candidate list the post-filter cuts
+    candidate_param: ClassVar[str | None] = "overfetch"
+
+    def __init__(
+        self,
+        ef_search: int = DEFAULT_EF_SEARCH,
+        M: int = 16,
+        ef_construction: int = 200,
+        random_seed: int = DEFAULT_SEED,
+        num_threads: int = 1,
+        overfetch: int = 4,
+    ) -> None:
+        super().__init__(
+            ef_search=ef_search,
+            M=M,
+            ef_construction=ef_construction,
+            random_seed=random_seed,
+            num_threads=num_threads,
+        )
+        if overfetch < 1:
+            raise ValueError(f"{self.name}: overfetch must be >= 1, got {overfetch}")
+        self.overfetch = int(overfetch)
+
+    def query(self, q: Query, k: int) -> Result:
+        """Top ``k*overfetch`` by cosine, post-filter on ``q.predicate``, cut to ``k``.
+
+        Args:
+            q: the query; ``q.embedding`` and ``q.predicate`` are used.
+            k: maximum number of ids (``k <= 0`` -> none).
+
+        Returns:
+            At most ``k`` ids satisfying the predicate, most similar first (possibly
+            fewer than ``k``); ``count`` is ``None``.
+
+        Raises:
+            ArmError: when the arm is not open or the embedding has the wrong dimension.
+        """
+        if k <= 0:
+            self._require_open()
+            return Result(memory_ids=[], count=None)
+        labels = self._search(q, k * self.overfetch)
+        if q.predicate is not None:
+            pred = q.predicate
+            labels = [i for i in labels if pred.matches(self._pred_rows[i])]
+        return Result(memory_ids=[self._ids[i] for i in labels[:k]], count=None)
+
+    def raw_query_call(self, q: Query, k: int) -> Callable[[], Any]:
+        """Return the bare hnswlib search :meth:`query` makes: ``k * overfetch`` neighbours.
+
+        As :meth:`FileVecArm.raw_query_call` with ``k * overfetch`` neighbours; the
+        Python post-filter is not part of it (:meth:`raw_ids` applies it). The function
+        returns ``(knn_query's (labels, distances), q.predicate)``, or ``None`` when no
+        search runs.
+
+        Raises:
+            ArmError: when the arm is not open or the embedding has the wrong dimension.
+        """
+        if k <= 0:
+            self._require_open()
+            return lambda: None
+        plan = self._bare_search(q, k * self.overfetch)
+        if plan is None:
+            return lambda: None
+        index, vec, n_fetch, ef = plan
+        pred = q.predicate
+
+        def call() -> Any:
+            index.set_ef(ef)
+            return index.knn_query(vec, k=n_fetch, num_threads=1), pred
+
+        return call
+
+    def raw_ids(self, raw: Any, k: int) -> list[str]:
+        """The ids :meth:`query` makes of the bare call's output: post-filter, cut to ``k``.
+
+        Args:
+            raw: ``((labels, distances), predicate)`` from the function
+                :meth:`raw_query_call` returned (``None`` when no search ran).
+            k: the result length the call was made for.
+
+        Returns:
+            The memory ids of the labels whose metadata satisfies the predicate, best
+            first, at most ``k``.
+        """
+        if raw is None or k <= 0:
+            return []
+        (labels, _), pred = raw
+        keep = [int(i) for i in labels[0]]
+        if pred is not None:
+            keep = [i for i in keep if pred.matches(self._pred_rows[i])]
+        return [self._ids[i] for i in keep[:k]]
+
+    def explain(self, q: Query, k: int = 10) -> str:
+        """Describe the search + Python post-filter ``query`` runs for ``q``."""
+        self._require_open()
+        n = len(self._ids)
+        if q.predicate is None:
+            filt = "no predicate"
+        else:
+            p = q.predicate
+            filt = f"Python post-filter {p.field} {p.op} {p.value!r} on {META_NAME} rows"
+        return (
+            f"{self._describe()}; knn_query(k=min(k*{self.overfetch}, {n}), "
+            f"ef=max({self.ef_search}, k*{self.overfetch})); {filt}; cut to k "
+            "(may return fewer than k); text and count IGNORED"
+        )
