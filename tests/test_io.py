@@ -1,4 +1,7 @@
-"""agentmem.io: background priority for non-timing jobs (run in children: nice is one-way)."""
+"""agentmem.procs: background priority for non-timing jobs (run in children: nice is one-way).
+
+``run_in_background`` is imported from :mod:`agentmem.io`, where the scripts import it.
+"""
 
 from __future__ import annotations
 
@@ -36,7 +39,8 @@ def test_share_background_priority_lowers_a_child_session() -> None:
     code = (
         "import json, subprocess, sys\n"
         "from pathlib import Path\n"
-        "from agentmem.io import run_in_background, share_background_priority\n"
+        "from agentmem.io import run_in_background\n"
+        "from agentmem.procs import share_background_priority\n"
         "child = subprocess.Popen(['sleep', '30'], start_new_session=True)\n"
         "try:\n"
         "    before = Path(f'/proc/{child.pid}/autogroup').read_text().split()[-1]\n"

@@ -24,17 +24,18 @@ import polars as pl
 import pytest
 
 from agentmem.config import CRASH_FAMILIES, CrashConfig, LostUpdateConfig, TrialsConfig
-from agentmem.trials import EmbeddedPostgres, TrialError, require_dir
+from agentmem.pg import EmbeddedServer
+from agentmem.trials import TrialError, require_dir
 from agentmem.trials.crash import (
     FAMILIES,
     FIELDS,
     STORE_FILES,
-    _memory_record,
     read_store,
     recall_through_arm,
     record_body,
     run_crash_trials,
 )
+from agentmem.trials.crash.records import _memory_record
 from agentmem.trials.lost_update import FIELDS as LU_FIELDS
 from agentmem.trials.lost_update import (
     MODES,
@@ -191,7 +192,7 @@ def test_record_body_is_deterministic_and_sized():
     assert len(record_body(123456, 298)) == 298
     assert record_body(5, 0) == "r"
     # the JSON line the file families write is exactly record_chars long
-    from agentmem.trials.crash import _memory_record, _record
+    from agentmem.trials.crash.records import _memory_record, _record
 
     for rid in (1, 99, 123456):
         assert len(json.dumps(_record(rid, 330))) == 330
@@ -371,15 +372,15 @@ def test_embedded_postgres_kill_and_restart(work):
     import psycopg
 
     with ProcessWatch(work) as watch:
-        with EmbeddedPostgres(work / "pgdata") as pg:
-            with psycopg.connect(pg.uri, autocommit=True) as conn:
+        with EmbeddedServer(work / "pgdata") as pg:
+            with psycopg.connect(pg.uri(), autocommit=True) as conn:
                 conn.execute("CREATE TABLE t (id int PRIMARY KEY)")
                 conn.execute("INSERT INTO t SELECT generate_series(1, 500)")
             pids = pg.kill()
-            assert pg.uri is None and len(pids) >= 3
+            assert pg.pid is None and len(pids) >= 3
             assert all(not Path(f"/proc/{p}").exists() for p in pids)  # killed and reaped
             pg.start()
-            with psycopg.connect(pg.uri) as conn:
+            with psycopg.connect(pg.uri()) as conn:
                 assert conn.execute("SELECT count(*) FROM t").fetchone() == (500,)
         pg.stop()  # idempotent
     assert watch.strays() == []

@@ -1,0 +1,436 @@
+"""Shared machinery of the Postgres arms (:class:`_PgArm`): connection, build, open, query.
+
+Each arm owns one database (:mod:`agentmem.pg`: an embedded PostgreSQL 18.3 + pgvector
+0.8.2 server per store directory by default, or the external server named by
+``AGENTMEM_PG_DSN``), opened through :func:`agentmem.pg.connect_store` with the arm's
+name. The tables are in :mod:`.schema`, the bulk load in :mod:`.ingest`, the write path
+in :mod:`.remember`, plans and sizes in :mod:`.catalog`; each arm class gives its
+ranking statement and session settings.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import polars as pl
+import psycopg
+from psycopg import sql
+
+from agentmem.arms.base import (
+    VECTOR_DIM,
+    ArmBase,
+    ArmError,
+    BareCall,
+    BuildStats,
+    Capabilities,
+    Corpus,
+    Embeddings,
+    Query,
+    RawIngest,
+    Result,
+    StorageStats,
+    checked_vector,
+    prepare_memories,
+)
+from agentmem.arms.postgres.catalog import explain_statements, relation_sizes
+from agentmem.arms.postgres.ingest import bulk_load, copy_rows
+from agentmem.arms.postgres.queries import predicate_sql
+from agentmem.arms.postgres.remember import fetch_rows, nul_value, write_batch
+from agentmem.arms.postgres.schema import MEMORY_NAMES, index_ddl, table_ddl
+from agentmem.pg import PgError, PgHandle, connect_store
+
+
+def check_positive(**params: int) -> None:
+    """Raise ``ValueError`` naming the first parameter that is not a positive int."""
+    for key, value in params.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{key} must be a positive integer, got {value!r}")
+
+
+class _PgArm(ArmBase):
+    """Shared machinery of the Postgres arms: schema, build, open, count, explain, storage.
+
+    Subclasses set the class variables, :meth:`_session_settings` and :meth:`_ranking`
+    (the ranking statement and its parameters, or ``None`` when no statement runs).
+    """
+
+    name: ClassVar[str]
+    family: ClassVar[str] = "postgres"
+    capabilities: ClassVar[Capabilities]
+
+    bare_call: ClassVar[BareCall] = BareCall(
+        "execute + fetchall of the statements, SQL text rendered once",
+        "composing the SQL with psycopg.sql on every call; the id list",
+    )
+
+    @property
+    def _uses_vectors(self) -> bool:
+        """The store keeps an embedding per memory (``capabilities.vector_access``)."""
+        return self.capabilities.vector_access != "none"
+
+    @property
+    def _uses_fts(self) -> bool:
+        """The store keeps a full-text index (``capabilities.text_access``)."""
+        return self.capabilities.text_access == "gin-tsvector"
+
+    def __init__(self) -> None:
+        self._h: PgHandle | None = None
+        self._store_dir: Path | None = None
+
+    # ----------------------------------------------------------------- connection
+    def _session_settings(self) -> dict[str, str]:
+        """Return session GUCs this arm sets on every connection (name -> value)."""
+        return {}
+
+    def _apply_settings(self, conn: psycopg.Connection) -> None:
+        """Load pgvector (so its GUCs exist) and apply :meth:`_session_settings`, bound."""
+        settings = self._session_settings()
+        if any(k.startswith("hnsw.") for k in settings):
+            conn.execute("SELECT '[1]'::vector")  # loads the vector library -> hnsw.* GUCs
+        for key, value in settings.items():
+            conn.execute("SELECT set_config(%s, %s, false)", (key, value))
+
+    def _conn(self) -> psycopg.Connection:
+        """Return the open connection.
+
+        Raises:
+            ArmError: when the arm was never built/opened or has been closed.
+        """
+        if self._h is None or self._h.closed:
+            raise ArmError(f"{self.name}: store is not open (call build() or open() first)")
+        return self._h.conn
+
+    def _where(self) -> str:
+        """Name the store in messages: database and store directory."""
+        if self._h is None:
+            return str(self._store_dir)
+        return f"database {self._h.database} ({self._store_dir})"
+
+    # ---------------------------------------------------------------------- build
+    def build(self, corpus: Corpus, vectors: Embeddings, store_dir: Path) -> BuildStats:
+        """Create this arm's database for ``store_dir`` from scratch and leave it open.
+
+        ``ingest_ms``: CREATE TABLE + binary COPY of ``memories`` and ``memory_entities``
+        in one transaction (the ``tsv`` column, when present, is computed during COPY).
+        ``index_ms``: the B-tree, GIN and HNSW indexes plus ``VACUUM (ANALYZE)`` (planner
+        statistics, visibility map and hint bits, so the first timed query does not pay
+        for them).
+
+        Args:
+            corpus: the memories (columns of :class:`~agentmem.arms.base.Corpus`).
+            vectors: float32 ``(n, 384)`` embeddings keyed by memory id (read only by
+                arms with a vector column).
+            store_dir: the store directory (embedded data lives in ``store_dir/pgdata``);
+                an existing database of this arm is dropped first.
+
+        Returns:
+            Build timings in milliseconds.
+
+        Raises:
+            ArmError: on missing columns or embeddings, or any PostgreSQL error (the
+                message names the database and store directory).
+        """
+        self.close()
+        store_dir = Path(store_dir)
+        self._store_dir = store_dir
+        mem = corpus.memories
+        missing = [c for c in MEMORY_NAMES if c not in mem.columns]
+        if missing:
+            raise ArmError(f"{self.name}: corpus memories lack columns {missing} ({store_dir})")
+        mat: np.ndarray | None = None
+        if self._uses_vectors:
+            try:
+                mat = np.ascontiguousarray(
+                    vectors.get(mem["memory_id"].to_list()), dtype=np.float32
+                )
+            except KeyError as exc:
+                raise ArmError(f"{self.name}: {exc.args[0]} ({store_dir})") from None
+            if mat.ndim != 2 or mat.shape[1] != VECTOR_DIM:
+                raise ArmError(
+                    f"{self.name}: embeddings have shape {mat.shape}, need (n, {VECTOR_DIM})"
+                )
+
+        try:
+            self._h = connect_store(store_dir, self.name, create=True)
+        except PgError as exc:
+            raise ArmError(f"{self.name}: cannot create store in {store_dir}: {exc}") from None
+        conn = self._h.conn
+        rows = copy_rows(mem, mat)
+        layout = {"vectors": self._uses_vectors, "fts": self._uses_fts}
+        indexes = index_ddl(
+            **layout,
+            m=int(getattr(self, "m", 16)),
+            ef_construction=int(getattr(self, "ef_construction", 64)),
+        )
+        try:
+            ingest_ms, index_ms = bulk_load(conn, table_ddl(**layout), rows, indexes)
+            self._apply_settings(conn)
+        except psycopg.Error as exc:
+            where = self._where()
+            self.close()
+            raise ArmError(f"{self.name}: build of {where} failed: {exc}") from exc
+        return BuildStats(ingest_ms=ingest_ms, index_ms=index_ms)
+
+    # ----------------------------------------------------------------------- open
+    def open(self, store_dir: Path) -> None:
+        """Reopen this arm's database built earlier under ``store_dir`` (server restarted).
+
+        Raises:
+            ArmError: naming the store when it is missing, unreachable, or lacks a column
+                this arm needs (e.g. a pg-btree store opened as pg-hnsw).
+        """
+        self.close()
+        store_dir = Path(store_dir)
+        self._store_dir = store_dir
+        try:
+            h = connect_store(store_dir, self.name, create=False)
+        except PgError as exc:
+            raise ArmError(f"{self.name}: cannot open store {store_dir}: {exc}") from None
+        need = set(MEMORY_NAMES)
+        if self._uses_vectors:
+            need.add("embedding")
+        if self._uses_fts:
+            need.add("tsv")
+        try:
+            have = {
+                r[0]
+                for r in h.conn.execute(
+                    "SELECT column_name FROM information_schema.columns "
+                    "WHERE table_schema = current_schema() AND table_name = 'memories'"
+                )
+            }
+            self._apply_settings(h.conn)
+        except psycopg.Error as exc:
+            h.close()
+            raise ArmError(f"{self.name}: cannot read {h.database} ({store_dir}): {exc}") from exc
+        if need - have:
+            h.close()
+            raise ArmError(
+                f"{self.name}: database {h.database} ({store_dir}) lacks memories columns "
+                f"{sorted(need - have)}"
+            )
+        self._h = h
+
+    # ------------------------------------------------------------------- remember
+    def remember(self, memories: pl.DataFrame, vectors: Embeddings) -> None:
+        """Append ``memories`` (and the supersessions they make) in one committed transaction.
+
+        The batch is validated by :func:`~agentmem.arms.base.prepare_memories`; then, in
+        one transaction: ``INSERT`` of the memory rows (with the ``embedding`` column for
+        the vector arms; ``tsv`` is generated; ``ON CONFLICT DO NOTHING RETURNING`` tells
+        which ids were stored already), ``INSERT ... SELECT FROM unnest(...)`` of their
+        ``memory_entities`` rows (entity ids de-duplicated, as ``build``), and one
+        ``UPDATE ... FROM unnest(...)`` setting ``superseded_by`` of
+        every id in a row's ``supersedes`` list to that row's id (the last correction of
+        an id wins). ``COMMIT`` returns once the server has flushed the WAL (its
+        ``synchronous_commit``), so the batch is durable on return and visible to every
+        connection. Every value is a bound parameter.
+
+        Args:
+            memories: rows with at least ``memory_id``, ``body``, ``created_day``.
+            vectors: embeddings of every new ``memory_id`` (read by the vector arms).
+
+        Raises:
+            ArmError: naming the arm and the memory when the store is not open, the batch
+                is invalid, a text value holds a NUL character (PostgreSQL ``text``
+                cannot), a ``memory_id`` is already stored, a superseded id is not
+                stored, or PostgreSQL fails; the transaction is rolled back then, so
+                nothing of the batch is written.
+        """
+        conn = self._conn()
+        batch = prepare_memories(memories, vectors, self.name)
+        if batch.memories.height == 0:
+            return
+        nul = nul_value(batch)
+        if nul is not None:
+            raise ArmError(
+                f"{self.name}: remember: memory {nul[0]!r}: column {nul[1]!r} holds a NUL "
+                "character, which PostgreSQL text cannot store"
+            )
+        try:
+            with conn.transaction(), conn.cursor() as cur:
+                write_batch(
+                    cur,
+                    batch,
+                    with_vectors=self._uses_vectors,
+                    name=self.name,
+                    where=self._where(),
+                )
+        except psycopg.Error as exc:
+            raise ArmError(f"{self.name}: remember into {self._where()} failed: {exc}") from exc
+
+    def fetch(self, memory_ids: Sequence[str]) -> pl.DataFrame:
+        """Return the stored rows of ``memory_ids``: :data:`MEMORY_SCHEMA` columns and dtypes.
+
+        One ``SELECT ... WHERE memory_id = ANY(%s)``; rows come in the order asked, each
+        id once; ids not stored (or holding NUL, which no stored id can) are left out.
+        ``entity_ids`` is the stored array; ``form`` is not stored and is null.
+
+        Raises:
+            ValueError: when ``memory_ids`` is a single string or holds a non-string.
+            ArmError: when the store is not open or PostgreSQL fails.
+        """
+        conn = self._conn()
+        try:
+            return fetch_rows(conn, memory_ids)
+        except psycopg.Error as exc:
+            raise ArmError(f"{self.name}: fetch from {self._where()} failed: {exc}") from exc
+
+    # ---------------------------------------------------------------------- query
+    def _ranking(self, q: Query, k: int) -> tuple[sql.Composable, dict[str, Any]] | None:
+        """Return the ranking statement and parameters for ``q``, or ``None`` (no ids)."""
+        raise NotImplementedError
+
+    def _count_sql(self, q: Query) -> tuple[sql.Composable, dict[str, Any]]:
+        """Return the exact-count statement: memories matching the predicate (not the text)."""
+        cond, params = predicate_sql(q.predicate)
+        return sql.SQL("SELECT count(*) FROM memories WHERE {}").format(cond), params
+
+    def _query_vector(self, q: Query) -> np.ndarray:
+        """Return the query embedding as float32 ``(384,)``.
+
+        Raises:
+            ArmError: when the embedding is missing or not of size 384.
+        """
+        v = checked_vector(q.embedding, self.name, f"query {q.query_id!r}", VECTOR_DIM)
+        return v
+
+    def _statements(self, q: Query, k: int) -> list[tuple[str, Any]]:
+        """Return ``[(label, (stmt, params) | None), ...]`` in the order :meth:`query` runs."""
+        out: list[tuple[str, Any]] = [("ranking", self._ranking(q, k) if k > 0 else None)]
+        if q.wants_count:
+            out.append(("count", self._count_sql(q)))
+        return out
+
+    def raw_ingest(self) -> RawIngest:
+        """The raw bulk path: the memory tables read back and ``COPY``-ed in binary."""
+        return RawIngest(
+            "tables",
+            pg_tables=("memories", "memory_entities"),
+            beyond="nothing: rows leave polars before the clock starts, as in the raw path",
+        )
+
+    def query(self, q: Query, k: int) -> Result:
+        """Return at most ``k`` memory ids best first, plus the exact count if wanted.
+
+        ``Result.count`` (when ``q.wants_count``) is ``SELECT count(*)`` of the memories
+        matching the predicate (all memories without one), independent of the text.
+        Hostile text never raises: text with no search terms gives no ranked ids from the
+        text-only arms.
+
+        Raises:
+            ArmError: when the store is not open, or on a PostgreSQL error.
+        """
+        conn = self._conn()
+        ids: list[str] = []
+        count: int | None = None
+        try:
+            for label, stmt in self._statements(q, k):
+                if stmt is None:
+                    continue
+                rows = conn.execute(stmt[0], stmt[1]).fetchall()
+                if label == "ranking":
+                    ids = [r[0] for r in rows]
+                else:
+                    count = int(rows[0][0])
+        except psycopg.Error as exc:
+            raise ArmError(
+                f"{self.name}: query {q.query_id!r} on {self._where()} failed: {exc}"
+            ) from exc
+        return Result(memory_ids=ids[:k], count=count)
+
+    def raw_query_call(self, q: Query, k: int) -> Callable[[], list[list[Any]]]:
+        """Return a zero-argument function making exactly the driver calls :meth:`query` makes.
+
+        The statements of :meth:`_statements` are rendered to their SQL text here, once
+        (``Composable.as_string``, the text psycopg sends); each call of the returned
+        function only runs ``conn.execute(text, params).fetchall()`` for each, with no
+        result handling. The harness-overhead benchmark (:mod:`agentmem.bench`) times it
+        against :meth:`query`.
+
+        Returns:
+            A function returning one list of rows per statement: the ranking's rows
+            first (``[]`` when no ranking statement runs), then the count's when
+            ``q.wants_count``.
+
+        Raises:
+            ArmError: when the store is not open.
+        """
+        conn = self._conn()
+        stmts = [
+            (stmt[0].as_string(conn), stmt[1]) if stmt is not None else None
+            for _, stmt in self._statements(q, k)
+        ]
+
+        def call() -> list[list[Any]]:
+            return [conn.execute(*s).fetchall() if s is not None else [] for s in stmts]
+
+        return call
+
+    def raw_ids(self, raw: list[list[Any]], k: int) -> list[str]:
+        """Return the ids :meth:`query` makes of ``raw`` (:meth:`raw_query_call`'s output).
+
+        The ranking rows' first column, cut to ``k``.
+        """
+        return [r[0] for r in raw[0]][: max(k, 0)] if raw else []
+
+    def explain(self, q: Query, k: int = 10) -> str:
+        """Return ``EXPLAIN (FORMAT JSON, SETTINGS)`` of the statements :meth:`query` runs.
+
+        Args:
+            q: the query.
+            k: the result size bound into ``LIMIT``.
+
+        Returns:
+            JSON text: a list with one object per statement (ranking, then count when
+            ``q.wants_count``). Each is PostgreSQL's own EXPLAIN object (``"Plan"``, ...)
+            plus ``"Statement"`` (label), ``"Query Text"`` (the SQL with placeholders) and
+            ``"Session Settings"`` (the arm's GUCs, e.g. ``hnsw.ef_search``); a ranking
+            statement that does not run (no search terms) appears as a ``"Note"``.
+
+        Raises:
+            ArmError: when the store is not open or EXPLAIN fails.
+        """
+        conn = self._conn()
+        try:
+            plans = explain_statements(
+                conn, self._statements(q, max(k, 1)), self._session_settings()
+            )
+        except psycopg.Error as exc:
+            raise ArmError(f"{self.name}: explain on {self._where()} failed: {exc}") from exc
+        return json.dumps(plans, indent=2)
+
+    # -------------------------------------------------------------------- storage
+    def storage(self) -> StorageStats:
+        """Return bytes per relation of this store from PostgreSQL's own accounting.
+
+        Objects: each table's heap (``pg_table_size`` minus its TOAST), its TOAST table
+        with the TOAST index (``"<table> (toast)"``, ``pg_total_relation_size`` of
+        ``reltoastrelid``) and each index (``pg_total_relation_size``), found in
+        ``pg_class`` / ``pg_index`` for the tables of the current schema. The total equals
+        the sum of ``pg_total_relation_size`` over the tables.
+
+        Raises:
+            ArmError: when the store is not open or the catalog query fails.
+        """
+        conn = self._conn()
+        try:
+            objects = relation_sizes(conn)
+        except psycopg.Error as exc:
+            raise ArmError(f"{self.name}: storage query on {self._where()} failed: {exc}") from exc
+        return StorageStats(
+            total_bytes=sum(objects.values()), objects=objects, source="pg_total_relation_size"
+        )
+
+    def close(self) -> None:
+        """Close the connection and stop the embedded server if this was its last user.
+
+        Safe to call twice.
+        """
+        h, self._h = self._h, None
+        if h is not None:
+            h.close()

@@ -1,0 +1,122 @@
+"""The pgvector HNSW arms: ``pg-hnsw`` (filtered ANN) and ``pg-hnsw-iterative`` (iterative scan)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from psycopg import sql
+
+from agentmem.arms.base import Capabilities, Query
+from agentmem.arms.postgres.base import _PgArm, check_positive
+from agentmem.arms.postgres.queries import predicate_sql
+
+
+class PgHnswArm(_PgArm):
+    """``pg-hnsw``: pgvector HNSW (cosine) with the predicate in ``WHERE``.
+
+    ``SELECT memory_id FROM memories WHERE <predicate> ORDER BY embedding <=> $q LIMIT k``.
+    With pgvector's default ``hnsw.ef_search = 40`` and iterative scans off, a filtered
+    query examines only ~40 nearest candidates and then filters them, so it can return
+    fewer than ``k`` ids ("underfill") — the behaviour this arm exists to show; see
+    :class:`PgHnswIterativeArm` for the fix. (The planner may also skip the HNSW index for
+    a very selective predicate and sort exact distances instead; EXPLAIN shows which.)
+    Aggregates: ``SELECT count(*) ... WHERE <predicate>``.
+
+    Args:
+        m: HNSW ``m`` (max neighbours per layer; pgvector default 16).
+        ef_construction: HNSW build candidate list size (pgvector default 64).
+        ef_search: ``hnsw.ef_search`` for queries (pgvector default 40).
+    """
+
+    name: ClassVar[str] = "pg-hnsw"
+    prefix_stable: ClassVar[bool] = False
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        predicate=True,
+        join=True,
+        aggregate=True,
+        vector_access="hnsw-filtered",
+        text_access="none",
+        transactions=True,
+        filter_stage="in-search",
+    )
+
+    def __init__(self, *, m: int = 16, ef_construction: int = 64, ef_search: int = 40) -> None:
+        super().__init__()
+        check_positive(m=m, ef_construction=ef_construction, ef_search=ef_search)
+        self.m = m
+        self.ef_construction = ef_construction
+        self.ef_search = ef_search
+
+    def _session_settings(self) -> dict[str, str]:
+        return {"hnsw.ef_search": str(self.ef_search), "hnsw.iterative_scan": "off"}
+
+    def _ranking(self, q: Query, k: int) -> tuple[sql.Composable, dict[str, Any]] | None:
+        cond, params = predicate_sql(q.predicate)
+        stmt = sql.SQL(
+            "SELECT memory_id FROM memories WHERE {} ORDER BY embedding <=> %(qv)s LIMIT %(k)s"
+        ).format(cond)
+        return stmt, {**params, "qv": self._query_vector(q), "k": int(k)}
+
+
+class PgHnswIterativeArm(PgHnswArm):
+    """``pg-hnsw-iterative``: pg-hnsw with pgvector 0.8 iterative index scans.
+
+    Session settings ``hnsw.iterative_scan = relaxed_order`` and ``hnsw.max_scan_tuples``
+    let a filtered HNSW scan continue past ``ef_search`` candidates until ``k`` rows pass
+    the predicate (or ``max_scan_tuples`` tuples were visited), so filtered queries fill
+    their ``k`` slots. Relaxed order may return slightly out-of-order rows, so the ``k``
+    results are re-sorted by distance in a materialized CTE, as pgvector's README
+    recommends (``ORDER BY distance + 0``)::
+
+        WITH relaxed AS MATERIALIZED (SELECT memory_id, embedding <=> $q AS distance
+            FROM memories WHERE <predicate> ORDER BY distance LIMIT k)
+        SELECT memory_id FROM relaxed ORDER BY distance + 0
+
+    Args:
+        m: HNSW ``m`` (default 16).
+        ef_construction: HNSW build list size (default 64).
+        ef_search: ``hnsw.ef_search`` (default 40).
+        max_scan_tuples: ``hnsw.max_scan_tuples``, the iterative scan's tuple budget
+            (pgvector default 20000).
+    """
+
+    name: ClassVar[str] = "pg-hnsw-iterative"
+    prefix_stable: ClassVar[bool] = False
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        predicate=True,
+        join=True,
+        aggregate=True,
+        vector_access="hnsw-iterative",
+        text_access="none",
+        transactions=True,
+        filter_stage="in-search",
+    )
+
+    def __init__(
+        self,
+        *,
+        m: int = 16,
+        ef_construction: int = 64,
+        ef_search: int = 40,
+        max_scan_tuples: int = 20000,
+    ) -> None:
+        super().__init__(m=m, ef_construction=ef_construction, ef_search=ef_search)
+        check_positive(max_scan_tuples=max_scan_tuples)
+        self.max_scan_tuples = max_scan_tuples
+
+    def _session_settings(self) -> dict[str, str]:
+        return {
+            "hnsw.ef_search": str(self.ef_search),
+            "hnsw.iterative_scan": "relaxed_order",
+            "hnsw.max_scan_tuples": str(self.max_scan_tuples),
+        }
+
+    def _ranking(self, q: Query, k: int) -> tuple[sql.Composable, dict[str, Any]] | None:
+        cond, params = predicate_sql(q.predicate)
+        stmt = sql.SQL(
+            "WITH relaxed AS MATERIALIZED ("
+            "SELECT memory_id, embedding <=> %(qv)s AS distance FROM memories "
+            "WHERE {} ORDER BY distance LIMIT %(k)s) "
+            "SELECT memory_id FROM relaxed ORDER BY distance + 0"
+        ).format(cond)
+        return stmt, {**params, "qv": self._query_vector(q), "k": int(k)}

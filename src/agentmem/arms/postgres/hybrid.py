@@ -1,0 +1,112 @@
+"""The hybrid arm ``pg-hybrid``: GIN and HNSW branches fused by RRF in one SQL statement."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from psycopg import sql
+
+from agentmem.arms.base import Capabilities, Query
+from agentmem.arms.postgres.base import _PgArm, check_positive
+from agentmem.arms.postgres.queries import (
+    TS_RANK_NORMALIZATION,
+    predicate_sql,
+    safe_terms,
+    tsquery_sql,
+)
+
+
+class PgHybridArm(_PgArm):
+    """``pg-hybrid``: GIN branch + HNSW branch fused by RRF, in ONE SQL statement.
+
+    Branch ``gin``: top ``branch_k`` by ``ts_rank_cd`` among ``tsv @@ $tsq AND <predicate>``
+    (ties newest first); branch ``vec``: top ``branch_k`` by cosine distance
+    (``ORDER BY embedding <=> $q``) among ``<predicate>``. Each branch numbers its rows
+    with ``row_number()`` (rank from 1); the branches are combined with ``UNION ALL`` and
+    ``GROUP BY memory_id`` and ranked by Reciprocal Rank Fusion (Cormack, Clarke &
+    Buettcher 2009): ``score(d) = sum over branches of 1 / (rrf_k + rank_b(d))``; ties
+    newest first; ``LIMIT k``. Both branches live in the same statement, so one EXPLAIN
+    shows the GIN and the HNSW index. When the text has no terms only the vector branch
+    runs. Note: with pgvector's default ``hnsw.ef_search = 40`` the HNSW branch yields at
+    most ~40 candidates before filtering, fewer than ``branch_k = 50``.
+
+    Args:
+        branch_k: candidates per branch (default 50).
+        rrf_k: RRF constant (default 60).
+        m: HNSW ``m`` (default 16).
+        ef_construction: HNSW build list size (default 64).
+        ef_search: ``hnsw.ef_search`` (default 40).
+    """
+
+    name: ClassVar[str] = "pg-hybrid"
+    prefix_stable: ClassVar[bool] = True
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        predicate=True,
+        join=True,
+        aggregate=True,
+        vector_access="hnsw-filtered",
+        text_access="gin-tsvector",
+        transactions=True,
+        filter_stage="in-search",
+    )
+
+    def __init__(
+        self,
+        *,
+        branch_k: int = 50,
+        rrf_k: int = 60,
+        m: int = 16,
+        ef_construction: int = 64,
+        ef_search: int = 40,
+    ) -> None:
+        super().__init__()
+        check_positive(branch_k=branch_k, m=m, ef_construction=ef_construction, ef_search=ef_search)
+        if isinstance(rrf_k, bool) or not isinstance(rrf_k, int) or rrf_k < 0:
+            raise ValueError(f"rrf_k must be a non-negative integer, got {rrf_k!r}")
+        self.branch_k = branch_k
+        self.rrf_k = rrf_k
+        self.m = m
+        self.ef_construction = ef_construction
+        self.ef_search = ef_search
+
+    def _session_settings(self) -> dict[str, str]:
+        return {"hnsw.ef_search": str(self.ef_search), "hnsw.iterative_scan": "off"}
+
+    def _ranking(self, q: Query, k: int) -> tuple[sql.Composable, dict[str, Any]] | None:
+        cond, params = predicate_sql(q.predicate)
+        binds: dict[str, Any] = {
+            **params,
+            "qv": self._query_vector(q),
+            "bk": self.branch_k,
+            "rrfk": self.rrf_k,
+            "k": int(k),
+        }
+        vec = sql.SQL(
+            "vec AS (SELECT memory_id, created_day, seq, "
+            "row_number() OVER (ORDER BY distance) AS rnk FROM ("
+            "SELECT memory_id, created_day, seq, embedding <=> %(qv)s AS distance "
+            "FROM memories WHERE {cond} ORDER BY distance LIMIT %(bk)s) AS v)"
+        ).format(cond=cond)
+        ctes = [vec]
+        union = sql.SQL("SELECT memory_id, created_day, seq, rnk FROM vec")
+        terms = safe_terms(q.text)
+        if terms:
+            tsq, tparams = tsquery_sql(terms)
+            binds.update(tparams)
+            binds["rnorm"] = TS_RANK_NORMALIZATION
+            gin = sql.SQL(
+                "gin AS (SELECT memory_id, created_day, seq, row_number() OVER "
+                "(ORDER BY rank DESC, created_day DESC, seq DESC) AS rnk FROM ("
+                "SELECT memory_id, created_day, seq, ts_rank_cd(tsv, {tsq}, %(rnorm)s) AS rank "
+                "FROM memories WHERE tsv @@ {tsq} AND {cond} "
+                "ORDER BY rank DESC, created_day DESC, seq DESC LIMIT %(bk)s) AS g)"
+            ).format(tsq=tsq, cond=cond)
+            ctes.insert(0, gin)
+            union = sql.SQL("SELECT memory_id, created_day, seq, rnk FROM gin UNION ALL ") + union
+        stmt = sql.SQL(
+            "WITH {ctes} SELECT memory_id FROM ({union}) AS u "
+            "GROUP BY memory_id, created_day, seq "
+            "ORDER BY sum(1.0 / (%(rrfk)s + rnk)) DESC, created_day DESC, seq DESC "
+            "LIMIT %(k)s"
+        ).format(ctes=sql.SQL(", ").join(ctes), union=union)
+        return stmt, binds

@@ -1,0 +1,97 @@
+"""The text arms: ``pg-btree`` (ILIKE-term scoring) and ``pg-gin`` (tsvector + GIN, ts_rank_cd)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from psycopg import sql
+
+from agentmem.arms.base import Capabilities, Query
+from agentmem.arms.postgres.base import _PgArm
+from agentmem.arms.postgres.queries import (
+    TS_RANK_NORMALIZATION,
+    predicate_sql,
+    safe_terms,
+    tsquery_sql,
+)
+from agentmem.text import like_pattern
+
+
+class PgBtreeArm(_PgArm):
+    r"""``pg-btree``: B-tree indexes for predicates, ILIKE-term scoring for text.
+
+    Same scoring as sqlite-btree: score = number of query terms
+    (:func:`agentmem.text.query_terms`) contained in the body, each tested with
+    ``body ILIKE %(t<i>)s ESCAPE '\'`` (:func:`agentmem.text.like_pattern`);
+    ``WHERE score > 0 AND <predicate> ORDER BY score DESC, created_day DESC, seq DESC
+    LIMIT k``. Text without terms returns no ids (the count, if wanted, still comes).
+    """
+
+    name: ClassVar[str] = "pg-btree"
+    prefix_stable: ClassVar[bool] = True
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        predicate=True,
+        join=True,
+        aggregate=True,
+        vector_access="none",
+        text_access="b-tree+like",
+        transactions=True,
+        filter_stage="in-search",
+    )
+
+    def _ranking(self, q: Query, k: int) -> tuple[sql.Composable, dict[str, Any]] | None:
+        terms = safe_terms(q.text)
+        if not terms:
+            return None
+        cond, params = predicate_sql(q.predicate)
+        score = sql.SQL(" + ").join(
+            sql.SQL("(body ILIKE {} ESCAPE '\\')::int").format(sql.Placeholder(f"t{i}"))
+            for i in range(len(terms))
+        )
+        stmt = sql.SQL(
+            "SELECT memory_id FROM ("
+            "SELECT memory_id, created_day, seq, ({}) AS score FROM memories WHERE {}"
+            ") AS scored WHERE score > 0 "
+            "ORDER BY score DESC, created_day DESC, seq DESC LIMIT %(k)s"
+        ).format(score, cond)
+        binds = {f"t{i}": like_pattern(t) for i, t in enumerate(terms)}
+        return stmt, {**params, **binds, "k": int(k)}
+
+
+class PgGinArm(_PgArm):
+    """``pg-gin``: stored English ``tsvector`` + GIN index, ranked by ``ts_rank_cd``.
+
+    ``tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', body)) STORED`` with a GIN
+    index; the query is the OR of the terms (:func:`tsquery_sql`, each term through
+    ``plainto_tsquery``, so no text can raise a tsquery syntax error)::
+
+        SELECT memory_id FROM memories WHERE tsv @@ $tsq AND <predicate>
+        ORDER BY ts_rank_cd(tsv, $tsq, 1) DESC, created_day DESC, seq DESC LIMIT k
+
+    Text without terms returns no ids (the count, if wanted, still comes).
+    """
+
+    name: ClassVar[str] = "pg-gin"
+    prefix_stable: ClassVar[bool] = True
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        predicate=True,
+        join=True,
+        aggregate=True,
+        vector_access="none",
+        text_access="gin-tsvector",
+        transactions=True,
+        filter_stage="in-search",
+    )
+
+    def _ranking(self, q: Query, k: int) -> tuple[sql.Composable, dict[str, Any]] | None:
+        terms = safe_terms(q.text)
+        if not terms:
+            return None
+        cond, params = predicate_sql(q.predicate)
+        tsq, tparams = tsquery_sql(terms)
+        stmt = sql.SQL(
+            "SELECT memory_id FROM memories WHERE tsv @@ {tsq} AND {cond} "
+            "ORDER BY ts_rank_cd(tsv, {tsq}, %(rnorm)s) DESC, created_day DESC, seq DESC "
+            "LIMIT %(k)s"
+        ).format(tsq=tsq, cond=cond)
+        return stmt, {**params, **tparams, "k": int(k), "rnorm": TS_RANK_NORMALIZATION}

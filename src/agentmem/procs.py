@@ -1,0 +1,254 @@
+"""Process helpers: liveness, waiting, reaping, killing, child subreaper and CPU priority.
+
+Used by the embedded PostgreSQL server (:mod:`agentmem.pg`), the integrity trials
+(:mod:`agentmem.trials`) and every workflow script that runs beside the timing jobs.
+A zombie (exited, not yet reaped) counts as dead throughout: it no longer runs or serves,
+although ``kill(pid, 0)`` still finds it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+
+import psutil
+
+#: Niceness of jobs that run beside the timing jobs (DESIGN §5): on Linux a nice-19 task
+#: weighs 15 against a nice-0 task's 1024 in the CFS scheduler, so a timing job sharing
+#: a core with background jobs still gets ~90% of it.
+BACKGROUND_NICENESS = 19
+
+_PR_SET_CHILD_SUBREAPER = 36
+_PR_GET_CHILD_SUBREAPER = 37
+
+
+class ProcessError(RuntimeError):
+    """A child process could not be stopped (the message names its pid)."""
+
+
+# ------------------------------------------------------------------------------ liveness
+def process_alive(pid: int | None) -> bool:
+    """Return whether process ``pid`` exists and is neither a zombie nor dead.
+
+    A stopped or killed process stays a zombie until its parent reaps it; it no longer
+    runs, so it counts as dead here (``kill(pid, 0)`` and pgserver count it alive).
+    ``None`` and ``0`` are never alive.
+    """
+    if not pid:
+        return False
+    try:
+        return psutil.Process(pid).status() not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+def process_gone(pid: int) -> bool:
+    """Return whether ``pid`` no longer exists at all (not even as a zombie)."""
+    return not psutil.pid_exists(pid)
+
+
+def wait_until(predicate: Callable[[], object], timeout: float, interval: float = 0.05) -> bool:
+    """Poll ``predicate()`` every ``interval`` seconds until true or ``timeout`` seconds pass.
+
+    Returns:
+        True when the predicate became true, False on timeout.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        if predicate():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(interval)
+
+
+def children(pid: int) -> list[int]:
+    """Return the direct children of ``pid`` (zombies included; empty when it is gone)."""
+    try:
+        return [c.pid for c in psutil.Process(pid).children()]
+    except psutil.Error:
+        return []
+
+
+def descendants(pid: int) -> list[int]:
+    """Return all descendants of ``pid`` from one process-table snapshot (empty when gone)."""
+    try:
+        return [c.pid for c in psutil.Process(pid).children(recursive=True)]
+    except psutil.Error:
+        return []
+
+
+# ------------------------------------------------------------------------ reap and kill
+def reap(pid: int) -> None:
+    """Reap ``pid`` if it is a dead child of this process (no-op otherwise)."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def wait_gone(pids: Iterable[int], timeout: float) -> list[int]:
+    """Wait until every pid is dead, reaping this process's children; return the survivors."""
+    pending = set(pids)
+    deadline = time.monotonic() + timeout
+    while pending:
+        for pid in list(pending):
+            reap(pid)
+            if not process_alive(pid):
+                pending.discard(pid)
+        if not pending or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    return sorted(pending)
+
+
+def kill(pid: int | None) -> None:
+    """Send SIGKILL to ``pid`` (no-op for ``None`` or a process that is already gone)."""
+    if pid:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def kill_group(proc: subprocess.Popen, timeout: float = 10.0) -> None:
+    """SIGKILL the process group led by ``proc`` and reap ``proc``.
+
+    ``proc`` must have been started with ``start_new_session=True`` so that its pid is
+    also its process-group id; every process in that group receives SIGKILL.
+
+    Args:
+        proc: the child.
+        timeout: seconds to wait for ``proc`` to be reaped.
+
+    Raises:
+        ProcessError: if the child survives SIGKILL for ``timeout`` seconds.
+    """
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        proc.kill()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise ProcessError(f"child process {proc.pid} survived SIGKILL for {timeout} s") from None
+
+
+@contextlib.contextmanager
+def child_subreaper() -> Iterator[bool]:
+    """Make this process a child subreaper for the duration of the block (Linux only).
+
+    Orphaned descendants (a daemonised postmaster, the backends of a killed postmaster)
+    are then re-parented to this process instead of PID 1, so they can be reaped here.
+    The previous setting is restored on exit, so blocks nest.
+
+    Yields:
+        True when the attribute could be set (Linux), False otherwise.
+    """
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        prev = ctypes.c_int(0)
+        if libc.prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(prev), 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_GET_CHILD_SUBREAPER)")
+        if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
+    except (OSError, AttributeError):
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        libc.prctl(_PR_SET_CHILD_SUBREAPER, prev.value, 0, 0, 0)
+
+
+# ----------------------------------------------------------------------- child processes
+def child_env() -> dict[str, str]:
+    """Environment for child Python processes: the package's source root first on PYTHONPATH.
+
+    So ``python -m agentmem.trials...`` works in a child even when ``agentmem`` is
+    importable in the parent only through ``sys.path`` (not installed).
+    """
+    import agentmem
+
+    env = dict(os.environ)
+    src = str(Path(agentmem.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join([src, *filter(None, [env.get("PYTHONPATH")])])
+    return env
+
+
+# --------------------------------------------------------------------------- CPU priority
+def run_in_background(niceness: int = BACKGROUND_NICENESS) -> int:
+    """Lower this process's CPU priority to ``niceness`` (never raises it).
+
+    Called first by every workflow script that neither times anything nor encodes
+    (scoring, untimed sweeps, plots, LoCoMo runs, crash trials), so that with ``--cores``
+    above the machine's core count the jobs holding ``bench_slot`` (timing jobs and the
+    encoder) are not slowed by them.
+    Children (e.g. an embedded PostgreSQL server started by the job) inherit it.
+
+    Args:
+        niceness: target niceness, 0..19.
+
+    Returns:
+        The niceness now in effect (unchanged where ``os.nice`` is unavailable).
+    """
+    if not hasattr(os, "nice"):  # pragma: no cover - Windows
+        return 0
+    current = os.nice(0)
+    if niceness > current:
+        current = os.nice(niceness - current)
+    return current
+
+
+def share_background_priority(pid: int | None = None) -> bool:
+    """Give process ``pid``'s scheduling group this process's niceness, if it is positive.
+
+    Linux's autogroup scheduler (``/proc/sys/kernel/sched_autogroup_enabled``) shares
+    the CPU fairly between *sessions* first and applies a process's niceness only inside
+    its session. A process that starts its own session, such as a PostgreSQL postmaster
+    (``pg_ctl`` calls ``setsid``) or a crash-trial writer, would compete with the whole
+    workflow as an equal, however nice it is. Writing the niceness into
+    ``/proc/<pid>/autogroup`` lowers that session as a whole. Called by background jobs
+    (:func:`run_in_background`) for the servers and children they start.
+
+    Args:
+        pid: a process whose session should be lowered; ``None`` for this process.
+
+    Returns:
+        True when the group niceness was set; False when this process is not niced, the
+        kernel has no autogroups, or permission is missing (never raises).
+    """
+    if not hasattr(os, "nice"):  # pragma: no cover - Windows
+        return False
+    niceness = os.nice(0)
+    if niceness <= 0:
+        return False
+    target = Path(f"/proc/{'self' if pid is None else int(pid)}/autogroup")
+    try:
+        target.write_text(str(niceness))
+        if pid is not None:
+            os.setpriority(os.PRIO_PROCESS, int(pid), niceness)
+    except OSError:
+        return False
+    return True
+
+
+__all__ = [
+    "BACKGROUND_NICENESS",
+    "ProcessError",
+    "child_env",
+    "child_subreaper",
+    "children",
+    "descendants",
+    "kill",
+    "kill_group",
+    "process_alive",
+    "process_gone",
+    "reap",
+    "run_in_background",
+    "share_background_priority",
+    "wait_gone",
+    "wait_until",
+]
