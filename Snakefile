@@ -21,6 +21,8 @@ include: "workflow/rules/trials.smk"
 include: "workflow/rules/sweeps.smk"
 include: "workflow/rules/external.smk"
 include: "workflow/rules/seeds.smk"
+include: "workflow/rules/tables.smk"
+include: "workflow/rules/figures.smk"
 include: "workflow/rules/report.smk"
 
 

@@ -1,16 +1,16 @@
-import sys
+from agentmem.jobs import CORPUS_TABLES, corpus_dir, start_job
 
-sys.stderr = open(snakemake.log[0], "w")
+start_job(snakemake, background=False)  # a timing job (holds bench_slot): full priority
 
 # Long-conversation sweep: the append baseline and the configured arms, each driven turn by
 # turn through remember and query (or assemble_context).
-# snakemake.input.memories      corpus memories.parquet (corpus dir = its parent)
+# snakemake.input.memories, sessions, facts, entities, queries, qrels   the corpus files
 # snakemake.input.embeddings    that corpus's embeddings Parquet
 # snakemake.params.conversations, turns, seed, l1_max_tokens, k   (run_conversations)
 # snakemake.params.arms         arm names (config seed_experiments.conversation.arms that are
 #                               in arms:); params.arm_params: their constructor parameters
-# snakemake.params.work_dir     scratch dir: one store per arm (embedded PostgreSQL servers
-#                               are stopped before the job ends)
+# snakemake.output.work_dir     one store per arm (embedded PostgreSQL servers are stopped
+#                               before the job ends)
 # optional params: probes_every (10), min_gap (20), memories_per_turn (1),
 #                  sampling ("window"), summariser ("extractive")
 # snakemake.output.table        results/sweeps/conversation.csv
@@ -19,17 +19,15 @@ sys.stderr = open(snakemake.log[0], "w")
 # snakemake.output.summary      results/sweeps/conversation_summary.csv (one row per strategy)
 # optional outputs: tiers (per-tier latency of the assembling arms), probes (one row per probe)
 
-from pathlib import Path
-
 from agentmem.sweeps.conversation import write_conversation_sweep
 
 p, out = snakemake.params, snakemake.output
 write_conversation_sweep(
     out.table,
     out.summary,
-    Path(snakemake.input.memories).parent,
+    corpus_dir(snakemake.input, *CORPUS_TABLES, "queries", "qrels"),
     snakemake.input.embeddings,
-    p.work_dir,
+    out.work_dir,
     tiers_path=getattr(out, "tiers", None),
     probes_path=getattr(out, "probes", None),
     conversations=int(p.conversations),

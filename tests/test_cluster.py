@@ -137,11 +137,11 @@ def run_cluster(
 
 
 def submitted_jobs(state: Path) -> list[dict]:
-    """One record per job submit.sh ran: rule, params, pid, exit code, start/end times.
+    """One record per job submit.sh ran: rule, params, files, pid, exit code, start/end times.
 
-    The rule and params come from the ``# properties = {...}`` line Snakemake writes into
-    every jobscript; start is when submit.sh recorded the pid, end when the wrapper
-    recorded the exit code.
+    The rule, params and files (input and output) come from the ``# properties = {...}``
+    line Snakemake writes into every jobscript; start is when submit.sh recorded the pid,
+    end when the wrapper recorded the exit code.
     """
     jobs = []
     for script in sorted(state.glob("*.jobscript")):
@@ -156,6 +156,7 @@ def submitted_jobs(state: Path) -> list[dict]:
                 "id": stem.name,
                 "rule": props["rule"],
                 "params": props.get("params", {}),
+                "files": [*(props.get("input") or []), *(props.get("output") or [])],
                 "resources": props.get("resources", {}),
                 "pid": int(Path(f"{stem}.pid").read_text()),
                 "rc": rc_file.read_text().strip() if rc_file.exists() else None,
@@ -263,7 +264,7 @@ def test_smoke_workflow_through_cluster_generic_executor(workdir: Path) -> None:
 
     # the embedded PostgreSQL of the pg-hnsw store: each job that used the store started
     # the server from the store directory and stopped it before it ended
-    users = [j for j in jobs if PG_STORE in json.dumps(j["params"])]
+    users = [j for j in jobs if PG_STORE in json.dumps([j["params"], j["files"]])]
     assert {j["rule"] for j in users} >= {"run_arm", "run_budget_sweep", "run_postfilter_sweep"}
     server_log = (workdir / PG_STORE / "pgdata" / "log").read_text()
     assert server_log.count("database system is ready to accept connections") == len(users)

@@ -131,7 +131,7 @@ class TrialsConfig(_Strict):
 
 
 class SweepsConfig(_Strict):
-    """Post-filter overfetch and token-budget sweeps (issue 5)."""
+    """Post-filter overfetch and token-budget sweeps."""
 
     overfetch: list[int] = Field(
         default_factory=lambda: [1, 2, 4, 8, 16, 32, 64, 128],
@@ -175,10 +175,11 @@ class ConversationConfig(_Strict):
 
 
 class DecayConfig(_Strict):
-    """Graph-memory forgetting over simulated time (issue 8)."""
+    """Graph-memory forgetting over simulated time (sqlite-graph's decay)."""
 
     step_days: int = Field(7, ge=1, le=365, description="a decay pass every N simulated days")
     max_day: int = Field(365, ge=1, le=3650)
+    k: int = Field(10, ge=1, description="results per evaluated query")
 
 
 class SeedExperimentsConfig(_Strict):
@@ -198,6 +199,14 @@ class LocomoConfig(_Strict):
     limit_conversations: int | None = Field(
         None, ge=1, le=10, description="use only the first N conversations (tests)"
     )
+    warmup: int = Field(0, ge=0, le=10, description="untimed calls per query before the run")
+    repeats: int = Field(1, ge=1, le=50, description="calls per query (quality only, untimed)")
+
+
+class ValidationConfig(_Strict):
+    """Corpus validation (docs/VALIDATION.md); its RNG seed is the corpus seed."""
+
+    random_pairs: int = Field(1000, ge=400, description="memory pairs of the baseline cosine")
 
 
 #: One ``[arm_a, arm_b]`` pair of the paired bootstrap.
@@ -212,6 +221,7 @@ class ReportConfig(_Strict):
         description="[arm_a, arm_b] pairs whose per-query nDCG@10 difference (a - b) the "
         "paired bootstrap tests; a pair naming an arm not in `arms` is left out",
     )
+    n_boot: int = Field(2000, ge=1, description="bootstrap resamples (intervals, paired tests)")
 
 
 class ExternalConfig(_Strict):
@@ -252,6 +262,7 @@ class Config(_Strict):
     sweeps: SweepsConfig = SweepsConfig()
     seed_experiments: SeedExperimentsConfig = SeedExperimentsConfig()
     corpus: CorpusConfig = CorpusConfig()
+    validation: ValidationConfig = ValidationConfig()
     embedding: EmbeddingConfig = EmbeddingConfig()
     run: RunConfig = RunConfig()
     arms: list[str] = Field(

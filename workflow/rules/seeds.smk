@@ -3,13 +3,14 @@
 
 rule run_conversation_sweep:
     input:
-        memories=f"results/corpus/{MAIN}/memories.parquet",
+        **corpus_files(*CORPUS_TABLES, "queries", "qrels", corpus=MAIN_CORPUS),
         embeddings=f"results/embeddings/{MAIN}.parquet",
         code=conversation_sources(),
     output:
         table="results/sweeps/conversation.csv",
         summary="results/sweeps/conversation_summary.csv",
         tiers="results/sweeps/conversation_tiers.csv",
+        work_dir=directory("results/stores/seeds/conversation"),
     log:
         "results/logs/run_conversation_sweep.log",
     benchmark:
@@ -31,21 +32,21 @@ rule run_conversation_sweep:
         seed=CFG.seed_experiments.conversation.seed,
         arms=CONVERSATION_ARMS,
         arm_params={a: dict(CFG.arm_params.get(a, {})) for a in CONVERSATION_ARMS},
-        work_dir="results/stores/seeds/conversation",
     script:
         "../../scripts/run_conversation_sweep.py"
 
 
 rule run_decay_sweep:
     input:
-        memories=f"results/corpus/{MAIN}/memories.parquet",
+        **corpus_files(*CORPUS_TABLES, "queries", "qrels", corpus=MAIN_CORPUS),
         embeddings=f"results/embeddings/{MAIN}.parquet",
         code=[
             library_file("agentmem/sweeps/decay.py"),
             library_file("agentmem/arms/graph.py"),
         ],
     output:
-        "results/sweeps/decay.csv",
+        table="results/sweeps/decay.csv",
+        work_dir=directory("results/stores/seeds/decay"),
     log:
         "results/logs/run_decay_sweep.log",
     benchmark:
@@ -58,8 +59,8 @@ rule run_decay_sweep:
         background_slot=1,
         mem_mb=4000,
     params:
-        work_dir="results/stores/seeds/decay",
         step_days=CFG.seed_experiments.decay.step_days,
         max_day=CFG.seed_experiments.decay.max_day,
+        k=CFG.seed_experiments.decay.k,
     script:
         "../../scripts/run_decay_sweep.py"
