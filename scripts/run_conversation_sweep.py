@@ -7,7 +7,7 @@ start_job(snakemake, background=False)  # a timing job (holds bench_slot): full 
 # snakemake.input.memories, sessions, facts, entities, queries, qrels   the corpus files
 # snakemake.input.embeddings    that corpus's embeddings Parquet
 # snakemake.params.conversations, turns, seed, l1_max_tokens, k   (run_conversations)
-# snakemake.params.arms         arm names (config seed_experiments.conversation.arms that are
+# snakemake.params.arms         arm names (config seed_systems.conversation.arms that are
 #                               in arms:); params.arm_params: their constructor parameters
 # snakemake.output.work_dir     one store per arm (embedded PostgreSQL servers are stopped
 #                               before the job ends)

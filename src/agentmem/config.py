@@ -182,7 +182,7 @@ class DecayConfig(_Strict):
     k: int = Field(10, ge=1, description="results per evaluated query")
 
 
-class SeedExperimentsConfig(_Strict):
+class SeedSystemsConfig(_Strict):
     """The seed systems' claims (REFERENCE §5)."""
 
     conversation: ConversationConfig = ConversationConfig()
@@ -260,7 +260,7 @@ class Config(_Strict):
         description="sizes the scaling sweep runs every arm at (a list, replaced whole)",
     )
     sweeps: SweepsConfig = SweepsConfig()
-    seed_experiments: SeedExperimentsConfig = SeedExperimentsConfig()
+    seed_systems: SeedSystemsConfig = SeedSystemsConfig()
     corpus: CorpusConfig = CorpusConfig()
     validation: ValidationConfig = ValidationConfig()
     embedding: EmbeddingConfig = EmbeddingConfig()
@@ -297,15 +297,15 @@ class Config(_Strict):
             for name in names:
                 if name not in ARMS:
                     raise ValueError(f"{key}: unknown arm {name!r}; known arms: {sorted(ARMS)}")
-        for name in self.seed_experiments.conversation.arms:
+        for name in self.seed_systems.conversation.arms:
             if name not in ARMS:
                 raise ValueError(
-                    f"seed_experiments.conversation.arms: unknown arm {name!r}; "
+                    f"seed_systems.conversation.arms: unknown arm {name!r}; "
                     f"known arms: {sorted(ARMS)}"
                 )
-        conv = self.seed_experiments.conversation.arms
+        conv = self.seed_systems.conversation.arms
         if len(set(conv)) != len(conv):
-            raise ValueError(f"seed_experiments.conversation.arms: duplicate names in {conv}")
+            raise ValueError(f"seed_systems.conversation.arms: duplicate names in {conv}")
         for a, b in self.report.paired_tests:
             for name in (a, b):
                 if name not in ARMS:
@@ -326,9 +326,9 @@ class Config(_Strict):
 
 
 def conversation_arms(cfg: Config) -> list[str]:
-    """The ``seed_experiments.conversation.arms`` that are configured in ``arms``, in order."""
+    """The ``seed_systems.conversation.arms`` that are configured in ``arms``, in order."""
     have = set(cfg.arms)
-    return [a for a in cfg.seed_experiments.conversation.arms if a in have]
+    return [a for a in cfg.seed_systems.conversation.arms if a in have]
 
 
 def paired_tests(cfg: Config) -> list[list[str]]:

@@ -49,7 +49,7 @@ SCALING_ENTRIES = [(a, s) for s in CFG.scaling_sizes for a in ARM_NAMES]
 #: arms the post-filter sweep compares: the configured post-filtering arms it sweeps,
 #: then the in-search HNSW arms drawn as reference lines (from the arms' declarations)
 POSTFILTER_ARMS = [a for role in postfilter_roles(ARM_NAMES) for a in role]
-#: arms the conversation sweep drives (seed_experiments.conversation.arms that are configured)
+#: arms the conversation sweep drives (seed_systems.conversation.arms that are configured)
 CONVERSATION_ARMS = conversation_arms(CFG)
 
 

@@ -5,7 +5,7 @@ tokens, rolling summaries, vector L3) cuts the cumulative tokens of a 100-turn
 conversation by 89.9 % against appending everything, caps the per-turn context near
 3,250 tokens and lifts long-range recall from 68.4 % (vector only) to 96.8 %. This sweep
 measures those three numbers for every arm the config names
-(``seed_experiments.conversation.arms``), each driven the way an agent drives its memory:
+(``seed_systems.conversation.arms``), each driven the way an agent drives its memory:
 write the turn through :meth:`~agentmem.arms.base.Arm.remember`, recall through
 :meth:`~agentmem.arms.base.Arm.query`.
 

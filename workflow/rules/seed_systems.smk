@@ -22,14 +22,14 @@ rule run_conversation_sweep:
         bench_slot=1,
         mem_mb=4000,
     params:
-        conversations=CFG.seed_experiments.conversation.conversations,
-        turns=CFG.seed_experiments.conversation.turns,
-        memories_per_turn=CFG.seed_experiments.conversation.memories_per_turn,
-        probes_every=CFG.seed_experiments.conversation.probes_every,
-        min_gap=CFG.seed_experiments.conversation.min_gap,
-        l1_max_tokens=CFG.seed_experiments.conversation.l1_max_tokens,
-        k=CFG.seed_experiments.conversation.k,
-        seed=CFG.seed_experiments.conversation.seed,
+        conversations=CFG.seed_systems.conversation.conversations,
+        turns=CFG.seed_systems.conversation.turns,
+        memories_per_turn=CFG.seed_systems.conversation.memories_per_turn,
+        probes_every=CFG.seed_systems.conversation.probes_every,
+        min_gap=CFG.seed_systems.conversation.min_gap,
+        l1_max_tokens=CFG.seed_systems.conversation.l1_max_tokens,
+        k=CFG.seed_systems.conversation.k,
+        seed=CFG.seed_systems.conversation.seed,
         arms=CONVERSATION_ARMS,
         arm_params={a: dict(CFG.arm_params.get(a, {})) for a in CONVERSATION_ARMS},
     script:
@@ -59,8 +59,8 @@ rule run_decay_sweep:
         background_slot=1,
         mem_mb=4000,
     params:
-        step_days=CFG.seed_experiments.decay.step_days,
-        max_day=CFG.seed_experiments.decay.max_day,
-        k=CFG.seed_experiments.decay.k,
+        step_days=CFG.seed_systems.decay.step_days,
+        max_day=CFG.seed_systems.decay.max_day,
+        k=CFG.seed_systems.decay.k,
     script:
         "../../scripts/run_decay_sweep.py"
