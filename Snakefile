@@ -20,7 +20,9 @@ include: "workflow/rules/arms.smk"
 include: "workflow/rules/trials.smk"
 include: "workflow/rules/sweeps.smk"
 include: "workflow/rules/external.smk"
-include: "workflow/rules/seeds.smk"
+include: "workflow/rules/seed_systems.smk"
+include: "workflow/rules/tables.smk"
+include: "workflow/rules/figures.smk"
 include: "workflow/rules/report.smk"
 
 

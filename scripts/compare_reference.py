@@ -1,15 +1,12 @@
-import sys
+from agentmem.jobs import start_job
 
-sys.stderr = open(snakemake.log[0], "w")
-
-from agentmem.io import run_in_background
-
-run_in_background()  # not a timing job: yield the CPU to those (DESIGN §5)
+start_job(snakemake)  # not a timing job: yield the CPU to those (DESIGN §5)
 
 # Our results beside the published study (REFERENCE.md §1-4).
-# input.capture: results/capture.json (its folder is the results directory);
+# input.capture: results/capture.json; its folder is the results directory compare() reads
+#   from, and the rule declares every file it reads there (input.*; a missing one becomes
+#   "not measured")
 # params.main_size: headline size
-# input: dependencies only (the files compare() reads; missing ones become "not measured")
 # output.md: results/tables/vs_reference.md; output.csv: results/tables/vs_reference.csv
 
 from pathlib import Path

@@ -1,18 +1,14 @@
-import sys
+from agentmem.jobs import corpus_dir, start_job
 
-sys.stderr = open(snakemake.log[0], "w")
+start_job(snakemake)  # not a timing job: yield the CPU to those (DESIGN §5)
 
-from agentmem.io import run_in_background
-
-run_in_background()  # not a timing job: yield the CPU to those (DESIGN §5)
-
-from pathlib import Path
-
+# One corpus size (agentmem.corpus.write_corpus): output.* are the files it writes.
 from agentmem.config import CorpusConfig, SizeConfig
 from agentmem.corpus import write_corpus
+from agentmem.corpus.io import FILES
 
 write_corpus(
-    Path(snakemake.output.manifest).parent,
+    corpus_dir(snakemake.output, *FILES, "manifest"),
     SizeConfig(**snakemake.params.size),
     CorpusConfig(**snakemake.params.corpus),
 )

@@ -1,21 +1,24 @@
+from agentmem.jobs import CORPUS_TABLES, corpus_dir, start_job
+
+# a timing job (holds bench_slot), except the untimed LoCoMo quality run (params.background)
+start_job(snakemake, background=snakemake.params.get("background", False))
+
+# Build ONE arm from scratch and run every query (agentmem.runner.run_arm).
+# params: arm, arm_params, k, warmup, repeats; optional background (see above)
+# input: the corpus files the runner reads (memories, sessions, facts, entities, queries),
+#        embeddings
+# output: store (the arm's store directory), runs, build, plans
 import sys
 
-sys.stderr = open(snakemake.log[0], "w")
-
-from pathlib import Path
-
-from agentmem.io import run_in_background
 from agentmem.runner import run_arm
 
 p = snakemake.params
-if getattr(p, "background", False):  # LoCoMo: an untimed quality run (rule run_arm_locomo)
-    run_in_background()
 build = run_arm(
     p.arm,
     p.arm_params,
-    Path(snakemake.input.memories).parent,
+    corpus_dir(snakemake.input, *CORPUS_TABLES, "queries"),
     snakemake.input.embeddings,
-    p.store_dir,
+    snakemake.output.store,
     snakemake.output.runs,
     snakemake.output.build,
     snakemake.output.plans,

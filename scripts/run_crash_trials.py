@@ -1,15 +1,12 @@
-import sys
+from agentmem.jobs import start_job
 
-sys.stderr = open(snakemake.log[0], "w")  # kept open for the whole job
-
-from agentmem.io import run_in_background
-
-run_in_background()  # counts records, not milliseconds: yield the CPU to timing jobs
+start_job(snakemake)  # counts records, not milliseconds: yield the CPU to timing jobs
 
 # Crash trials of ONE family -> results/trials/crash/{family}.csv (DESIGN §6).
 # params: family, trials, seed, record_chars, batch_size, baseline_records,
-#         max_kill_after_ms (config trials.crash.* and trials.seed); optional work_dir
-#         (default: a temporary directory, removed afterwards).
+#         max_kill_after_ms (config trials.crash.* and trials.seed)
+# output[0]: the CSV; optional output.work_dir: where the trials write (default: a
+#         temporary directory, removed afterwards).
 import tempfile
 from pathlib import Path
 
@@ -19,7 +16,7 @@ from agentmem.io import write_csv
 from agentmem.trials.crash import FIELDS, run_crash_trials
 
 p = snakemake.params
-work_dir = p.get("work_dir", None)
+work_dir = snakemake.output.get("work_dir")
 with tempfile.TemporaryDirectory(prefix=f"agentmem-crash-{p.family}-") as tmp:
     if work_dir:
         Path(work_dir).mkdir(parents=True, exist_ok=True)

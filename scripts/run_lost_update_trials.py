@@ -1,10 +1,11 @@
-import sys
+from agentmem.jobs import start_job
 
-sys.stderr = open(snakemake.log[0], "w")  # kept open for the whole job
+start_job(snakemake, background=False)  # a timing job (holds bench_slot): full priority
 
 # Lost-update trials, every store x mode -> results/trials/lost_update.csv (DESIGN §6).
-# params: writers, increments, modes (config trials.lost_update.*); optional work_dir
-#         (default: a temporary directory, removed afterwards).
+# params: writers, increments, modes (config trials.lost_update.*)
+# output[0]: the CSV; optional output.work_dir: where the trials write (default: a
+#         temporary directory, removed afterwards).
 import tempfile
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from agentmem.io import write_csv
 from agentmem.trials.lost_update import FIELDS, run_lost_update_matrix
 
 p = snakemake.params
-work_dir = p.get("work_dir", None)
+work_dir = snakemake.output.get("work_dir")
 with tempfile.TemporaryDirectory(prefix="agentmem-lost-update-") as tmp:
     if work_dir:
         Path(work_dir).mkdir(parents=True, exist_ok=True)

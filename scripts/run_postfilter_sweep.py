@@ -1,19 +1,18 @@
-import sys
+from agentmem.jobs import CORPUS_TABLES, corpus_dir, start_job
 
-sys.stderr = open(snakemake.log[0], "w")
+start_job(snakemake, background=False)  # a timing job (holds bench_slot): full priority
 
 # Post-filter overfetch sweep -> results/sweeps/postfilter.csv.
-# snakemake.input.memories    corpus memories.parquet (corpus dir = its parent)
+# snakemake.input.memories, sessions, facts, entities, queries, qrels   the corpus files
 # snakemake.input.embeddings  the size's embeddings Parquet
-# snakemake.params.stores     dict arm name -> store dir: the post-filtering arms swept and
-#                             the reference arms (agentmem.sweeps.postfilter.postfilter_roles)
+# snakemake.input.stores      the store directories of params.arms, in that order
+# snakemake.params.arms       the post-filtering arms swept and the reference arms
+#                             (agentmem.sweeps.postfilter.postfilter_roles)
 # snakemake.params.overfetch  list of factors, e.g. [1, 2, 4, ..., 128]
 # snakemake.params.k          result slots per query
 # snakemake.params.repeats    timed calls per query (median kept, after one warm-up)
 # snakemake.params.arm_params optional: dict arm name -> constructor params (config arm_params)
 # snakemake.output[0]         the CSV
-
-from pathlib import Path
 
 from agentmem.io import write_csv
 from agentmem.sweeps.postfilter import postfilter_sweep
@@ -22,9 +21,9 @@ p = snakemake.params
 write_csv(
     snakemake.output[0],
     postfilter_sweep(
-        Path(snakemake.input.memories).parent,
+        corpus_dir(snakemake.input, *CORPUS_TABLES, "queries", "qrels"),
         snakemake.input.embeddings,
-        dict(p.stores),
+        dict(zip(p.arms, snakemake.input.stores, strict=True)),
         overfetch=p.overfetch,
         k=p.k,
         repeats=p.repeats,

@@ -1,13 +1,9 @@
-import sys
+from agentmem.jobs import CORPUS_TABLES, corpus_dir, start_job
 
-sys.stderr = open(snakemake.log[0], "w")
+start_job(snakemake)  # not a timing job: yield the CPU to those (DESIGN §5)
 
-from agentmem.io import run_in_background
-
-run_in_background()  # not a timing job: yield the CPU to those (DESIGN §5)
-
-from pathlib import Path
-
+# Restatements per fact of one corpus (agentmem.trials.anomaly.write_restatement_stats).
+# input: the corpus files it reads (memories, sessions, facts, entities); output[0]: JSON
 from agentmem.trials.anomaly import write_restatement_stats
 
-write_restatement_stats(Path(snakemake.input.memories).parent, snakemake.output[0])
+write_restatement_stats(corpus_dir(snakemake.input, *CORPUS_TABLES), snakemake.output[0])

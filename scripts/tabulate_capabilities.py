@@ -1,10 +1,6 @@
-import sys
+from agentmem.jobs import start_job
 
-sys.stderr = open(snakemake.log[0], "w")
-
-from agentmem.io import run_in_background
-
-run_in_background()  # not a timing job: yield the CPU to those (DESIGN §5)
+start_job(snakemake)  # not a timing job: yield the CPU to those (DESIGN §5)
 
 from agentmem.report.tables import write_capabilities
 

@@ -1,17 +1,14 @@
-import sys
+from agentmem.jobs import corpus_dir, start_job
 
-sys.stderr = open(snakemake.log[0], "w")
+start_job(snakemake)  # not a timing job: yield the CPU to those (DESIGN §5)
 
-from agentmem.io import run_in_background
-
-run_in_background()  # not a timing job: yield the CPU to those (DESIGN §5)
-
-from pathlib import Path
-
+# Corpus validation (agentmem.corpus.validation.write_validation).
+# input: the corpus files it reads (memories, queries, qrels, manifest), embeddings
+# params: random_pairs, seed; output: table, probe, spec
 from agentmem.corpus.validation import write_validation
 
 write_validation(
-    Path(snakemake.input.memories).parent,
+    corpus_dir(snakemake.input, "memories", "queries", "qrels", "manifest"),
     snakemake.input.embeddings,
     snakemake.output.table,
     snakemake.output.probe,

@@ -147,11 +147,11 @@ def overlapping_runs(spans: list[tuple[float, float]]) -> int:
 
 
 def submitted_jobs(state: Path) -> list[dict]:
-    """One record per job submit.sh ran: rule, params, pid, exit code, start/end times.
+    """One record per job submit.sh ran: rule, params, files, pid, exit code, start/end times.
 
-    The rule and params come from the ``# properties = {...}`` line Snakemake writes into
-    every jobscript; start is when submit.sh recorded the pid, end when the wrapper
-    recorded the exit code.
+    The rule, params and files (input and output) come from the ``# properties = {...}``
+    line Snakemake writes into every jobscript; start is when submit.sh recorded the pid,
+    end when the wrapper recorded the exit code.
     """
     jobs = []
     for script in sorted(state.glob("*.jobscript")):
@@ -166,6 +166,7 @@ def submitted_jobs(state: Path) -> list[dict]:
                 "id": stem.name,
                 "rule": props["rule"],
                 "params": props.get("params", {}),
+                "files": [*(props.get("input") or []), *(props.get("output") or [])],
                 "resources": props.get("resources", {}),
                 "pid": int(Path(f"{stem}.pid").read_text()),
                 "rc": rc_file.read_text().strip() if rc_file.exists() else None,
@@ -275,7 +276,7 @@ def test_smoke_workflow_through_cluster_generic_executor(workdir: Path) -> None:
     # server from the store directory and stopped it before they ended; jobs running at
     # the same time may share one server, so it started at least once per run of
     # overlapping jobs, at most once per job, and stopped as often as it started
-    users = [j for j in jobs if PG_STORE in json.dumps(j["params"])]
+    users = [j for j in jobs if PG_STORE in json.dumps([j["params"], j["files"]])]
     assert {j["rule"] for j in users} >= {"run_arm", "run_budget_sweep", "run_postfilter_sweep"}
     server_log = (workdir / PG_STORE / "pgdata" / "log").read_text()
     starts = server_log.count("database system is ready to accept connections")

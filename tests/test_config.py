@@ -42,12 +42,12 @@ def test_schema_file_matches_model():
         ({"report": {"paired_tests": [["pg-gin", "pg-gin"]]}}, "pairs an arm with itself"),
         ({"report": {"paired_tests": [["pg-gin"]]}}, "report.paired_tests.0"),
         (
-            {"seed_experiments": {"conversation": {"arms": ["sqlite-fts", "nope"]}}},
-            "seed_experiments.conversation.arms: unknown arm 'nope'",
+            {"seed_systems": {"conversation": {"arms": ["sqlite-fts", "nope"]}}},
+            "seed_systems.conversation.arms: unknown arm 'nope'",
         ),
         (
-            {"seed_experiments": {"conversation": {"arms": ["pg-gin", "pg-gin"]}}},
-            "seed_experiments.conversation.arms: duplicate",
+            {"seed_systems": {"conversation": {"arms": ["pg-gin", "pg-gin"]}}},
+            "seed_systems.conversation.arms: duplicate",
         ),
     ],
 )

@@ -131,7 +131,7 @@ class TrialsConfig(_Strict):
 
 
 class SweepsConfig(_Strict):
-    """Post-filter overfetch and token-budget sweeps (issue 5)."""
+    """Post-filter overfetch and token-budget sweeps."""
 
     overfetch: list[int] = Field(
         default_factory=lambda: [1, 2, 4, 8, 16, 32, 64, 128],
@@ -185,13 +185,14 @@ class ConversationConfig(_Strict):
 
 
 class DecayConfig(_Strict):
-    """Graph-memory forgetting over simulated time (issue 8)."""
+    """Graph-memory forgetting over simulated time (sqlite-graph's decay)."""
 
     step_days: int = Field(7, ge=1, le=365, description="a decay pass every N simulated days")
     max_day: int = Field(365, ge=1, le=3650)
+    k: int = Field(10, ge=1, description="results per evaluated query")
 
 
-class SeedExperimentsConfig(_Strict):
+class SeedSystemsConfig(_Strict):
     """The seed systems' claims (REFERENCE §5)."""
 
     conversation: ConversationConfig = ConversationConfig()
@@ -208,6 +209,14 @@ class LocomoConfig(_Strict):
     limit_conversations: int | None = Field(
         None, ge=1, le=10, description="use only the first N conversations (tests)"
     )
+    warmup: int = Field(0, ge=0, le=10, description="untimed calls per query before the run")
+    repeats: int = Field(1, ge=1, le=50, description="calls per query (quality only, untimed)")
+
+
+class ValidationConfig(_Strict):
+    """Corpus validation (docs/VALIDATION.md); its RNG seed is the corpus seed."""
+
+    random_pairs: int = Field(1000, ge=400, description="memory pairs of the baseline cosine")
 
 
 #: One ``[arm_a, arm_b]`` pair of the paired bootstrap.
@@ -222,6 +231,7 @@ class ReportConfig(_Strict):
         description="[arm_a, arm_b] pairs whose per-query nDCG@10 difference (a - b) the "
         "paired bootstrap tests; a pair naming an arm not in `arms` is left out",
     )
+    n_boot: int = Field(2000, ge=1, description="bootstrap resamples (intervals, paired tests)")
 
 
 class ExternalConfig(_Strict):
@@ -260,8 +270,9 @@ class Config(_Strict):
         description="sizes the scaling sweep runs every arm at (a list, replaced whole)",
     )
     sweeps: SweepsConfig = SweepsConfig()
-    seed_experiments: SeedExperimentsConfig = SeedExperimentsConfig()
+    seed_systems: SeedSystemsConfig = SeedSystemsConfig()
     corpus: CorpusConfig = CorpusConfig()
+    validation: ValidationConfig = ValidationConfig()
     embedding: EmbeddingConfig = EmbeddingConfig()
     run: RunConfig = RunConfig()
     arms: list[str] = Field(
@@ -296,15 +307,15 @@ class Config(_Strict):
             for name in names:
                 if name not in ARMS:
                     raise ValueError(f"{key}: unknown arm {name!r}; known arms: {sorted(ARMS)}")
-        for name in self.seed_experiments.conversation.arms:
+        for name in self.seed_systems.conversation.arms:
             if name not in ARMS:
                 raise ValueError(
-                    f"seed_experiments.conversation.arms: unknown arm {name!r}; "
+                    f"seed_systems.conversation.arms: unknown arm {name!r}; "
                     f"known arms: {sorted(ARMS)}"
                 )
-        conv = self.seed_experiments.conversation.arms
+        conv = self.seed_systems.conversation.arms
         if len(set(conv)) != len(conv):
-            raise ValueError(f"seed_experiments.conversation.arms: duplicate names in {conv}")
+            raise ValueError(f"seed_systems.conversation.arms: duplicate names in {conv}")
         for a, b in self.report.paired_tests:
             for name in (a, b):
                 if name not in ARMS:
@@ -325,9 +336,9 @@ class Config(_Strict):
 
 
 def conversation_arms(cfg: Config) -> list[str]:
-    """The ``seed_experiments.conversation.arms`` that are configured in ``arms``, in order."""
+    """The ``seed_systems.conversation.arms`` that are configured in ``arms``, in order."""
     have = set(cfg.arms)
-    return [a for a in cfg.seed_experiments.conversation.arms if a in have]
+    return [a for a in cfg.seed_systems.conversation.arms if a in have]
 
 
 def paired_tests(cfg: Config) -> list[list[str]]:

@@ -1,10 +1,10 @@
 rule run_arm:
     input:
-        memories="results/corpus/{size}/memories.parquet",
-        queries="results/corpus/{size}/queries.parquet",
+        **corpus_files(*CORPUS_TABLES, "queries"),
         embeddings="results/embeddings/{size}.parquet",
         sources=arm_sources,
     output:
+        store=directory("results/stores/{size}/{arm}"),
         runs="results/runs/{size}/{arm}.parquet",
         build="results/builds/{size}/{arm}.json",
         plans="results/plans/{size}/{arm}.json",
@@ -21,7 +21,6 @@ rule run_arm:
     params:
         arm="{arm}",
         arm_params=arm_params,
-        store_dir="results/stores/{size}/{arm}",
         k=CFG.run.k,
         warmup=CFG.run.warmup,
         repeats=CFG.run.repeats,

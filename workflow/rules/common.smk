@@ -6,6 +6,7 @@ from pathlib import Path
 from snakemake.utils import validate
 
 from agentmem.config import conversation_arms, load_config, paired_tests
+from agentmem.jobs import CORPUS_FILES, CORPUS_TABLES
 from agentmem.sweeps.postfilter import postfilter_roles
 
 # 0) plug-in arms (entry-point group agentmem.arms) that clash with another arm's name, fail
@@ -38,13 +39,17 @@ if workflow.is_main_process and _bench_slot != 1:
 
 SIZES = list(CFG.sizes)
 MAIN = CFG.main_size
+#: the main size's corpus directory
+MAIN_CORPUS = f"results/corpus/{MAIN}"
+#: sizes whose corpus the workflow builds: the main size and the scaling sizes
+CORPUS_SIZES = list(dict.fromkeys([MAIN, *CFG.scaling_sizes]))
 ARM_NAMES = list(CFG.arms)
 CRASH_FAMILIES = list(CFG.trials.crash.families)
 SCALING_ENTRIES = [(a, s) for s in CFG.scaling_sizes for a in ARM_NAMES]
 #: arms the post-filter sweep compares: the configured post-filtering arms it sweeps,
 #: then the in-search HNSW arms drawn as reference lines (from the arms' declarations)
 POSTFILTER_ARMS = [a for role in postfilter_roles(ARM_NAMES) for a in role]
-#: arms the conversation sweep drives (seed_experiments.conversation.arms that are configured)
+#: arms the conversation sweep drives (seed_systems.conversation.arms that are configured)
 CONVERSATION_ARMS = conversation_arms(CFG)
 
 
@@ -79,11 +84,16 @@ def library_file(relpath):
     return str(Path(workflow.basedir) / "src" / relpath)
 
 
-def library_package(relpath):
-    """Absolute paths of a package's modules under src/ (inputs, so edits rerun dependants)."""
+def library_package(relpath, pattern="*.py"):
+    """Absolute paths of a package's files under src/ (inputs, so edits rerun dependants)."""
     return sorted(
-        str(f) for f in (Path(workflow.basedir) / "src" / relpath).glob("*.py")
+        str(f) for f in (Path(workflow.basedir) / "src" / relpath).glob(pattern)
     )
+
+
+def corpus_files(*names, corpus="results/corpus/{size}"):
+    """Named inputs: the files ``names`` (keys of CORPUS_FILES) of one corpus directory."""
+    return {name: f"{corpus}/{CORPUS_FILES[name]}" for name in names}
 
 
 def size_params(wildcards):
@@ -132,14 +142,9 @@ def conversation_sources():
     return [*library_package("agentmem/sweeps/conversation"), *files]
 
 
-def postfilter_builds():
-    """Build records of the post-filter arms (their stores must exist)."""
-    return expand("results/builds/{size}/{arm}.json", size=MAIN, arm=POSTFILTER_ARMS)
-
-
 def postfilter_stores():
-    """Store directories of the post-filter arms at the main size."""
-    return {a: f"results/stores/{MAIN}/{a}" for a in POSTFILTER_ARMS}
+    """Store directories of the post-filter arms at the main size (POSTFILTER_ARMS order)."""
+    return expand("results/stores/{size}/{arm}", size=MAIN, arm=POSTFILTER_ARMS)
 
 
 def main_metrics():
@@ -170,6 +175,8 @@ if not HAVE_LOCOMO:
         "(see external.locomo.path in config/config.yaml).",
         file=sys.stderr,
     )
+#: the LoCoMo corpus directory (prepare_locomo writes it)
+LOCOMO_CORPUS = "results/external/locomo/corpus"
 LOCOMO_TARGETS = ["results/external/locomo/scores.csv", "results/figures/locomo.svg"]
 
 

@@ -53,7 +53,7 @@ rule validate_corpus:
     resources:
         mem_mb=2000,
     params:
-        random_pairs=1000,
+        random_pairs=CFG.validation.random_pairs,
         seed=CFG.corpus.seed,
     script:
         "../../scripts/validate_corpus.py"

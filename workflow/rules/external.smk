@@ -6,8 +6,14 @@ rule prepare_locomo:
         locomo_source,
     output:
         memories="results/external/locomo/corpus/memories.parquet",
+        facts="results/external/locomo/corpus/facts.parquet",
+        entities="results/external/locomo/corpus/entities.parquet",
+        sessions="results/external/locomo/corpus/sessions.parquet",
+        agents="results/external/locomo/corpus/agents.parquet",
         queries="results/external/locomo/corpus/queries.parquet",
         qrels="results/external/locomo/corpus/qrels.parquet",
+        qrels_session="results/external/locomo/corpus/qrels_session.parquet",
+        labels="results/external/locomo/corpus/labels.csv",
         manifest="results/external/locomo/corpus/manifest.json",
     log:
         "results/logs/prepare_locomo.log",
@@ -54,11 +60,11 @@ rule embed_locomo:
 
 rule run_arm_locomo:
     input:
-        memories="results/external/locomo/corpus/memories.parquet",
-        queries="results/external/locomo/corpus/queries.parquet",
+        **corpus_files(*CORPUS_TABLES, "queries", corpus=LOCOMO_CORPUS),
         embeddings="results/external/locomo/embeddings.parquet",
         sources=arm_sources,
     output:
+        store=directory("results/stores/locomo/{arm}"),
         runs="results/external/locomo/runs/{arm}.parquet",
         build="results/external/locomo/builds/{arm}.json",
         plans="results/external/locomo/plans/{arm}.json",
@@ -78,10 +84,9 @@ rule run_arm_locomo:
     params:
         arm="{arm}",
         arm_params=arm_params,
-        store_dir="results/stores/locomo/{arm}",
         k=CFG.run.k,
-        warmup=0,
-        repeats=1,
+        warmup=CFG.external.locomo.warmup,
+        repeats=CFG.external.locomo.repeats,
         background=True,
     script:
         "../../scripts/run_arm.py"
@@ -89,8 +94,10 @@ rule run_arm_locomo:
 
 rule score_locomo:
     input:
+        **corpus_files(
+            "memories", "queries", "qrels", "qrels_session", corpus=LOCOMO_CORPUS
+        ),
         runs=expand("results/external/locomo/runs/{arm}.parquet", arm=ARM_NAMES),
-        memories="results/external/locomo/corpus/memories.parquet",
         code=library_package("agentmem/external/locomo"),
     output:
         scores=report(
@@ -113,27 +120,3 @@ rule score_locomo:
         arms=ARM_NAMES,
     script:
         "../../scripts/score_locomo.py"
-
-
-rule plot_locomo:
-    input:
-        table="results/external/locomo/scores.csv",
-        code=library_file("agentmem/report/figures/locomo.py"),
-    output:
-        svg=report(
-            "results/figures/locomo.svg",
-            caption="../report/locomo.rst",
-            category="LoCoMo",
-        ),
-        png="results/figures/locomo.png",
-    log:
-        "results/logs/plot_locomo.log",
-    benchmark:
-        "results/benchmarks/plot_locomo.tsv"
-    conda:
-        "../../envs/agentmem.yaml"
-    threads: 1
-    resources:
-        mem_mb=1000,
-    script:
-        "../../scripts/plot_locomo.py"

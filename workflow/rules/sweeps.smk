@@ -1,8 +1,8 @@
 rule run_postfilter_sweep:
     input:
-        memories=f"results/corpus/{MAIN}/memories.parquet",
+        **corpus_files(*CORPUS_TABLES, "queries", "qrels", corpus=MAIN_CORPUS),
         embeddings=f"results/embeddings/{MAIN}.parquet",
-        builds=postfilter_builds(),
+        stores=postfilter_stores(),
         code=library_file("agentmem/sweeps/postfilter.py"),
     output:
         "results/sweeps/postfilter.csv",
@@ -17,7 +17,7 @@ rule run_postfilter_sweep:
         bench_slot=1,
         mem_mb=2000,
     params:
-        stores=postfilter_stores(),
+        arms=POSTFILTER_ARMS,
         overfetch=CFG.sweeps.overfetch,
         k=CFG.run.k,
         repeats=CFG.run.repeats,
@@ -28,9 +28,9 @@ rule run_postfilter_sweep:
 
 rule run_budget_sweep:
     input:
-        memories="results/corpus/{size}/memories.parquet",
+        **corpus_files(*CORPUS_TABLES, "queries", "qrels"),
         embeddings="results/embeddings/{size}.parquet",
-        build="results/builds/{size}/{arm}.json",
+        store="results/stores/{size}/{arm}",
         code=library_file("agentmem/sweeps/budget.py"),
     output:
         "results/sweeps/budget/{size}/{arm}.csv",
@@ -48,7 +48,6 @@ rule run_budget_sweep:
     params:
         arm="{arm}",
         arm_params=arm_params,
-        store_dir="results/stores/{size}/{arm}",
         ks=CFG.sweeps.budget_k,
     script:
         "../../scripts/run_budget_sweep.py"

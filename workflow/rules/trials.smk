@@ -1,6 +1,7 @@
 rule run_crash_trials:
     output:
-        "results/trials/crash/{family}.csv",
+        table="results/trials/crash/{family}.csv",
+        work_dir=directory("results/stores/trials/crash/{family}"),
     log:
         "results/logs/run_crash_trials/{family}.log",
     benchmark:
@@ -20,7 +21,6 @@ rule run_crash_trials:
         batch_size=CFG.trials.crash.batch_size,
         baseline_records=CFG.trials.crash.baseline_records,
         max_kill_after_ms=CFG.trials.crash.max_kill_after_ms,
-        work_dir="results/stores/trials/crash/{family}",
     script:
         "../../scripts/run_crash_trials.py"
 
@@ -45,7 +45,8 @@ rule combine_crash_trials:
 
 rule run_lost_update_trials:
     output:
-        "results/trials/lost_update.csv",
+        table="results/trials/lost_update.csv",
+        work_dir=directory("results/stores/trials/lost_update"),
     log:
         "results/logs/run_lost_update_trials.log",
     benchmark:
@@ -60,18 +61,15 @@ rule run_lost_update_trials:
         writers=CFG.trials.lost_update.writers,
         increments=CFG.trials.lost_update.increments,
         modes=list(CFG.trials.lost_update.modes),
-        work_dir="results/stores/trials/lost_update",
     script:
         "../../scripts/run_lost_update_trials.py"
 
 
 rule probe_update_anomaly:
     input:
+        **corpus_files(*CORPUS_TABLES, "queries", "qrels"),
         embeddings="results/embeddings/{size}.parquet",
-        build="results/builds/{size}/{arm}.json",
-        memories="results/corpus/{size}/memories.parquet",
-        queries="results/corpus/{size}/queries.parquet",
-        qrels="results/corpus/{size}/qrels.parquet",
+        store="results/stores/{size}/{arm}",
         source=library_file("agentmem/trials/anomaly.py"),
     output:
         "results/trials/anomaly/{size}/{arm}.csv",
@@ -89,7 +87,6 @@ rule probe_update_anomaly:
     params:
         arm="{arm}",
         arm_params=arm_params,
-        store_dir="results/stores/{size}/{arm}",
         facts=CFG.trials.anomaly.facts,
         k=CFG.trials.anomaly.k,
     script:
@@ -116,7 +113,7 @@ rule combine_anomaly_probes:
 
 rule summarise_restatements:
     input:
-        memories="results/corpus/{size}/memories.parquet",
+        **corpus_files(*CORPUS_TABLES),
         code=library_file("agentmem/corpus/spec.py"),
     output:
         "results/trials/restatements/{size}.json",

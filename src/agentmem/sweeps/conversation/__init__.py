@@ -1,6 +1,6 @@
 """Long-conversation token economics: registered arms driven turn by turn, against append.
 
-Each configured arm (``seed_experiments.conversation.arms``) is driven the way an agent
+Each configured arm (``seed_systems.conversation.arms``) is driven the way an agent
 drives its memory: every turn is written through :meth:`~agentmem.arms.base.Arm.remember`
 and the next turn's context is recalled through :meth:`~agentmem.arms.base.Arm.query` (or
 assembled by the arm itself); the baseline appends the whole history. The sweep measures

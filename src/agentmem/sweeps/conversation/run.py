@@ -77,7 +77,7 @@ def run_conversations(
     """Simulate the conversations and measure every strategy.
 
     The sweep's parameters have no defaults here: they are the fields of
-    :class:`agentmem.config.ConversationConfig` (config ``seed_experiments.conversation``),
+    :class:`agentmem.config.ConversationConfig` (config ``seed_systems.conversation``),
     whose defaults are the only ones. Conversations, probes, strategies and measures:
     ``docs/experiments/conversation.md``.
 

@@ -1,0 +1,80 @@
+"""What every workflow script (``scripts/*.py``, run by Snakemake's ``script:``) does first.
+
+:func:`start_job` sends the job's stderr to its log and lowers the priority of every job
+that is not timed (DESIGN §5). :func:`corpus_dir` gives the library the directory of a
+job's corpus files after checking that the rule declares each file the call reads or
+writes.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from agentmem.io import run_in_background
+
+#: File name of each corpus file a rule declares, by the name it declares it under
+#: (``results/corpus/{size}/`` and ``results/external/locomo/corpus/``, DESIGN §2).
+CORPUS_FILES = {
+    "memories": "memories.parquet",
+    "facts": "facts.parquet",
+    "entities": "entities.parquet",
+    "sessions": "sessions.parquet",
+    "agents": "agents.parquet",
+    "queries": "queries.parquet",
+    "qrels": "qrels.parquet",
+    "qrels_session": "qrels_session.parquet",
+    "labels": "labels.csv",
+    "manifest": "manifest.json",
+}
+#: The corpus files :func:`agentmem.corpus.io.load_corpus` opens.
+CORPUS_TABLES = ("memories", "sessions", "facts", "entities")
+
+
+def start_job(snakemake: Any, *, background: bool = True) -> None:
+    """Send stderr to the job's log (open until the job ends); nice every untimed job.
+
+    Args:
+        snakemake: the script's ``snakemake`` object; ``log[0]`` is the job's log file.
+        background: ``False`` for the jobs that hold ``bench_slot`` (timing jobs and the
+            encoder), which keep their priority; otherwise the job runs at
+            :data:`agentmem.io.BACKGROUND_NICENESS` (:func:`agentmem.io.run_in_background`),
+            so it cannot slow a timing job down much.
+    """
+    sys.stderr = open(snakemake.log[0], "w")  # kept open: the job's stderr until it exits
+    if background:
+        run_in_background()
+
+
+def corpus_dir(files: Any, *names: str) -> Path:
+    """The directory of the corpus files ``names``, each declared by the rule under its name.
+
+    Library calls take a corpus directory and open the files in it by name; the rule lists
+    every file the call opens, so Snakemake knows them all.
+
+    Args:
+        files: ``snakemake.input`` (files read) or ``snakemake.output`` (files written).
+        names: the corpus files the call opens, keys of :data:`CORPUS_FILES`.
+
+    Returns:
+        The one directory holding them.
+
+    Raises:
+        ValueError: no name is given, a name is not declared, is declared with another
+            file name, or the files are not all in one directory.
+    """
+    if not names:
+        raise ValueError("corpus_dir needs the names of the corpus files the call opens")
+    declared = set(files.keys())
+    missing = [n for n in names if n not in declared]
+    if missing:
+        raise ValueError(f"corpus files not declared by the rule: {', '.join(missing)}")
+    paths = {n: Path(files[n]) for n in names}
+    wrong = [f"{n}={p}" for n, p in paths.items() if p.name != CORPUS_FILES[n]]
+    if wrong:
+        raise ValueError(f"corpus files declared under the wrong name: {', '.join(wrong)}")
+    dirs = {p.parent for p in paths.values()}
+    if len(dirs) != 1:
+        raise ValueError(f"corpus files in more than one directory: {sorted(map(str, dirs))}")
+    return dirs.pop()

@@ -1,0 +1,68 @@
+# The seed systems' claims (REFERENCE §5): long conversations and forgetting.
+
+
+rule run_conversation_sweep:
+    input:
+        **corpus_files(*CORPUS_TABLES, "queries", "qrels", corpus=MAIN_CORPUS),
+        embeddings=f"results/embeddings/{MAIN}.parquet",
+        code=conversation_sources(),
+    output:
+        table="results/sweeps/conversation.csv",
+        summary="results/sweeps/conversation_summary.csv",
+        tiers="results/sweeps/conversation_tiers.csv",
+        work_dir=directory("results/stores/seeds/conversation"),
+    log:
+        "results/logs/run_conversation_sweep.log",
+    benchmark:
+        "results/benchmarks/run_conversation_sweep.tsv"
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        bench_slot=1,
+        mem_mb=4000,
+    params:
+        conversations=CFG.seed_systems.conversation.conversations,
+        turns=CFG.seed_systems.conversation.turns,
+        memories_per_turn=CFG.seed_systems.conversation.memories_per_turn,
+        probes_every=CFG.seed_systems.conversation.probes_every,
+        min_gap=CFG.seed_systems.conversation.min_gap,
+        l1_max_tokens=CFG.seed_systems.conversation.l1_max_tokens,
+        k=CFG.seed_systems.conversation.k,
+        seed=CFG.seed_systems.conversation.seed,
+        sampling=CFG.seed_systems.conversation.sampling,
+        summariser=CFG.seed_systems.conversation.summariser,
+        arms=CONVERSATION_ARMS,
+        arm_params={a: dict(CFG.arm_params.get(a, {})) for a in CONVERSATION_ARMS},
+    script:
+        "../../scripts/run_conversation_sweep.py"
+
+
+rule run_decay_sweep:
+    input:
+        **corpus_files(*CORPUS_TABLES, "queries", "qrels", corpus=MAIN_CORPUS),
+        embeddings=f"results/embeddings/{MAIN}.parquet",
+        code=[
+            library_file("agentmem/sweeps/decay.py"),
+            *library_package("agentmem/arms/graph"),
+        ],
+    output:
+        table="results/sweeps/decay.csv",
+        work_dir=directory("results/stores/seeds/decay"),
+    log:
+        "results/logs/run_decay_sweep.log",
+    benchmark:
+        "results/benchmarks/run_decay_sweep.tsv"
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    # untimed (pruning, nDCG and recall per simulated day): runs beside the timing jobs
+    resources:
+        background_slot=1,
+        mem_mb=4000,
+    params:
+        step_days=CFG.seed_systems.decay.step_days,
+        max_day=CFG.seed_systems.decay.max_day,
+        k=CFG.seed_systems.decay.k,
+    script:
+        "../../scripts/run_decay_sweep.py"
