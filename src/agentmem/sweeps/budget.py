@@ -41,7 +41,7 @@ from agentmem.runner import make_arm
 from agentmem.sweeps.postfilter import relevant_sets
 from agentmem.tokens import count_tokens
 
-#: Default cut-offs (issue 5).
+#: Default cut-offs.
 DEFAULT_KS: tuple[int, ...] = (1, 3, 5, 10, 20, 50)
 #: Column order of the budget table (``results/sweeps/budget.csv``).
 BUDGET_SCHEMA: dict[str, pl.DataType] = {

@@ -1,4 +1,4 @@
-"""Forgetting over simulated time: ``sqlite-graph``'s decay job across a year (issue 8).
+"""Forgetting over simulated time: ``sqlite-graph``'s decay job across a year.
 
 The seed's graph memory (REFERENCE §5) decays every node as ``confidence =
 base_confidence * exp(-decay_rate * days_since_last_access ** 0.8)``, prunes nodes below
