@@ -1,30 +1,11 @@
 """Queries of the eight classes and their definitional qrels (REFERENCE §2).
 
-Relevance is by construction, never by judgement:
-
-=========== ============================== =================================== =================
-class       question                       relevant memories                   predicate
-=========== ============================== =================================== =================
-lexical     the record identifier          every memory of the fact            none
-semantic    a paraphrase naming the        the fact's paraphrase renderings    none
-            service, no identifier
-temporal    a service's notes before day N the incident's renderings, day <= N created_day <= N
-provenance  everything from session S      every memory of the session         session_id = S
-currency    the present state of a record  the correction                      superseded_by
-                                                                               IS NULL
-aggregate   how often a record was noted   every memory of the fact (>= 4)     fact_id = F,
-                                                                               count
-negation    a record, minus what was       the correction                      superseded_by
-            corrected since                                                    IS NULL
-hybrid      identifier + paraphrase        every memory of the fact (>= 3,     none
-                                           identifier and paraphrase forms)
-=========== ============================== =================================== =================
-
-Temporal questions are about incidents (the episodic records) and, like the study's, name
-only the service. Each fact is used by at most one query across classes, so classes do not
-share targets. Within a class the facts are a systematic sample of the eligible ones ordered
-by their number of relevant memories, so the class's relevant memories per question follow
-the corpus's restatement distribution rather than the luck of one draw.
+Relevance is by construction, never by judgement: a class fixes the question, the relevant
+memories and the structured predicate for the fact it targets (lexical, semantic,
+temporal, provenance, currency, aggregate, negation, hybrid). Each fact is used by at most
+one query across classes; within a class the target facts are a systematic sample of the
+eligible ones ordered by their number of relevant memories. The class table and the
+sampling are in ``docs/CORPUS.md``.
 """
 
 from __future__ import annotations

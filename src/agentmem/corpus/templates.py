@@ -2,24 +2,12 @@
 
 Every fact type has *identifier-bearing* forms (they carry the record's identifier, e.g.
 ``CFG-7991``, and the service identifier ``SVC-5345``) and *paraphrase* forms (they name
-the service and restate the value in words; they carry no identifier and no value token
-of the identifier-bearing forms). Questions are written per query class (REFERENCE §2);
-the corpus validation table (:mod:`.validation`, ``docs/VALIDATION.md``) measures how much
-they share with their targets.
-
-Services have a hyphenated name (``billing-api``; ``billing-api-2`` once every
-noun–role pair is taken). Semantic, temporal and hybrid questions use it; a memory writes
-it hyphenated, or spells it out (``billing api``) / gives only the service identifier (see
-:data:`agentmem.corpus.generate.SERVICE_NAMED_SHARE`).
-
-Placeholders: ``{rid}`` record identifier, ``{sid}`` service identifier, ``{svc}`` the
-service's name as this rendering writes it, ``{svcid}`` the service as an
-identifier-bearing form cites it (``billing-api (SVC-5345)`` or ``SVC-5345``), ``{slug}``
-its hyphenated name, ``{when}`` the day an incident happened, ``{v}`` value (identifier
-form), ``{vp}`` value paraphrase, ``{attr}`` config attribute, ``{name}`` a person's name,
-``{task}``/``{taskp}`` a runbook task (plain / paraphrased), ``{old}`` the value a
-correction replaces, ``{new_rid}`` the new owner in an ownership correction, ``{day}`` the
-temporal cut-off day, ``{session}`` a session id.
+the service and restate the value in words, with no identifier); questions are written
+per query class (REFERENCE §2). Services are named by a hyphenated slug
+(``billing-api``), spelled in a memory as :data:`agentmem.corpus.generate.SERVICE_NAMED_SHARE`
+decides. The forms, the service names and every placeholder (``{rid}``, ``{svc}``,
+``{vp}``, ...) are described in ``docs/CORPUS.md``; ``docs/VALIDATION.md`` says how much
+the questions share with their targets.
 """
 
 from __future__ import annotations

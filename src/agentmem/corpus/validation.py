@@ -1,26 +1,12 @@
 """Corpus validation (the study's Table 5) and the dense-failure probe (DESIGN §4).
 
-The generated corpus is only a fair test bed if its query classes have the properties they
-claim: lexical queries name an identifier yet are semantically no closer to their targets
-than two random memories are; semantic queries carry no identifier yet sit far above that
-baseline. :func:`validation_table` measures this per class with the study's own
-definitions and puts the study's value and a pass/fail beside each cell
-(:mod:`agentmem.corpus.spec`); :func:`dense_failure_probe` shows what it means for dense
-retrieval (for an identifier question, cosine ranks a distractor that merely mentions the
-identifier above the memories that answer it).
-
-Term definitions (the study's, ``engines/contract.mjs`` and ``tools/exp/quality.mjs`` of
-its capture; every term set is a set, so repeats count once; ``docs/VALIDATION.md``):
-
-* ``terms(x)`` (:func:`study_terms`): lower-case ``x``, split it on every character that
-  is not ``a-z``, ``0-9``, ``_`` or ``-``, and drop pieces of one character and the
-  :data:`STUDY_STOPWORDS`. ``CFG-799`` stays one term (``cfg-799``), so does
-  ``billing-api``.
-* ``rare(x)`` (:func:`rare_terms`): the terms of ``x`` that look like identifiers — they
-  contain a digit, an underscore or a hyphen (``cfg-799``, ``160``, ``billing-api``).
-* ``ids(x)`` (:func:`identifiers`): the terms of ``x`` that are record, session or memory
-  identifiers, i.e. match :data:`IDENTIFIER` (``cfg-799``, ``svc-5345``; not
-  ``billing-api``).
+:func:`validation_table` measures, per query class, the term, rare-term and identifier
+overlap and the cosine between questions and their relevant memories with the study's own
+definitions (``engines/contract.mjs`` and ``tools/exp/quality.mjs`` of its capture:
+:func:`study_terms`, :func:`rare_terms`, :func:`identifiers`), and puts the study's value
+and a pass/fail beside each cell (:mod:`agentmem.corpus.spec`).
+:func:`dense_failure_probe` ranks every memory by cosine for each lexical question.
+Definitions, tolerances and what the numbers show: ``docs/VALIDATION.md``.
 """
 
 from __future__ import annotations
