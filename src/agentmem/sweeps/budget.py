@@ -1,28 +1,12 @@
 """Token-budget sweep: retrieval quality against the tokens an agent must read.
 
-An agent pays for every memory it retrieves with context-window tokens. For each cut-off
-``k`` in ``ks`` (default 1, 3, 5, 10, 20, 50) one arm answers every query with that ``k``
-(untimed), and the sweep records nDCG@k and recall@k against the qrels
-(:func:`agentmem.metrics.ndcg_at_k`, :func:`agentmem.metrics.recall_at_k`; Järvelin &
-Kekäläinen 2002 for nDCG) and the tokens of the memories returned.
-
-An arm whose top-``k`` is always the first ``k`` of its top-``K``
-(:attr:`agentmem.arms.base.Arm.prefix_stable`: a total order cut by ``LIMIT``, checked on
-every smoke-corpus query by the conformance tests) is asked once per query at the largest
-``k`` and cut; the others (HNSW search depth, overfetch and iterative scans grow with
-``k``) are asked afresh at every ``k``. Both give the same table; the first costs one query
-instead of ``len(ks)``.
-
-Tokens are the o200k_base counts (gpt-4o's encoding, via ``bpe-openai``,
-:func:`agentmem.tokens.count_tokens`) stored in the ``tokens`` column of
-``memories.parquet`` (computed here from the bodies when that column is absent).
-
-Output columns (one row per ``k``; one arm per call — the pipeline runs one job per arm
-and concatenates): ``arm, k, ndcg, recall, mean_tokens, ndcg_per_100_tokens`` where
-
-- ``ndcg`` / ``recall``: means over all queries of nDCG@k / recall@k;
-- ``mean_tokens``: mean over queries of the summed token counts of the returned memories;
-- ``ndcg_per_100_tokens = ndcg / mean_tokens * 100`` (null when ``mean_tokens == 0``).
+For each cut-off ``k`` one arm answers every query (untimed); the sweep records nDCG@k
+and recall@k against the qrels (:mod:`agentmem.metrics`; Järvelin & Kekäläinen 2002 for
+nDCG) and the o200k_base tokens (:func:`agentmem.tokens.count_tokens`) of the memories
+returned. A prefix-stable arm (:attr:`agentmem.arms.base.Arm.prefix_stable`) is asked
+once at the largest ``k`` and cut; the others are asked at every ``k``. One row per ``k``:
+``arm, k, ndcg, recall, mean_tokens, ndcg_per_100_tokens``. Design and column
+definitions: ``docs/experiments/budget.md``.
 """
 
 from __future__ import annotations

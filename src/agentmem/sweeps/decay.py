@@ -1,43 +1,12 @@
 """Forgetting over simulated time: ``sqlite-graph``'s decay job across a year.
 
-The seed's graph memory (REFERENCE §5) decays every node as ``confidence =
-base_confidence * exp(-decay_rate * days_since_last_access ** 0.8)``, prunes nodes below
-0.05, never decays episodic nodes, and drops a corrected node to confidence 0.3 / decay
-rate 0.5. This sweep builds :class:`~agentmem.arms.graph.SqliteGraphArm` (default
-parameters) on a corpus once, then for each simulated day in ascending order runs the
-decay job (:meth:`~agentmem.arms.graph.SqliteGraphArm.decay`) and measures retrieval.
-
-**Clock and last access.** The store holds the whole corpus from the start and the clock
-runs over the corpus's own year (``created_day`` 0-364). Nothing in this sweep accesses a
-memory (queries do not call :meth:`~agentmem.arms.graph.SqliteGraphArm.touch`), so a
-node's last access is the day it was written (``created_day``, as ``build`` records it);
-a superseded node's clock restarts on its correction's day (the seed's correction rule,
-applied by ``build``). A memory written after the current day has not aged yet (days
-since access are clipped at 0): on day ``d`` every memory written up to ``d`` has its
-true age, later ones sit at full confidence. Decay is computed from the base confidence,
-not compounded, so the state on day ``d`` does not depend on the step; pruning is
-permanent, so the days are processed in ascending order.
-
-With the arm's rates (semantic 0.01, procedural 0.005, episodic 0 per ``day ** 0.8``) and
-corpus confidences 0.5-1.0, no current memory falls below 0.05 within a year (a semantic
-node at 0.5 needs ~900 days); superseded nodes (0.3, rate 0.5) are pruned ~5 days after
-their correction. Pass longer ``days`` to see the current memories go.
-
-**Measures** (one row per day, :data:`DECAY_SCHEMA`):
-
-- ``pruned_fraction``: pruned memory nodes / all memory nodes (from the job's ``live``
-  count);
-- ``context_tokens_per_query``: mean over the evaluated queries of the o200k tokens
-  (the corpus's ``tokens`` column) of the top-``k`` memories returned;
-- ``currency_ndcg`` / ``lexical_ndcg``: mean nDCG@``k``
-  (:func:`agentmem.metrics.ndcg_at_k`, binary, Järvelin & Kekäläinen 2002) of the
-  corpus's currency and lexical queries against their qrels (the evaluated queries;
-  null when the corpus has none of a class);
-- ``valid_fact_recall``: share of facts whose current value is still stored — a fact
-  counts when at least one of its *valid* memories (``superseded_by`` null: every memory
-  of an uncorrected fact, the correction of a corrected one) is live (not pruned); pruned
-  nodes are never returned or counted by the arm, so this is an upper bound on what any
-  query can recall. Read from the store's ``nodes`` table through a read-only connection.
+Builds :class:`~agentmem.arms.graph.SqliteGraphArm` (default parameters) on a corpus
+once, then for each simulated day in ascending order runs the seed's decay job
+(:meth:`~agentmem.arms.graph.SqliteGraphArm.decay`, REFERENCE §5) and measures the
+pruned fraction, context tokens per query, currency and lexical nDCG@k and the share of
+facts whose current value is still stored (:data:`DECAY_SCHEMA`). The decay rule, the
+clock (last access = the day a memory was written) and the measures are in
+``docs/experiments/decay.md``.
 """
 
 from __future__ import annotations

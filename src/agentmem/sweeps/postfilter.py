@@ -1,39 +1,13 @@
 """Post-filter overfetch sweep: how many neighbours must a post-filtering vector store fetch?
 
-A *post-filtering* arm (``capabilities.filter_stage == "post-filter"``, e.g.
-``file-vec-meta``) answers a filtered question by fetching ``k * overfetch`` approximate
-nearest neighbours, filtering them on metadata and cutting to ``k``. A selective
-predicate leaves fewer than ``k`` survivors (filtered-ANN underfill). This sweep reopens
-the store built by the pipeline at each overfetch factor ×1, ×2, ×4 … ×128 (the arm's
-declared :attr:`~agentmem.arms.base.ArmBase.candidate_param`, a multiple of ``k``) and
-runs every *filtered* query (a query carrying a predicate), reporting how many result
-slots were filled, recall@k against the qrels, latency and the share of the corpus
-fetched. The dense arms that filter *inside* their HNSW search (``vector_access``
-``hnsw*``, no text access, ``filter_stage == "in-search"``: ``pg-hnsw`` with the
-predicate in ``WHERE`` and ``pg-hnsw-iterative`` with pgvector's iterative scan) answer
-the same queries once each, as reference lines. :func:`postfilter_roles` picks both from
-the arms' declarations.
-
-Definitions (per filtered query ``q``, cut-off ``k``):
-
-- ``slots(q) = min(k, |memories satisfying q's predicate|)`` — the slots an exact
-  filtered search fills (as :func:`agentmem.report.diagnostics.fill_rates`);
-- ``fill(q) = min(returned, slots) / slots`` (1 when ``slots == 0``);
-- ``recall(q) = recall@k`` of the returned ids against the qrels
-  (:func:`agentmem.metrics.recall_at_k`).
-
-Output columns (one row per (arm, overfetch); REFERENCE §4 has the study's numbers):
-
-- ``arm``; ``overfetch`` (null for the reference arms);
-- ``fetched``: neighbours fetched per query, ``min(k * overfetch, corpus size)`` for the
-  swept arm; ``k`` (the ``LIMIT``) for the reference arms;
-- ``mean_slots_filled``: mean number of ids returned (<= k);
-- ``fill_rate``: mean of ``fill(q)``; ``recall_at_10``: mean of ``recall(q)`` (named for
-  the default ``k = 10``; it is recall@k for the ``k`` given);
-- ``mean_ms``: mean over queries of the median of ``repeats`` timed calls after one
-  warm-up (:func:`agentmem.runner.time_query`);
-- ``scan_fraction``: ``fetched / corpus size`` for the swept arm; null for the reference
-  arms, whose number of visited index tuples the result does not reveal.
+A post-filtering arm (``capabilities.filter_stage == "post-filter"``, e.g.
+``file-vec-meta``) fetches ``k * overfetch`` approximate neighbours, filters them on
+metadata and cuts to ``k``. The sweep reopens its store at each overfetch factor (its
+:attr:`~agentmem.arms.base.ArmBase.candidate_param`) and runs every filtered query,
+reporting slots filled, recall@k, latency and the share of the corpus fetched; the arms
+that filter inside their HNSW search answer the same queries once each, as reference
+lines (:func:`postfilter_roles`). Definitions and output columns:
+``docs/experiments/postfilter.md``.
 """
 
 from __future__ import annotations

@@ -1,28 +1,13 @@
 """The update anomaly (DESIGN §6, REFERENCE §4): restated facts and the repair they need.
 
-A denormalised memory store writes the same fact into many memories ("restatements"):
-the first rendering, later paraphrases, the correction. When the fact changes, *every*
-restatement must be found and updated, or stale copies keep answering. A normalised
-schema (one ``facts`` row per fact, memories referring to it by ``fact_id``) updates
-exactly one row. This module measures both sides:
-
-- :func:`restatement_stats` (from :mod:`agentmem.corpus.spec`): how many memories restate
-  each fact, over the facts with more than one memory as the study reports it (mean,
-  median, p90, max), and so how many rows one change touches: normalised 1,
-  denormalised the mean number of restatements.
-- :func:`repair_probe`: the top-``k`` search an agent would run before rewriting a fact,
-  as the study ran it: the corpus's own questions about a fact (in class order, the first
-  ``facts`` whose fact has two or more restatements; :func:`select_probe_queries`), each
-  with its text, embedding and structured predicate, on an already-built arm; how many
-  of the fact's restatements the top ``k`` reach, and the share left stale. The study
-  ran this on pg-hybrid and measured 1.52 of 4.2 restatements reached over 120 facts,
-  63.9 % stale (REFERENCE §4); every arm is probed here, so the others stand beside it.
-- :func:`run_anomaly_probe`: open a store built by an earlier job, probe, close, and
-  write the one-row CSV ``arm,facts_probed,mean_reached,mean_total,stale_fraction``.
-
-A *restatement* of fact ``F`` is any memory with ``fact_id == F`` that is not a
-distractor (forms ``id``, ``para`` and ``correction``; distractors mention the record's
-identifier but assert nothing and carry no ``fact_id``).
+A denormalised store writes one fact into many memories ("restatements"); when the fact
+changes every one must be found and updated, where a normalised schema updates one
+``facts`` row. :func:`restatement_stats` (from :mod:`agentmem.corpus.spec`) counts the
+restatements per fact; :func:`repair_probe` runs the top-``k`` search an agent would run
+before rewriting a fact, on every arm, and measures how many restatements it reaches and
+the share left stale; :func:`run_anomaly_probe` writes the one-row CSV
+``arm,facts_probed,mean_reached,mean_total,stale_fraction``. Definitions and the study's
+number: ``docs/experiments/anomaly.md``.
 """
 
 from __future__ import annotations
