@@ -1,20 +1,16 @@
 """Summarisers that compact a run of memories into one short text (the three-tier arm's L2).
 
-A summariser is anything with ``summarise(texts, budget_tokens) -> str``
-(:class:`Summariser`). Two implementations:
+A summariser is anything with ``summarise(texts, budget_tokens) -> str`` (:class:`Summariser`);
+every one here guarantees ``count_tokens([summary])[0] <= budget_tokens`` (o200k_base,
+:func:`agentmem.tokens.count_tokens`). The arm that uses them: ``docs/arms/three-tier.md``.
 
-* :class:`ExtractiveSummariser` (default): deterministic and offline. It picks whole
-  sentences from the inputs with a SumBasic-style greedy selection (Nenkova & Vanderwende
-  2005, "The impact of frequency on summarization", MSR-TR-2005-101) until the o200k
-  token budget is used, then prints them in their original order. Same input, same output,
-  on any machine.
-* :class:`OpenAICompatibleSummariser`: asks an OpenAI-compatible ``/chat/completions``
+* :class:`ExtractiveSummariser` (default, deterministic, offline): SumBasic-style greedy
+  sentence selection (Nenkova & Vanderwende 2005, "The impact of frequency on
+  summarization", MSR-TR-2005-101) up to the token budget, printed in original order.
+* :class:`OpenAICompatibleSummariser`: an OpenAI-compatible ``/chat/completions``
   endpoint (``AGENTMEM_LLM_BASE_URL``, ``AGENTMEM_LLM_MODEL``, optional
-  ``AGENTMEM_LLM_API_KEY``) using only the standard library (:mod:`urllib`). Not used
-  unless asked for; tests skip it unless the variables are set.
-
-Token counts are o200k_base (:func:`agentmem.tokens.count_tokens`); every summariser here
-guarantees ``count_tokens([summary])[0] <= budget_tokens``.
+  ``AGENTMEM_LLM_API_KEY``) through :mod:`urllib` only; used only when asked for, and
+  tested only when the variables are set.
 """
 
 from __future__ import annotations

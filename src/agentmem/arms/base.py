@@ -2,17 +2,16 @@
 
 An *arm* is one way of storing an agent's memories (a JSONL file, an HNSW index, an
 SQLite database, a PostgreSQL schema, ...). The runner builds it from a corpus and its
-embeddings, then asks it queries; experiments that drive an arm as an agent does write
-with :meth:`Arm.remember` and read with :meth:`Arm.query`. An arm receives what an
-agent's memory tool call would carry — the free text, its embedding and a structured
-predicate — uses what its architecture can express, and returns ranked memory ids only.
-Scores are computed centrally by :mod:`agentmem.metrics`, never by an arm
+embeddings and asks it queries; agent-style experiments write with :meth:`Arm.remember`
+and read with :meth:`Arm.query`. An arm receives what a memory tool call carries (free
+text, its embedding, a structured predicate), uses what its architecture can express and
+returns ranked memory ids only; :mod:`agentmem.metrics` computes every score
 (ann-benchmarks / BEIR style).
 
 Adding an arm: one class implementing :class:`Arm` (subclass :class:`ArmBase`), one entry
 point in the ``agentmem.arms`` group (or one line in the built-in registry), one entry
-under ``arms:`` in the config; ``agentmem check-arm NAME`` runs the conformance suite on
-it (docs/WRITING_AN_ARM.md).
+under ``arms:`` in the config; ``agentmem check-arm NAME`` runs the conformance suite
+(docs/WRITING_AN_ARM.md).
 """
 
 from __future__ import annotations

@@ -1,18 +1,17 @@
 """Connections to a store's database, on the embedded server or on an external one.
 
-Two modes, chosen by the environment at connect time. **Embedded** (default): one server
-per store directory, data directory ``<store_dir>/pgdata``, shared through
-:meth:`EmbeddedServer.acquire`; it listens on a Unix socket only. **External**: when
-:data:`~agentmem.pg.dsn.ENV_DSN` (``AGENTMEM_PG_DSN``) is set, every store lives on that
-server; the DSN's own database is only used to ``DROP``/``CREATE DATABASE``. The role
-needs ``CREATEDB``, and either superuser rights or ``vector`` installed in ``template1``.
+**Embedded** (default): one server per store directory (data directory
+``<store_dir>/pgdata``, Unix socket only), shared through :meth:`EmbeddedServer.acquire`.
+**External**: when :data:`~agentmem.pg.dsn.ENV_DSN` (``AGENTMEM_PG_DSN``) is set at
+connect time, every store lives on that server and the DSN's own database is used only to
+``DROP``/``CREATE DATABASE``; the role needs ``CREATEDB``, and superuser rights or
+``vector`` installed in ``template1``.
 
-A store is one database named by :func:`~agentmem.pg.dsn.database_name`, created (dropped
-first if it exists) by ``connect_store(..., create=True)`` with ``vector`` installed; a
-creation that fails half-way drops it again. The job that builds a store recreates its
-database; it then stays for later jobs until the next build or :func:`drop_store`. The
-marker ``<store_dir>/pgstore.json`` records the databases built there and their mode.
-Every connection error names the server by its DSN, password redacted.
+A store is one database (:func:`~agentmem.pg.dsn.database_name`), recreated by the job
+that builds it (``connect_store(..., create=True)``: dropped if present, created with
+``vector``, dropped again if creation fails half-way); it stays for later jobs until the
+next build or :func:`drop_store`. ``<store_dir>/pgstore.json`` records the databases built
+there and their mode. Connection errors name the server by its DSN, password redacted.
 """
 
 from __future__ import annotations

@@ -1,11 +1,10 @@
 """The Postgres arms' tables and indexes: memory columns, DDL, index statements.
 
-Shared schema; each arm builds only the columns and indexes it reads, so that
+One shared schema; each arm builds only the columns and indexes it reads, so that
 ``storage()`` measures what the architecture needs::
 
     memories(memory_id text PRIMARY KEY, session_id, turn_no, seq, kind, body, fact_id,
-             created_day, source, confidence, superseded_by, tokens,
-             entity_ids text[],
+             created_day, source, confidence, superseded_by, tokens, entity_ids text[],
              embedding vector(384),                         -- pg-hnsw*, pg-hybrid
              tsv tsvector GENERATED ALWAYS AS
                  (to_tsvector('english', body)) STORED)      -- pg-gin, pg-hybrid
