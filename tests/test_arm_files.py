@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-from hostile import HOSTILE_TEXTS
+from support.hostile import HOSTILE_TEXTS
 
 from agentmem.arms.base import (
     MEMORY_SCHEMA,

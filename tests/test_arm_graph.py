@@ -1,6 +1,6 @@
 """Tests for the sqlite-graph arm (graph cognitive memory) on real apsw databases.
 
-The ``tiny`` corpus (tests/conftest.py) as a graph:
+The ``tiny`` corpus (tests/support/tiny.py) as a graph:
 
 - nodes 1..6 = M1..M6; node types semantic, semantic, episodic, episodic, semantic,
   procedural (the memory kinds);
@@ -24,8 +24,8 @@ import apsw
 import numpy as np
 import polars as pl
 import pytest
-from conftest import fake_vector, make_tiny
-from hostile import HOSTILE_TEXTS
+from support.hostile import HOSTILE_TEXTS
+from support.tiny import fake_vector, make_tiny
 
 from agentmem.arms.base import (
     MEMORY_SCHEMA,

@@ -1,6 +1,6 @@
 """Tests for the SQLite arms (sqlite-fts, sqlite-btree, sqlite-hybrid) on real apsw databases.
 
-Expectations are hand-computed on the ``tiny`` corpus (tests/conftest.py):
+Expectations are hand-computed on the ``tiny`` corpus (tests/support/tiny.py):
 
 - "CFG-799" occurs in M1, M3, M5 (M2 paraphrases it; it is in M2's entity list only).
 - bm25 with one matching phrase prefers the shorter body: M3 (9 tokens) < M1 (10) < M5 (12).
@@ -16,8 +16,8 @@ import apsw
 import numpy as np
 import polars as pl
 import pytest
-from conftest import fake_vector, make_tiny
-from hostile import HOSTILE_TEXTS
+from support.hostile import HOSTILE_TEXTS
+from support.tiny import fake_vector, make_tiny
 
 from agentmem.arms.base import (
     MEMORY_SCHEMA,

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-from conftest import fake_vector
-from hostile import HOSTILE_TEXTS
+from support.hostile import HOSTILE_TEXTS
+from support.tiny import fake_vector
 
 from agentmem.arms.base import MEMORY_SCHEMA, Arm, ArmError, Embeddings, Predicate, Query, Result
 from agentmem.arms.vector import (
@@ -137,7 +137,7 @@ def test_vec_reopen_in_another_process(vec, tiny, tmp_path):
         f"""
         import json, sys
         sys.path.insert(0, {str(Path(__file__).parent)!r})
-        from conftest import fake_vector
+        from support.tiny import fake_vector
         from agentmem.arms.base import Query, Predicate
         from agentmem.arms.vector import FileVecArm, FileVecMetaArm
         a = FileVecArm(); a.open({str(store)!r})

@@ -42,7 +42,7 @@ from pathlib import Path
 import polars as pl
 import psutil
 import pytest
-from conftest import REPO
+from support.paths import REPO
 
 SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
 CLUSTER = REPO / "tests" / "cluster"

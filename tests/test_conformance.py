@@ -11,8 +11,10 @@ import threading
 import numpy as np
 import polars as pl
 import pytest
-from conftest import REPO, conformance_arms
-from hostile import HOSTILE_TEXTS
+from support.conformance import conformance_arms
+from support.corpora import build_corpus
+from support.hostile import HOSTILE_TEXTS
+from support.paths import REPO
 
 from agentmem.arms import ARMS
 from agentmem.arms.base import (
@@ -26,8 +28,8 @@ from agentmem.arms.base import (
     StorageStats,
 )
 from agentmem.config import load_config
-from agentmem.corpus import load_corpus, load_queries, write_corpus
-from agentmem.embeddings import embed_corpus, load_embeddings
+from agentmem.corpus import load_corpus, load_queries
+from agentmem.embeddings import load_embeddings
 
 K = 10
 
@@ -37,13 +39,12 @@ def smoke(tmp_path_factory):
     """The smoke corpus (config/smoke.yaml) with real all-MiniLM-L6-v2 vectors."""
     cfg = load_config(REPO / "config/smoke.yaml")
     d = tmp_path_factory.mktemp("smoke")
-    write_corpus(d / "corpus", cfg.sizes[cfg.main_size], cfg.corpus)
-    embed_corpus(d / "corpus", d / "emb.parquet", d / "cache", progress=False)
-    vectors = load_embeddings(d / "emb.parquet")
+    corpus_dir, emb = build_corpus(d, cfg.sizes[cfg.main_size], cfg.corpus)
+    vectors = load_embeddings(emb)
     return {
-        "corpus": load_corpus(d / "corpus"),
+        "corpus": load_corpus(corpus_dir),
         "vectors": vectors,
-        "queries": load_queries(d / "corpus", vectors),
+        "queries": load_queries(corpus_dir, vectors),
         "dir": d,
     }
 

@@ -23,13 +23,11 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
-import psutil
 import pytest
+from support.corpora import small_corpus
+from support.postgres import servers_left
 
 from agentmem import pg
-from agentmem.config import CorpusConfig, SizeConfig
-from agentmem.corpus.io import write_corpus
-from agentmem.embeddings import embed_corpus
 from agentmem.report.figures.conversation import plot
 from agentmem.sweeps.conversation import (
     CONVERSATION_SCHEMA,
@@ -55,32 +53,6 @@ STRATEGIES = ("append", *ARMS)
 RECALLING = ("file-vec", "sqlite-fts")  # context by query (three-tier assembles its own)
 
 
-def servers_under(root: Path) -> list[int]:
-    """Pids of live (non-zombie) postgres processes whose command line names ``root``."""
-    out = []
-    for p in psutil.process_iter(["name", "cmdline", "status"]):
-        try:
-            if (
-                p.info["name"] == "postgres"
-                and p.info["status"] != psutil.STATUS_ZOMBIE
-                and any(str(root) in part for part in (p.info["cmdline"] or []))
-            ):
-                out.append(p.pid)
-        except psutil.Error:
-            continue
-    return out
-
-
-def small_corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """The small corpus + embeddings, made once per session (shared with test_decay)."""
-    d = tmp_path_factory.getbasetemp() / "issue8_small"
-    emb = d / "embeddings.parquet"
-    if not emb.is_file():
-        write_corpus(d / "corpus", SizeConfig(facts=80, queries_per_class=4), CorpusConfig())
-        embed_corpus(d / "corpus", emb, d / "cache", progress=False)
-    return d / "corpus", emb
-
-
 @pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory):
     """Module work root in embedded mode; at the end no postgres server may run under it."""
@@ -89,8 +61,8 @@ def root(tmp_path_factory: pytest.TempPathFactory):
     path = tmp_path_factory.mktemp("conversation")
     yield path
     mp.undo()
-    gone = pg._wait(lambda: not servers_under(path), 15.0)
-    assert gone, f"postgres servers still running under {path}: {servers_under(path)}"
+    left = servers_left(path)
+    assert left == [], f"postgres servers still running under {path}: {left}"
 
 
 @pytest.fixture(scope="module")
@@ -112,7 +84,7 @@ def run(root: Path, corpus: tuple[Path, Path]):
         arms=ARMS,
     )
     # the store's server was stopped when the run closed the arm
-    assert pg._wait(lambda: not servers_under(root), 15.0)
+    assert servers_left(root) == []
     return r
 
 

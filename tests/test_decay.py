@@ -9,7 +9,7 @@ the seed's rule: a node's confidence on day ``d`` is ``base * exp(-rate * (d - l
 below 0.05, never when episodic.
 
 The conflict tests drive the graph arm through its public API (add_node / correct /
-query) on the ``tiny`` corpus with the deterministic fake vectors of tests/conftest.py.
+query) on the ``tiny`` corpus with the deterministic fake vectors of tests/support/tiny.py.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from pathlib import Path
 import apsw
 import polars as pl
 import pytest
-from conftest import fake_vector, make_tiny
-from test_conversation import small_corpus
+from support.corpora import small_corpus
+from support.tiny import fake_vector, make_tiny
 
 from agentmem.arms.base import Query
 from agentmem.arms.graph import (

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from conftest import REPO
+from support.paths import REPO
 
 from agentmem.config import load_config
 from agentmem.corpus.queries import QUERY_CLASSES
@@ -136,7 +136,7 @@ def test_sweep_tables(smoke_run):
 
 def test_report_in_a_real_browser(smoke_run):
     """Headless Chromium: every figure loads, no console errors; screenshot kept."""
-    from browser import chromium_path, inspect_page
+    from support.browser import chromium_path, inspect_page
 
     if chromium_path() is None:
         pytest.skip("no Chromium: `make test` installs Debian's chromium package (needs root)")
@@ -208,7 +208,7 @@ def test_resources_flag_without_bench_slot_1_stops_before_any_job(tmp_path, reso
 
 def test_locomo_targets(tmp_path):
     """LoCoMo through the workflow (first conversation), when ../shared is present."""
-    from conftest import LOCOMO
+    from support.paths import LOCOMO
 
     if not LOCOMO.is_file():
         pytest.skip(f"LoCoMo file {LOCOMO} absent (a user's clone has no ../shared)")

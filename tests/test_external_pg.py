@@ -43,9 +43,10 @@ import polars as pl
 import psutil
 import psycopg
 import pytest
-from conftest import REPO, fake_vector, make_tiny
 from pgserver._commands import POSTGRES_BIN_PATH
 from psycopg import sql
+from support.paths import REPO
+from support.tiny import fake_vector, make_tiny
 
 from agentmem import pg
 from agentmem.arms.base import ArmError, Embeddings, Predicate, Query
@@ -274,7 +275,7 @@ def test_build_query_reopen_and_one_database_per_arm_and_store(
     """pg-hnsw and pg-gin on the tiny corpus, each in its own database on the server.
 
     ``agentmem`` relies on the administrator's pgvector in template1; ``agentsuper``
-    could install it itself. Expected rankings (tests/conftest.py tiny corpus): the fake
+    could install it itself. Expected rankings (tests/support/tiny.py): the fake
     vector of M3's body is M3's own vector (distance 0); "CFG-799" is in M1, M3, M5 and
     M1, M2 are superseded, so GIN with ``superseded_by IS NULL`` gives {M5, M3} and an
     exact count of 4 (six memories minus the two superseded). Then pg-gin remembers X1

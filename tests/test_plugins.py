@@ -18,7 +18,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from conftest import REPO
+from support.paths import REPO
 
 from agentmem.arms import BUILTIN_ARMS
 from agentmem.arms.base import ArmBase, Capabilities

@@ -1,6 +1,6 @@
 """The smoke workflow with ``--profile profiles/slurm`` on a real single-node SLURM.
 
-The module starts its own SLURM (``tests/slurm_cluster.py``: munged, slurmctld and slurmd
+The module starts its own SLURM (``tests/support/slurm_cluster.py``: munged, slurmctld and slurmd
 in a scratch directory, one node, one default partition, no accounting database) and
 runs Snakemake as a cluster user does, ``snakemake --profile profiles/slurm``, through
 the real ``snakemake-executor-plugin-slurm``: every job is a real ``sbatch`` job that
@@ -54,8 +54,8 @@ import numpy as np
 import polars as pl
 import pytest
 import yaml
-from conftest import REPO
-from slurm_cluster import Node, SingleNodeSlurm, ensure_installed, slurm_version
+from support.paths import REPO
+from support.slurm_cluster import Node, SingleNodeSlurm, ensure_installed, slurm_version
 
 SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
 PROFILE = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
