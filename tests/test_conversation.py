@@ -119,7 +119,8 @@ def test_columns_rows_and_order(run):
     for s in STRATEGIES:
         for c in (0, 1):
             assert per(t, s, c)["turn"].to_list() == list(range(1, TURNS + 1))
-    assert (t["latency_ms"] >= 0).all() and (t["context_tokens"] > 0).all()
+    assert t["latency_ms"].is_between(0, 60_000, closed="none").all()
+    assert (t["context_tokens"] > 0).all()
     # every arm remembered every turn; append has no store
     assert t.filter(pl.col("strategy") == "append")["remember_ms"].null_count() == 2 * TURNS
     assert (t.filter(pl.col("strategy") != "append")["remember_ms"] > 0).all()
@@ -151,7 +152,7 @@ def test_cumulative_is_running_sum_and_monotone(run):
         for c in (0, 1):
             d = per(run.table, s, c)
             cum = d["cumulative_tokens"].to_numpy()
-            assert np.all(np.diff(cum) >= 0)
+            assert np.all(np.diff(cum) > 0)  # every turn adds context tokens
             assert cum.tolist() == np.cumsum(d["context_tokens"].to_numpy()).tolist()
 
 
