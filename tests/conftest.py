@@ -7,10 +7,12 @@ real smoke corpus and the real embedding model.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from support.conformance import SELECTED_ARMS
 from support.tiny import make_tiny
+from support.workflow import copy_workflow_config, run_snakemake
 
 from agentmem.arms.base import Corpus, Embeddings
 
@@ -45,3 +47,12 @@ def pytest_configure(config: pytest.Config) -> None:
 def tiny() -> tuple[Corpus, Embeddings]:
     """The six-memory corpus with fake vectors (``support.tiny.TINY_ROWS``)."""
     return make_tiny()
+
+
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The whole workflow on config/smoke.yaml, run once per session; its working directory."""
+    wd = copy_workflow_config(tmp_path_factory.mktemp("e2e"))
+    proc = run_snakemake(wd)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
+    return wd

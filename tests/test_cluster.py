@@ -33,7 +33,6 @@ import shlex
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from itertools import pairwise
@@ -43,8 +42,8 @@ import polars as pl
 import psutil
 import pytest
 from support.paths import REPO
+from support.workflow import SNAKEMAKE, copy_workflow_config
 
-SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
 CLUSTER = REPO / "tests" / "cluster"
 SUBMIT, STATUS, CANCEL = (CLUSTER / f"{n}.sh" for n in ("submit", "status", "cancel"))
 ARMS = ["sqlite-fts", "pg-hnsw"]
@@ -90,8 +89,7 @@ def workdir():
     terminated by its recorded pid before the directory is removed.
     """
     wd = Path(tempfile.mkdtemp(prefix="agentmem-cluster-"))
-    for d in ("config", "profiles"):
-        shutil.copytree(REPO / d, wd / d)
+    copy_workflow_config(wd)
     (wd / "config" / "cluster.yaml").write_text(CLUSTER_CONFIG)
     yield wd
     for pid in _job_pids(wd / ".cluster-state"):

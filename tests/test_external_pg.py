@@ -47,12 +47,12 @@ from pgserver._commands import POSTGRES_BIN_PATH
 from psycopg import sql
 from support.paths import REPO
 from support.tiny import fake_vector, make_tiny
+from support.workflow import SNAKEMAKE, copy_workflow_config
 
 from agentmem import pg
 from agentmem.arms.base import ArmError, Embeddings, Predicate, Query
 from agentmem.arms.postgres import PgGinArm, PgHnswArm
 
-SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
 SUPER_PW = "Sup3r-pw-9d1c"
 PASSWORDS = {
     "agentmem": "agent-Pw-7f3e2a",
@@ -481,8 +481,7 @@ def test_workflow_with_external_dsn(
     run_arm builds the store's database; run_budget_sweep (another job, another process)
     reopens it. No embedded server is started and the password is written nowhere.
     """
-    for d in ("config", "profiles"):
-        shutil.copytree(REPO / d, tmp_path / d)
+    copy_workflow_config(tmp_path)
     (tmp_path / "config" / "ext.yaml").write_text("arms: [pg-hnsw]\n")
     dsn = server.dsn("agentmem")
     env = {**os.environ, pg.ENV_DSN: dsn, "HF_HUB_OFFLINE": "1"}
