@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from html import escape
 
 import polars as pl
 import pytest
@@ -12,6 +13,8 @@ from support.workflow import copy_workflow_config, run_snakemake
 
 from agentmem.config import load_config
 from agentmem.corpus.queries import QUERY_CLASSES
+from agentmem.report.capture import package_versions
+from agentmem.report.html import _versions
 
 FIGURES = (
     "ndcg_heatmap",
@@ -74,6 +77,18 @@ def test_by_class_table_long_form(smoke_run):
     html = (smoke_run / "results/report/index.html").read_text()
     assert "sqlite-fts" in html and "nDCG@10 by query class" in html
     assert html.count("data:image/svg+xml;base64,") == len(FIGURES)  # figures embedded
+
+
+def test_capture_and_report_record_the_versions(smoke_run):
+    """capture.json names the engines' and libraries' versions; the report shows them."""
+    env = json.loads((smoke_run / "results/capture.json").read_text())["environment"]
+    assert env["packages"] == {**package_versions(), "sqlite": env["engines"]["sqlite"]}
+    pgsql = env["engines"]["postgresql"]
+    assert pgsql["server"] and pgsql["pgvector"] and "error" not in pgsql
+    html = (smoke_run / "results/report/index.html").read_text()
+    assert "Engines and libraries of this run" in html
+    for name, version in _versions(env):
+        assert f"<td>{escape(name)}</td><td>{escape(version or '–')}</td>" in html, name
 
 
 def test_sweep_tables(smoke_run):

@@ -52,6 +52,7 @@ from support.workflow import SNAKEMAKE, copy_workflow_config
 from agentmem import pg
 from agentmem.arms.base import ArmError, Embeddings, Predicate, Query
 from agentmem.arms.postgres import PgGinArm, PgHnswArm
+from agentmem.report.capture import engine_versions
 
 SUPER_PW = "Sup3r-pw-9d1c"
 PASSWORDS = {
@@ -450,6 +451,24 @@ def test_unreachable_server_is_a_clear_error(
     with pytest.raises(pg.PgError, match="Connection refused") as err:
         pg.drop_store(tmp_path / "pg-gin", "pg-gin")
     assert PASSWORDS["agentmem"] not in str(err.value)
+
+
+def test_capture_records_the_external_servers_versions(
+    server: StandaloneServer, use_dsn, tmp_path: Path
+) -> None:
+    """With AGENTMEM_PG_DSN set the capture asks that server; a refused port is recorded."""
+    with server.admin() as c:
+        want = c.execute("SHOW server_version").fetchone()[0]
+        (vector,) = c.execute(
+            "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'"
+        ).fetchone()
+    use_dsn(server.dsn("agentmem"))
+    got = engine_versions()["postgresql"]
+    assert got == {"source": "external, AGENTMEM_PG_DSN", "server": want, "pgvector": vector}
+    use_dsn(f"postgresql://agentmem:{PASSWORDS['agentmem']}@127.0.0.1:{free_port()}/postgres")
+    got = engine_versions()["postgresql"]
+    assert (got["server"], got["pgvector"]) == (None, None)
+    assert "Connection refused" in got["error"] and PASSWORDS["agentmem"] not in got["error"]
 
 
 @pytest.mark.parametrize("form", ["uri", "keyword"])
