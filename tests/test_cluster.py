@@ -42,6 +42,7 @@ import polars as pl
 import psutil
 import pytest
 from support.paths import REPO
+from support.postgres import servers_under
 from support.workflow import SNAKEMAKE, copy_workflow_config
 
 CLUSTER = REPO / "tests" / "cluster"
@@ -164,22 +165,6 @@ def submitted_jobs(state: Path) -> list[dict]:
     return jobs
 
 
-def live_postgres_under(root: Path) -> list[int]:
-    """Pids of live (non-zombie) postgres processes whose command line names ``root``."""
-    out = []
-    for p in psutil.process_iter(["name", "cmdline", "status"]):
-        try:
-            if (
-                p.info["name"] == "postgres"
-                and p.info["status"] != psutil.STATUS_ZOMBIE
-                and any(str(root) in part for part in (p.info["cmdline"] or []))
-            ):
-                out.append(p.pid)
-        except psutil.Error:
-            continue
-    return out
-
-
 # ------------------------------------------------------------------ the scripts alone
 def _status(state: Path, job_id: str) -> str:
     env = {**os.environ, "AGENTMEM_CLUSTER_STATE": str(state)}
@@ -268,7 +253,7 @@ def test_smoke_workflow_through_cluster_generic_executor(workdir: Path) -> None:
     assert server_log.count("database system is shut down") == len(users)
     handles = json.loads((workdir / PG_STORE / "pgdata" / ".handle_pids.json").read_text())
     assert handles == []
-    assert live_postgres_under(workdir) == []
+    assert servers_under(workdir) == []
 
 
 def test_failed_job_is_reported_failed(workdir: Path) -> None:

@@ -127,3 +127,33 @@ def make_tiny() -> tuple[Corpus, Embeddings]:
     ids = memories["memory_id"].to_list()
     vecs = np.stack([fake_vector(b) for b in memories["body"].to_list()])
     return Corpus(memories=memories), Embeddings(ids=ids, matrix=vecs)
+
+
+def make_tiny_with_adr() -> tuple[Corpus, Embeddings]:
+    """Tiny plus M7 mentioning ADR-297 (and a near-miss M8 with ADR-298)."""
+    corpus, vectors = make_tiny()
+    extra = pl.DataFrame(
+        {
+            "memory_id": ["M7", "M8"],
+            "session_id": ["S4", "S4"],
+            "turn_no": [0, 1],
+            "seq": [6, 7],
+            "kind": ["semantic", "semantic"],
+            "body": [
+                "ADR-297 decided: memories live in SQLite with WAL.",
+                "ADR-298 is about logging.",
+            ],
+            "fact_id": ["F4", "F5"],
+            "created_day": [400, 401],
+            "source": ["user_message"] * 2,
+            "confidence": [0.9] * 2,
+            "superseded_by": [None, None],
+            "tokens": [8, 4],
+            "entity_ids": [["ADR-297"], ["ADR-298"]],
+        },
+        schema=corpus.memories.schema,
+    )
+    corpus.memories = pl.concat([corpus.memories, extra])
+    ids = corpus.memories["memory_id"].to_list()
+    mat = np.stack([fake_vector(b) for b in corpus.memories["body"].to_list()])
+    return corpus, Embeddings(ids=ids, matrix=mat)
