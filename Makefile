@@ -5,20 +5,34 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 CORES ?= 16
 STAMP := $(VENV)/.installed-stamp
+LOCK := requirements.lock
 
-.PHONY: help install reproduce test lint chromium bench schema clean
+.PHONY: help install lock reproduce test lint chromium bench schema clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml
+# The lock holds the exact version of every package (the dependencies and the dev extra of
+# pyproject.toml, pip and setuptools included); torch is 2.13.0+cpu, the CPU wheel pip finds
+# on this machine's disk (no nvidia-* packages; PyPI's torch 2.13.0 is a CUDA build).
+$(STAMP): $(LOCK) pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	# torch is pinned (==2.13.0) in pyproject: the CPU wheel; an unpinned torch pulls CUDA builds
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -r $(LOCK)
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	$(BIN)/python -m pip check
 	@touch $@
 
-install: $(STAMP)  ## create .venv if missing and install the project
+install: $(STAMP)  ## create .venv if missing and install the exact versions of requirements.lock
+
+# pip-compile keeps the lock's versions that still satisfy pyproject.toml; to move every
+# package to its newest allowed release: make lock LOCK_ARGS=--upgrade
+lock:  ## regenerate requirements.lock from pyproject.toml (dependencies and the dev extra)
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@test -x $(BIN)/pip-compile || $(BIN)/python -m pip install --quiet pip-tools==7.6.2
+	CUSTOM_COMPILE_COMMAND="make lock" $(BIN)/pip-compile --quiet --extra dev --allow-unsafe \
+	  --strip-extras --no-emit-index-url --no-emit-find-links $(LOCK_ARGS) \
+	  --output-file $(LOCK) pyproject.toml
+	@! grep -n '^nvidia-' $(LOCK) || { echo "$(LOCK) pulls CUDA packages: keep torch==2.13.0 (CPU)"; exit 1; }
 
 reproduce: $(STAMP)  ## run the whole study (snakemake --cores $(CORES)) and print the report path
 	$(BIN)/snakemake --cores $(CORES)

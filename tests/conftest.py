@@ -1,4 +1,4 @@
-"""Shared fixtures: a tiny hand-made corpus with deterministic fake vectors.
+"""Fixtures and hooks only; the helpers they use live in tests/support/.
 
 Arm unit tests use ``tiny`` (fast, no model); the conformance and end-to-end tests use the
 real smoke corpus and the real embedding model.
@@ -6,21 +6,17 @@ real smoke corpus and the real embedding model.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
-import numpy as np
-import polars as pl
 import pytest
+from support.conformance import SELECTED_ARMS
+from support.tiny import make_tiny
+from support.workflow import copy_workflow_config, run_snakemake
 
 from agentmem.arms.base import Corpus, Embeddings
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
-REPO = Path(__file__).resolve().parents[1]
-#: arms given with ``--arm`` (the conformance suite runs on these only); set in pytest_configure
-SELECTED_ARMS: list[str] = []
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -47,133 +43,16 @@ def pytest_configure(config: pytest.Config) -> None:
     SELECTED_ARMS[:] = list(dict.fromkeys(config.getoption("--arm")))
 
 
-def conformance_arms() -> list[str]:
-    """The arms the conformance suite runs on: those given with ``--arm``, else all."""
-    from agentmem.arms import ARMS
-
-    return list(SELECTED_ARMS) or sorted(ARMS)
-
-
-SHARED = REPO.parent / "shared"
-LOCOMO = SHARED / "data" / "locomo" / "locomo10.json"
-
-
-def fake_vector(text: str, dim: int = 384) -> np.ndarray:
-    """Deterministic unit vector from the sha256 of ``text`` (bag of hashed words)."""
-    v = np.zeros(dim, dtype=np.float32)
-    for w in text.lower().split():
-        h = int.from_bytes(hashlib.sha256(w.encode()).digest()[:8], "little")
-        v[h % dim] += 1.0
-    n = np.linalg.norm(v)
-    if n == 0:
-        v[0] = 1.0
-        n = 1.0
-    return v / n
-
-
-TINY_ROWS = [
-    # memory_id, session, turn, day, kind, body, fact, superseded_by, entities
-    (
-        "M1",
-        "S1",
-        0,
-        10,
-        "semantic",
-        "CFG-799 sets the timeout of SVC-5345 to 30s.",
-        "F1",
-        "M5",
-        ["CFG-799", "SVC-5345"],
-    ),
-    (
-        "M2",
-        "S1",
-        1,
-        12,
-        "semantic",
-        "The amber ledger gateway waits half a minute per call.",
-        "F1",
-        "M5",
-        ["CFG-799", "SVC-5345"],
-    ),
-    (
-        "M3",
-        "S1",
-        2,
-        15,
-        "episodic",
-        "Someone asked about CFG-799 in chat; nothing decided.",
-        None,
-        None,
-        ["CFG-799"],
-    ),
-    (
-        "M4",
-        "S2",
-        0,
-        200,
-        "episodic",
-        "INC-2356: SVC-5345 outage caused by a full disk.",
-        "F2",
-        None,
-        ["INC-2356", "SVC-5345"],
-    ),
-    (
-        "M5",
-        "S3",
-        0,
-        320,
-        "semantic",
-        "Correction: CFG-799 now sets the timeout of SVC-5345 to 45s.",
-        "F1",
-        None,
-        ["CFG-799", "SVC-5345"],
-    ),
-    (
-        "M6",
-        "S3",
-        1,
-        320,
-        "procedural",
-        "RUN-481: to rotate keys on SVC-77, drain traffic first.",
-        "F3",
-        None,
-        ["RUN-481", "SVC-77"],
-    ),
-]
-
-
-def make_tiny() -> tuple[Corpus, Embeddings]:
-    """Build the six-memory corpus above and fake 384-d vectors for its bodies."""
-    cols = list(zip(*TINY_ROWS, strict=True))
-    memories = pl.DataFrame(
-        {
-            "memory_id": list(cols[0]),
-            "session_id": list(cols[1]),
-            "turn_no": list(cols[2]),
-            "seq": list(range(len(TINY_ROWS))),
-            "kind": list(cols[4]),
-            "body": list(cols[5]),
-            "fact_id": list(cols[6]),
-            "created_day": list(cols[3]),
-            "source": ["user_message"] * len(TINY_ROWS),
-            "confidence": [0.9] * len(TINY_ROWS),
-            "superseded_by": list(cols[7]),
-            "tokens": [len(b.split()) for b in cols[5]],
-            "entity_ids": [list(e) for e in cols[8]],
-        },
-        schema_overrides={
-            "turn_no": pl.Int32,
-            "created_day": pl.Int32,
-            "seq": pl.Int64,
-            "tokens": pl.Int32,
-        },
-    )
-    ids = memories["memory_id"].to_list()
-    vecs = np.stack([fake_vector(b) for b in memories["body"].to_list()])
-    return Corpus(memories=memories), Embeddings(ids=ids, matrix=vecs)
-
-
 @pytest.fixture
 def tiny() -> tuple[Corpus, Embeddings]:
-    """The six-memory corpus with fake vectors (see ``TINY_ROWS``)."""
+    """The six-memory corpus with fake vectors (``support.tiny.TINY_ROWS``)."""
     return make_tiny()
+
+
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The whole workflow on config/smoke.yaml, run once per session; its working directory."""
+    wd = copy_workflow_config(tmp_path_factory.mktemp("e2e"))
+    proc = run_snakemake(wd)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
+    return wd

@@ -13,13 +13,14 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from support.corpora import build_corpus
 
 from agentmem.arms import ARMS
 from agentmem.arms.base import ArmError, Result
-from agentmem.config import CorpusConfig, SizeConfig
-from agentmem.corpus import load_corpus, write_corpus
+from agentmem.config import SizeConfig
+from agentmem.corpus import load_corpus
 from agentmem.corpus.queries import QUERY_CLASSES
-from agentmem.embeddings import embed_corpus, load_embeddings
+from agentmem.embeddings import load_embeddings
 from agentmem.trials import TrialError
 from agentmem.trials.anomaly import (
     ANOMALY_COLUMNS,
@@ -145,10 +146,9 @@ def test_select_probe_queries_in_class_order():
 def small(tmp_path_factory):
     """60-fact corpus, real embeddings, sqlite-fts and file-vec stores built then closed."""
     d = tmp_path_factory.mktemp("anomaly")
-    write_corpus(d / "corpus", SizeConfig(facts=60, queries_per_class=3), CorpusConfig())
-    embed_corpus(d / "corpus", d / "emb.parquet", d / "cache", progress=False)
-    corpus = load_corpus(d / "corpus")
-    vectors = load_embeddings(d / "emb.parquet")
+    corpus_dir, emb = build_corpus(d, SizeConfig(facts=60, queries_per_class=3))
+    corpus = load_corpus(corpus_dir)
+    vectors = load_embeddings(emb)
     for name in ("sqlite-fts", "file-vec"):
         arm = ARMS[name]()
         arm.build(corpus, vectors, d / "stores" / name)

@@ -1,6 +1,6 @@
 """Tests for the sqlite-graph arm (graph cognitive memory) on real apsw databases.
 
-The ``tiny`` corpus (tests/conftest.py) as a graph:
+The ``tiny`` corpus (tests/support/tiny.py) as a graph:
 
 - nodes 1..6 = M1..M6; node types semantic, semantic, episodic, episodic, semantic,
   procedural (the memory kinds);
@@ -24,8 +24,8 @@ import apsw
 import numpy as np
 import polars as pl
 import pytest
-from conftest import fake_vector, make_tiny
-from hostile import HOSTILE_TEXTS
+from support.hostile import HOSTILE_TEXTS
+from support.tiny import fake_vector, make_tiny, make_tiny_with_adr
 
 from agentmem.arms.base import (
     MEMORY_SCHEMA,
@@ -339,33 +339,9 @@ def test_hyphenated_identifier_finds_its_memories(built, text):
 
 
 def test_adr_identifier_alone_and_in_question(tmp_path):
-    corpus, vectors = make_tiny()
-    extra = pl.DataFrame(
-        {
-            "memory_id": ["M7", "M8"],
-            "session_id": ["S4", "S4"],
-            "turn_no": [0, 1],
-            "seq": [6, 7],
-            "kind": ["semantic", "semantic"],
-            "body": [
-                "ADR-297 decided: memories live in SQLite with WAL.",
-                "ADR-298 is about logging.",
-            ],
-            "fact_id": ["F4", "F5"],
-            "created_day": [400, 401],
-            "source": ["user_message"] * 2,
-            "confidence": [0.9] * 2,
-            "superseded_by": [None, None],
-            "tokens": [8, 4],
-            "entity_ids": [["ADR-297"], ["ADR-298"]],
-        },
-        schema=corpus.memories.schema,
-    )
-    corpus.memories = pl.concat([corpus.memories, extra])
-    ids = corpus.memories["memory_id"].to_list()
-    mat = np.stack([fake_vector(b) for b in corpus.memories["body"].to_list()])
+    corpus, vectors = make_tiny_with_adr()
     arm = SqliteGraphArm()
-    arm.build(corpus, Embeddings(ids=ids, matrix=mat), tmp_path)
+    arm.build(corpus, vectors, tmp_path)
     for text in ("ADR-297", "-ADR-297"):
         assert arm.query(q(text), 10).memory_ids[0] == "M7", text
     # In the question M7 leads FTS (adr-297 + decide) and M3 ("decided", plus the fake

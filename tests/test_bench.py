@@ -11,14 +11,14 @@ from __future__ import annotations
 import json
 import math
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
-import psutil
 import pytest
-from conftest import REPO, fake_vector
-from hostile import HOSTILE_TEXTS
+from support.hostile import HOSTILE_TEXTS
+from support.paths import REPO
+from support.postgres import servers_left
+from support.tiny import fake_vector
 
 from agentmem import bench, pg
 from agentmem.arms.base import Predicate, Query
@@ -503,28 +503,7 @@ def test_tiny_real_ingest_and_harness(tiny, tmp_path: Path, name: str) -> None:
     finally:
         arm.close()
     if name == "pg-gin":  # closing the arm stopped the embedded server
-        assert _servers_under(store) == []
-
-
-def _servers_under(path: Path, timeout_s: float = 15.0) -> list[int]:
-    """Pids of postgres processes whose command line names ``path``, after waiting for them."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        pids = []
-        for p in psutil.process_iter(["name", "cmdline", "status"]):
-            try:
-                alive = p.info["status"] != psutil.STATUS_ZOMBIE
-                if (
-                    alive
-                    and "postgres" in (p.info["name"] or "")
-                    and str(path) in " ".join(p.info["cmdline"] or [])
-                ):
-                    pids.append(p.pid)
-            except psutil.Error:
-                continue
-        if not pids or time.monotonic() > deadline:
-            return pids
-        time.sleep(0.2)
+        assert servers_left(store) == []
 
 
 def test_bench_arms_reports_an_arm_it_cannot_build(tiny, tmp_path: Path) -> None:

@@ -33,7 +33,6 @@ import shlex
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from itertools import pairwise
@@ -42,9 +41,10 @@ from pathlib import Path
 import polars as pl
 import psutil
 import pytest
-from conftest import REPO
+from support.paths import REPO
+from support.postgres import servers_under
+from support.workflow import SNAKEMAKE, copy_workflow_config
 
-SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
 CLUSTER = REPO / "tests" / "cluster"
 SUBMIT, STATUS, CANCEL = (CLUSTER / f"{n}.sh" for n in ("submit", "status", "cancel"))
 ARMS = ["sqlite-fts", "pg-hnsw"]
@@ -90,8 +90,7 @@ def workdir():
     terminated by its recorded pid before the directory is removed.
     """
     wd = Path(tempfile.mkdtemp(prefix="agentmem-cluster-"))
-    for d in ("config", "profiles"):
-        shutil.copytree(REPO / d, wd / d)
+    copy_workflow_config(wd)
     (wd / "config" / "cluster.yaml").write_text(CLUSTER_CONFIG)
     yield wd
     for pid in _job_pids(wd / ".cluster-state"):
@@ -175,22 +174,6 @@ def submitted_jobs(state: Path) -> list[dict]:
             }
         )
     return jobs
-
-
-def live_postgres_under(root: Path) -> list[int]:
-    """Pids of live (non-zombie) postgres processes whose command line names ``root``."""
-    out = []
-    for p in psutil.process_iter(["name", "cmdline", "status"]):
-        try:
-            if (
-                p.info["name"] == "postgres"
-                and p.info["status"] != psutil.STATUS_ZOMBIE
-                and any(str(root) in part for part in (p.info["cmdline"] or []))
-            ):
-                out.append(p.pid)
-        except psutil.Error:
-            continue
-    return out
 
 
 # ------------------------------------------------------------------ the scripts alone
@@ -285,7 +268,7 @@ def test_smoke_workflow_through_cluster_generic_executor(workdir: Path) -> None:
     assert server_log.count("database system is shut down") == starts
     handles = json.loads((workdir / PG_STORE / "pgdata" / ".handle_pids.json").read_text())
     assert handles == []
-    assert live_postgres_under(workdir) == []
+    assert servers_under(workdir) == []
 
 
 def test_failed_job_is_reported_failed(workdir: Path) -> None:

@@ -1,13 +1,10 @@
 """The config model, its generated schema, and validation errors that name the key."""
 
-from pathlib import Path
-
 import pytest
 import yaml
+from support.paths import REPO
 
 from agentmem.config import ConfigError, json_schema, load_config
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 def test_shipped_configs_validate():

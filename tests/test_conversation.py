@@ -25,13 +25,12 @@ from typing import get_args
 
 import numpy as np
 import polars as pl
-import psutil
 import pytest
+from support.corpora import small_corpus
+from support.postgres import servers_left
 
 from agentmem import pg
-from agentmem.config import ConversationConfig, CorpusConfig, SizeConfig
-from agentmem.corpus.io import write_corpus
-from agentmem.embeddings import embed_corpus
+from agentmem.config import ConversationConfig
 from agentmem.report.figures.conversation import plot
 from agentmem.summarise import SUMMARISERS
 from agentmem.sweeps.conversation import (
@@ -75,32 +74,6 @@ PARAMS = dict(
 )
 
 
-def servers_under(root: Path) -> list[int]:
-    """Pids of live (non-zombie) postgres processes whose command line names ``root``."""
-    out = []
-    for p in psutil.process_iter(["name", "cmdline", "status"]):
-        try:
-            if (
-                p.info["name"] == "postgres"
-                and p.info["status"] != psutil.STATUS_ZOMBIE
-                and any(str(root) in part for part in (p.info["cmdline"] or []))
-            ):
-                out.append(p.pid)
-        except psutil.Error:
-            continue
-    return out
-
-
-def small_corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """The small corpus + embeddings, made once per session (shared with test_decay)."""
-    d = tmp_path_factory.getbasetemp() / "small_corpus"
-    emb = d / "embeddings.parquet"
-    if not emb.is_file():
-        write_corpus(d / "corpus", SizeConfig(facts=80, queries_per_class=4), CorpusConfig())
-        embed_corpus(d / "corpus", emb, d / "cache", progress=False)
-    return d / "corpus", emb
-
-
 @pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory):
     """Module work root in embedded mode; at the end no postgres server may run under it."""
@@ -109,8 +82,8 @@ def root(tmp_path_factory: pytest.TempPathFactory):
     path = tmp_path_factory.mktemp("conversation")
     yield path
     mp.undo()
-    gone = pg._wait(lambda: not servers_under(path), 15.0)
-    assert gone, f"postgres servers still running under {path}: {servers_under(path)}"
+    left = servers_left(path)
+    assert left == [], f"postgres servers still running under {path}: {left}"
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +101,7 @@ def run(root: Path, corpus: tuple[Path, Path]):
         **PARAMS | dict(conversations=2, turns=TURNS, l1_max_tokens=CAP, k=K, arms=ARMS),
     )
     # the store's server was stopped when the run closed the arm
-    assert pg._wait(lambda: not servers_under(root), 15.0)
+    assert servers_left(root) == []
     return r
 
 
@@ -163,7 +136,8 @@ def test_columns_rows_and_order(run):
     for s in STRATEGIES:
         for c in (0, 1):
             assert per(t, s, c)["turn"].to_list() == list(range(1, TURNS + 1))
-    assert (t["latency_ms"] >= 0).all() and (t["context_tokens"] > 0).all()
+    assert t["latency_ms"].is_between(0, 60_000, closed="none").all()
+    assert (t["context_tokens"] > 0).all()
     # every arm remembered every turn; append has no store
     assert t.filter(pl.col("strategy") == "append")["remember_ms"].null_count() == 2 * TURNS
     assert (t.filter(pl.col("strategy") != "append")["remember_ms"] > 0).all()
@@ -195,7 +169,7 @@ def test_cumulative_is_running_sum_and_monotone(run):
         for c in (0, 1):
             d = per(run.table, s, c)
             cum = d["cumulative_tokens"].to_numpy()
-            assert np.all(np.diff(cum) >= 0)
+            assert np.all(np.diff(cum) > 0)  # every turn adds context tokens
             assert cum.tolist() == np.cumsum(d["context_tokens"].to_numpy()).tolist()
 
 

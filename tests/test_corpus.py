@@ -2,10 +2,10 @@
 study's specification (Table 5, restatements, counts) at the main size."""
 
 import json
-from pathlib import Path
 
 import polars as pl
 import pytest
+from support.paths import REPO
 
 from agentmem.config import CorpusConfig, SizeConfig, load_config
 from agentmem.corpus import write_corpus
@@ -14,7 +14,7 @@ from agentmem.corpus.spec import corpus_spec_table, restatement_stats
 from agentmem.corpus.templates import DISTRACTORS
 
 SMALL = SizeConfig(facts=300, queries_per_class=10)
-CONFIG = load_config(Path(__file__).resolve().parents[1] / "config" / "config.yaml")
+CONFIG = load_config(REPO / "config" / "config.yaml")
 MAIN = CONFIG.sizes[CONFIG.main_size]
 
 
@@ -187,7 +187,10 @@ def test_main_size_table5_matches_the_study(main_dir, request, tmp_path):
     ids = mem["memory_id"].to_list()
     need = set(qrels["memory_id"].to_list()) | {ids[i] for i in (*a.tolist(), *b.tolist())}
     sub = mem.filter(pl.col("memory_id").is_in(sorted(need)))
-    cache = request.config.cache.mkdir("agentmem-embeddings")
+    # pytest's cache directory keeps the vectors between runs; without it (-p no:cacheprovider)
+    # they are computed into tmp_path
+    store = getattr(request.config, "cache", None)
+    cache = store.mkdir("agentmem-embeddings") if store is not None else tmp_path / "cache"
     embed_texts(
         q["query_id"].to_list() + sub["memory_id"].to_list(),
         q["text"].to_list() + sub["body"].to_list(),

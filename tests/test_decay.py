@@ -1,7 +1,7 @@
-"""Tests for the decay sweep (issue 8), its figure, and the issue's conflict-resolution cases.
+"""Tests for the decay sweep, its figure, and the graph arm's conflict-resolution cases.
 
-The decay sweep runs on the small generated corpus (80 facts, shared with
-test_conversation) with real embeddings and a real ``sqlite-graph`` store. Its pruned
+The decay sweep runs on the small generated corpus (``support.corpora.small_corpus``, 80
+facts) with real embeddings and a real ``sqlite-graph`` store. Its pruned
 fraction and valid-fact recall are checked against an independent Python computation of
 the seed's rule: a node's confidence on day ``d`` is ``base * exp(-rate * (d - last) **
 0.8)`` with ``(base, rate, last) = (confidence, DECAY_RATES[type], created_day)``, or
@@ -9,7 +9,7 @@ the seed's rule: a node's confidence on day ``d`` is ``base * exp(-rate * (d - l
 below 0.05, never when episodic.
 
 The conflict tests drive the graph arm through its public API (add_node / correct /
-query) on the ``tiny`` corpus with the deterministic fake vectors of tests/conftest.py.
+query) on the ``tiny`` corpus with the deterministic fake vectors of tests/support/tiny.py.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from pathlib import Path
 import apsw
 import polars as pl
 import pytest
-from conftest import fake_vector, make_tiny
-from test_conversation import small_corpus
+from support.corpora import small_corpus
+from support.tiny import fake_vector, make_tiny
 
 from agentmem.arms.base import Query
 from agentmem.arms.graph import (
@@ -183,7 +183,7 @@ def test_figure(long_run, tmp_path):
     assert (tmp_path / "decay.png").stat().st_size > 1000
 
 
-# ------------------------------------------------------ conflict resolution (issue 8)
+# ------------------------------------------------------------------ conflict resolution
 @pytest.fixture
 def graph(tmp_path: Path):
     corpus, vectors = make_tiny()

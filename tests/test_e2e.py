@@ -1,21 +1,21 @@
-"""End-to-end: the real workflow on config/smoke.yaml in a temporary directory."""
+"""End-to-end: the real workflow on config/smoke.yaml (the ``smoke_run`` fixture of conftest.py)."""
 
 from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
-from pathlib import Path
+from html import escape
 
 import polars as pl
 import pytest
-from conftest import REPO
+from support.paths import REPO
+from support.workflow import copy_workflow_config, run_snakemake
 
 from agentmem.config import load_config
 from agentmem.corpus.queries import QUERY_CLASSES
+from agentmem.report.capture import package_versions
+from agentmem.report.html import _versions
 
-SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
 FIGURES = (
     "ndcg_heatmap",
     "crash",
@@ -33,35 +33,6 @@ FIGURES = (
     "conversation",
     "decay",
 )
-
-
-def _workdir(tmp: Path) -> Path:
-    for d in ("config", "profiles"):
-        shutil.copytree(REPO / d, tmp / d)
-    return tmp
-
-
-def _snakemake(workdir: Path, *args: str, config: str = "config/smoke.yaml"):
-    cmd = [
-        SNAKEMAKE,
-        "-s",
-        str(REPO / "Snakefile"),
-        "--directory",
-        str(workdir),
-        "--cores",
-        "2",
-        f"--configfile={config}",
-        *args,
-    ]
-    return subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=900)
-
-
-@pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory):
-    wd = _workdir(tmp_path_factory.mktemp("e2e"))
-    proc = _snakemake(wd)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
-    return wd
 
 
 def test_outputs_exist(smoke_run):
@@ -108,6 +79,18 @@ def test_by_class_table_long_form(smoke_run):
     assert html.count("data:image/svg+xml;base64,") == len(FIGURES)  # figures embedded
 
 
+def test_capture_and_report_record_the_versions(smoke_run):
+    """capture.json names the engines' and libraries' versions; the report shows them."""
+    env = json.loads((smoke_run / "results/capture.json").read_text())["environment"]
+    assert env["packages"] == {**package_versions(), "sqlite": env["engines"]["sqlite"]}
+    pgsql = env["engines"]["postgresql"]
+    assert pgsql["server"] and pgsql["pgvector"] and "error" not in pgsql
+    html = (smoke_run / "results/report/index.html").read_text()
+    assert "Engines and libraries of this run" in html
+    for name, version in _versions(env):
+        assert f"<td>{escape(name)}</td><td>{escape(version or '–')}</td>" in html, name
+
+
 def test_sweep_tables(smoke_run):
     cfg = load_config(REPO / "config/smoke.yaml")
     post = pl.read_csv(smoke_run / "results/sweeps/postfilter.csv")
@@ -136,7 +119,7 @@ def test_sweep_tables(smoke_run):
 
 def test_report_in_a_real_browser(smoke_run):
     """Headless Chromium: every figure loads, no console errors; screenshot kept."""
-    from browser import chromium_path, inspect_page
+    from support.browser import chromium_path, inspect_page
 
     if chromium_path() is None:
         pytest.skip("no Chromium: `make test` installs Debian's chromium package (needs root)")
@@ -164,7 +147,7 @@ def test_editing_one_figure_reruns_only_that_figure(smoke_run):
     try:  # an edit: new content (Snakemake 9 also checks checksums, not only mtimes)
         module.write_bytes(original + b"\n# edited by test_e2e\n")
         os.utime(module, (time.time() + 5, time.time() + 5))
-        proc = _snakemake(smoke_run, "-n", "results/figures/crash.svg")
+        proc = run_snakemake(smoke_run, "-n", "results/figures/crash.svg")
     finally:
         module.write_bytes(original)
         os.utime(module, ns=(st.st_atime_ns, st.st_mtime_ns))
@@ -176,15 +159,15 @@ def test_editing_one_figure_reruns_only_that_figure(smoke_run):
 
 
 def test_second_run_does_nothing(smoke_run):
-    proc = _snakemake(smoke_run, "-n")
+    proc = run_snakemake(smoke_run, "-n")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Nothing to be done" in proc.stdout + proc.stderr
 
 
 def test_bad_config_stops_before_any_job(tmp_path):
-    wd = _workdir(tmp_path)
+    wd = copy_workflow_config(tmp_path)
     (wd / "config" / "bad.yaml").write_text("run: {k: 0}\nbogus_key: 1\n")
-    proc = _snakemake(wd, config="config/bad.yaml")
+    proc = run_snakemake(wd, config="config/bad.yaml")
     assert proc.returncode != 0
     assert "bogus_key" in proc.stderr
     assert not (wd / "results").exists()
@@ -196,27 +179,27 @@ def test_bad_config_stops_before_any_job(tmp_path):
 )
 def test_resources_flag_without_bench_slot_1_stops_before_any_job(tmp_path, resources, got):
     """--resources replaces the profile's list; the cap that keeps timing jobs apart must stay."""
-    wd = _workdir(tmp_path)
-    proc = _snakemake(wd, "--resources", *resources)
+    wd = copy_workflow_config(tmp_path)
+    proc = run_snakemake(wd, "--resources", *resources)
     assert proc.returncode != 0
     assert f"bench_slot must be 1 (got {got})" in proc.stderr
     assert "--resources bench_slot=1 background_slot=<N>" in proc.stderr
     assert not (wd / "results").exists()
-    ok = _snakemake(wd, "-n", "--resources", "bench_slot=1", "background_slot=6")
+    ok = run_snakemake(wd, "-n", "--resources", "bench_slot=1", "background_slot=6")
     assert ok.returncode == 0, ok.stderr[-3000:]
 
 
 def test_locomo_targets(tmp_path):
     """LoCoMo through the workflow (first conversation), when ../shared is present."""
-    from conftest import LOCOMO
+    from support.paths import LOCOMO
 
     if not LOCOMO.is_file():
         pytest.skip(f"LoCoMo file {LOCOMO} absent (a user's clone has no ../shared)")
-    wd = _workdir(tmp_path)
+    wd = copy_workflow_config(tmp_path)
     (wd / "config" / "loc.yaml").write_text(
         f"external:\n  locomo:\n    path: {LOCOMO}\n    limit_conversations: 1\n"
     )
-    proc = _snakemake(
+    proc = run_snakemake(
         wd,
         "results/external/locomo/scores.csv",
         "results/figures/locomo.svg",
@@ -238,8 +221,8 @@ def test_locomo_targets(tmp_path):
 
 
 def test_locomo_target_without_file_says_where_to_get_it(tmp_path):
-    wd = _workdir(tmp_path)
-    proc = _snakemake(
+    wd = copy_workflow_config(tmp_path)
+    proc = run_snakemake(
         wd, "results/external/locomo/corpus/manifest.json", config="config/config.yaml"
     )
     assert proc.returncode != 0

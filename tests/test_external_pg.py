@@ -43,15 +43,17 @@ import polars as pl
 import psutil
 import psycopg
 import pytest
-from conftest import REPO, fake_vector, make_tiny
 from pgserver._commands import POSTGRES_BIN_PATH
 from psycopg import sql
+from support.paths import REPO
+from support.tiny import fake_vector, make_tiny
+from support.workflow import SNAKEMAKE, copy_workflow_config
 
 from agentmem import pg
 from agentmem.arms.base import ArmError, Embeddings, Predicate, Query
 from agentmem.arms.postgres import PgGinArm, PgHnswArm
+from agentmem.report.capture import engine_versions
 
-SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
 SUPER_PW = "Sup3r-pw-9d1c"
 PASSWORDS = {
     "agentmem": "agent-Pw-7f3e2a",
@@ -274,7 +276,7 @@ def test_build_query_reopen_and_one_database_per_arm_and_store(
     """pg-hnsw and pg-gin on the tiny corpus, each in its own database on the server.
 
     ``agentmem`` relies on the administrator's pgvector in template1; ``agentsuper``
-    could install it itself. Expected rankings (tests/conftest.py tiny corpus): the fake
+    could install it itself. Expected rankings (tests/support/tiny.py): the fake
     vector of M3's body is M3's own vector (distance 0); "CFG-799" is in M1, M3, M5 and
     M1, M2 are superseded, so GIN with ``superseded_by IS NULL`` gives {M5, M3} and an
     exact count of 4 (six memories minus the two superseded). Then pg-gin remembers X1
@@ -451,6 +453,24 @@ def test_unreachable_server_is_a_clear_error(
     assert PASSWORDS["agentmem"] not in str(err.value)
 
 
+def test_capture_records_the_external_servers_versions(
+    server: StandaloneServer, use_dsn, tmp_path: Path
+) -> None:
+    """With AGENTMEM_PG_DSN set the capture asks that server; a refused port is recorded."""
+    with server.admin() as c:
+        want = c.execute("SHOW server_version").fetchone()[0]
+        (vector,) = c.execute(
+            "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'"
+        ).fetchone()
+    use_dsn(server.dsn("agentmem"))
+    got = engine_versions()["postgresql"]
+    assert got == {"source": "external, AGENTMEM_PG_DSN", "server": want, "pgvector": vector}
+    use_dsn(f"postgresql://agentmem:{PASSWORDS['agentmem']}@127.0.0.1:{free_port()}/postgres")
+    got = engine_versions()["postgresql"]
+    assert (got["server"], got["pgvector"]) == (None, None)
+    assert "Connection refused" in got["error"] and PASSWORDS["agentmem"] not in got["error"]
+
+
 @pytest.mark.parametrize("form", ["uri", "keyword"])
 def test_wrong_password_is_a_clear_error(
     server: StandaloneServer, use_dsn, tmp_path: Path, form: str
@@ -480,8 +500,7 @@ def test_workflow_with_external_dsn(
     run_arm builds the store's database; run_budget_sweep (another job, another process)
     reopens it. No embedded server is started and the password is written nowhere.
     """
-    for d in ("config", "profiles"):
-        shutil.copytree(REPO / d, tmp_path / d)
+    copy_workflow_config(tmp_path)
     (tmp_path / "config" / "ext.yaml").write_text("arms: [pg-hnsw]\n")
     dsn = server.dsn("agentmem")
     env = {**os.environ, pg.ENV_DSN: dsn, "HF_HUB_OFFLINE": "1"}

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
+from support.paths import REPO
 
 
 def test_run_in_background_raises_niceness_and_never_lowers_it() -> None:

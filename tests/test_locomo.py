@@ -12,7 +12,7 @@ import math
 
 import polars as pl
 import pytest
-from conftest import LOCOMO, REPO
+from support.paths import LOCOMO, REPO
 
 from agentmem.corpus.io import load_corpus, load_qrels
 from agentmem.external.locomo import (

@@ -1,9 +1,13 @@
-"""Metrics against hand-computed values."""
+"""Metrics against hand-computed values and against trec_eval / MS MARCO (ir-measures)."""
 
 import math
+from pathlib import Path
 
+import ir_measures
 import polars as pl
 import pytest
+from ir_measures import RR, R, nDCG
+from ir_measures import P as Precision
 
 from agentmem.metrics import (
     bootstrap_ci,
@@ -120,3 +124,75 @@ def test_bootstrap_ci_brackets_mean_and_is_seeded():
     assert lo < 0.5 < hi
     assert (lo, hi) == bootstrap_ci(vals, seed=3)
     assert bootstrap_ci([0.7] * 10) == (pytest.approx(0.7), pytest.approx(0.7))
+
+
+def _library_scores(runs: pl.DataFrame, qrels: pl.DataFrame, k: int) -> dict[str, dict]:
+    """Per query: trec_eval's nDCG@k, R@k, P@k and RR, MS MARCO's RR@k (ir-measures)."""
+    judged = {}
+    for q, m in zip(qrels["query_id"], qrels["memory_id"], strict=True):
+        judged.setdefault(q, {})[m] = 1  # binary: every qrels row is relevant
+    ranked = runs.filter(pl.col("memory_id").is_not_null()).sort("query_id", "rank")
+    run: dict[str, dict[str, float]] = {}
+    for q, m, rank in ranked.select("query_id", "memory_id", "rank").iter_rows():
+        assert m not in run.get(q, {}), (q, m)  # an arm returns each id once
+        run.setdefault(q, {})[m] = -float(rank)  # distinct scores: the arm's own order
+    out: dict[str, dict] = {}
+    trec = ir_measures.pytrec_eval.iter_calc([nDCG @ k, R @ k, Precision @ k, RR], judged, run)
+    for measure in (*trec, *ir_measures.msmarco.iter_calc([RR @ k], judged, run)):
+        out.setdefault(measure.query_id, {})[str(measure.measure)] = measure.value
+    return out
+
+
+def test_smoke_run_scores_equal_trec_eval_and_ms_marco(smoke_run: Path):
+    """The smoke run's per-query scores, every arm, against ir-measures to 1e-9.
+
+    Conventions, ours -> the library's (ir-measures 0.4.3):
+
+    - qrels are binary: every qrels row is relevant with gain 1 (trec_eval's ``rel = 1``).
+    - nDCG@10 = trec_eval ``ndcg_cut_10`` (gain = rel, discount log2(rank + 1), ideal DCG of
+      the judged relevant set cut at 10): equal.
+    - recall@10 = trec_eval ``recall_10``: equal.
+    - MRR is cut at k = 10 (``per_query`` passes k): MS MARCO's ``RR@10`` (its MRR@10
+      script); ``reciprocal_rank`` without a cut-off equals trec_eval's ``recip_rank``.
+    - precision@10 divides by the number returned, trec_eval's ``P_10`` by 10:
+      ours = P_10 * 10 / min(returned, 10), and 0 when nothing is returned.
+    - The run is handed over as scores -rank, so trec_eval's sort by score keeps the arm's
+      ranking; a query with nothing returned scores 0 on every measure in both.
+    """
+    k = 10
+    qrels = pl.read_parquet(smoke_run / "results/corpus/xs/qrels.parquet")
+    relevant: dict[str, set[str]] = {}
+    for q, m in zip(qrels["query_id"], qrels["memory_id"], strict=True):
+        relevant.setdefault(q, set()).add(m)
+    runs_dir = smoke_run / "results/runs/xs"
+    arms = sorted(p.stem for p in runs_dir.glob("*.parquet"))
+    assert len(arms) >= 5
+    compared = 0
+    partial = 0
+    for arm in arms:
+        runs = pl.read_parquet(runs_dir / f"{arm}.parquet")
+        ours = pl.read_parquet(smoke_run / f"results/metrics/xs/{arm}.parquet")
+        lib = _library_scores(runs, qrels, k)
+        ranked: dict[str, list[str]] = {}
+        for q, m in runs.sort("query_id", "rank").select("query_id", "memory_id").iter_rows():
+            ranked.setdefault(q, [])
+            if m is not None:
+                ranked[q].append(m)
+        for row in ours.iter_rows(named=True):
+            q = row["query_id"]
+            got = lib.get(q, {})
+            want_p = got.get(f"P@{k}", 0.0) * k / row["returned"] if row["returned"] else 0.0
+            pairs = [
+                ("ndcg_at_10", row["ndcg_at_10"], got.get(f"nDCG@{k}", 0.0)),
+                ("recall_at_10", row["recall_at_10"], got.get(f"R@{k}", 0.0)),
+                ("mrr", row["mrr"], got.get(f"RR@{k}", 0.0)),
+                ("precision_at_10", row["precision_at_10"], want_p),
+                ("rr uncut", reciprocal_rank(ranked[q], relevant[q]), got.get("RR", 0.0)),
+            ]
+            for name, a, b in pairs:
+                assert a == pytest.approx(b, abs=1e-9, rel=0), (arm, q, name, a, b)
+            compared += 1
+            partial += 0 < row["ndcg_at_10"] < 1
+    # not vacuous: every arm's every query, many of them neither 0 nor 1
+    assert compared == len(arms) * qrels["query_id"].n_unique()
+    assert partial > 20

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from conftest import REPO
+from support.paths import REPO
+from support.workflow import copy_workflow_config
 
 from agentmem.arms import BUILTIN_ARMS
 from agentmem.arms.base import ArmBase, Capabilities
@@ -263,8 +264,7 @@ def test_check_arm_refuses_unknown_and_broken_arms(broken_sites):
 
 # -------------------------------------------------------------------- the workflow
 def _workdir(tmp: Path, arms: list[str]) -> Path:
-    for d in ("config", "profiles"):
-        shutil.copytree(REPO / d, tmp / d)
+    copy_workflow_config(tmp)
     (tmp / "config" / "plugin.yaml").write_text(f"arms: {json.dumps(arms)}\n")
     return tmp
 

@@ -1,6 +1,6 @@
 """The smoke workflow with ``--profile profiles/slurm`` on a real single-node SLURM.
 
-The module starts its own SLURM (``tests/slurm_cluster.py``: munged, slurmctld and slurmd
+The module starts its own SLURM (``tests/support/slurm_cluster.py``: munged, slurmctld and slurmd
 in a scratch directory, one node, one default partition, no accounting database) and
 runs Snakemake as a cluster user does, ``snakemake --profile profiles/slurm``, through
 the real ``snakemake-executor-plugin-slurm``: every job is a real ``sbatch`` job that
@@ -41,7 +41,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -54,10 +53,10 @@ import numpy as np
 import polars as pl
 import pytest
 import yaml
-from conftest import REPO
-from slurm_cluster import Node, SingleNodeSlurm, ensure_installed, slurm_version
+from support.paths import REPO
+from support.slurm_cluster import Node, SingleNodeSlurm, ensure_installed, slurm_version
+from support.workflow import SNAKEMAKE, copy_workflow_config
 
-SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
 PROFILE = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
 #: the flags a single-node test cluster adds to the profile (see the module docstring)
 TEST_CLUSTER_FLAGS = (
@@ -100,8 +99,7 @@ def _node_for_profile() -> Node:
 
 def _workdir(extra_config: str = "{}\n") -> Path:
     wd = Path(tempfile.mkdtemp(prefix="agentmem-slurm-"))
-    for d in ("config", "profiles"):
-        shutil.copytree(REPO / d, wd / d)
+    copy_workflow_config(wd)
     (wd / "config" / "test.yaml").write_text(extra_config)
     return wd
 

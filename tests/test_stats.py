@@ -5,7 +5,7 @@ import math
 import numpy as np
 import polars as pl
 import pytest
-from conftest import REPO
+from support.paths import REPO
 
 from agentmem.metrics import METRICS
 from agentmem.report.stats import (

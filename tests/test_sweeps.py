@@ -15,13 +15,14 @@ import re
 from pathlib import Path
 
 import polars as pl
-import psutil
 import pytest
+from support.corpora import small_corpus
+from support.paths import REPO
+from support.postgres import servers_left
 
 from agentmem import pg
-from agentmem.config import CorpusConfig, SizeConfig
-from agentmem.corpus.io import load_corpus, load_qrels, load_queries, write_corpus
-from agentmem.embeddings import embed_corpus, load_embeddings
+from agentmem.corpus.io import load_corpus, load_qrels, load_queries
+from agentmem.embeddings import load_embeddings
 from agentmem.metrics import ndcg_at_k
 from agentmem.runner import make_arm
 from agentmem.sweeps.budget import BUDGET_SCHEMA, budget_per_query, budget_sweep
@@ -41,32 +42,13 @@ ARMS = ("file-vec-meta", "pg-hnsw", "pg-hnsw-iterative", "sqlite-fts")
 PG_ARMS = ("pg-hnsw", "pg-hnsw-iterative")
 
 
-def servers_under(root: Path) -> list[int]:
-    """Pids of live (non-zombie) postgres processes whose command line names ``root``."""
-    out = []
-    for p in psutil.process_iter(["name", "cmdline", "status"]):
-        try:
-            if (
-                p.info["name"] == "postgres"
-                and p.info["status"] != psutil.STATUS_ZOMBIE
-                and any(str(root) in part for part in (p.info["cmdline"] or []))
-            ):
-                out.append(p.pid)
-        except psutil.Error:
-            continue
-    return out
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory):
     """Corpus dir, embeddings path and {arm: store dir}, every arm built and closed."""
     mp = pytest.MonkeyPatch()
     mp.delenv(pg.ENV_DSN, raising=False)  # embedded servers under the temp root
     root = tmp_path_factory.mktemp("sweeps")
-    corpus_dir = root / "corpus"
-    write_corpus(corpus_dir, SizeConfig(facts=80, queries_per_class=4), CorpusConfig())
-    emb = root / "embeddings.parquet"
-    embed_corpus(corpus_dir, emb, root / "cache", progress=False)
+    corpus_dir, emb = small_corpus(tmp_path_factory)
     corpus, vectors = load_corpus(corpus_dir), load_embeddings(emb)
     stores = {}
     for name in ARMS:
@@ -78,11 +60,11 @@ def built(tmp_path_factory: pytest.TempPathFactory):
         finally:
             arm.close()
         stores[name] = store
-    assert pg._wait(lambda: not servers_under(root), 15.0)  # close() stopped the server
+    assert servers_left(root) == []  # close() stopped the server
     yield corpus_dir, emb, stores
     mp.undo()
-    gone = pg._wait(lambda: not servers_under(root), 15.0)
-    assert gone, f"postgres servers still running under {root}: {servers_under(root)}"
+    left = servers_left(root)
+    assert left == [], f"postgres servers still running under {root}: {left}"
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +88,7 @@ def test_postfilter_roles_come_from_declarations() -> None:
     from agentmem.config import load_config
 
     assert postfilter_roles(REGISTRY) == (["file-vec-meta"], ["pg-hnsw", "pg-hnsw-iterative"])
-    cfg = load_config(Path(__file__).resolve().parents[1] / "config" / "config.yaml")
+    cfg = load_config(REPO / "config" / "config.yaml")
     assert postfilter_roles(cfg.arms) == (["file-vec-meta"], ["pg-hnsw", "pg-hnsw-iterative"])
     # configured order is kept; arms playing neither role are left out
     assert postfilter_roles(["pg-hnsw-iterative", "sqlite-fts", "file-vec", "pg-hnsw"]) == (

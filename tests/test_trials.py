@@ -22,6 +22,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from support.paths import REPO
 
 from agentmem.config import CRASH_FAMILIES, CrashConfig, LostUpdateConfig, TrialsConfig
 from agentmem.pg import EmbeddedServer
@@ -44,7 +45,6 @@ from agentmem.trials.lost_update import (
     run_lost_update_matrix,
 )
 
-REPO = Path(__file__).resolve().parents[1]
 SEED = 7
 
 

@@ -7,10 +7,10 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from support.corpora import build_corpus
 
 from agentmem.arms.base import Embeddings
-from agentmem.config import CorpusConfig, SizeConfig
-from agentmem.corpus import write_corpus
+from agentmem.config import SizeConfig
 from agentmem.corpus.queries import QUERY_CLASSES
 from agentmem.corpus.validation import (
     PROBE_SCHEMA,
@@ -26,7 +26,6 @@ from agentmem.corpus.validation import (
     validation_table_from,
     write_validation,
 )
-from agentmem.embeddings import embed_corpus
 
 DIM = 384
 
@@ -250,11 +249,9 @@ def test_missing_inputs_named(tmp_path, hand):
 
 @pytest.fixture(scope="module")
 def real(tmp_path_factory):
-    d = tmp_path_factory.mktemp("valcorpus")
-    write_corpus(d, SizeConfig(facts=150, queries_per_class=8), CorpusConfig())
-    emb = d / "emb.parquet"
-    embed_corpus(d, emb, tmp_path_factory.mktemp("embcache"), progress=False)
-    return d, emb
+    return build_corpus(
+        tmp_path_factory.mktemp("valcorpus"), SizeConfig(facts=150, queries_per_class=8)
+    )
 
 
 def test_real_corpus_has_the_designed_properties(real, tmp_path):

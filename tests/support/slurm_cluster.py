@@ -173,7 +173,7 @@ class SingleNodeSlurm:
         r, h = self.root, self.nodename
         self.conf.write_text(
             f"""\
-# single-node test cluster (tests/slurm_cluster.py)
+# single-node test cluster (tests/support/slurm_cluster.py)
 ClusterName=agentmemtest
 SlurmctldHost={h}(127.0.0.1)
 SlurmctldPort={ctld_port}
