@@ -7,8 +7,8 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO
 from snakemake.iocontainers import Namedlist
+from support.paths import REPO
 
 from agentmem.jobs import corpus_dir
 
