@@ -22,6 +22,7 @@ import psycopg
 from psycopg import sql
 
 from agentmem.arms.base import Arm, Corpus, Embeddings, RawIngest
+from agentmem.arms.sqlite.connection import remove_database
 from agentmem.bench.errors import BenchError
 
 
@@ -115,8 +116,7 @@ def _sqlite_write(path: Path, dumps: Sequence[_TableDump]) -> float:
         Milliseconds of the transaction: the ``CREATE TABLE`` statements and one
         ``executemany`` ``INSERT`` per table.
     """
-    for suffix in ("", "-wal", "-shm"):
-        Path(str(path) + suffix).unlink(missing_ok=True)
+    remove_database(path)
     conn = apsw.Connection(str(path))
     try:
         conn.execute("PRAGMA journal_mode=WAL").fetchall()

@@ -44,6 +44,7 @@ from agentmem.arms.graph.schema import (
     SCHEMA,
     node_type_of,
 )
+from agentmem.arms.sqlite.connection import remove_database
 
 
 class SqliteGraphArm(RememberMixin, DecayMixin, RetrievalMixin):
@@ -138,8 +139,7 @@ class SqliteGraphArm(RememberMixin, DecayMixin, RetrievalMixin):
         store_dir = Path(store_dir)
         store_dir.mkdir(parents=True, exist_ok=True)
         path = store_dir / DB_NAME
-        for suffix in ("", "-wal", "-shm"):
-            Path(str(path) + suffix).unlink(missing_ok=True)
+        remove_database(path)
         mem = corpus.memories
         missing = [c for c in MEMORY_COLUMNS if c not in mem.columns]
         if missing:

@@ -8,6 +8,8 @@ rules are in ``docs/arms/sqlite-graph.md``.
 
 from __future__ import annotations
 
+from agentmem.arms.sqlite.schema import MEMORY_COLUMNS as SQLITE_MEMORY_COLUMNS
+
 #: SQLite file of the store inside the store directory.
 DB_NAME = "graph.db"
 #: Node types of the seed; a memory ``kind`` outside this set becomes ``episodic``.
@@ -18,21 +20,7 @@ EDGE_TYPES: tuple[str, ...] = ("temporal", "causal", "entity", "derived_from", "
 #: Tables a ``graph.db`` must hold.
 REQUIRED_TABLES = frozenset({"nodes", "entity_nodes", "edges", "nodes_fts", "node_vectors"})
 #: Memory columns the arm reads from a corpus and returns from ``fetch``.
-MEMORY_COLUMNS = (
-    "memory_id",
-    "session_id",
-    "turn_no",
-    "seq",
-    "kind",
-    "body",
-    "fact_id",
-    "created_day",
-    "source",
-    "confidence",
-    "superseded_by",
-    "tokens",
-    "entity_ids",
-)
+MEMORY_COLUMNS = (*SQLITE_MEMORY_COLUMNS, "entity_ids")
 
 SCHEMA = """
 CREATE TABLE nodes(

@@ -18,6 +18,12 @@ from agentmem.arms.base import ArmError
 BUSY_TIMEOUT_MS = 10_000
 
 
+def remove_database(path: Path) -> None:
+    """Delete the SQLite file ``path`` and its ``-wal`` / ``-shm`` companions, if present."""
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+
+
 def connect(path: Path, *, create: bool, sqlite_vec: bool, arm: str) -> apsw.Connection:
     """Open ``path`` read-write, loading sqlite-vec when ``sqlite_vec`` is set.
 

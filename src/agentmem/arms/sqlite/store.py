@@ -33,7 +33,7 @@ from agentmem.arms.base import (
     prepare_memories,
 )
 from agentmem.arms.rows import fetch_ids
-from agentmem.arms.sqlite.connection import connect, object_sizes
+from agentmem.arms.sqlite.connection import connect, object_sizes, remove_database
 from agentmem.arms.sqlite.rows import (
     bulk_load,
     entity_rows,
@@ -118,8 +118,7 @@ class SqliteArm(ArmBase):
         store_dir = Path(store_dir)
         store_dir.mkdir(parents=True, exist_ok=True)
         path = store_dir / DB_NAME
-        for suffix in ("", "-wal", "-shm"):
-            Path(str(path) + suffix).unlink(missing_ok=True)
+        remove_database(path)
 
         mem = corpus.memories
         missing = [c for c in (*MEMORY_COLUMNS, "entity_ids") if c not in mem.columns]

@@ -25,6 +25,8 @@ from agentmem.arms.base import (
     StorageStats,
     checked_vector,
 )
+from agentmem.arms.postgres.catalog import relation_sizes
+from agentmem.arms.sqlite.connection import remove_database
 from agentmem.arms.three_tier.schema import (
     DB_NAME,
     L3_NAMES,
@@ -153,8 +155,7 @@ class TierStore(ArmBase):
         store_dir.mkdir(parents=True, exist_ok=True)
         self._store_dir = store_dir
         path = store_dir / DB_NAME
-        for suffix in ("", "-wal", "-shm"):
-            Path(str(path) + suffix).unlink(missing_ok=True)
+        remove_database(path)
         db = self._connect_sqlite(path, create=True)
         self._db = db
         try:
@@ -279,25 +280,7 @@ class TierStore(ArmBase):
         if wal.is_file() and os.path.getsize(wal) > 0:
             objects[f"sqlite:{wal.name}"] = os.path.getsize(wal)
         try:
-            tables = conn.execute(
-                "SELECT c.oid, c.relname, c.reltoastrelid::oid, pg_table_size(c.oid), "
-                "CASE WHEN c.reltoastrelid = 0 THEN 0 "
-                "ELSE pg_total_relation_size(c.reltoastrelid) END "
-                "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-                "WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') "
-                "ORDER BY c.relname"
-            ).fetchall()
-            for oid, relname, toast_oid, table_size, toast_size in tables:
-                objects[f"pg:{relname}"] = int(table_size) - int(toast_size)
-                if int(toast_oid) != 0:
-                    objects[f"pg:{relname} (toast)"] = int(toast_size)
-                for iname, isize in conn.execute(
-                    "SELECT ci.relname, pg_total_relation_size(ci.oid) FROM pg_index i "
-                    "JOIN pg_class ci ON ci.oid = i.indexrelid WHERE i.indrelid = %s "
-                    "ORDER BY ci.relname",
-                    (oid,),
-                ):
-                    objects[f"pg:{iname}"] = int(isize)
+            objects.update({f"pg:{n}": b for n, b in relation_sizes(conn).items()})
         except psycopg.Error as exc:
             raise ArmError(f"{self.name}: storage query on {self._where()} failed: {exc}") from exc
         return StorageStats(
