@@ -169,6 +169,18 @@ def test_remember_errors(tiny, tmp_path, capsys):
     assert "empty" in capsys.readouterr().err
     assert main(["remember", "--arm", "no-such", "--store", store, "x"]) == 2
     assert "unknown arm 'no-such'" in capsys.readouterr().err
+    for bad_id, why in (
+        ("", "empty or blank"),
+        ("   ", "empty or blank"),
+        (" M9", "white space"),
+        ("M\n9", "control characters"),
+        ("M\x009", "control characters"),
+        ("M" * 201, "at most 200 characters, got 201"),
+    ):
+        assert main([*base, "--id", bad_id, "x"]) == 2, bad_id
+        assert why in capsys.readouterr().err, bad_id
+    assert main([*base, "--id", "M" * 200, "long but allowed"]) == 0
+    assert capsys.readouterr().out.strip() == "M" * 200
     for bad in (["--day", "-1"], ["--day", "soon"], ["--day", str(2**31)], ["--kind", "opinion"]):
         with pytest.raises(SystemExit) as exc:
             main([*base, *bad, "x"])
@@ -177,7 +189,7 @@ def test_remember_errors(tiny, tmp_path, capsys):
     arm = SqliteFtsArm()
     arm.open(tmp_path)
     try:  # nothing was written by the failed calls
-        assert arm.fetch(["NOPE", "x"]).height == 0
+        assert arm.fetch(["NOPE", "x", "", "   ", " M9"]).height == 0
         assert arm.query(Query("q", "again", np.zeros(384, np.float32)), 10).memory_ids == []
     finally:
         arm.close()

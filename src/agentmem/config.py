@@ -401,5 +401,9 @@ def write_json_schema(path: str | Path) -> None:
     Path(path).write_text(text)
 
 
-if __name__ == "__main__":  # pragma: no cover
-    write_json_schema(Path("workflow/schemas/config.schema.yaml"))
+if __name__ == "__main__":  # pragma: no cover - ``make schema``; same as ``agentmem schema``
+    import sys
+
+    from agentmem.cli import main
+
+    sys.exit(main(["schema", *sys.argv[1:]]))

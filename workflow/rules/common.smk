@@ -172,7 +172,7 @@ HAVE_LOCOMO = LOCOMO_PATH.is_file()
 if not HAVE_LOCOMO:
     print(
         f"LoCoMo file {LOCOMO_PATH} not found: skipping the LoCoMo targets "
-        "(see external.locomo.path in config/config.yaml).",
+        "(set external.locomo.path in config/config.yaml or in your --configfile).",
         file=sys.stderr,
     )
 #: the LoCoMo corpus directory (prepare_locomo writes it)

@@ -30,6 +30,23 @@ def _day(text: str) -> int:
     return v
 
 
+#: Longest memory id ``remember --id`` accepts (characters).
+MAX_ID_CHARS = 200
+
+
+def _id_problem(mid: str) -> str | None:
+    """What is wrong with a memory id given on the command line, or ``None`` if nothing."""
+    if not mid.strip():
+        return "a memory id must not be empty or blank"
+    if mid != mid.strip():
+        return "a memory id must not start or end with white space"
+    if any(not ch.isprintable() for ch in mid):
+        return "a memory id must not hold control characters (newlines, tabs, NUL)"
+    if len(mid) > MAX_ID_CHARS:
+        return f"a memory id has at most {MAX_ID_CHARS} characters, got {len(mid)}"
+    return None
+
+
 def _cmd_remember(args: argparse.Namespace) -> int:
     import polars as pl
 
@@ -37,6 +54,8 @@ def _cmd_remember(args: argparse.Namespace) -> int:
 
     if not args.text.strip():
         return fail("the memory text is empty", EXIT_USAGE)
+    if args.id is not None and (problem := _id_problem(args.id)):
+        return fail(f"--id {args.id[:40]!r}: {problem}", EXIT_USAGE)
     arm, code = new_arm(args.arm)
     if arm is None:
         return code

@@ -20,6 +20,17 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``agentmem schema`` on the subparsers ``sub``."""
-    s = sub.add_parser("schema", help="write the config JSON schema generated from the model")
-    s.add_argument("path", nargs="?", default="workflow/schemas/config.schema.yaml")
+    s = sub.add_parser(
+        "schema",
+        help="write the config JSON schema generated from the model",
+        description="Write the JSON schema of the config (generated from the pydantic model "
+        "in agentmem.config) that the workflow validates every config against. Run it from "
+        "the repository root after changing the model (make schema does).",
+    )
+    s.add_argument(
+        "path",
+        nargs="?",
+        default="workflow/schemas/config.schema.yaml",
+        help="where to write it, relative to the working directory (default: %(default)s)",
+    )
     s.set_defaults(func=_cmd_schema)
