@@ -62,3 +62,26 @@ def test_share_background_priority_lowers_a_child_session() -> None:
     assert before == "0"
     assert not_niced is False  # the caller was not niced yet: nothing changed
     assert done is True and after == "19" and prio == 19
+
+
+def test_embedding_cache_skips_an_unreadable_shard_and_reads_the_others(tmp_path, caplog):
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from agentmem.embeddings import DIM, read_cache
+
+    vec = np.arange(2 * DIM, dtype=np.float32).reshape(2, DIM)
+    good = pa.table(
+        {
+            "sha256": ["a", "b"],
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(vec.reshape(-1)), DIM),
+        }
+    )
+    pq.write_table(good, tmp_path / "0-good.parquet")
+    (tmp_path / "1-torn.parquet").write_bytes(b"PAR1 not a parquet file")
+    with caplog.at_level("WARNING", logger="agentmem.embeddings"):
+        cache = read_cache(tmp_path)
+    assert sorted(cache) == ["a", "b"]
+    assert cache["b"].tolist() == vec[1].tolist()
+    assert any("1-torn.parquet" in r.getMessage() for r in caplog.records)
