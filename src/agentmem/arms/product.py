@@ -1,0 +1,148 @@
+"""What the product arms share: the products' versions, metadata rows, directory storage.
+
+A *product arm* runs a memory store engineers use (Chroma, LanceDB, Milvus Lite,
+LangGraph's store, mem0) embedded, through that product's public API, handed the cached
+MiniLM vectors (never the product's own embedding function), so a retrieval difference is
+never an embedding difference. Each class names the distributions it drives in
+``products``; ``capture.json`` records their installed versions. The product's own module
+is imported inside the methods, never at import time, so listing the arms stays fast.
+"""
+
+from __future__ import annotations
+
+from importlib import metadata
+from pathlib import Path
+from typing import Any, ClassVar
+
+import polars as pl
+
+from agentmem.arms.base import MEMORY_SCHEMA, ArmBase, ArmError, StorageStats
+
+__all__ = [
+    "NO_ID",
+    "METADATA_FIELDS",
+    "ProductArm",
+    "directory_storage",
+    "metadata_rows",
+    "rows_frame",
+]
+
+#: What a product stores for a null id in metadata (several refuse null metadata values):
+#: ``session_id``, ``fact_id`` and ``superseded_by`` are ``""`` when the memory has none,
+#: so "not superseded" is the filter ``superseded_by == ""``.
+NO_ID = ""
+
+#: The metadata every product arm stores beside a memory's vector, with its Python type:
+#: the predicate fields, the body, and the remaining :data:`MEMORY_SCHEMA` scalars that
+#: :meth:`Arm.fetch` returns.
+METADATA_FIELDS: dict[str, type] = {
+    "memory_id": str,
+    "created_day": int,
+    "session_id": str,
+    "fact_id": str,
+    "superseded_by": str,
+    "seq": int,
+    "kind": str,
+    "source": str,
+    "confidence": float,
+    "tokens": int,
+    "turn_no": int,
+    "form": str,
+}
+
+_STRINGS = ("session_id", "fact_id", "superseded_by", "form")
+
+
+def metadata_rows(memories: pl.DataFrame) -> list[dict[str, Any]]:
+    """One metadata dict per memory row (:data:`METADATA_FIELDS`), nulls made storable.
+
+    Args:
+        memories: rows with the :data:`MEMORY_SCHEMA` columns (``corpus.memories`` or
+            ``prepare_memories(...).memories``).
+
+    Returns:
+        Dicts in row order: ``session_id``, ``fact_id``, ``superseded_by`` and ``form``
+        hold :data:`NO_ID` for null, ``turn_no`` ``-1`` for null, every
+        other field its value (``created_day`` an ``int``).
+    """
+    cols = [c for c in METADATA_FIELDS if c in memories.columns]
+    frame = memories.select(cols).with_columns(
+        *(pl.col(c).fill_null(NO_ID) for c in _STRINGS if c in cols),
+        *([pl.col("turn_no").fill_null(-1)] if "turn_no" in cols else []),
+    )
+    return frame.to_dicts()
+
+
+def rows_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
+    """The :data:`MEMORY_SCHEMA` frame of stored rows (the inverse of :func:`metadata_rows`).
+
+    Args:
+        rows: dicts holding ``body`` and the :data:`METADATA_FIELDS` a product returned
+            (missing keys are null; ``entity_ids`` is not kept: null).
+
+    Returns:
+        One row per dict, in order, exactly the :data:`MEMORY_SCHEMA` columns; ``""`` ids
+        and ``turn_no == -1`` become null again.
+    """
+    out = []
+    for r in rows:
+        row = {c: r.get(c) for c in MEMORY_SCHEMA}
+        for c in _STRINGS:
+            if row[c] == NO_ID:
+                row[c] = None
+        if row["turn_no"] == -1:
+            row["turn_no"] = None
+        out.append(row)
+    return pl.DataFrame(out, schema=MEMORY_SCHEMA, orient="row")
+
+
+def directory_storage(root: Path, what: str = "directory size") -> StorageStats:
+    """Bytes of the files under ``root``, per top-level entry, for products with no accounting.
+
+    Args:
+        root: the store directory.
+        what: the ``source`` label (say that it is the directory's size, not the engine's).
+
+    Returns:
+        :class:`StorageStats` with one object per top-level file or folder (its files'
+        sizes summed, recursively).
+
+    Raises:
+        ArmError: when ``root`` is not a directory.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise ArmError(f"store directory {root} does not exist")
+    objects: dict[str, int] = {}
+    for entry in sorted(root.iterdir()):
+        if entry.is_file():
+            objects[entry.name] = entry.stat().st_size
+        elif entry.is_dir():
+            objects[entry.name + "/"] = sum(
+                f.stat().st_size for f in entry.rglob("*") if f.is_file()
+            )
+    return StorageStats(total_bytes=sum(objects.values()), objects=objects, source=what)
+
+
+class ProductArm(ArmBase):
+    """Base of the product arms: ``family = "product"`` and the distributions they drive.
+
+    Subclasses set ``products`` to the distribution names whose versions matter (the
+    product first, e.g. ``("chromadb",)``, ``("mem0ai", "qdrant-client")``); the lock pins
+    each to an exact version and ``capture.json`` records what is installed.
+    """
+
+    family: ClassVar[str] = "product"
+    #: distributions (importlib.metadata names) this arm drives, the product first
+    products: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def product_versions(cls) -> dict[str, str | None]:
+        """Installed version of each of ``products``; ``None`` for one not installed."""
+        out: dict[str, str | None] = {}
+        for dist in cls.products:
+            try:
+                out[dist] = metadata.version(dist)
+            except metadata.PackageNotFoundError:
+                out[dist] = None
+        return out
