@@ -54,3 +54,47 @@ def test_environment_and_the_report_rows(monkeypatch: pytest.MonkeyPatch) -> Non
     assert rows["pgvector extension"] == env["engines"]["postgresql"]["pgvector"]
     assert {n: rows[n] for n in PACKAGES} == {n: env["packages"][n] for n in PACKAGES}
     assert "sqlite" not in rows  # shown once, as the engine
+
+
+def test_product_versions_reach_the_capture_and_the_report(tmp_path: Path) -> None:
+    import json
+
+    import polars as pl
+
+    from agentmem.report.capture import write_capture
+
+    by_class = tmp_path / "by_class.csv"
+    pl.DataFrame({"arm": ["p1"], "query_class": ["lexical"], "ndcg": [0.5]}).write_csv(by_class)
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text("{}")
+    builds = []
+    for arm, products in (
+        ("p1", {"prod": "1.2.3", "store": "4.5"}),
+        ("p2", {"prod": "1.2.3"}),
+        ("sqlite-fts", None),
+    ):
+        b = tmp_path / f"{arm}.json"
+        b.write_text(json.dumps({"arm": arm, **({"products": products} if products else {})}))
+        builds.append(b)
+    doc = write_capture(by_class, builds, manifest, tmp_path / "capture.json", {}, "xs")
+    assert doc["environment"]["products"] == {
+        "p1": {"prod": "1.2.3", "store": "4.5"},
+        "p2": {"prod": "1.2.3"},
+    }
+    rows = dict(_versions(doc["environment"]))
+    assert rows["prod (p1, p2)"] == "1.2.3"
+    assert rows["store (p1)"] == "4.5"
+    assert json.loads((tmp_path / "capture.json").read_text())["environment"]["products"]["p2"]
+
+
+def test_product_arm_versions_are_the_installed_ones() -> None:
+    from agentmem.arms.product import ProductArm
+
+    class Probe(ProductArm):
+        products = ("polars", "no-such-distribution-here")
+
+    assert Probe.product_versions() == {
+        "polars": metadata.version("polars"),
+        "no-such-distribution-here": None,
+    }
+    assert Probe.family == "product"

@@ -118,7 +118,8 @@ def run_arm(
     this one. The arm is always closed (embedded servers stopped), even on errors.
 
     Returns:
-        The build record written to ``build_out``.
+        The build record written to ``build_out``; a product arm's also holds
+        ``products``, the installed version of each distribution it drives.
 
     Raises:
         KeyError: unknown arm; ``agentmem.corpus.io.CorpusError``: bad corpus;
@@ -169,6 +170,9 @@ def run_arm(
         "storage_objects": {k_: int(v) for k_, v in sorted(storage.objects.items())},
         "storage_counts": {k_: int(v) for k_, v in sorted(storage.counts.items())},
     }
+    product_versions = getattr(type(arm), "product_versions", None)
+    if product_versions is not None:  # a product arm: the versions of what it drives
+        build["products"] = product_versions()
     write_parquet(runs_out, pl.DataFrame(rows, schema=RUN_SCHEMA))
     write_json(build_out, build)
     write_json(plans_out, {"arm": arm_name, "plans": plans})

@@ -157,6 +157,9 @@ def write_capture(
 ) -> dict[str, Any]:
     """Assemble the capture document and write it to ``out``.
 
+    ``environment.products`` maps each product arm to the versions of the distributions
+    it drives (from its build record).
+
     Args:
         by_class: ``results/tables/by_class.csv``.
         builds: ``results/builds/{main}/{arm}.json`` files.
@@ -179,6 +182,9 @@ def write_capture(
         "builds": [json.loads(Path(b).read_text()) for b in builds],
         "trials": {n: pl.read_csv(p).to_dicts() for n, p in (trials or {}).items()},
         "restatements": json.loads(Path(restatements).read_text()) if restatements else None,
+    }
+    doc["environment"]["products"] = {
+        b["arm"]: b["products"] for b in doc["builds"] if b.get("products")
     }
     for name, p in (extra_tables or {}).items():
         doc[name] = pl.read_csv(p).to_dicts()

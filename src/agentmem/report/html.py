@@ -255,7 +255,11 @@ def _data_uri(path: str | Path) -> str:
 
 
 def _versions(env: dict[str, Any]) -> list[tuple[str, str | None]]:
-    """(component, version) rows of the capture's environment: Python, engines, packages."""
+    """(component, version) rows of the capture's environment.
+
+    Python, the platform, the engines, the key packages, then one row per distribution a
+    product arm drives (``"<dist> (<arm>, ...)"``, each distribution once).
+    """
     rows: list[tuple[str, str | None]] = [("Python", env["python"]), ("platform", env["platform"])]
     engines = env.get("engines", {})
     if engines:
@@ -267,6 +271,11 @@ def _versions(env: dict[str, Any]) -> list[tuple[str, str | None]]:
             ("pgvector extension", pgsql.get("pgvector")),
         ]
     rows += [(name, v) for name, v in env.get("packages", {}).items() if name != "sqlite"]
+    drivers: dict[tuple[str, str | None], list[str]] = {}
+    for arm, versions in env.get("products", {}).items():
+        for dist, version in versions.items():
+            drivers.setdefault((dist, version), []).append(arm)
+    rows += [(f"{dist} ({', '.join(arms)})", v) for (dist, v), arms in drivers.items()]
     return rows
 
 

@@ -1,0 +1,65 @@
+"""The helpers every product arm shares (agentmem.arms.product)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from agentmem.arms.base import MEMORY_SCHEMA, ArmError, Embeddings, prepare_memories
+from agentmem.arms.product import NO_ID, directory_storage, metadata_rows, rows_frame
+
+
+def _batch() -> pl.DataFrame:
+    frame = pl.DataFrame(
+        {
+            "memory_id": ["a", "b"],
+            "body": ["first", "second"],
+            "created_day": [3, 40],
+            "session_id": [None, "s1"],
+            "fact_id": ["f1", None],
+            "seq": [10, 11],
+        }
+    )
+    vecs = Embeddings(ids=["a", "b"], matrix=np.eye(2, 384, dtype=np.float32))
+    return prepare_memories(frame, vecs, "probe").memories
+
+
+def test_metadata_rows_make_nulls_storable() -> None:
+    rows = metadata_rows(_batch())
+    assert [r["memory_id"] for r in rows] == ["a", "b"]
+    assert rows[0]["session_id"] == NO_ID and rows[1]["session_id"] == "s1"
+    assert rows[0]["fact_id"] == "f1" and rows[1]["fact_id"] == NO_ID
+    assert rows[0]["superseded_by"] == NO_ID
+    assert rows[0]["turn_no"] == -1
+    assert rows[1]["created_day"] == 40 and isinstance(rows[1]["created_day"], int)
+    assert rows[0]["kind"] == "episodic" and rows[0]["confidence"] == 1.0
+    assert "body" not in rows[0] and "entity_ids" not in rows[0]
+
+
+def test_rows_frame_inverts_metadata_rows() -> None:
+    batch = _batch()
+    rows = metadata_rows(batch)
+    for r, body in zip(rows, ["first", "second"], strict=True):
+        r["body"] = body
+    back = rows_frame(rows)
+    assert back.schema == pl.Schema(MEMORY_SCHEMA)
+    want = batch.with_columns(entity_ids=pl.lit(None, dtype=pl.List(pl.String)))
+    assert back.to_dicts() == want.to_dicts()
+    assert rows_frame([]).height == 0
+
+
+def test_directory_storage_sums_files_per_entry(tmp_path: Path) -> None:
+    (tmp_path / "one.bin").write_bytes(b"x" * 10)
+    sub = tmp_path / "index" / "deep"
+    sub.mkdir(parents=True)
+    (sub / "a").write_bytes(b"y" * 7)
+    (tmp_path / "index" / "b").write_bytes(b"z" * 5)
+    got = directory_storage(tmp_path)
+    assert got.objects == {"index/": 12, "one.bin": 10}
+    assert got.total_bytes == 22
+    assert got.source == "directory size"
+    with pytest.raises(ArmError, match="does not exist"):
+        directory_storage(tmp_path / "missing")
