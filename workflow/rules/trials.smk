@@ -8,9 +8,9 @@ rule run_crash_trials:
         "results/benchmarks/run_crash_trials/{family}.tsv"
     conda:
         "../../envs/agentmem.yaml"
-    threads: 2
-    # not a timing job (it counts records, not milliseconds): runs beside timing jobs at
-    # nice 19, mostly waiting on the writer's fsyncs and the kill delay
+    # not a timing job (it counts records, not milliseconds): one core, so it runs beside
+    # the timing jobs at nice 19, mostly waiting on the writer's fsyncs and the kill delay
+    threads: 1
     resources:
         mem_mb=2000,
     params:
