@@ -46,6 +46,10 @@ def test_schema_file_matches_model():
             {"seed_systems": {"conversation": {"arms": ["pg-gin", "pg-gin"]}}},
             "seed_systems.conversation.arms: duplicate",
         ),
+        (
+            {"arms": ["file-jsonl", "sqlite-fts"], "scaling_arms": ["sqlite-fts", "pg-gin"]},
+            "scaling_arms ['pg-gin'] are not among arms",
+        ),
     ],
 )
 def test_bad_values_are_named(data, needle):

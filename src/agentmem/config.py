@@ -267,7 +267,12 @@ class Config(_Strict):
     scaling_sizes: list[Literal[SIZE_NAMES]] = Field(  # type: ignore[valid-type]
         default_factory=lambda: list(SIZE_NAMES),
         min_length=1,
-        description="sizes the scaling sweep runs every arm at (a list, replaced whole)",
+        description="sizes the scaling sweep runs its arms at (a list, replaced whole)",
+    )
+    scaling_arms: list[str] | None = Field(
+        None,
+        description="arms the scaling sweep runs at scaling_sizes (a subset of arms); "
+        "null: every arm. The other arms run at the main size only",
     )
     sweeps: SweepsConfig = SweepsConfig()
     seed_systems: SeedSystemsConfig = SeedSystemsConfig()
@@ -303,6 +308,9 @@ class Config(_Strict):
 
         if len(set(self.arms)) != len(self.arms):
             raise ValueError(f"arms: duplicate names in {self.arms}")
+        strays = [a for a in self.scaling_arms or () if a not in self.arms]
+        if strays:
+            raise ValueError(f"scaling_arms {strays} are not among arms")
         for key, names in (("arms", self.arms), ("arm_params", list(self.arm_params))):
             for name in names:
                 if name not in ARMS:

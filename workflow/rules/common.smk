@@ -45,7 +45,9 @@ MAIN_CORPUS = f"results/corpus/{MAIN}"
 CORPUS_SIZES = list(dict.fromkeys([MAIN, *CFG.scaling_sizes]))
 ARM_NAMES = list(CFG.arms)
 CRASH_FAMILIES = list(CFG.trials.crash.families)
-SCALING_ENTRIES = [(a, s) for s in CFG.scaling_sizes for a in ARM_NAMES]
+#: arms the scaling sweep runs at every scaling size (the others at the main size only)
+SCALING_ARMS = list(CFG.scaling_arms) if CFG.scaling_arms is not None else ARM_NAMES
+SCALING_ENTRIES = [(a, s) for s in CFG.scaling_sizes for a in SCALING_ARMS]
 #: arms the post-filter sweep compares: the configured post-filtering arms it sweeps,
 #: then the in-search HNSW arms drawn as reference lines (from the arms' declarations)
 POSTFILTER_ARMS = [a for role in postfilter_roles(ARM_NAMES) for a in role]
