@@ -9,6 +9,7 @@ Plug-ins that clash, fail to import or break the contract are not registered; th
 from __future__ import annotations
 
 from agentmem.arms.base import Arm, ArmError
+from agentmem.arms.chroma import ChromaArm
 from agentmem.arms.files import FileJsonlArm
 from agentmem.arms.graph import SqliteGraphArm
 from agentmem.arms.postgres import (
@@ -40,6 +41,7 @@ BUILTIN_ARMS: dict[str, type[Arm]] = {
         PgHnswIterativeArm,
         SqliteGraphArm,
         ThreeTierArm,
+        ChromaArm,
     )
 }
 
