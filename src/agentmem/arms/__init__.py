@@ -12,6 +12,7 @@ from agentmem.arms.base import Arm, ArmError
 from agentmem.arms.chroma import ChromaArm
 from agentmem.arms.files import FileJsonlArm
 from agentmem.arms.graph import SqliteGraphArm
+from agentmem.arms.mem0 import Mem0FaissArm, Mem0QdrantArm
 from agentmem.arms.postgres import (
     PgBtreeArm,
     PgGinArm,
@@ -42,6 +43,8 @@ BUILTIN_ARMS: dict[str, type[Arm]] = {
         SqliteGraphArm,
         ThreeTierArm,
         ChromaArm,
+        Mem0QdrantArm,
+        Mem0FaissArm,
     )
 }
 

@@ -1,0 +1,502 @@
+"""The mem0 arm base: mem0's ``Memory`` with ``infer=False`` on a local vector store.
+
+A :class:`Mem0Arm` drives ``mem0.Memory`` (mem0ai) through its public API as a user who
+already has embeddings would: one ``Memory.add(body, agent_id=..., run_id=...,
+metadata=..., infer=False)`` per memory (mem0 stores the text it is given, no LLM call),
+``Memory.search(query, top_k=k, filters=..., threshold=...)`` per query,
+``Memory.get`` for fetch, ``Memory.get_all`` for counts and for the id map on reopen,
+``Memory.update(id, metadata=...)`` for supersessions. The subclasses
+(:mod:`agentmem.arms.mem0.stores`) choose the vector store (class attribute
+``provider``).
+
+Store layout under ``store_dir``: the vector store's directory (``qdrant/`` or
+``faiss/``), ``history.db`` (mem0's SQLite history, ``history_db_path``) and
+``mem0home/`` (``MEM0_DIR``: mem0 writes ``config.json`` there when it is first imported
+in a process).
+
+Embeddings: mem0 has no embedder provider that accepts vectors or a callable, so the
+configured OpenAI embedder (a dummy key, a refused local ``openai_base_url``; never
+called) is replaced by :class:`CachedEmbedder` on ``memory.embedding_model``. Before each
+mem0 call that embeds, the arm queues the exact ``(text, vector)`` mem0 will ask for;
+``embed(text, memory_action)`` pops it and refuses any other text. So every memory gets
+its own cached vector even when two memories share a body.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import polars as pl
+
+from agentmem.arms.base import (
+    VECTOR_DIM,
+    BuildStats,
+    Capabilities,
+    Corpus,
+    Embeddings,
+    Predicate,
+    Query,
+    Result,
+    StorageStats,
+    prepare_memories,
+)
+from agentmem.arms.product import (
+    NO_ID,
+    ProductArm,
+    directory_storage,
+    metadata_rows,
+    rows_frame,
+)
+from agentmem.errors import ArmError
+
+#: mem0's ``agent_id`` for every memory (mem0 needs one of user/agent/run id per call).
+AGENT_ID = "agent"
+#: ``MEM0_DIR`` under the store directory (mem0 reads it once, at import).
+MEM0_HOME = "mem0home"
+#: mem0's SQLite history database under the store directory (``history_db_path``).
+HISTORY_DB = "history.db"
+#: mem0 collection name.
+COLLECTION = "mem0"
+#: What ``query`` sends mem0 for a blank query text (mem0 refuses blank queries; the
+#: text changes no ranking here: no spaCy, no fastembed, see the docs).
+BLANK_QUERY = "(empty query)"
+#: Dummy OpenAI settings: mem0 builds its default LLM and embedder clients at
+#: construction and they need a key; with ``infer=False`` and the replaced embedder
+#: neither is called, and a call would be refused at once by the discard port.
+_NO_OPENAI = {"api_key": "unused-no-openai-call", "openai_base_url": "http://127.0.0.1:9/v1"}
+
+_IMPORT_LOCK = threading.Lock()
+
+
+def import_memory(store_dir: Path) -> type:
+    """Import and return ``mem0.Memory`` with telemetry off and ``MEM0_DIR`` in ``store_dir``.
+
+    mem0 reads ``MEM0_TELEMETRY`` and ``MEM0_DIR`` when ``mem0`` is first imported and
+    writes ``MEM0_DIR/config.json`` then (and nothing there afterwards while telemetry
+    is off and ``history_db_path`` is set). The first import in a process therefore
+    points ``MEM0_DIR`` at ``store_dir/mem0home`` (restoring the variable afterwards);
+    later arm instances in the process reuse the imported module.
+
+    Raises:
+        ArmError: when mem0 was imported earlier in the process with telemetry on.
+    """
+    with _IMPORT_LOCK:
+        if "mem0.memory.main" not in sys.modules:
+            os.environ["MEM0_TELEMETRY"] = "False"
+            previous = os.environ.get("MEM0_DIR")
+            os.environ["MEM0_DIR"] = str(Path(store_dir) / MEM0_HOME)
+            try:
+                import mem0  # noqa: F401
+            finally:
+                if previous is None:
+                    os.environ.pop("MEM0_DIR", None)
+                else:
+                    os.environ["MEM0_DIR"] = previous
+        from mem0 import Memory
+        from mem0.memory import main as mem0_main
+
+        if mem0_main.MEM0_TELEMETRY:
+            raise ArmError(
+                "mem0: telemetry is on: mem0 was imported before the arm with "
+                "MEM0_TELEMETRY unset; set MEM0_TELEMETRY=False before importing mem0"
+            )
+        return Memory
+
+
+def cached_embedder(dims: int = VECTOR_DIM) -> Any:
+    """A mem0 embedder (``EmbeddingBase`` subclass) that returns queued cached vectors.
+
+    ``expect(text, vector)`` queues the vector for the next ``embed(text, action)``
+    call; ``embed`` pops the oldest entry and raises ``RuntimeError`` when the queue is
+    empty or mem0 asks for a different text (so a vector is never given to the wrong
+    memory). ``pending()`` is the queue length, ``clear()`` empties it.
+    """
+    from mem0.configs.embeddings.base import BaseEmbedderConfig
+    from mem0.embeddings.base import EmbeddingBase
+
+    class CachedEmbedder(EmbeddingBase):
+        """Returns the vector queued for the text mem0 asks to embed."""
+
+        def __init__(self) -> None:
+            super().__init__(BaseEmbedderConfig(embedding_dims=dims))
+            self._queue: deque[tuple[str, list[float]]] = deque()
+
+        def expect(self, text: str, vector: np.ndarray | list[float]) -> None:
+            """Queue ``vector`` for the next ``embed(text, ...)``."""
+            self._queue.append((text, np.asarray(vector, dtype=np.float32).tolist()))
+
+        def pending(self) -> int:
+            """Queued vectors not yet asked for."""
+            return len(self._queue)
+
+        def clear(self) -> None:
+            """Drop every queued vector."""
+            self._queue.clear()
+
+        def embed(self, text: Any, memory_action: Any = None) -> list[float]:
+            """Return the queued vector of ``text`` (384 floats)."""
+            if not self._queue:
+                raise RuntimeError(
+                    f"mem0 asked to embed {str(text)[:60]!r} ({memory_action}) "
+                    "with no cached vector queued"
+                )
+            want, vec = self._queue.popleft()
+            if want != text:
+                raise RuntimeError(
+                    f"mem0 asked to embed {str(text)[:60]!r} ({memory_action}), "
+                    f"the cached vector queued is for {want[:60]!r}"
+                )
+            return vec
+
+    return CachedEmbedder()
+
+
+def valid_run_id(session_id: str) -> bool:
+    """Whether mem0 accepts ``session_id`` as a ``run_id`` (non-empty, no whitespace)."""
+    return bool(session_id) and not any(c.isspace() for c in session_id)
+
+
+def predicate_filters(pred: Predicate | None) -> dict[str, Any]:
+    """mem0 ``filters`` for a query: the agent scope plus the predicate, if any.
+
+    ``created_day <= d`` -> ``{"created_day": {"lte": d}}``; ``field = v`` ->
+    ``{field: v}``; ``field is_null`` -> ``{field: ""}`` (:data:`NO_ID`, what
+    :func:`metadata_rows` stores for null). Session predicates use the ``session_id``
+    metadata key (exactly the stored value; ``run_id`` holds it too when mem0 accepts it).
+    """
+    filters: dict[str, Any] = {"agent_id": AGENT_ID}
+    if pred is None:
+        return filters
+    if pred.op == "<=":
+        filters[pred.field] = {"lte": pred.value}
+    elif pred.op == "=":
+        filters[pred.field] = pred.value
+    else:
+        filters[pred.field] = NO_ID
+    return filters
+
+
+class Mem0Arm(ProductArm):
+    """mem0 ``Memory`` (``infer=False``) on a local vector store; subclasses pick the store.
+
+    ``query`` is ``Memory.search(text, top_k=k, filters=predicate_filters(q.predicate),
+    threshold=threshold)`` with the query's cached vector returned by the replaced
+    embedder; mem0's result ``metadata["memory_id"]`` gives our ids. mem0 ranks by
+    vector score alone here (its BM25 needs fastembed, its entity boost spaCy: neither
+    is installed), keeps scores ``>= threshold`` only (mem0 allows 0..1, so memories
+    with a negative cosine are never returned) and asks the store for
+    ``max(4k, 60)`` candidates. The arm asks mem0 for ``k + 1`` results and orders
+    equal scores by memory id before cutting to ``k`` (local qdrant returns equal
+    scores, e.g. two memories with one body, in another order after a reopen).
+
+    Args:
+        threshold: mem0's ``search(threshold=...)``, the minimum vector score kept
+            (mem0's default is 0.1; 0.0, the loosest mem0 accepts, by default).
+
+    Raises:
+        ValueError: when ``threshold`` is outside ``[0, 1]``.
+    """
+
+    name: ClassVar[str]
+    capabilities: ClassVar[Capabilities]
+    prefix_stable: ClassVar[bool]
+    #: mem0's ``vector_store.provider``
+    provider: ClassVar[str]
+
+    def __init__(self, threshold: float = 0.0) -> None:
+        if not 0.0 <= float(threshold) <= 1.0:
+            raise ValueError(f"{self.name}: threshold must be in [0, 1], got {threshold}")
+        self.threshold = float(threshold)
+        self._dir: Path | None = None
+        self._mem: Any = None
+        self._emb: Any = None
+        #: our memory_id -> mem0's id (a uuid mem0 assigns)
+        self._ids: dict[str, str] = {}
+
+    # ------------------------------------------------------------ per store
+    def _store_config(self, store_dir: Path) -> dict[str, Any]:
+        """mem0 ``vector_store.config`` for ``store_dir``."""
+        raise NotImplementedError
+
+    def _store_marker(self, store_dir: Path) -> Path:
+        """The file a built store has (checked by :meth:`open`)."""
+        raise NotImplementedError
+
+    def _store_entries(self, store_dir: Path) -> list[Path]:
+        """What :meth:`build` removes before writing a fresh store."""
+        return [store_dir / self.provider, store_dir / HISTORY_DB]
+
+    def _stored_vector(self, mem0_id: str) -> list[float]:
+        """The vector the store holds for ``mem0_id``."""
+        raise NotImplementedError
+
+    @contextmanager
+    def _bulk(self) -> Iterator[None]:
+        """Wrap a batch of writes (the FAISS arm saves once at the end)."""
+        yield
+
+    def _check_loaded(self, store_dir: Path) -> None:
+        """Raise ArmError when the store mem0 opened is not the one on disk."""
+
+    def _close_store(self, mem: Any) -> None:
+        """Release what ``mem``'s vector store holds (qdrant's local client lock)."""
+
+    def _describe_search(self, k: int, filters: dict[str, Any]) -> str:
+        """What the vector store does with mem0's search call."""
+        raise NotImplementedError
+
+    # ------------------------------------------------------------ lifecycle
+    def _memory(self, store_dir: Path) -> Any:
+        """Construct ``mem0.Memory`` on ``store_dir`` with the cached embedder."""
+        memory_cls = import_memory(store_dir)
+        config = {
+            "vector_store": {"provider": self.provider, "config": self._store_config(store_dir)},
+            "llm": {"provider": "openai", "config": dict(_NO_OPENAI)},
+            "embedder": {
+                "provider": "openai",
+                "config": {**_NO_OPENAI, "embedding_dims": VECTOR_DIM},
+            },
+            "history_db_path": str(store_dir / HISTORY_DB),
+        }
+        mem = memory_cls.from_config(config)
+        self._emb = cached_embedder(VECTOR_DIM)
+        mem.embedding_model = self._emb
+        return mem
+
+    def _require_open(self) -> Any:
+        if self._mem is None:
+            raise ArmError(f"{self.name}: store is not open")
+        return self._mem
+
+    def build(self, corpus: Corpus, vectors: Embeddings, store_dir: Path) -> BuildStats:
+        """Create a fresh mem0 store under ``store_dir``: one ``Memory.add`` per memory.
+
+        Returns:
+            ``ingest_ms``: every ``add`` call (and the FAISS save); ``index_ms`` 0 (the
+            stores index as they insert).
+
+        Raises:
+            ArmError: when a memory has no vector or mem0 fails.
+        """
+        self.close()
+        store_dir = Path(store_dir)
+        memories = corpus.memories
+        ids = [str(i) for i in memories["memory_id"].to_list()]
+        try:
+            matrix = vectors.get(ids) if ids else np.zeros((0, VECTOR_DIM), np.float32)
+        except KeyError as exc:
+            raise ArmError(f"{self.name}: cannot build store in {store_dir}: {exc}") from None
+        store_dir.mkdir(parents=True, exist_ok=True)
+        for entry in self._store_entries(store_dir):
+            if entry.is_dir():
+                shutil.rmtree(entry)
+            elif entry.exists():
+                entry.unlink()
+        self._mem = self._memory(store_dir)
+        self._dir = store_dir
+        self._ids = {}
+        t0 = time.perf_counter()
+        try:
+            with self._bulk():
+                self._add(memories, matrix)
+        except Exception:
+            self.close()
+            raise
+        return BuildStats(ingest_ms=(time.perf_counter() - t0) * 1000.0, index_ms=0.0)
+
+    def open(self, store_dir: Path) -> None:
+        """Reopen a store :meth:`build` wrote; the id map comes from ``Memory.get_all``.
+
+        Raises:
+            ArmError: naming the path when the store is missing or unreadable.
+        """
+        self.close()
+        store_dir = Path(store_dir)
+        marker = self._store_marker(store_dir)
+        if not marker.exists():
+            raise ArmError(f"{self.name}: no mem0 {self.provider} store at {marker}")
+        self._mem = self._memory(store_dir)
+        self._dir = store_dir
+        try:
+            self._check_loaded(store_dir)
+            listed = self._mem.get_all(filters={"agent_id": AGENT_ID}, top_k=2**31 - 1)
+        except Exception:
+            self.close()
+            raise
+        self._ids = {
+            r["metadata"]["memory_id"]: r["id"]
+            for r in listed["results"]
+            if "memory_id" in (r.get("metadata") or {})
+        }
+
+    def close(self) -> None:
+        """Close mem0's history database and the vector store; safe to call twice."""
+        mem, self._mem = self._mem, None
+        if mem is not None:
+            try:
+                mem.close()
+            finally:
+                self._close_store(mem)
+        self._emb = None
+
+    # ------------------------------------------------------------ writes
+    def _add(self, memories: pl.DataFrame, matrix: np.ndarray) -> None:
+        """``Memory.add(body, ..., infer=False)`` for each row, recording mem0's ids."""
+        mem = self._mem
+        rows = metadata_rows(memories)
+        bodies = [str(b) for b in memories["body"].to_list()]
+        for row, body, vec in zip(rows, bodies, matrix, strict=True):
+            self._emb.expect(body, vec)
+            session = row.get("session_id") or NO_ID
+            run_id = session if valid_run_id(session) else None
+            try:
+                out = mem.add(body, agent_id=AGENT_ID, run_id=run_id, metadata=row, infer=False)
+            finally:
+                left = self._emb.pending()
+                self._emb.clear()
+            added = out.get("results") or []
+            if len(added) != 1 or left:
+                raise ArmError(
+                    f"{self.name}: mem0 add of memory {row['memory_id']!r} stored "
+                    f"{len(added)} memories (embedded {1 - left} of 1 vectors)"
+                )
+            self._ids[row["memory_id"]] = added[0]["id"]
+
+    def _supersede(self, old: str, new: str) -> None:
+        """``Memory.update(old, metadata={"superseded_by": new})`` (mem0 re-embeds the text)."""
+        mem = self._mem
+        mem0_id = self._ids[old]
+        item = mem.get(mem0_id)
+        if item is None:
+            raise ArmError(f"{self.name}: mem0 has no memory {mem0_id} for {old!r}")
+        self._emb.expect(item["memory"], self._stored_vector(mem0_id))
+        try:
+            mem.update(mem0_id, metadata={"superseded_by": new})
+        finally:
+            self._emb.clear()
+
+    def remember(self, memories: pl.DataFrame, vectors: Embeddings) -> None:
+        """Add the batch with ``Memory.add`` and mark superseded memories with ``Memory.update``.
+
+        Raises:
+            ArmError: when the arm is not open, the batch is invalid, an id is already
+                stored, a superseded id is neither stored nor in the batch, or mem0 fails
+                (memories added before the failure stay).
+        """
+        self._require_open()
+        batch = prepare_memories(memories, vectors, self.name)
+        new_ids = batch.ids
+        for mid in new_ids:
+            if mid in self._ids:
+                raise ArmError(f"{self.name}: memory {mid!r} is already stored in {self._dir}")
+        batch_set = set(new_ids)
+        for old, new in batch.supersessions:
+            if old not in self._ids and old not in batch_set:
+                raise ArmError(
+                    f"{self.name}: memory {new!r} supersedes {old!r}, which is not stored "
+                    f"in {self._dir}"
+                )
+        with self._bulk():
+            self._add(batch.memories, batch.vectors)
+            for old, new in batch.supersessions:
+                self._supersede(old, new)
+
+    # ------------------------------------------------------------ reads
+    def query(self, q: Query, k: int) -> Result:
+        """``Memory.search`` with the query's cached vector; our ids from the metadata.
+
+        Returns:
+            At most ``k`` ids, best first; ``count`` from ``Memory.get_all`` when
+            ``q.wants_count`` and the arm declares ``aggregate``, else ``None``.
+
+        Raises:
+            ArmError: when the arm is not open, the embedding is not 384 finite values or
+                mem0 fails.
+        """
+        mem = self._require_open()
+        vec = np.asarray(q.embedding, dtype=np.float32).reshape(-1)
+        if vec.shape[0] != VECTOR_DIM:
+            raise ArmError(
+                f"{self.name}: query {q.query_id!r} embedding has {vec.shape[0]} values, "
+                f"need {VECTOR_DIM}"
+            )
+        filters = predicate_filters(q.predicate)
+        count = self._count(filters) if q.wants_count and self.capabilities.aggregate else None
+        if k <= 0 or not self._ids or not np.all(np.isfinite(vec)):
+            return Result(memory_ids=[], count=count)
+        text = q.text if q.text.strip() else BLANK_QUERY
+        self._emb.expect(text.strip(), vec)
+        try:
+            out = mem.search(text, top_k=int(k) + 1, filters=filters, threshold=self.threshold)
+        finally:
+            self._emb.clear()
+        scored: dict[str, float] = {}
+        for r in out.get("results") or []:
+            mid = (r.get("metadata") or {}).get("memory_id")
+            if mid is not None and mid not in scored:
+                scored[mid] = float(r.get("score") or 0.0)
+        ranked = sorted(scored, key=lambda m: (-scored[m], m))
+        return Result(memory_ids=ranked[:k], count=count)
+
+    def _count(self, filters: dict[str, Any]) -> int:
+        """Memories matching ``filters``: ``len(Memory.get_all(filters, top_k=n + 1))``."""
+        out = self._mem.get_all(filters=filters, top_k=len(self._ids) + 1)
+        return len(out.get("results") or [])
+
+    def fetch(self, memory_ids: Sequence[str]) -> pl.DataFrame:
+        """Rows of ``memory_ids`` from ``Memory.get`` (body = mem0's ``memory``), in order.
+
+        Raises:
+            ArmError: when the arm is not open or mem0 fails.
+        """
+        mem = self._require_open()
+        rows: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        for mid in memory_ids:
+            if mid in seen or mid not in self._ids:
+                continue
+            seen.add(mid)
+            item = mem.get(self._ids[mid])
+            if item is None:
+                continue
+            row = dict(item.get("metadata") or {})
+            row["body"] = item.get("memory")
+            rows.append(row)
+        return rows_frame(rows)
+
+    def explain(self, q: Query, k: int = 10) -> str:
+        """The ``Memory.search`` call ``query`` makes and what the vector store does with it."""
+        self._require_open()
+        filters = predicate_filters(q.predicate)
+        count = ""
+        if q.wants_count:
+            count = (
+                f"; count = len(Memory.get_all(filters={filters!r}, top_k={len(self._ids) + 1}))"
+                if self.capabilities.aggregate
+                else "; count IGNORED"
+            )
+        return (
+            f"mem0 Memory.search(query=<text>, top_k={k} + 1, filters={filters!r}, "
+            f"threshold={self.threshold}) on the {self.provider} store of "
+            f"{len(self._ids)} memories; the query vector is the cached embedding "
+            f"(text changes no ranking: no fastembed BM25, no spaCy entities); "
+            f"{self._describe_search(k, filters)}{count}"
+        )
+
+    def storage(self) -> StorageStats:
+        """Directory size of the store (mem0 has no storage accounting)."""
+        self._require_open()
+        assert self._dir is not None
+        stats = directory_storage(self._dir, "directory size (mem0 has no storage accounting)")
+        stats.counts = {"memories": len(self._ids)}
+        return stats

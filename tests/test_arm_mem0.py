@@ -1,0 +1,334 @@
+"""Tests for the mem0 product arms mem0-qdrant and mem0-faiss (arms/mem0/)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from support.hostile import HOSTILE_TEXTS
+from support.tiny import fake_vector
+
+from agentmem.arms import ARMS
+from agentmem.arms.base import MEMORY_SCHEMA, Arm, ArmError, Embeddings, Predicate, Query
+from agentmem.arms.mem0 import Mem0FaissArm, Mem0QdrantArm
+from agentmem.arms.mem0.arm import predicate_filters
+
+ARM_CLASSES = (Mem0QdrantArm, Mem0FaissArm)
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+
+def q(vec_of: str, *, text: str = "question", predicate=None, wants_count=False) -> Query:
+    """A query whose embedding is the fake vector of ``vec_of``."""
+    return Query("q", text, fake_vector(vec_of), predicate=predicate, wants_count=wants_count)
+
+
+def similarities(tiny, text: str) -> dict[str, float]:
+    _, vectors = tiny
+    return dict(zip(vectors.ids, (vectors.matrix @ fake_vector(text)).tolist(), strict=True))
+
+
+@pytest.fixture(params=ARM_CLASSES, ids=lambda c: c.name)
+def arm(request, tiny, tmp_path):
+    corpus, vectors = tiny
+    a = request.param()
+    stats = a.build(corpus, vectors, tmp_path / "store")
+    assert stats.ingest_ms > 0 and stats.index_ms == 0.0
+    yield a
+    a.close()
+
+
+def test_protocol_and_capabilities():
+    assert ARMS["mem0-qdrant"] is Mem0QdrantArm and ARMS["mem0-faiss"] is Mem0FaissArm
+    for cls in ARM_CLASSES:
+        a = cls()
+        assert isinstance(a, Arm) and a.family == "product" and a.threshold == 0.0
+        assert cls.products[0] == "mem0ai"
+        assert cls.capabilities.vector_access == "brute-force"
+        assert cls.capabilities.text_access == "none"
+        assert cls.candidate_param is None
+    qc, fc = Mem0QdrantArm.capabilities, Mem0FaissArm.capabilities
+    assert (qc.filter_stage, qc.aggregate, Mem0QdrantArm.prefix_stable) == ("in-search", True, True)
+    assert (fc.filter_stage, fc.aggregate, Mem0FaissArm.prefix_stable) == (
+        "post-filter",
+        False,
+        False,
+    )
+    with pytest.raises(ValueError, match="threshold"):
+        Mem0QdrantArm(threshold=1.5)
+
+
+def test_filters_translation():
+    assert predicate_filters(None) == {"agent_id": "agent"}
+    assert predicate_filters(Predicate("created_day", "<=", 15)) == {
+        "agent_id": "agent",
+        "created_day": {"lte": 15},
+    }
+    assert predicate_filters(Predicate("session_id", "=", "S1"))["session_id"] == "S1"
+    assert predicate_filters(Predicate("superseded_by", "is_null"))["superseded_by"] == ""
+
+
+def test_ranks_by_cosine(arm, tiny):
+    body = "INC-2356: SVC-5345 outage caused by a full disk."
+    assert arm.query(q(body), 1).memory_ids == ["M4"]
+    # fake vectors are non-negative: every memory scores >= threshold 0 and comes back
+    full = arm.query(q("CFG-799 timeout"), 50).memory_ids
+    assert len(full) == 6 and full[:3] == ["M1", "M5", "M3"]  # cos 0.5, 0.447, 0.25
+    sim = similarities(tiny, "CFG-799 timeout")
+    assert [round(sim[m], 3) for m in full[:3]] == [0.5, 0.447, 0.25]
+    assert arm.query(q(body), 0).memory_ids == []
+
+
+def test_equality_predicates(arm):
+    vec_of = "CFG-799 timeout"
+    cases = [
+        (Predicate("session_id", "=", "S1"), ["M1", "M3", "M2"]),
+        (Predicate("fact_id", "=", "F1"), ["M1", "M5", "M2"]),
+        (Predicate("superseded_by", "is_null"), ["M5", "M3"]),
+        (Predicate("session_id", "=", "no-such-session"), []),
+    ]
+    for pred, want in cases:
+        got = arm.query(q(vec_of, predicate=pred), 6).memory_ids
+        assert got[: len(want)] == want, pred
+        if pred.op == "is_null":
+            assert set(got) == {"M3", "M4", "M5", "M6"}
+        else:
+            assert len(got) == len(want)
+
+
+def test_qdrant_range_predicate_and_counts(tiny, tmp_path):
+    corpus, vectors = tiny
+    a = Mem0QdrantArm()
+    a.build(corpus, vectors, tmp_path / "s")
+    pred = Predicate("created_day", "<=", 15)
+    res = a.query(q("CFG-799 timeout", predicate=pred, wants_count=True), 6)
+    assert res.memory_ids == ["M1", "M3", "M2"] and res.count == 3
+    counts = {
+        Predicate("created_day", "<=", 200): 4,
+        Predicate("superseded_by", "is_null"): 4,
+        Predicate("fact_id", "=", "F1"): 3,
+        Predicate("session_id", "=", "S3"): 2,
+    }
+    for p, n in counts.items():
+        assert a.query(q("x", predicate=p, wants_count=True), 1).count == n
+    assert a.query(q("x", wants_count=True), 1).count == 6
+    assert a.query(q("x", predicate=pred), 6).count is None  # not asked
+    assert "Range" in a.explain(q("x", predicate=pred)) or "lte" in a.explain(
+        q("x", predicate=pred)
+    )
+    a.close()
+
+
+def test_faiss_range_predicate_matches_nothing(tiny, tmp_path):
+    """mem0's FAISS filter compares the day to {'lte': d}: nothing matches (a finding)."""
+    corpus, vectors = tiny
+    a = Mem0FaissArm()
+    a.build(corpus, vectors, tmp_path / "s")
+    res = a.query(q("CFG-799 timeout", predicate=Predicate("created_day", "<=", 400)), 6)
+    assert res.memory_ids == [] and res.count is None
+    assert a.query(q("x", wants_count=True), 3).count is None
+    a.close()
+
+
+def _selective_corpus() -> tuple[pl.DataFrame, Embeddings, np.ndarray]:
+    """130 memories: 120 near the query (fact FA, cos ~0.9), 10 farther (fact FX, cos ~0.3)."""
+    rng = np.random.default_rng(3)
+    query = np.zeros(384, np.float32)
+    query[0] = 1.0
+    rows, mats = [], []
+    for i in range(130):
+        noise = rng.standard_normal(384).astype(np.float32)
+        noise[0] = 0.0
+        noise /= np.linalg.norm(noise)
+        cos = 0.9 if i < 120 else 0.3
+        mats.append(cos * query + np.sqrt(1 - cos**2) * noise)
+        rows.append(
+            {
+                "memory_id": f"N{i}",
+                "body": f"memory number {i}",
+                "created_day": i,
+                "session_id": "S",
+                "fact_id": "FA" if i < 120 else "FX",
+            }
+        )
+    mat = np.stack(mats).astype(np.float32)
+    frame = pl.DataFrame(rows).with_columns(pl.col("created_day").cast(pl.Int32))
+    return frame, Embeddings(ids=[r["memory_id"] for r in rows], matrix=mat), query
+
+
+@pytest.mark.parametrize("cls", ARM_CLASSES, ids=lambda c: c.name)
+def test_selective_filter_in_search_vs_post_filter(cls, tmp_path):
+    from agentmem.arms.base import Corpus, prepare_memories
+
+    frame, vectors, query = _selective_corpus()
+    memories = prepare_memories(frame, vectors, "t").memories
+    a = cls()
+    a.build(Corpus(memories=memories), vectors, tmp_path / "s")
+    res = a.query(Query("q", "which", query, Predicate("fact_id", "=", "FX")), 10)
+    if cls.capabilities.filter_stage == "in-search":
+        assert sorted(res.memory_ids) == sorted(f"N{i}" for i in range(120, 130))
+    else:  # candidates: 2 * max(4 * 10, 60) = 120 nearest, all FA
+        assert res.memory_ids == []
+    a.close()
+
+
+@pytest.mark.parametrize("cls", ARM_CLASSES, ids=lambda c: c.name)
+def test_shared_body_gets_each_memory_its_own_vector(cls, tmp_path):
+    from agentmem.arms.base import Corpus, prepare_memories
+
+    frame = pl.DataFrame(
+        {"memory_id": ["A", "B"], "body": ["same words", "same words"], "created_day": [1, 2]}
+    )
+    va, vb = fake_vector("alpha beta"), fake_vector("gamma delta")
+    vectors = Embeddings(ids=["A", "B"], matrix=np.stack([va, vb]))
+    a = cls()
+    a.build(Corpus(memories=prepare_memories(frame, vectors, "t").memories), vectors, tmp_path)
+    assert a.query(Query("q", "same words", va), 2).memory_ids == ["A", "B"]
+    assert a.query(Query("q", "same words", vb), 2).memory_ids == ["B", "A"]
+    a.close()
+
+
+def test_remember_supersedes_and_refuses(arm):
+    m4 = "INC-2356: SVC-5345 outage caused by a full disk."
+    body = "INC-2356 root cause: the log volume, not the data disk."
+    new = pl.DataFrame(
+        {"memory_id": ["M7"], "body": [body], "created_day": [330], "supersedes": [["M4"]]}
+    )
+    vectors = Embeddings(ids=["M7"], matrix=fake_vector(body)[None, :])
+    arm.remember(new, vectors)
+    rows = arm.fetch(["M4", "M7"])
+    assert rows["memory_id"].to_list() == ["M4", "M7"]
+    assert rows["superseded_by"].to_list() == ["M7", None]
+    assert rows["body"].to_list() == [m4, body]
+    current = Predicate("superseded_by", "is_null")
+    got = arm.query(q(m4, predicate=current), 6).memory_ids
+    assert "M4" not in got and "M7" in got
+    # mem0's update re-embedded M4's text: the arm gave it M4's own vector back
+    assert arm.query(q(m4), 1).memory_ids == ["M4"]
+    with pytest.raises(ArmError, match="already stored"):
+        arm.remember(new.drop("supersedes"), vectors)
+    other = pl.DataFrame(
+        {"memory_id": ["M8"], "body": ["x"], "created_day": [1], "supersedes": [["nope"]]}
+    )
+    with pytest.raises(ArmError, match="not stored"):
+        arm.remember(other, Embeddings(ids=["M8"], matrix=fake_vector("x")[None, :]))
+    assert arm.fetch(["M8"]).height == 0
+
+
+def test_fetch_order_schema_and_nulls(arm):
+    rows = arm.fetch(["M3", "zz", "M1", "M3"])
+    assert rows.schema == pl.Schema(MEMORY_SCHEMA)
+    assert rows["memory_id"].to_list() == ["M3", "M1"]
+    assert rows["fact_id"].to_list() == [None, "F1"]
+    assert rows["created_day"].to_list() == [15, 10]
+    assert rows["turn_no"].to_list() == [2, 0]
+    assert rows["entity_ids"].to_list() == [None, None]
+
+
+def test_reopen_storage_and_errors(arm, tmp_path):
+    store = tmp_path / "store"
+    before = arm.query(q("CFG-799 timeout"), 6).memory_ids
+    arm.close()
+    arm.close()
+    with pytest.raises(ArmError, match="not open"):
+        arm.query(q("x"), 3)
+    arm.open(store)
+    assert arm.query(q("CFG-799 timeout"), 6).memory_ids == before
+    st = arm.storage()
+    assert st.counts == {"memories": 6} and "directory size" in st.source
+    assert f"{arm.provider}/" in st.objects and "history.db" in st.objects
+    assert st.total_bytes == sum(st.objects.values())
+    with pytest.raises(ArmError, match="missing"):
+        type(arm)().open(tmp_path / "missing")
+
+
+def test_qdrant_local_lock_second_client(tiny, tmp_path):
+    """Local qdrant refuses a second client on an open path; after close, open works."""
+    corpus, vectors = tiny
+    a, b = Mem0QdrantArm(), Mem0QdrantArm()
+    a.build(corpus, vectors, tmp_path / "s")
+    with pytest.raises(ArmError, match="already accessed"):
+        b.open(tmp_path / "s")
+    a.close()
+    b.open(tmp_path / "s")
+    assert b.query(q("CFG-799 timeout"), 1).memory_ids == ["M1"]
+    b.close()
+
+
+def test_hostile_texts(arm):
+    pred = Predicate("superseded_by", "is_null")
+    for text in HOSTILE_TEXTS + ["\x00", "a\x00b"]:
+        res = arm.query(Query("q", text, fake_vector("timeout"), predicate=pred), 10)
+        assert set(res.memory_ids) <= {"M3", "M4", "M5", "M6"}
+        assert isinstance(arm.explain(Query("q", text, fake_vector("x"), predicate=pred)), str)
+    with pytest.raises(ArmError, match="384"):
+        arm.query(Query("q", "x", np.ones(5, np.float32)), 3)
+    bad = np.full(384, np.nan, np.float32)
+    assert arm.query(Query("q", "x", bad), 3).memory_ids == []
+
+
+def test_nothing_outside_store_no_network_two_dirs(tmp_path):
+    """Another process: two stores in one process, HOME and cwd stay empty, no socket use."""
+    home, cwd = tmp_path / "home", tmp_path / "cwd"
+    home.mkdir()
+    cwd.mkdir()
+    script = textwrap.dedent(
+        f"""
+        import json, socket, sys
+        calls = []
+        def refuse(self, *a, **k):
+            calls.append(a)
+            raise OSError("network disabled in test")
+        socket.socket.connect = refuse
+        socket.socket.connect_ex = refuse
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from support.tiny import make_tiny, fake_vector
+        from agentmem.arms.base import Query
+        from agentmem.arms.mem0 import Mem0FaissArm, Mem0QdrantArm
+        import polars as pl
+        from agentmem.arms.base import Embeddings
+        corpus, vectors = make_tiny()
+        out = []
+        for cls, d in ((Mem0QdrantArm, "a"), (Mem0FaissArm, "b"), (Mem0QdrantArm, "c")):
+            arm = cls()
+            arm.build(corpus, vectors, {str(tmp_path)!r} + "/" + d)
+            new = pl.DataFrame({{"memory_id": ["M9"], "body": ["new"], "created_day": [5],
+                                 "supersedes": [["M2"]]}})
+            arm.remember(new, Embeddings(ids=["M9"], matrix=fake_vector("new")[None, :]))
+            out.append(arm.query(Query("q", "hi", fake_vector("CFG-799 timeout")), 2).memory_ids)
+            arm.close()
+        from mem0.memory import main
+        print(json.dumps({{"out": out, "calls": len(calls), "telemetry": main.MEM0_TELEMETRY}}))
+        """
+    )
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "PYTHONPATH": SRC}
+    run = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+        env=env,
+    )
+    assert run.returncode == 0, run.stderr
+    got = json.loads(run.stdout.strip().splitlines()[-1])
+    assert got == {"out": [["M1", "M5"]] * 3, "calls": 0, "telemetry": False}
+    assert list(home.iterdir()) == [] and list(cwd.iterdir()) == []
+    # mem0 reads MEM0_DIR once, at its first import: only the first store has mem0home
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == [
+        "history.db",
+        "mem0home",
+        "qdrant",
+    ]
+    assert [p.name for p in (tmp_path / "a" / "mem0home").iterdir()] == ["config.json"]
+    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == ["faiss", "history.db"]
+    assert sorted(p.name for p in (tmp_path / "c").iterdir()) == ["history.db", "qdrant"]
+    assert sorted(p.name for p in (tmp_path / "b" / "faiss").iterdir()) == [
+        "mem0.faiss",
+        "mem0.json",
+    ]
