@@ -28,6 +28,7 @@ from agentmem.runner import make_arm
 from agentmem.sweeps.budget import BUDGET_SCHEMA, budget_per_query, budget_sweep
 from agentmem.sweeps.postfilter import (
     POSTFILTER_SCHEMA,
+    candidate_value,
     filtered_queries,
     is_reference,
     is_swept,
@@ -117,6 +118,16 @@ def test_postfilter_roles_follow_a_new_arms_declarations() -> None:
     assert not is_swept(NoCandidate)  # post-filters, but declares no candidate parameter
     assert not is_swept(FileVecArm) and not is_reference(FileVecArm)  # no filter at all
     assert not is_reference(PgHybridArm)  # filters in its search, but also ranks text
+
+    class BoundedInSearch(FileVecArm):
+        name = "bounded-in-search"
+        capabilities = replace(FileVecArm.capabilities, filter_stage="in-search")
+        candidate_param = "ef_search"
+        candidate_unit = "list"
+
+    assert is_swept(BoundedInSearch)  # in-search, but its breadth is declared: swept
+    assert candidate_value(BoundedInSearch, 4, 10) == 40
+    assert candidate_value(OtherPost, 4, 10) == 4
 
 
 def test_postfilter_columns_and_rows(sweep: pl.DataFrame, built) -> None:

@@ -273,11 +273,16 @@ class ArmBase:
     Optional declarations an arm may set (read by sweeps and figures, never by name):
 
     * ``candidate_param``: the constructor parameter that sets the size of the candidate
-      list a ``"post-filter"`` arm filters (e.g. ``"overfetch"``); the post-filter sweep
-      varies it.
+      list the arm's filtered search draws from: the list a ``"post-filter"`` arm filters
+      (``"overfetch"``) or the search breadth of an ``"in-search"`` ANN index that can
+      still leave slots empty (an HNSW ``ef``); the post-filter sweep varies it.
+    * ``candidate_unit``: what the sweep's factor ``x`` sets ``candidate_param`` to:
+      ``"per-result"`` (``x`` itself, candidates per requested result, as ``overfetch``)
+      or ``"list"`` (``k * x``, a list length, as ``ef``).
     """
 
     candidate_param: ClassVar[str | None] = None
+    candidate_unit: ClassVar[Literal["per-result", "list"]] = "per-result"
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -1,4 +1,4 @@
-"""Post-filter overfetch sweep: how many neighbours must a post-filtering vector store fetch?
+"""Post-filter overfetch sweep: how many neighbours must a filtered vector search fetch?
 
 A post-filtering arm (``capabilities.filter_stage == "post-filter"``, e.g.
 ``file-vec-meta``) fetches ``k * overfetch`` approximate neighbours, filters them on
@@ -42,10 +42,24 @@ POSTFILTER_SCHEMA: dict[str, pl.DataType] = {
 
 
 def is_swept(arm_cls: type) -> bool:
-    """True for an arm the sweep varies: it post-filters and declares its candidate parameter."""
-    return arm_cls.capabilities.filter_stage == "post-filter" and bool(
+    """True for an arm the sweep varies: it filters and declares its candidate parameter.
+
+    A post-filtering arm's parameter sets the list it filters (``overfetch``); an
+    in-search ANN arm's sets its search breadth (an HNSW ``ef``), which can leave slots
+    empty too (:attr:`~agentmem.arms.base.ArmBase.candidate_param`).
+    """
+    return arm_cls.capabilities.filter_stage != "none" and bool(
         getattr(arm_cls, "candidate_param", None)
     )
+
+
+def candidate_value(arm_cls: type, x: int, k: int) -> int:
+    """The value the sweep gives ``arm_cls.candidate_param`` at factor ``x``, cut-off ``k``.
+
+    ``x`` for a ``"per-result"`` parameter (``overfetch``), ``k * x`` for a ``"list"`` one
+    (``ef``) (:attr:`~agentmem.arms.base.ArmBase.candidate_unit`).
+    """
+    return k * x if getattr(arm_cls, "candidate_unit", "per-result") == "list" else x
 
 
 def is_reference(arm_cls: type) -> bool:
@@ -176,8 +190,9 @@ def postfilter_sweep(
     """Sweep each post-filtering arm's candidate factor over the filtered queries; add references.
 
     Each swept arm in ``stores`` (:func:`is_swept`) is reopened once per factor ``x``
-    with its configured parameters and its ``candidate_param`` set to ``x`` (for
-    ``file-vec-meta``: ``overfetch=x``); every other arm in ``stores`` (normally the
+    with its configured parameters and its ``candidate_param`` set for ``x``
+    (:func:`candidate_value`: ``overfetch=x`` for ``file-vec-meta``, ``ef=k*x`` for an
+    HNSW ``ef``); every other arm in ``stores`` (normally the
     references of :func:`postfilter_roles`) is reopened once with its parameters and
     gives one reference row (``overfetch`` null, ``fetched = k``, ``scan_fraction``
     null). Every arm opened is closed (embedded PostgreSQL servers stopped), also on
@@ -232,7 +247,8 @@ def postfilter_sweep(
         candidate = str(ARMS[name].candidate_param)  # type: ignore[attr-defined]
         for x in factors:
             fetched = min(k * x, n)
-            m = run(name, stores[name], {**params.get(name, {}), candidate: x})
+            value = candidate_value(ARMS[name], x, k)
+            m = run(name, stores[name], {**params.get(name, {}), candidate: value})
             rows.append(
                 {
                     "arm": name,
