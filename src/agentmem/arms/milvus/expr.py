@@ -1,7 +1,7 @@
-"""Milvus boolean filter expressions for the arm's predicates and id look-ups.
+r"""Milvus boolean filter expressions for the arm's predicates and id look-ups.
 
 Milvus Lite's filter grammar reads string literals in double or single quotes with the
-C-style escapes ``\\"``, ``\\'``, ``\\\\``, ``\\n``, ``\\r``, ``\\t``; every untrusted
+C-style escapes ``\"``, ``\'``, ``\\``, ``\n``, ``\r``, ``\t``; every untrusted
 value is written through :func:`string_literal`. Milvus Lite 3.2.2 does not implement
 filter templating (``filter_params``): a ``{name}`` placeholder is refused by its
 parser, so values are inlined, escaped.
@@ -20,9 +20,9 @@ _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def string_literal(value: str) -> str:
-    """``value`` as a double-quoted Milvus string literal (any text, NUL included).
+    r"""``value`` as a double-quoted Milvus string literal (any text, NUL included).
 
-    Example: ``string_literal('a"b')`` is ``"a\\"b"`` (with the quotes).
+    Example: ``string_literal('a"b')`` is ``"a\"b"`` (with the quotes).
     """
     return '"' + "".join(_ESCAPES.get(ch, ch) for ch in value) + '"'
 
