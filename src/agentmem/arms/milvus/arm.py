@@ -99,6 +99,13 @@ class MilvusLiteArm(ProductArm):
     Rows remembered after the build sit in Milvus Lite's memtable (searched brute force)
     until the store is closed, which flushes them into a segment with its own HNSW index.
 
+    Product behaviour the arm works with: Milvus Lite runs in this process (a gRPC server
+    on threads) and locks the ``.db`` against other processes, whose ``MilvusClient``
+    fails with "Open local milvus failed"; ``MilvusClient.close`` leaves the server and
+    the lock in place, so :meth:`close` stops the server once no arm of this process
+    uses it; ``insert`` of a stored id silently replaces the row, so ids are checked first;
+    ``client.get`` does not escape quotes in ids, so look-ups use escaped ``in`` filters.
+
     Args:
         ef: HNSW search breadth (``search_params={"params": {"ef": ef}}``; faiss searches
             with ``max(ef, k)``); Milvus Lite's default is 64.
