@@ -13,6 +13,7 @@ from agentmem.arms.chroma import ChromaArm
 from agentmem.arms.files import FileJsonlArm
 from agentmem.arms.graph import SqliteGraphArm
 from agentmem.arms.mem0 import Mem0FaissArm, Mem0QdrantArm
+from agentmem.arms.milvus import MilvusLiteArm
 from agentmem.arms.postgres import (
     PgBtreeArm,
     PgGinArm,
@@ -45,6 +46,7 @@ BUILTIN_ARMS: dict[str, type[Arm]] = {
         ChromaArm,
         Mem0QdrantArm,
         Mem0FaissArm,
+        MilvusLiteArm,
     )
 }
 

@@ -1,0 +1,310 @@
+"""Tests for the Milvus Lite product arm ``milvus-lite`` (arms/milvus/) on the tiny corpus."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import polars as pl
+import pytest
+from support.hostile import HOSTILE_TEXTS
+from support.tiny import fake_vector, make_tiny
+
+from agentmem.arms import ARMS
+from agentmem.arms.base import MEMORY_SCHEMA, ArmError, Embeddings, Predicate, Query
+from agentmem.arms.milvus import (
+    DB_NAME,
+    MAX_TOPK,
+    MilvusLiteArm,
+    ids_expr,
+    predicate_expr,
+    string_literal,
+)
+
+CURRENT = Predicate("superseded_by", "is_null")
+
+
+def q(text: str = "", *, vec_of: str | None = None, predicate=None, wants_count=False) -> Query:
+    """A query whose embedding is the fake vector of ``vec_of`` (default: of ``text``)."""
+    vec = fake_vector(vec_of if vec_of is not None else text)
+    return Query("q", text, vec, predicate, wants_count)
+
+
+def sims(text: str) -> dict[str, float]:
+    """Exact cosine of every tiny memory to fake_vector(text)."""
+    _, vectors = make_tiny()
+    return dict(zip(vectors.ids, (vectors.matrix @ fake_vector(text)).tolist(), strict=True))
+
+
+def assert_ranked(ids: list[str], text: str, pool: set[str], k: int) -> None:
+    """``ids`` are the top-``k`` of ``pool`` by exact cosine (ties in either order)."""
+    sim = sims(text)
+    want = sorted((sim[m] for m in pool), reverse=True)[:k]
+    assert len(ids) == len(want) and set(ids) <= pool
+    np.testing.assert_allclose([sim[m] for m in ids], want, atol=1e-5)
+
+
+def batch(*rows: dict) -> tuple[pl.DataFrame, Embeddings]:
+    """A remember batch: each memory's vector is the fake vector of its body."""
+    frame = pl.DataFrame(list(rows))
+    mat = np.stack([fake_vector(b) for b in frame["body"].to_list()])
+    return frame, Embeddings(frame["memory_id"].to_list(), mat)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """One read-only tiny store for the query tests."""
+    corpus, vectors = make_tiny()
+    arm = MilvusLiteArm()
+    arm.build(corpus, vectors, tmp_path_factory.mktemp("milvus_ro"))
+    yield arm
+    arm.close()
+
+
+@pytest.fixture
+def arm(tmp_path):
+    """A fresh tiny store per test (for writes)."""
+    corpus, vectors = make_tiny()
+    a = MilvusLiteArm()
+    a.build(corpus, vectors, tmp_path / "store")
+    yield a
+    a.close()
+
+
+# ---------------------------------------------------------------- expressions
+
+
+def test_expressions_escape_untrusted_values():
+    assert string_literal("a\"b\\c\nd\te'f") == '"a\\"b\\\\c\\nd\\te\'f"'
+    assert predicate_expr(None) == ""
+    assert predicate_expr(Predicate("created_day", "<=", 11)) == "created_day <= 11"
+    assert predicate_expr(Predicate("created_day", "=", 11)) == "created_day == 11"
+    assert predicate_expr(Predicate("session_id", "=", "x")) == 'session_id == "x"'
+    assert predicate_expr(CURRENT) == 'superseded_by == ""'
+    assert predicate_expr(Predicate("created_day", "is_null")) == "created_day is null"
+    assert ids_expr("memory_id", ["a", "it's"]) == 'memory_id in ["a", "it\'s"]'
+
+
+def test_constructor_refuses_bad_parameters():
+    for kw in ({"ef": 0}, {"M": 1}, {"ef_construction": 0}, {"batch_size": 0}):
+        with pytest.raises(ValueError, match="milvus-lite"):
+            MilvusLiteArm(**kw)
+    assert ARMS["milvus-lite"] is MilvusLiteArm
+    assert MilvusLiteArm.products == ("pymilvus", "milvus-lite")
+    caps = MilvusLiteArm.capabilities
+    assert (caps.predicate, caps.aggregate, caps.filter_stage) == (True, True, "in-search")
+    assert MilvusLiteArm.candidate_param is None
+
+
+# ---------------------------------------------------------------- queries
+
+
+def test_plain_search_ranks_by_cosine(built):
+    for text, k in (("CFG-799 timeout", 6), ("amber ledger", 2), ("drain traffic first", 3)):
+        res = built.query(q(text), k)
+        assert res.count is None
+        assert_ranked(res.memory_ids, text, {"M1", "M2", "M3", "M4", "M5", "M6"}, k)
+    assert built.query(
+        q("RUN-481: to rotate keys on SVC-77, drain traffic first."), 1
+    ).memory_ids == ["M6"]
+
+
+@pytest.mark.parametrize(
+    ("pred", "pool"),
+    [
+        (Predicate("session_id", "=", "S1"), {"M1", "M2", "M3"}),
+        (Predicate("created_day", "<=", 15), {"M1", "M2", "M3"}),
+        (Predicate("created_day", "=", 320), {"M5", "M6"}),
+        (Predicate("fact_id", "=", "F1"), {"M1", "M2", "M5"}),
+        (Predicate("fact_id", "is_null"), {"M3"}),
+        (CURRENT, {"M3", "M4", "M5", "M6"}),
+        (Predicate("superseded_by", "=", "M5"), {"M1", "M2"}),
+        (Predicate("created_day", "is_null"), set()),
+        (Predicate("session_id", "=", "nobody"), set()),
+    ],
+)
+def test_predicates_filter_in_search_and_count_exactly(built, pred, pool):
+    text = "CFG-799 sets the timeout"
+    res = built.query(q(text, predicate=pred, wants_count=True), 10)
+    assert_ranked(res.memory_ids, text, pool, 10)
+    assert res.count == len(pool)
+    # k is filled from the matches (the filter runs inside the search)
+    assert len(built.query(q(text, predicate=pred), 2).memory_ids) == min(2, len(pool))
+
+
+def test_count_without_predicate_is_the_collection_size(built):
+    assert built.query(q("x", wants_count=True), 0).count == 6
+    assert built.query(q("x", wants_count=True), 0).memory_ids == []
+
+
+def test_bad_calls(built):
+    with pytest.raises(ArmError, match="milvus-lite.*384"):
+        built.query(Query("b", "t", fake_vector("t")[:17]), 3)
+    with pytest.raises(ArmError, match="no embedding"):
+        built.query(Query("b", "t", None), 3)  # type: ignore[arg-type]
+    assert built.query(Query("b", "t", np.full(384, np.nan, np.float32)), 3).memory_ids == []
+    assert built.query(q("x"), -1).memory_ids == []
+    assert len(built.query(q("x", predicate=CURRENT), 10**6).memory_ids) == 4
+    for text in HOSTILE_TEXTS:  # the text is never used: no expression, no parse
+        assert len(built.query(q(text, predicate=CURRENT, wants_count=True), 3).memory_ids) == 3
+
+
+def test_explain_names_the_call_index_and_filter(built):
+    plan = built.explain(q("x", predicate=Predicate("session_id", "=", 'S"1'), wants_count=True), 7)
+    assert "MilvusClient.search(collection_name='memories'" in plan
+    assert "limit=7" in plan and "'ef': 64" in plan and "'metric_type': 'COSINE'" in plan
+    assert "'index_type': 'HNSW'" in plan and "over 6 rows" in plan
+    assert 'session_id == "S\\"1"' in plan and "count(*)" in plan
+    assert f"limit={MAX_TOPK}" in built.explain(q("x"), 10**6)
+
+
+def test_storage_is_the_data_directory(built):
+    st = built.storage()
+    assert st.total_bytes == sum(st.objects.values()) > 0
+    assert st.objects["collections/"] == st.total_bytes  # segments, index, WAL, manifest
+    assert st.counts == {"memories": 6}
+    assert "directory size" in st.source
+
+
+def test_fetch_returns_rows_in_order_with_the_memory_schema(built):
+    got = built.fetch(["M4", "nope", "M1", "M4"])
+    assert got.columns == list(MEMORY_SCHEMA) and dict(got.schema) == MEMORY_SCHEMA
+    assert got["memory_id"].to_list() == ["M4", "M1"]
+    m4, m1 = got.rows(named=True)
+    assert (m4["session_id"], m4["turn_no"], m4["created_day"], m4["fact_id"]) == (
+        "S2",
+        0,
+        200,
+        "F2",
+    )
+    assert (m4["superseded_by"], m4["form"], m4["entity_ids"]) == (None, None, None)
+    assert m4["body"] == "INC-2356: SVC-5345 outage caused by a full disk."
+    assert (m1["superseded_by"], m1["kind"], m1["source"], m1["confidence"]) == (
+        "M5", "semantic", "user_message", 0.9,
+    )  # fmt: skip
+    assert built.fetch([]).height == 0
+
+
+# ---------------------------------------------------------------- writes
+
+
+def test_remember_is_visible_and_corrects_through_upsert(arm):
+    body = "INC-2356: SVC-5345 outage caused by a full disk."
+    assert "M4" in arm.query(q(body, predicate=CURRENT), 10).memory_ids
+    fix = "INC-2356: SVC-5345 outage caused by a failed fan."
+    arm.remember(*batch({"memory_id": "N1", "body": fix, "created_day": 700,
+                         "session_id": "S9", "supersedes": ["M4"]}))  # fmt: skip
+    ids = arm.query(q(body, predicate=CURRENT, wants_count=True), 10)
+    assert "M4" not in ids.memory_ids and "N1" in ids.memory_ids and ids.count == 4
+    assert arm.query(q(body, predicate=Predicate("superseded_by", "=", "N1")), 10).memory_ids == [
+        "M4"
+    ]
+    rows = {r["memory_id"]: r for r in arm.fetch(["M4", "N1"]).iter_rows(named=True)}
+    assert rows["M4"]["superseded_by"] == "N1" and rows["M4"]["body"] == body
+    assert (rows["M4"]["session_id"], rows["M4"]["created_day"]) == ("S2", 200)  # kept whole
+    assert (rows["N1"]["session_id"], rows["N1"]["kind"], rows["N1"]["superseded_by"]) == (
+        "S9", "episodic", None,
+    )  # fmt: skip
+    # the rewritten M4 kept its vector: it is still its own body's nearest memory
+    assert arm.query(q(body), 1).memory_ids == ["M4"]
+    assert arm.storage().counts == {"memories": 7}  # the upsert replaced M4, no copy
+
+
+def test_remember_refuses_stored_and_unknown_ids_writing_nothing(arm):
+    bad = [
+        ({"memory_id": "M2", "body": "again", "created_day": 1}, "'M2' is already stored"),
+        ({"memory_id": "N1", "body": "x", "created_day": 1, "supersedes": ["gone"]}, "'gone'"),
+    ]
+    for row, match in bad:
+        with pytest.raises(ArmError, match=match):
+            arm.remember(*batch(row))
+        assert arm.fetch(["N1"]).height == 0
+        assert arm.fetch(["M2"])["body"].to_list() == [
+            "The amber ledger gateway waits half a minute per call."
+        ]
+    # a correction may name a memory of its own batch
+    arm.remember(*batch({"memory_id": "N1", "body": "first", "created_day": 1},
+                        {"memory_id": "N2", "body": "second", "created_day": 2,
+                         "supersedes": ["N1"]}))  # fmt: skip
+    assert arm.fetch(["N1", "N2"])["superseded_by"].to_list() == ["N2", None]
+
+
+def test_hostile_values_are_stored_and_filtered_verbatim(arm):
+    sess = "'; DROP TABLE x; --\"\\\n\x00😀"
+    body = "it's O'Brien's \"quoted\" \\ text\x00 NEAR(a b)"
+    arm.remember(*batch({"memory_id": "it's \"odd\"", "body": body, "created_day": 9,
+                         "session_id": sess}))  # fmt: skip
+    got = arm.fetch(['it\'s "odd"']).row(0, named=True)
+    assert (got["body"], got["session_id"]) == (body, sess)
+    res = arm.query(q("x", predicate=Predicate("session_id", "=", sess), wants_count=True), 5)
+    assert res.memory_ids == ['it\'s "odd"'] and res.count == 1
+
+
+def test_reopen_in_process_and_remember_after_it(arm, tmp_path):
+    store = tmp_path / "store"
+    arm.remember(*batch({"memory_id": "N1", "body": "before the reopen", "created_day": 700}))
+    before = arm.query(q("CFG-799 timeout"), 7).memory_ids
+    arm.close()
+    arm.close()  # idempotent
+    with pytest.raises(ArmError, match="not open"):
+        arm.query(q("x"), 3)
+    again = MilvusLiteArm()
+    again.open(store)  # the memtable was flushed into a segment by the close
+    assert again.query(q("CFG-799 timeout"), 7).memory_ids == before
+    again.remember(*batch({"memory_id": "N2", "body": "after the reopen", "created_day": 701}))
+    assert again.query(q("after the reopen"), 1).memory_ids == ["N2"]
+    # a second instance on the same store shares the server; closing it keeps the first
+    other = MilvusLiteArm()
+    other.open(store)
+    assert other.fetch(["N1", "N2"])["memory_id"].to_list() == ["N1", "N2"]
+    other.close()
+    assert again.query(q("before the reopen"), 1).memory_ids == ["N1"]
+    again.close()
+    arm.open(store)  # leave the fixture closable
+
+
+def test_open_missing_store_names_the_path(tmp_path):
+    with pytest.raises(ArmError, match="nope"):
+        MilvusLiteArm().open(tmp_path / "nope")
+    (tmp_path / "empty" / DB_NAME).mkdir(parents=True)  # a data directory, no collection
+    with pytest.raises(ArmError, match="has no collection memories"):
+        MilvusLiteArm().open(tmp_path / "empty")
+
+
+_OTHER_PROCESS = textwrap.dedent(
+    """
+    import sys
+    from agentmem.arms.base import ArmError, Query
+    from agentmem.arms.milvus import MilvusLiteArm
+    arm = MilvusLiteArm()
+    try:
+        arm.open(sys.argv[1])
+    except ArmError as exc:
+        print("REFUSED", exc)
+        raise SystemExit(0)
+    print("OPENED", arm.storage().counts["memories"])
+    arm.close()
+    """
+)
+
+
+def _open_elsewhere(store) -> str:
+    proc = subprocess.run(
+        [sys.executable, "-c", _OTHER_PROCESS, str(store)],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    return proc.stdout + proc.stderr
+
+
+def test_one_process_per_store_and_close_releases_it(arm, tmp_path):
+    store = tmp_path / "store"
+    out = _open_elsewhere(store)
+    assert "REFUSED" in out and "Open local milvus failed" in out and str(store) in out
+    # Milvus Lite logs the cause, pymilvus reports only "Open local milvus failed"
+    assert "DataDirLockedError: another process holds the lock on" in out
+    arm.close()  # stops the in-process server and releases the lock
+    assert "OPENED 6" in _open_elsewhere(store)
+    arm.open(store)
+    assert arm.storage().counts == {"memories": 6}
