@@ -126,6 +126,9 @@ class ChromaArm(ProductArm):
     name: ClassVar[str] = "chroma"
     products: ClassVar[tuple[str, ...]] = ("chromadb",)
     prefix_stable: ClassVar[bool] = False
+    #: the HNSW search breadth of the filtered search; the post-filter sweep sets it to k * x
+    candidate_param: ClassVar[str | None] = "ef_search"
+    candidate_unit: ClassVar[str] = "list"
     capabilities: ClassVar[Capabilities] = Capabilities(
         predicate=True,
         join=False,

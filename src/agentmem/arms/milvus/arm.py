@@ -130,6 +130,9 @@ class MilvusLiteArm(ProductArm):
     )
     #: faiss searches with ``max(ef, k)`` candidates: the depth grows with ``k``.
     prefix_stable: ClassVar[bool] = False
+    #: the HNSW search breadth bounds what a selective filter finds (the filter is a bitmap inside the search); the post-filter sweep sets it to k * x
+    candidate_param: ClassVar[str | None] = "ef"
+    candidate_unit: ClassVar[str] = "list"
 
     def __init__(
         self, ef: int = 64, M: int = 16, ef_construction: int = 200, batch_size: int = 2000
