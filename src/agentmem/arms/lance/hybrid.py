@@ -42,6 +42,8 @@ class LanceDbHybridArm(LanceDbArm):
     back to the vector search for that query (:attr:`fts_fallbacks` counts them). Counts
     and writes are ``lancedb``'s; rows added since the index was built are found by
     LanceDB's flat search of unindexed rows until ``table.optimize()`` folds them in.
+    Memories with exactly equal vectors come out of the vector leg in row-id order
+    (oldest first), and RRF treats those tie positions as ranks (docs/arms/lancedb-hybrid.md).
 
     Args:
         candidates: rows each leg of the hybrid query fetches (at least ``k``), as
