@@ -329,7 +329,7 @@ def test_remember_from_threads_while_querying(built, smoke):
     def write(w: int) -> None:
         for i in range(10):
             try:
-                _remember(arm, [_memory(f"thr-{w}-{i}", f"TPX-{w}{i:02d} thread write")], vec)
+                _remember(arm, [_memory(f"thr-{w}-{i}", f"TPX{w}{i:02d} thread write")], vec)
             except BaseException as exc:  # noqa: BLE001
                 errors.append(f"{type(exc).__name__}: {exc}")
 
@@ -353,8 +353,10 @@ def test_remember_from_threads_while_querying(built, smoke):
     ids = [f"thr-{w}-{i}" for w in range(4) for i in range(10)]
     assert sorted(arm.fetch(ids)["memory_id"].to_list()) == sorted(ids)
     if arm.capabilities.text_access != "none":  # the 40 share one vector: text finds it
-        # (in the top k, not first: an arm may fuse in a recency list the newest write tops)
-        assert "thr-3-7" in arm.query(Query("t", "TPX-307", vec), K).memory_ids, name
+        # (in the top k, not first: an arm may fuse in a recency list the newest write tops;
+        # one identifier token, so a fused text rank is not decided by how the text branch
+        # orders the 39 other writes' equal scores)
+        assert "thr-3-7" in arm.query(Query("t", "TPX307", vec), K).memory_ids, name
 
 
 def test_bench_hooks_give_the_query_answer(built, smoke):

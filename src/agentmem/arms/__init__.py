@@ -14,6 +14,7 @@ from agentmem.arms.files import FileJsonlArm
 from agentmem.arms.graph import SqliteGraphArm
 from agentmem.arms.mem0 import Mem0FaissArm, Mem0QdrantArm
 from agentmem.arms.milvus import MilvusLiteArm
+from agentmem.arms.lance import LanceDbArm, LanceDbHybridArm
 from agentmem.arms.postgres import (
     PgBtreeArm,
     PgGinArm,
@@ -47,6 +48,8 @@ BUILTIN_ARMS: dict[str, type[Arm]] = {
         Mem0QdrantArm,
         Mem0FaissArm,
         MilvusLiteArm,
+        LanceDbArm,
+        LanceDbHybridArm,
     )
 }
 
