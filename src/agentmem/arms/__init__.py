@@ -11,6 +11,7 @@ from __future__ import annotations
 from agentmem.arms.base import Arm, ArmError
 from agentmem.arms.files import FileJsonlArm
 from agentmem.arms.graph import SqliteGraphArm
+from agentmem.arms.langgraph_store import LangGraphStoreArm
 from agentmem.arms.postgres import (
     PgBtreeArm,
     PgGinArm,
@@ -40,6 +41,7 @@ BUILTIN_ARMS: dict[str, type[Arm]] = {
         PgHnswIterativeArm,
         SqliteGraphArm,
         ThreeTierArm,
+        LangGraphStoreArm,
     )
 }
 
