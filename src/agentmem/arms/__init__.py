@@ -15,6 +15,7 @@ from agentmem.arms.graph import SqliteGraphArm
 from agentmem.arms.mem0 import Mem0FaissArm, Mem0QdrantArm
 from agentmem.arms.milvus import MilvusLiteArm
 from agentmem.arms.lance import LanceDbArm, LanceDbHybridArm
+from agentmem.arms.langgraph_store import LangGraphStoreArm
 from agentmem.arms.postgres import (
     PgBtreeArm,
     PgGinArm,
@@ -50,6 +51,7 @@ BUILTIN_ARMS: dict[str, type[Arm]] = {
         MilvusLiteArm,
         LanceDbArm,
         LanceDbHybridArm,
+        LangGraphStoreArm,
     )
 }
 
