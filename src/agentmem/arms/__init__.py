@@ -12,10 +12,10 @@ from agentmem.arms.base import Arm, ArmError
 from agentmem.arms.chroma import ChromaArm
 from agentmem.arms.files import FileJsonlArm
 from agentmem.arms.graph import SqliteGraphArm
-from agentmem.arms.mem0 import Mem0FaissArm, Mem0QdrantArm
-from agentmem.arms.milvus import MilvusLiteArm
 from agentmem.arms.lance import LanceDbArm, LanceDbHybridArm
 from agentmem.arms.langgraph_store import LangGraphStoreArm
+from agentmem.arms.mem0 import Mem0FaissArm, Mem0QdrantArm
+from agentmem.arms.milvus import MilvusLiteArm
 from agentmem.arms.postgres import (
     PgBtreeArm,
     PgGinArm,
@@ -45,13 +45,14 @@ BUILTIN_ARMS: dict[str, type[Arm]] = {
         PgHnswIterativeArm,
         SqliteGraphArm,
         ThreeTierArm,
+        # products, driven through their own APIs (family "product")
         ChromaArm,
-        Mem0QdrantArm,
-        Mem0FaissArm,
-        MilvusLiteArm,
         LanceDbArm,
         LanceDbHybridArm,
+        MilvusLiteArm,
         LangGraphStoreArm,
+        Mem0QdrantArm,
+        Mem0FaissArm,
     )
 }
 

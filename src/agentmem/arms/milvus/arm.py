@@ -130,7 +130,8 @@ class MilvusLiteArm(ProductArm):
     )
     #: faiss searches with ``max(ef, k)`` candidates: the depth grows with ``k``.
     prefix_stable: ClassVar[bool] = False
-    #: the HNSW search breadth bounds what a selective filter finds (the filter is a bitmap inside the search); the post-filter sweep sets it to k * x
+    #: the HNSW search breadth bounds what a selective filter finds (the filter is a bitmap
+    #: inside the search); the post-filter sweep sets it to k * x
     candidate_param: ClassVar[str | None] = "ef"
     candidate_unit: ClassVar[str] = "list"
 
