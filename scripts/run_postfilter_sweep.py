@@ -10,7 +10,8 @@ start_job(snakemake, background=False)  # a timing job (holds bench_slot): full 
 #                             (agentmem.sweeps.postfilter.postfilter_roles)
 # snakemake.params.overfetch  list of factors, e.g. [1, 2, 4, ..., 128]
 # snakemake.params.k          result slots per query
-# snakemake.params.repeats    timed calls per query (median kept, after one warm-up)
+# snakemake.params.warmup     untimed calls per query (config sweeps.postfilter_warmup)
+# snakemake.params.repeats    timed calls per query, median kept (sweeps.postfilter_repeats)
 # snakemake.params.arm_params optional: dict arm name -> constructor params (config arm_params)
 # snakemake.output[0]         the CSV
 
@@ -27,6 +28,7 @@ write_csv(
         overfetch=p.overfetch,
         k=p.k,
         repeats=p.repeats,
+        warmup=p.warmup,
         arm_params=getattr(p, "arm_params", None),
     ),
 )

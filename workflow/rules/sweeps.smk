@@ -20,7 +20,8 @@ rule run_postfilter_sweep:
         arms=POSTFILTER_ARMS,
         overfetch=CFG.sweeps.overfetch,
         k=CFG.run.k,
-        repeats=CFG.run.repeats,
+        warmup=CFG.sweeps.postfilter_warmup,
+        repeats=CFG.sweeps.postfilter_repeats,
         arm_params=dict(CFG.arm_params),
     script:
         "../../scripts/run_postfilter_sweep.py"
