@@ -3,13 +3,16 @@ from agentmem.jobs import corpus_dir, start_job
 start_job(snakemake, background=False)  # the encoder holds bench_slot: full priority
 
 # Embed every memory body and query text of a corpus (agentmem.embeddings.embed_corpus).
-# input.memories, input.queries  the corpus files it reads; output[0] the embeddings Parquet
-# params.cache_dir, params.batch_size
+# input.memories, input.queries  the corpus files it reads; input.encoder the exported ONNX
+#   model (backend onnx only); output[0] the embeddings Parquet
+# params.cache_dir, params.batch_size, params.backend
 import sys
 
 from agentmem.embeddings import embed_corpus, set_encoder_threads
 
-print(f"torch threads: {set_encoder_threads(snakemake.threads)}", file=sys.stderr)
+backend = snakemake.params.backend
+threads = set_encoder_threads(snakemake.threads, backend)
+print(f"{backend} encoder threads: {threads}", file=sys.stderr)
 
 stats = embed_corpus(
     corpus_dir(snakemake.input, "memories", "queries"),
@@ -17,5 +20,7 @@ stats = embed_corpus(
     snakemake.params.cache_dir,
     batch_size=snakemake.params.batch_size,
     progress=True,
+    backend=backend,
+    onnx_model=snakemake.input.encoder[0] if backend == "onnx" else None,
 )
 print(f"embeddings: {stats}", file=sys.stderr)

@@ -131,6 +131,14 @@ def _hand_results() -> dict:
         "texts": 50,
         "rounds": 2,
         "met": True,
+        "backends": {
+            "texts": 50,
+            "torch_per_s": 100.0,
+            "onnx_per_s": 150.0,
+            "onnx_speedup": 1.5,
+            "cpu_ratio": 1.8,
+            "min_cosine": 0.9999998,
+        },
     }
     phase = {"returncode": 0, "nothing_to_do": True, "peak_job_rss_mb": 321.0, "peak_job_cmd": "x"}
     pipeline = {
@@ -171,6 +179,9 @@ def test_summary_rows_and_markdown() -> None:
     assert "boom" in by["harness overhead: broken"]["note"]
     assert by["ingest: fast"]["value"] == "0.900×"
     assert by["embedding: cache path vs encode"]["met"] is True
+    onnx_row = by["embedding: ONNX vs torch CPU"]
+    assert onnx_row["value"] == "1.800×" and onnx_row["met"] is None
+    assert "150 vs 100 texts/s (1.500×); min cosine 0.9999998; 50 texts" in onnx_row["note"]
     assert by["pipeline: full run"]["value"] == "700.0 s"
     assert by["pipeline: full run"]["met"] is False
     assert by["pipeline: one figure rebuilt (--force)"]["met"] is None  # not run

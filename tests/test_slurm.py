@@ -75,7 +75,7 @@ TARGETS = (
     f"results/runs/xs/{ARM}.parquet",
 )
 #: the rules those targets run, one SLURM job each
-RULES = ["embed_texts", "generate_corpus", "render_schema", "run_arm"]
+RULES = ["embed_texts", "export_encoder", "generate_corpus", "render_schema", "run_arm"]
 CORPUS_FILES = ("memories", "facts", "entities", "sessions", "agents", "queries", "qrels")
 SCHEMA_FILES = ("sqlite.sql", "postgres.sql", "er.mmd", "er.dot")
 #: a target whose job fails on the node: the configured LoCoMo file does not exist
@@ -268,6 +268,7 @@ def test_jobs_request_what_the_profile_sets(runs: Runs) -> None:
     by_rule = {_rule(j): j for j in runs.ok.jobs}
     want = {
         "embed_texts": ("8", "8000M", "2:00:00"),
+        "export_encoder": ("1", "3000M", "30:00"),
         "run_arm": ("2", "4000M", "30:00"),
         "generate_corpus": ("1", "2000M", "30:00"),
         "render_schema": ("1", "500M", "30:00"),

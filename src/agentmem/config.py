@@ -85,6 +85,11 @@ class EmbeddingConfig(_Strict):
 
     model: Literal["all-MiniLM-L6-v2"] = "all-MiniLM-L6-v2"
     batch_size: int = Field(64, ge=1, le=4096)
+    backend: Literal["onnx", "torch"] = Field(
+        "onnx",
+        description="encoder: onnx (ONNX Runtime on the exported model, within cosine 0.9999 "
+        "of torch) or torch (sentence-transformers)",
+    )
 
 
 class RunConfig(_Strict):

