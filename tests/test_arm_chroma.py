@@ -110,7 +110,8 @@ def test_protocol_capabilities_and_lazy_import():
         "none",
         "in-search",
     )
-    assert a.prefix_stable is False and a.candidate_param is None
+    assert a.prefix_stable is False
+    assert (a.candidate_param, a.candidate_unit) == ("ef_search", "list")
     assert (a.ef_search, a.ef_construction, a.max_neighbors) == (100, 100, 16)
     assert ChromaArm.product_versions()["chromadb"] == "1.5.9"
     with pytest.raises(ValueError, match="ef_search >= 1"):

@@ -95,7 +95,7 @@ def test_constructor_refuses_bad_parameters():
     assert MilvusLiteArm.products == ("pymilvus", "milvus-lite")
     caps = MilvusLiteArm.capabilities
     assert (caps.predicate, caps.aggregate, caps.filter_stage) == (True, True, "in-search")
-    assert MilvusLiteArm.candidate_param is None
+    assert (MilvusLiteArm.candidate_param, MilvusLiteArm.candidate_unit) == ("ef", "list")
 
 
 # ---------------------------------------------------------------- queries
