@@ -14,6 +14,8 @@ rule run_arm:
         "results/benchmarks/run_arm/{size}/{arm}.tsv"
     conda:
         "../../envs/agentmem.yaml"
+    # a timing job: the chain of them bounds the run, so it goes before untimed jobs
+    priority: 20
     threads: 1
     resources:
         bench_slot=1,

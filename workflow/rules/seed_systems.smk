@@ -17,6 +17,8 @@ rule run_conversation_sweep:
         "results/benchmarks/run_conversation_sweep.tsv"
     conda:
         "../../envs/agentmem.yaml"
+    # a timing job: the chain of them bounds the run, so it goes before untimed jobs
+    priority: 20
     threads: 1
     resources:
         bench_slot=1,

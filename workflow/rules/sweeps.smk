@@ -12,6 +12,8 @@ rule run_postfilter_sweep:
         "results/benchmarks/run_postfilter_sweep.tsv"
     conda:
         "../../envs/agentmem.yaml"
+    # a timing job: the chain of them bounds the run, so it goes before untimed jobs
+    priority: 20
     threads: 1
     resources:
         bench_slot=1,

@@ -8,10 +8,12 @@ rule run_crash_trials:
         "results/benchmarks/run_crash_trials/{family}.tsv"
     conda:
         "../../envs/agentmem.yaml"
-    # not a timing job (it counts records, not milliseconds): one core, so it runs beside
-    # the timing jobs at nice 19, mostly waiting on the writer's fsyncs and the kill delay
+    # not a timing job (it counts records, not milliseconds): one core, one heavy
+    # background job at a time (background_slot), so it runs beside the timing jobs at
+    # nice 19, mostly waiting on the writer's fsyncs and the kill delay
     threads: 1
     resources:
+        background_slot=1,
         mem_mb=2000,
     params:
         family="{family}",
@@ -53,6 +55,8 @@ rule run_lost_update_trials:
         "results/benchmarks/run_lost_update_trials.tsv"
     conda:
         "../../envs/agentmem.yaml"
+    # a timing job: the chain of them bounds the run, so it goes before untimed jobs
+    priority: 20
     threads: 2
     resources:
         bench_slot=1,
