@@ -226,6 +226,10 @@ def test_agentmem_arms_lists_the_plugin_with_its_package(example_site):
     assert rows["example-bag"] == ["example-bag", "example", "brute-force", "none",
                                    "in-search", "-", "agentmem-example-arm", "0.1.0"]  # fmt: skip
     assert rows["sqlite-fts"][-1] == "built-in"
+    from importlib import metadata
+
+    chroma = " ".join(rows["chroma"][6:])  # a product arm: the product's installed version
+    assert chroma == f"built-in (chromadb {metadata.version('chromadb')})"
     assert set(rows) == {*BUILTIN_ARMS, "example-bag"}
 
 

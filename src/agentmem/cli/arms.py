@@ -8,6 +8,14 @@ import sys
 from agentmem.cli.common import EXIT_ARM
 
 
+def _drives(cls: type) -> str:
+    """``" (chromadb 1.5.9)"``: the product distributions a product arm drives, installed."""
+    versions = getattr(cls, "product_versions", None)
+    if versions is None:
+        return ""
+    return " (" + ", ".join(f"{d} {v or 'not installed'}" for d, v in versions().items()) + ")"
+
+
 def _cmd_arms(args: argparse.Namespace) -> int:
     from agentmem.arms import ARMS, PLUGIN_PACKAGES, PLUGIN_PROBLEMS
 
@@ -23,7 +31,7 @@ def _cmd_arms(args: argparse.Namespace) -> int:
                 c.text_access,
                 c.filter_stage if c.predicate else "none",
                 ",".join(flags) or "-",
-                PLUGIN_PACKAGES.get(name, "built-in"),
+                PLUGIN_PACKAGES.get(name, "built-in") + _drives(cls),
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
@@ -40,7 +48,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "arms",
         help="list registered arms (built-in and plug-in) and their capabilities",
         description="List every registered arm: family, capabilities and the package that "
-        "provides it ('built-in' or a plug-in's distribution). Plug-ins that could not be "
+        "provides it ('built-in' or a plug-in's distribution; for a product arm, the installed "
+        "versions of the product it drives). Plug-ins that could not be "
         "registered are named on stderr (exit code 1).",
     )
     a.set_defaults(func=_cmd_arms)
