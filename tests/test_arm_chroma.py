@@ -155,6 +155,8 @@ def test_ranks_by_cosine(arm, tiny):
         (Predicate("fact_id", "is_null"), {"M3"}),
         (Predicate("session_id", "=", "nope"), set()),
         (Predicate("session_id", "=", ""), set()),  # "" is the null marker, no memory's id
+        (Predicate("fact_id", "=", "\ud800"), set()),  # not UTF-8: Chroma refuses it
+        (Predicate("created_day", "<=", 2**40), {"M1", "M2", "M3", "M4", "M5", "M6"}),
     ],
 )
 def test_predicates_filter_and_count(arm, tiny, pred, allowed):

@@ -116,6 +116,27 @@ def test_predicates_filter_rank_by_cosine_and_count_exactly(lance, tiny, pred, a
     assert lance.query(q(vec_of=DISK, predicate=pred), 10).count is None
 
 
+@pytest.mark.parametrize(
+    ("pred", "n"),
+    [
+        # days beyond the int32 column, which LanceDB refuses as a literal
+        (Predicate("created_day", "<=", 2**31), 6),
+        (Predicate("created_day", "<=", 2**40), 6),
+        (Predicate("created_day", "<=", -(2**40)), 0),
+        (Predicate("created_day", "=", 2**40), 0),
+        (Predicate("created_day", "<=", 2**31 - 1), 6),
+        # a lone surrogate is no stored (UTF-8) value
+        (Predicate("session_id", "=", "\ud800"), 0),
+    ],
+)
+def test_out_of_range_days_and_non_utf8_ids_are_answered(lance, hybrid, pred, n):
+    for arm in (lance, hybrid):
+        res = arm.query(q("timeout", vec_of=DISK, predicate=pred, wants_count=True), 10)
+        assert (len(res.memory_ids), res.count) == (n, n)
+    assert lance_filter(Predicate("created_day", "<=", 2**40)) == "true"
+    assert lance_filter(Predicate("created_day", "=", -(2**40))) == "false"
+
+
 def test_prefilter_fills_k_where_lancedb_postfilter_underfills(lance, tiny):
     s3 = Predicate("session_id", "=", "S3")
     sim = cosine(tiny, DISK)

@@ -154,6 +154,9 @@ def test_unfiltered_search_is_exact_cosine_order(ro):
         (Predicate("created_day", "is_null"), []),
         (Predicate("fact_id", "is_null"), ["M3"]),
         (Predicate("session_id", "=", "S9"), []),
+        (Predicate("fact_id", "=", ""), []),  # not the memories without a fact
+        (Predicate("superseded_by", "=", ""), []),
+        (Predicate("session_id", "=", "\ud800"), []),  # not UTF-8: no stored value
     ],
 )
 def test_equality_filters_give_the_matching_memories_in_cosine_order(ro, pred, pool):

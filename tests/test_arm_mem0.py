@@ -71,6 +71,9 @@ def test_filters_translation():
     }
     assert predicate_filters(Predicate("session_id", "=", "S1"))["session_id"] == "S1"
     assert predicate_filters(Predicate("superseded_by", "is_null"))["superseded_by"] == ""
+    star = Predicate("session_id", "=", "*")
+    assert predicate_filters(star, eq_operator=True)["session_id"] == {"eq": "*"}
+    assert predicate_filters(star)["session_id"] == "*"
 
 
 def test_ranks_by_cosine(arm, tiny):
@@ -91,6 +94,8 @@ def test_equality_predicates(arm):
         (Predicate("fact_id", "=", "F1"), ["M1", "M5", "M2"]),
         (Predicate("superseded_by", "is_null"), ["M5", "M3"]),
         (Predicate("session_id", "=", "no-such-session"), []),
+        (Predicate("session_id", "=", "*"), []),  # an id, not mem0's wildcard
+        (Predicate("fact_id", "=", ""), []),  # not the memories without a fact
     ]
     for pred, want in cases:
         got = arm.query(q(vec_of, predicate=pred), 6).memory_ids
@@ -113,6 +118,8 @@ def test_qdrant_range_predicate_and_counts(tiny, tmp_path):
         Predicate("superseded_by", "is_null"): 4,
         Predicate("fact_id", "=", "F1"): 3,
         Predicate("session_id", "=", "S3"): 2,
+        Predicate("session_id", "=", "*"): 0,
+        Predicate("superseded_by", "=", ""): 0,
     }
     for p, n in counts.items():
         assert a.query(q("x", predicate=p, wants_count=True), 1).count == n

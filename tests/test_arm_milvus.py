@@ -84,6 +84,9 @@ def test_expressions_escape_untrusted_values():
     assert predicate_expr(Predicate("session_id", "=", "x")) == 'session_id == "x"'
     assert predicate_expr(CURRENT) == 'superseded_by == ""'
     assert predicate_expr(Predicate("created_day", "is_null")) == "created_day is null"
+    # "" is the stored null marker and a lone surrogate no stored string: both match nothing
+    assert predicate_expr(Predicate("fact_id", "=", "")) == "created_day is null"
+    assert predicate_expr(Predicate("session_id", "=", "\ud800")) == "created_day is null"
     assert ids_expr("memory_id", ["a", "it's"]) == 'memory_id in ["a", "it\'s"]'
 
 
@@ -123,6 +126,8 @@ def test_plain_search_ranks_by_cosine(built):
         (Predicate("superseded_by", "=", "M5"), {"M1", "M2"}),
         (Predicate("created_day", "is_null"), set()),
         (Predicate("session_id", "=", "nobody"), set()),
+        (Predicate("fact_id", "=", ""), set()),  # not the memories without a fact
+        (Predicate("superseded_by", "=", "\ud800"), set()),  # not UTF-8: no stored value
     ],
 )
 def test_predicates_filter_in_search_and_count_exactly(built, pred, pool):

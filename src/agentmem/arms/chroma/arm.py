@@ -86,8 +86,20 @@ def _hnsw(col: Any) -> dict[str, Any]:
 
 
 def _matches_nothing(pred: Predicate | None) -> bool:
-    """True for ``id = ""``: the stored null marker is no memory's id."""
-    return pred is not None and pred.op == "=" and pred.value == NO_ID
+    r"""True when no memory can match ``pred``: ``id = ""`` or an id that is not UTF-8.
+
+    ``""`` is the stored null marker, no memory's id; a lone surrogate (``"\ud800"``)
+    equals no stored string, and Chroma refuses such a ``where`` ("Invalid where clause").
+    """
+    if pred is None or pred.op != "=" or not isinstance(pred.value, str):
+        return False
+    if pred.value == NO_ID:
+        return True
+    try:
+        pred.value.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 class ChromaArm(ProductArm):

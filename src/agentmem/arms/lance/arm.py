@@ -54,7 +54,8 @@ _ROW_COLUMNS = (
     "tokens",
     "form",
 )
-_STRING_FIELDS = ("session_id", "fact_id", "superseded_by")
+#: the range of the ``created_day`` column (``int32``)
+_INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
 _T = TypeVar("_T")
 
@@ -72,9 +73,14 @@ def lance_filter(pred: Predicate | None) -> str | None:
             so ``is_null`` on it, like ``= ''`` on an id field, matches nothing
             (``false``).
 
+        A day outside the ``int32`` range of the ``created_day`` column (LanceDB refuses
+        such a literal) is answered as the comparison would be: ``<=`` a day above the
+        range is ``true``, below it ``false``; ``=`` such a day is ``false``. A string
+        that is not valid UTF-8 (a lone surrogate) equals no stored value: ``false``.
+
     Returns:
         e.g. ``"(created_day <= 11)"``, ``"(session_id = 'S''1')"``,
-        ``"(superseded_by = '')"`` or ``"false"``.
+        ``"(superseded_by = '')"``, ``"true"`` or ``"false"``.
     """
     if pred is None:
         return None
@@ -84,11 +90,28 @@ def lance_filter(pred: Predicate | None) -> str | None:
         if pred.field == "created_day":
             return "false"
         return (col(pred.field) == lit(NO_ID)).to_sql()
-    if pred.op == "<=":
-        return (col(pred.field) <= lit(int(pred.value))).to_sql()  # type: ignore[arg-type]
-    if pred.field in _STRING_FIELDS and pred.value == NO_ID:
+    if pred.field == "created_day":
+        day = int(pred.value)  # type: ignore[arg-type]
+        if pred.op == "<=" and day > _INT32_MAX:
+            return "true"
+        if day < _INT32_MIN or day > _INT32_MAX:
+            return "false"
+        if pred.op == "<=":
+            return (col(pred.field) <= lit(day)).to_sql()
+        return (col(pred.field) == lit(day)).to_sql()
+    value = str(pred.value)
+    if value == NO_ID or not _utf8(value):
         return "false"
-    return (col(pred.field) == lit(pred.value)).to_sql()  # type: ignore[arg-type]
+    return (col(pred.field) == lit(value)).to_sql()
+
+
+def _utf8(text: str) -> bool:
+    """Whether ``text`` encodes as UTF-8 (no lone surrogates), as every stored string does."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _schema() -> Any:

@@ -37,6 +37,7 @@ from agentmem.arms.base import (
 from agentmem.arms.langgraph_store.items import (
     EMBED_FIELD,
     SEARCH_PREFIX,
+    can_match,
     has_nul,
     item_values,
     namespace_of,
@@ -401,7 +402,8 @@ class LangGraphStoreArm(ProductArm):
     def _search_args(self, q: Query) -> tuple[np.ndarray, dict[str, Any] | None, bool]:
         """Return ``(query vector, filter, can_match)`` for ``q``.
 
-        ``can_match`` is False when the predicate value holds NUL (no stored value can).
+        ``can_match`` is False when no stored memory can match the predicate value
+        (:func:`~agentmem.arms.langgraph_store.items.can_match`: ``""``, NUL, not UTF-8).
 
         Raises:
             ArmError: when the embedding is missing, not 384 values or not finite.
@@ -409,9 +411,7 @@ class LangGraphStoreArm(ProductArm):
         vec = checked_vector(q.embedding, self.name, f"query {q.query_id!r}", VECTOR_DIM)
         if not np.all(np.isfinite(vec)):
             raise ArmError(f"{self.name}: query {q.query_id!r} embedding has non-finite values")
-        pred = q.predicate
-        can_match = pred is None or not has_nul(pred.value)
-        return vec, search_filter(pred), can_match
+        return vec, search_filter(q.predicate), can_match(q.predicate)
 
     def query(self, q: Query, k: int) -> Result:
         """Return at most ``k`` memory ids, best first; ``count`` is always ``None``.
@@ -430,8 +430,8 @@ class LangGraphStoreArm(ProductArm):
         if isinstance(k, bool) or not isinstance(k, int):
             raise ValueError(f"k must be an int, got {k!r}")
         store, _ = self._open_store()
-        vec, filt, can_match = self._search_args(q)
-        if k <= 0 or not can_match:
+        vec, filt, possible = self._search_args(q)
+        if k <= 0 or not possible:
             return Result(memory_ids=[])
         self._embed.stage([q.text], [vec])
         try:
@@ -460,14 +460,15 @@ class LangGraphStoreArm(ProductArm):
         import psycopg
 
         store, conn = self._open_store()
-        vec, filt, can_match = self._search_args(q)
+        vec, filt, possible = self._search_args(q)
         k = max(int(k), 1)
         call = (
             f"store.search({SEARCH_PREFIX!r}, query=<text, embedded as the cached vector>, "
             f"filter={filt!r}, limit={k})"
         )
-        if not can_match:
-            return json.dumps([{"Call": call, "Note": "not run: the predicate value holds NUL"}])
+        if not possible:
+            note = "not run: no stored value can match the predicate value ('', NUL, not UTF-8)"
+            return json.dumps([{"Call": call, "Note": note}])
         log: list[tuple[str, Any]] = []
 
         class Recording(psycopg.Cursor):  # type: ignore[type-arg]

@@ -81,6 +81,25 @@ def has_nul(value: Any) -> bool:
     return False
 
 
+def can_match(pred: Predicate | None) -> bool:
+    """Whether any stored memory can match ``pred``.
+
+    False for an id value that is ``""`` (the stored null marker, no memory's id: the
+    store's ``{field: ""}`` would return the memories *without* that id), holds NUL
+    (PostgreSQL jsonb cannot store it) or is not UTF-8 (a lone surrogate: psycopg cannot
+    send it, and no stored string equals it).
+    """
+    if pred is None or pred.op != "=" or not isinstance(pred.value, str):
+        return True
+    if pred.value == NO_ID or has_nul(pred.value):
+        return False
+    try:
+        pred.value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def search_filter(pred: Predicate | None) -> dict[str, Any] | None:
     """The ``filter`` argument of ``store.search`` for ``pred`` (``None``: no filter).
 

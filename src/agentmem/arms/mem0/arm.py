@@ -166,11 +166,13 @@ def valid_run_id(session_id: str) -> bool:
     return bool(session_id) and not any(c.isspace() for c in session_id)
 
 
-def predicate_filters(pred: Predicate | None) -> dict[str, Any]:
+def predicate_filters(pred: Predicate | None, eq_operator: bool = False) -> dict[str, Any]:
     """mem0 ``filters`` for a query: the agent scope plus the predicate, if any.
 
     ``created_day <= d`` -> ``{"created_day": {"lte": d}}``; ``field = v`` ->
-    ``{field: v}``; ``field is_null`` -> ``{field: ""}`` (:data:`NO_ID`, what
+    ``{field: v}``, or ``{field: {"eq": v}}`` with ``eq_operator`` (mem0 reads a bare
+    ``"*"`` as a wildcard matching every value; its ``eq`` operator compares, for the
+    stores that implement it); ``field is_null`` -> ``{field: ""}`` (:data:`NO_ID`, what
     :func:`metadata_rows` stores for null). Session predicates use the ``session_id``
     metadata key (exactly the stored value; ``run_id`` holds it too when mem0 accepts it).
     """
@@ -180,10 +182,18 @@ def predicate_filters(pred: Predicate | None) -> dict[str, Any]:
     if pred.op == "<=":
         filters[pred.field] = {"lte": pred.value}
     elif pred.op == "=":
-        filters[pred.field] = pred.value
+        filters[pred.field] = {"eq": pred.value} if eq_operator else pred.value
     else:
         filters[pred.field] = NO_ID
     return filters
+
+
+def matches_nothing(pred: Predicate | None) -> bool:
+    """True for ``id = ""``: ``""`` is the stored null marker, no memory's id.
+
+    (mem0's ``{field: ""}`` would return the memories *without* that id.)
+    """
+    return pred is not None and pred.op == "=" and pred.value == NO_ID
 
 
 class Mem0Arm(ProductArm):
@@ -212,6 +222,8 @@ class Mem0Arm(ProductArm):
     prefix_stable: ClassVar[bool]
     #: mem0's ``vector_store.provider``
     provider: ClassVar[str]
+    #: write ``field = v`` as mem0's ``{field: {"eq": v}}`` (stores that implement ``eq``)
+    eq_operator: ClassVar[bool] = False
 
     def __init__(self, threshold: float = 0.0) -> None:
         if not 0.0 <= float(threshold) <= 1.0:
@@ -430,8 +442,11 @@ class Mem0Arm(ProductArm):
                 f"{self.name}: query {q.query_id!r} embedding has {vec.shape[0]} values, "
                 f"need {VECTOR_DIM}"
             )
-        filters = predicate_filters(q.predicate)
-        count = self._count(filters) if q.wants_count and self.capabilities.aggregate else None
+        filters = predicate_filters(q.predicate, self.eq_operator)
+        counts = q.wants_count and self.capabilities.aggregate
+        if matches_nothing(q.predicate):
+            return Result(memory_ids=[], count=0 if counts else None)
+        count = self._count(filters) if counts else None
         if k <= 0 or not self._ids or not np.all(np.isfinite(vec)):
             return Result(memory_ids=[], count=count)
         text = q.text if q.text.strip() else BLANK_QUERY
@@ -477,7 +492,12 @@ class Mem0Arm(ProductArm):
     def explain(self, q: Query, k: int = 10) -> str:
         """The ``Memory.search`` call ``query`` makes and what the vector store does with it."""
         self._require_open()
-        filters = predicate_filters(q.predicate)
+        filters = predicate_filters(q.predicate, self.eq_operator)
+        if matches_nothing(q.predicate):
+            return (
+                f"no mem0 call: the predicate {q.predicate} asks for the stored null "
+                "marker '', which is no memory's id (no ids; count 0)"
+            )
         count = ""
         if q.wants_count:
             count = (

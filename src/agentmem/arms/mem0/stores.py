@@ -32,6 +32,8 @@ class Mem0QdrantArm(Mem0Arm):
 
     name: ClassVar[str] = "mem0-qdrant"
     provider: ClassVar[str] = "qdrant"
+    #: mem0's qdrant store reads a bare ``"*"`` as "any value"; ``{"eq": v}`` compares
+    eq_operator: ClassVar[bool] = True
     products: ClassVar[tuple[str, ...]] = ("mem0ai", "qdrant-client")
     prefix_stable: ClassVar[bool] = True
     capabilities: ClassVar[Capabilities] = Capabilities(

@@ -16,6 +16,8 @@ from agentmem.arms.product import NO_ID
 
 __all__ = ["ids_expr", "predicate_expr", "string_literal"]
 
+#: an expression no memory matches (``created_day`` is stored non-null)
+_NOTHING = "created_day is null"
 _ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -33,18 +35,32 @@ def predicate_expr(pred: Predicate | None) -> str:
     ``created_day <= 11`` and ``created_day == 11`` for days; ``session_id == "S1"`` for
     ids; ``is_null`` on an id field is ``field == ""`` (nulls are stored as
     :data:`~agentmem.arms.product.NO_ID`) and on ``created_day`` (stored non-null) is
-    ``created_day is null``, which matches nothing.
+    ``created_day is null``, which matches nothing. So is ``field = ""`` (``""`` is the
+    stored null marker, no memory's id) and ``field = v`` for a ``v`` that is not UTF-8
+    (a lone surrogate: no stored string equals it, and pymilvus cannot encode it).
     """
     if pred is None:
         return ""
     if pred.op == "is_null":
         if pred.field == "created_day":
-            return "created_day is null"
+            return _NOTHING
         return f"{pred.field} == {string_literal(NO_ID)}"
     if pred.field == "created_day":
         op = "<=" if pred.op == "<=" else "=="
         return f"created_day {op} {int(pred.value)}"  # type: ignore[arg-type]
-    return f"{pred.field} == {string_literal(str(pred.value))}"
+    value = str(pred.value)
+    if value == NO_ID or not _utf8(value):
+        return _NOTHING
+    return f"{pred.field} == {string_literal(value)}"
+
+
+def _utf8(text: str) -> bool:
+    """Whether ``text`` encodes as UTF-8 (no lone surrogates), as every stored string does."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def ids_expr(pk: str, ids: Sequence[str]) -> str:
