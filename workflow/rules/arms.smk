@@ -12,10 +12,10 @@ rule run_arm:
         "results/logs/run_arm/{size}/{arm}.log",
     benchmark:
         "results/benchmarks/run_arm/{size}/{arm}.tsv"
-    conda:
-        "../../envs/agentmem.yaml"
     # a timing job: the chain of them bounds the run, so it goes before untimed jobs
     priority: 20
+    conda:
+        "../../envs/agentmem.yaml"
     threads: 1
     resources:
         bench_slot=1,

@@ -10,10 +10,10 @@ rule run_postfilter_sweep:
         "results/logs/run_postfilter_sweep.log",
     benchmark:
         "results/benchmarks/run_postfilter_sweep.tsv"
-    conda:
-        "../../envs/agentmem.yaml"
     # a timing job: the chain of them bounds the run, so it goes before untimed jobs
     priority: 20
+    conda:
+        "../../envs/agentmem.yaml"
     threads: 1
     resources:
         bench_slot=1,

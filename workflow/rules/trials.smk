@@ -53,10 +53,10 @@ rule run_lost_update_trials:
         "results/logs/run_lost_update_trials.log",
     benchmark:
         "results/benchmarks/run_lost_update_trials.tsv"
-    conda:
-        "../../envs/agentmem.yaml"
     # a timing job: the chain of them bounds the run, so it goes before untimed jobs
     priority: 20
+    conda:
+        "../../envs/agentmem.yaml"
     threads: 2
     resources:
         bench_slot=1,
