@@ -63,3 +63,13 @@ def test_directory_storage_sums_files_per_entry(tmp_path: Path) -> None:
     assert got.source == "directory size"
     with pytest.raises(ArmError, match="does not exist"):
         directory_storage(tmp_path / "missing")
+
+
+def test_matchless_ids_are_the_null_marker_and_non_utf8_strings() -> None:
+    from agentmem.arms.product import STORED_COLUMNS, matchless_id
+
+    assert matchless_id("") and matchless_id("\ud800") and matchless_id("S1\udfff")
+    assert not matchless_id("S1") and not matchless_id("*") and not matchless_id(" ")
+    assert not matchless_id(12) and not matchless_id(None)
+    assert STORED_COLUMNS == tuple(c for c in MEMORY_SCHEMA if c != "entity_ids")
+    assert "body" in STORED_COLUMNS and len(STORED_COLUMNS) == len(MEMORY_SCHEMA) - 1

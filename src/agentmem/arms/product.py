@@ -21,8 +21,10 @@ from agentmem.arms.base import MEMORY_SCHEMA, ArmBase, ArmError, StorageStats
 __all__ = [
     "NO_ID",
     "METADATA_FIELDS",
+    "STORED_COLUMNS",
     "ProductArm",
     "directory_storage",
+    "matchless_id",
     "metadata_rows",
     "rows_frame",
 ]
@@ -50,7 +52,30 @@ METADATA_FIELDS: dict[str, type] = {
     "form": str,
 }
 
+#: The :data:`MEMORY_SCHEMA` columns a product arm stores and reads back
+#: (``entity_ids`` is not kept).
+STORED_COLUMNS: tuple[str, ...] = tuple(c for c in MEMORY_SCHEMA if c != "entity_ids")
+
 _STRINGS = ("session_id", "fact_id", "superseded_by", "form")
+
+
+def matchless_id(value: object) -> bool:
+    r"""True for an id value no stored memory can equal, so an ``=`` filter on it is empty.
+
+    ``""`` is the stored null marker (:data:`NO_ID`), no memory's id (a product's
+    ``{field: ""}`` would return the memories *without* that id); a string that does not
+    encode as UTF-8 (a lone surrogate such as ``"\ud800"``) equals no stored string, and
+    the products refuse it in a filter. Non-strings are not ids: False.
+    """
+    if not isinstance(value, str):
+        return False
+    if value == NO_ID:
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def metadata_rows(memories: pl.DataFrame) -> list[dict[str, Any]]:

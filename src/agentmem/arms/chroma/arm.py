@@ -32,7 +32,14 @@ from agentmem.arms.base import (
     checked_vector,
     prepare_memories,
 )
-from agentmem.arms.product import NO_ID, ProductArm, directory_storage, metadata_rows, rows_frame
+from agentmem.arms.product import (
+    NO_ID,
+    ProductArm,
+    directory_storage,
+    matchless_id,
+    metadata_rows,
+    rows_frame,
+)
 
 #: Sub-directory of ``store_dir`` that is Chroma's ``persist_directory``.
 CHROMA_DIR = "chroma"
@@ -86,20 +93,11 @@ def _hnsw(col: Any) -> dict[str, Any]:
 
 
 def _matches_nothing(pred: Predicate | None) -> bool:
-    r"""True when no memory can match ``pred``: ``id = ""`` or an id that is not UTF-8.
+    """True when no memory can match ``pred``: an ``=`` on a :func:`matchless_id`.
 
-    ``""`` is the stored null marker, no memory's id; a lone surrogate (``"\ud800"``)
-    equals no stored string, and Chroma refuses such a ``where`` ("Invalid where clause").
+    Chroma refuses a non-UTF-8 value in a ``where`` ("Invalid where clause").
     """
-    if pred is None or pred.op != "=" or not isinstance(pred.value, str):
-        return False
-    if pred.value == NO_ID:
-        return True
-    try:
-        pred.value.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
+    return pred is not None and pred.op == "=" and matchless_id(pred.value)
 
 
 class ChromaArm(ProductArm):

@@ -28,7 +28,14 @@ from agentmem.arms.base import (
     checked_vector,
     prepare_memories,
 )
-from agentmem.arms.product import NO_ID, ProductArm, metadata_rows, rows_frame
+from agentmem.arms.product import (
+    NO_ID,
+    STORED_COLUMNS,
+    ProductArm,
+    matchless_id,
+    metadata_rows,
+    rows_frame,
+)
 from agentmem.errors import ArmError
 from agentmem.types import VECTOR_DIM
 
@@ -38,7 +45,6 @@ __all__ = ["DB_DIR", "TABLE", "LanceDbArm", "lance_filter"]
 DB_DIR = "lancedb"
 #: the one table
 TABLE = "memories"
-#: the columns :meth:`LanceDbArm.fetch` reads back (``entity_ids`` is not stored)
 _ROW_COLUMNS = (
     "memory_id",
     "session_id",
@@ -100,18 +106,9 @@ def lance_filter(pred: Predicate | None) -> str | None:
             return (col(pred.field) <= lit(day)).to_sql()
         return (col(pred.field) == lit(day)).to_sql()
     value = str(pred.value)
-    if value == NO_ID or not _utf8(value):
+    if matchless_id(value):
         return "false"
     return (col(pred.field) == lit(value)).to_sql()
-
-
-def _utf8(text: str) -> bool:
-    """Whether ``text`` encodes as UTF-8 (no lone surrogates), as every stored string does."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _schema() -> Any:
@@ -448,7 +445,7 @@ class LanceDbArm(ProductArm):
             builder = (
                 table.search()
                 .where(col("memory_id").isin(want))
-                .select(list(_ROW_COLUMNS))
+                .select(list(STORED_COLUMNS))
                 .limit(None)
             )
             out = self._lance("search (fetch)", builder.to_arrow)

@@ -18,7 +18,7 @@ from typing import Any
 import polars as pl
 
 from agentmem.arms.base import Predicate
-from agentmem.arms.product import NO_ID, metadata_rows
+from agentmem.arms.product import NO_ID, matchless_id, metadata_rows
 
 #: First label of every namespace: all memories belong to one agent's store.
 NAMESPACE_ROOT = "agent"
@@ -91,13 +91,7 @@ def can_match(pred: Predicate | None) -> bool:
     """
     if pred is None or pred.op != "=" or not isinstance(pred.value, str):
         return True
-    if pred.value == NO_ID or has_nul(pred.value):
-        return False
-    try:
-        pred.value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    return not (matchless_id(pred.value) or has_nul(pred.value))
 
 
 def search_filter(pred: Predicate | None) -> dict[str, Any] | None:

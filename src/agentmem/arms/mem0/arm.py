@@ -54,6 +54,7 @@ from agentmem.arms.product import (
     NO_ID,
     ProductArm,
     directory_storage,
+    matchless_id,
     metadata_rows,
     rows_frame,
 )
@@ -189,11 +190,8 @@ def predicate_filters(pred: Predicate | None, eq_operator: bool = False) -> dict
 
 
 def matches_nothing(pred: Predicate | None) -> bool:
-    """True for ``id = ""``: ``""`` is the stored null marker, no memory's id.
-
-    (mem0's ``{field: ""}`` would return the memories *without* that id.)
-    """
-    return pred is not None and pred.op == "=" and pred.value == NO_ID
+    """True for an ``=`` on a :func:`~agentmem.arms.product.matchless_id` (``""``, non-UTF-8)."""
+    return pred is not None and pred.op == "=" and matchless_id(pred.value)
 
 
 class Mem0Arm(ProductArm):

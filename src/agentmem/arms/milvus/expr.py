@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from agentmem.arms.base import Predicate
-from agentmem.arms.product import NO_ID
+from agentmem.arms.product import NO_ID, matchless_id
 
 __all__ = ["ids_expr", "predicate_expr", "string_literal"]
 
@@ -49,18 +49,9 @@ def predicate_expr(pred: Predicate | None) -> str:
         op = "<=" if pred.op == "<=" else "=="
         return f"created_day {op} {int(pred.value)}"  # type: ignore[arg-type]
     value = str(pred.value)
-    if value == NO_ID or not _utf8(value):
+    if matchless_id(value):
         return _NOTHING
     return f"{pred.field} == {string_literal(value)}"
-
-
-def _utf8(text: str) -> bool:
-    """Whether ``text`` encodes as UTF-8 (no lone surrogates), as every stored string does."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def ids_expr(pk: str, ids: Sequence[str]) -> str:
