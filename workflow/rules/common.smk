@@ -93,6 +93,16 @@ def library_package(relpath, pattern="*.py"):
     )
 
 
+# the exported ONNX encoder (agentmem.encoder.export_onnx), read by the encoder jobs when
+# embedding.backend is onnx
+ONNX_ENCODER = f"results/cache/encoder/{CFG.embedding.model}.onnx"
+
+
+def encoder_model(wildcards=None):
+    """The exported model the encoder jobs read: [ONNX_ENCODER] for onnx, none for torch."""
+    return [ONNX_ENCODER] if CFG.embedding.backend == "onnx" else []
+
+
 def corpus_files(*names, corpus="results/corpus/{size}"):
     """Named inputs: the files ``names`` (keys of CORPUS_FILES) of one corpus directory."""
     return {name: f"{corpus}/{CORPUS_FILES[name]}" for name in names}

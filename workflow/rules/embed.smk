@@ -1,13 +1,3 @@
-# the exported ONNX encoder (agentmem.encoder.export_onnx), read by the encoder jobs when
-# embedding.backend is onnx
-ONNX_ENCODER = f"results/cache/encoder/{CFG.embedding.model}.onnx"
-
-
-def encoder_model(wildcards=None):
-    """The exported model the encoder jobs read: [ONNX_ENCODER] for onnx, none for torch."""
-    return [ONNX_ENCODER] if CFG.embedding.backend == "onnx" else []
-
-
 rule export_encoder:
     output:
         ONNX_ENCODER,
