@@ -1,4 +1,4 @@
-"""Figure: post-filter overfetch sweep — fill rate and recall@10 against the overfetch factor."""
+"""Figure: post-filter sweep — fill rate and recall@10 against the candidate factor."""
 
 from __future__ import annotations
 
@@ -13,8 +13,24 @@ from agentmem.report.figures._common import plt, save
 REFERENCE_LINESTYLES = ("--", ":", "-.", (0, (5, 1, 1, 1)))
 
 
+def swept_label(arm: str) -> str:
+    """Legend text of a swept arm, from its declarations: stage and what the factor sets.
+
+    ``"file-vec-meta (post-filter, overfetch = x)"``, ``"milvus-lite (in-search, ef = k·x)"``;
+    the bare name for an arm that is not registered here.
+    """
+    from agentmem.arms import ARMS
+
+    cls = ARMS.get(arm)
+    param = getattr(cls, "candidate_param", None)
+    if cls is None or not param:
+        return arm
+    value = "k·x" if getattr(cls, "candidate_unit", "per-result") == "list" else "x"
+    return f"{arm} ({cls.capabilities.filter_stage}, {param} = {value})"
+
+
 def plot(postfilter_csv: str | Path, out_svg: str | Path) -> None:
-    """Fill rate and recall@10 vs overfetch (log2 x) per swept arm; references as lines.
+    """Fill rate and recall@10 vs candidate factor (log2 x) per swept arm; references as lines.
 
     Every arm is drawn in its :func:`~agentmem.report.colors.arm_color`.
 
@@ -36,7 +52,7 @@ def plot(postfilter_csv: str | Path, out_svg: str | Path) -> None:
                 s[col],
                 marker="o",
                 color=arm_color(arm),
-                label=f"{arm} (post-filter)",
+                label=swept_label(arm),
             )
         for i, r in enumerate(refs.iter_rows(named=True)):
             if r[col] is not None:
@@ -52,7 +68,7 @@ def plot(postfilter_csv: str | Path, out_svg: str | Path) -> None:
             xs = swept["overfetch"].unique().sort().to_list()
             ax.set_xticks(xs, [f"×{x}" for x in xs])
         ax.set_ylim(0, 1.05)
-        ax.set_xlabel("overfetch (neighbours fetched per result slot)")
+        ax.set_xlabel("candidate factor x (candidates fetched per result slot)")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3, linewidth=0.5)
     if swept.height:
@@ -64,7 +80,8 @@ def plot(postfilter_csv: str | Path, out_svg: str | Path) -> None:
             fontsize=6,
         )
         top.set_xlabel("share of corpus fetched", fontsize=7)
-    axes[1].legend(frameon=False, fontsize=7, loc="lower right")
-    fig.suptitle("Filtered queries: post-filtering an HNSW top-k vs filtering inside the engine")
-    fig.tight_layout()
+    handles, labels = axes[1].get_legend_handles_labels()
+    fig.legend(handles, labels, frameon=False, fontsize=7, loc="lower center", ncol=3)
+    fig.suptitle("Filtered queries: how many candidates must a filtered vector search draw?")
+    fig.tight_layout(rect=(0, 0.08 + 0.045 * ((len(labels) - 1) // 3), 1, 1))
     save(fig, out_svg)
