@@ -46,10 +46,7 @@ def test_schema_file_matches_model():
             {"seed_systems": {"conversation": {"arms": ["pg-gin", "pg-gin"]}}},
             "seed_systems.conversation.arms: duplicate",
         ),
-        (
-            {"arms": ["file-jsonl", "sqlite-fts"], "scaling_arms": ["sqlite-fts", "pg-gin"]},
-            "scaling_arms ['pg-gin'] are not among arms",
-        ),
+        ({"scaling_arms": ["sqlite-fts", "nope"]}, "scaling_arms: unknown arm 'nope'"),
     ],
 )
 def test_bad_values_are_named(data, needle):
@@ -74,3 +71,15 @@ def test_conversation_arms_are_the_configured_ones_in_order():
     assert conversation_arms(cfg) == ["file-vec", "sqlite-fts", "three-tier"]
     few = cfg.model_copy(update={"arms": ["three-tier", "pg-gin", "file-vec"]})
     assert conversation_arms(few) == ["file-vec", "three-tier"]  # the sweep's order
+
+
+def test_scaling_arms_are_the_configured_ones_in_the_order_of_arms():
+    from agentmem.config import scaling_arms
+
+    cfg = load_config({"arms": ["file-jsonl", "pg-gin", "sqlite-fts"]})
+    assert scaling_arms(cfg) == ["file-jsonl", "pg-gin", "sqlite-fts"]  # null: every arm
+    narrowed = cfg.model_copy(update={"scaling_arms": ["sqlite-fts", "pg-hnsw", "file-jsonl"]})
+    assert scaling_arms(narrowed) == ["file-jsonl", "sqlite-fts"]  # pg-hnsw is not in arms
+    shipped = load_config(REPO / "config" / "config.yaml")
+    assert "chroma" in shipped.arms and "chroma" not in scaling_arms(shipped)
+    assert scaling_arms(shipped) == [a for a in shipped.arms if a in shipped.scaling_arms]

@@ -154,6 +154,8 @@ def test_configured_pairs_are_the_studys_and_keep_only_configured_arms():
         ["sqlite-fts", "file-jsonl"],
         ["pg-hnsw-iterative", "pg-hnsw"],
         ["sqlite-hybrid", "pg-hybrid"],
+        ["lancedb-hybrid", "sqlite-hybrid"],
+        ["chroma", "pg-hnsw"],
     ]
     few = cfg.model_copy(update={"arms": ["sqlite-fts", "sqlite-hybrid", "pg-hnsw"]})
     assert paired_tests(few) == [["sqlite-fts", "sqlite-hybrid"]]

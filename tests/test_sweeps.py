@@ -88,9 +88,15 @@ def test_postfilter_roles_come_from_declarations() -> None:
     from agentmem.arms import ARMS as REGISTRY
     from agentmem.config import load_config
 
-    assert postfilter_roles(REGISTRY) == (["file-vec-meta"], ["pg-hnsw", "pg-hnsw-iterative"])
+    # swept: a declared candidate parameter (overfetch, or an HNSW ef that bounds a filtered
+    # search); references: in-search HNSW without text and without one
+    roles = (
+        ["file-vec-meta", "chroma", "milvus-lite"],
+        ["pg-hnsw", "pg-hnsw-iterative", "langgraph-store"],
+    )
+    assert postfilter_roles(REGISTRY) == roles
     cfg = load_config(REPO / "config" / "config.yaml")
-    assert postfilter_roles(cfg.arms) == (["file-vec-meta"], ["pg-hnsw", "pg-hnsw-iterative"])
+    assert postfilter_roles(cfg.arms) == roles
     # configured order is kept; arms playing neither role are left out
     assert postfilter_roles(["pg-hnsw-iterative", "sqlite-fts", "file-vec", "pg-hnsw"]) == (
         [],

@@ -286,8 +286,8 @@ class Config(_Strict):
     )
     scaling_arms: list[str] | None = Field(
         None,
-        description="arms the scaling sweep runs at scaling_sizes (a subset of arms); "
-        "null: every arm. The other arms run at the main size only",
+        description="arms the scaling sweep runs at scaling_sizes (those of them in arms, "
+        "in the order of arms); null: every arm. The other arms run at the main size only",
     )
     sweeps: SweepsConfig = SweepsConfig()
     seed_systems: SeedSystemsConfig = SeedSystemsConfig()
@@ -323,10 +323,11 @@ class Config(_Strict):
 
         if len(set(self.arms)) != len(self.arms):
             raise ValueError(f"arms: duplicate names in {self.arms}")
-        strays = [a for a in self.scaling_arms or () if a not in self.arms]
-        if strays:
-            raise ValueError(f"scaling_arms {strays} are not among arms")
-        for key, names in (("arms", self.arms), ("arm_params", list(self.arm_params))):
+        for key, names in (
+            ("arms", self.arms),
+            ("arm_params", list(self.arm_params)),
+            ("scaling_arms", list(self.scaling_arms or ())),
+        ):
             for name in names:
                 if name not in ARMS:
                     raise ValueError(f"{key}: unknown arm {name!r}; known arms: {sorted(ARMS)}")
@@ -362,6 +363,18 @@ def conversation_arms(cfg: Config) -> list[str]:
     """The ``seed_systems.conversation.arms`` that are configured in ``arms``, in order."""
     have = set(cfg.arms)
     return [a for a in cfg.seed_systems.conversation.arms if a in have]
+
+
+def scaling_arms(cfg: Config) -> list[str]:
+    """The arms the scaling sweep runs: ``scaling_arms`` that are in ``arms`` (every arm if null).
+
+    In the order of ``arms``, so a second ``--configfile`` that narrows ``arms`` narrows the
+    sweep with it.
+    """
+    if cfg.scaling_arms is None:
+        return list(cfg.arms)
+    wanted = set(cfg.scaling_arms)
+    return [a for a in cfg.arms if a in wanted]
 
 
 def paired_tests(cfg: Config) -> list[list[str]]:

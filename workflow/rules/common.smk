@@ -5,7 +5,7 @@ from pathlib import Path
 
 from snakemake.utils import validate
 
-from agentmem.config import conversation_arms, load_config, paired_tests
+from agentmem.config import conversation_arms, load_config, paired_tests, scaling_arms
 from agentmem.jobs import CORPUS_FILES, CORPUS_TABLES
 from agentmem.sweeps.postfilter import postfilter_roles
 
@@ -46,7 +46,7 @@ CORPUS_SIZES = list(dict.fromkeys([MAIN, *CFG.scaling_sizes]))
 ARM_NAMES = list(CFG.arms)
 CRASH_FAMILIES = list(CFG.trials.crash.families)
 #: arms the scaling sweep runs at every scaling size (the others at the main size only)
-SCALING_ARMS = list(CFG.scaling_arms) if CFG.scaling_arms is not None else ARM_NAMES
+SCALING_ARMS = scaling_arms(CFG)
 SCALING_ENTRIES = [(a, s) for s in CFG.scaling_sizes for a in SCALING_ARMS]
 #: arms the post-filter sweep compares: the configured post-filtering arms it sweeps,
 #: then the in-search HNSW arms drawn as reference lines (from the arms' declarations)

@@ -12,7 +12,8 @@ from __future__ import annotations
 from agentmem.arms import ARMS
 
 #: Arm colours in registry order: matplotlib's ``tab20`` with its two greys left out
-#: (grey is :data:`OTHER_COLOR`), the ten strong shades first, then the ten light ones.
+#: (grey is :data:`OTHER_COLOR`), the ten strong shades first, then the ten light ones,
+#: then the dark shades of ``tab20b``.
 PALETTE: tuple[str, ...] = (
     "#1f77b4",
     "#ff7f0e",
@@ -32,6 +33,11 @@ PALETTE: tuple[str, ...] = (
     "#f7b6d2",
     "#dbdb8d",
     "#9edae5",
+    "#393b79",
+    "#637939",
+    "#8c6d31",
+    "#843c39",
+    "#7b4173",
 )
 #: Colour of a name that is not a registered arm (a baseline such as ``append``).
 OTHER_COLOR = "#7f7f7f"
