@@ -94,19 +94,25 @@ def test_empty_input_gives_an_empty_matrix(encoders):
         assert enc.encode([]).shape == (0, 384)
 
 
-def test_the_onnx_path_does_not_import_torch(onnx_model):
+def test_the_onnx_path_does_not_import_torch_nor_write_home(onnx_model, tmp_path):
     code = (
         "import sys\n"
         "from agentmem.embeddings import encode\n"
         f"v = encode(['a memory'], backend='onnx', onnx_model={str(onnx_model)!r})\n"
         "print(v.shape, 'torch' in sys.modules)\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "src")}
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "ORT_DISABLE_TELEMETRY"}
+    env.update(PYTHONPATH=str(Path(__file__).parents[1] / "src"), HOME=str(home))
+    env.pop("XDG_CACHE_HOME", None)
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split("\n")[-2] == "(1, 384) False"
+    # onnxruntime's device id / event database (~/.cache/Microsoft/...) is not written
+    assert sorted(p.relative_to(home) for p in home.rglob("*")) == []
 
 
 def _model_copy(tmp_path: Path) -> Path:

@@ -238,6 +238,9 @@ class OnnxEncoder:
     def __init__(
         self, onnx_path: str | Path, folder: str | Path | None = None, threads: int | None = None
     ) -> None:
+        # onnxruntime writes a device id and an event database under
+        # ~/.cache/Microsoft/DeveloperTools at import unless its telemetry is off
+        os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
         import onnxruntime as ort
 
         self.spec = model_spec(folder)

@@ -54,6 +54,9 @@ DEFAULT_MAX_NEIGHBORS = 16
 def _chromadb() -> Any:
     """Import chromadb with its anonymous telemetry switched off (before the import)."""
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    # chromadb imports onnxruntime, which otherwise writes a device id and an event
+    # database under ~/.cache/Microsoft/DeveloperTools
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
     import chromadb
 
     return chromadb
