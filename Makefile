@@ -48,8 +48,21 @@ lint: $(STAMP)  ## ruff, snakefmt --check, snakemake --lint (any lint fails the 
 	@if grep -q "Lints for" .lint.out; then cat .lint.out; rm -f .lint.out; exit 1; fi
 	@rm -f .lint.out; echo "snakemake --lint: clean"
 
+# Two pytest processes side by side: the whole-workflow tests (smoke run, SLURM, cluster
+# executor), whose jobs are mostly other processes, and everything else, which runs on one
+# core; the first's report is printed after the second's. Each has its own basetemp.
+WORKFLOW_TESTS := tests/test_e2e.py tests/test_slurm.py tests/test_cluster.py
+PYTEST_TMP := $(or $(TMPDIR),/tmp)/agentmem-pytest-$(shell id -u)
+
 test: lint chromium  ## lint, then pytest (unit, arm conformance, bad input, end-to-end smoke run)
-	$(BIN)/pytest -q --durations=15
+	@mkdir -p $(PYTEST_TMP)
+	@$(BIN)/pytest -q -p no:cacheprovider --durations=8 --basetemp=$(PYTEST_TMP)/workflow \
+	  $(WORKFLOW_TESTS) > $(PYTEST_TMP)/workflow.log 2>&1 & wf=$$!; \
+	$(BIN)/pytest -q --durations=15 --basetemp=$(PYTEST_TMP)/rest \
+	  $(addprefix --ignore=,$(WORKFLOW_TESTS)); rest=$$?; \
+	wait $$wf; workflow=$$?; \
+	echo; echo "== $(WORKFLOW_TESTS)"; cat $(PYTEST_TMP)/workflow.log; \
+	test $$rest = 0 && test $$workflow = 0
 
 chromium:  ## install Debian's chromium for the report's browser test (as root; else it is skipped)
 	@command -v chromium >/dev/null 2>&1 || { \
