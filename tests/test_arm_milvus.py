@@ -313,3 +313,29 @@ def test_one_process_per_store_and_close_releases_it(arm, tmp_path):
     assert "OPENED 6" in _open_elsewhere(store)
     arm.open(store)
     assert arm.storage().counts == {"memories": 6}
+
+
+_READER_PROCESS = """
+import sys
+from agentmem.runner import opened
+with opened("milvus-lite", {}, sys.argv[1]) as a:
+    print("READ", a.storage().counts["memories"])
+"""
+
+
+def test_readers_open_a_private_copy_while_the_store_is_held(arm, tmp_path):
+    """Sweeps and probes read through runner.opened: a held store does not refuse them."""
+    from agentmem.runner import opened
+
+    store = tmp_path / "store"
+    assert MilvusLiteArm.exclusive_store is True
+    assert "REFUSED" in _open_elsewhere(store)  # the plain open meets the lock
+    proc = subprocess.run(
+        [sys.executable, "-c", _READER_PROCESS, str(store)],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    assert "READ 6" in proc.stdout, proc.stderr[-2000:]
+    with opened("milvus-lite", {}, store) as reader:  # in this process too, beside `arm`
+        assert reader.storage().counts == {"memories": 6}
+        assert reader is not arm
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["store"]  # copies removed

@@ -16,7 +16,10 @@ from __future__ import annotations
 import logging
 import shutil
 import statistics
+import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +52,33 @@ def make_arm(name: str, params: dict[str, Any] | None = None) -> Arm:
     if name not in ARMS:
         raise KeyError(f"unknown arm {name!r}; known arms: {sorted(ARMS)}")
     return ARMS[name](**(params or {}))
+
+
+@contextmanager
+def opened(name: str, params: dict[str, Any] | None, store_dir: str | Path) -> Iterator[Arm]:
+    """Open the store an earlier job built, for reading; the arm is closed afterwards.
+
+    For an arm whose product locks its store to one process (``exclusive_store``) the
+    store is copied first, into a hidden directory beside it that is removed afterwards,
+    and the copy is opened: readers that run at the same time then never meet the lock.
+
+    Raises:
+        KeyError: unknown arm; ``agentmem.arms.base.ArmError``: the store cannot be opened.
+    """
+    arm = make_arm(name, params)
+    store = Path(store_dir)
+    private: Path | None = None
+    try:
+        if getattr(type(arm), "exclusive_store", False) and store.is_dir():
+            private = Path(tempfile.mkdtemp(prefix=f".{store.name}-reader-", dir=store.parent))
+            shutil.copytree(store, private / store.name, symlinks=True)
+            store = private / store.name
+        arm.open(store)
+        yield arm
+    finally:
+        arm.close()
+        if private is not None:
+            shutil.rmtree(private, ignore_errors=True)
 
 
 def time_query(

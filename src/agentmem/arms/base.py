@@ -276,6 +276,8 @@ class ArmBase:
       list the arm's filtered search draws from: the list a ``"post-filter"`` arm filters
       (``"overfetch"``) or the search breadth of an ``"in-search"`` ANN index that can
       still leave slots empty (an HNSW ``ef``); the post-filter sweep varies it.
+    * ``exclusive_store``: the product refuses a second process on one store; readers
+      open a private copy (:func:`agentmem.runner.opened`).
     * ``candidate_unit``: what the sweep's factor ``x`` sets ``candidate_param`` to:
       ``"per-result"`` (``x`` itself, candidates per requested result, as ``overfetch``)
       or ``"list"`` (``k * x``, a list length, as ``ef``).
@@ -283,6 +285,10 @@ class ArmBase:
 
     candidate_param: ClassVar[str | None] = None
     candidate_unit: ClassVar[Literal["per-result", "list"]] = "per-result"
+    #: True when the product locks its store to one process (Milvus Lite, local Qdrant):
+    #: jobs that only read a built store (sweeps, probes) open a private copy of it, so two
+    #: of them at once, or one beside a timing job, never meet the lock
+    exclusive_store: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

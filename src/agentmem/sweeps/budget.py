@@ -21,7 +21,7 @@ from agentmem.arms.base import Arm, Query
 from agentmem.corpus.io import load_corpus, load_qrels, load_queries
 from agentmem.embeddings import load_embeddings
 from agentmem.metrics import ndcg_at_k, recall_at_k
-from agentmem.runner import make_arm
+from agentmem.runner import opened
 from agentmem.sweeps.postfilter import relevant_sets
 from agentmem.tokens import count_tokens
 
@@ -151,7 +151,7 @@ def budget_sweep(
 ) -> pl.DataFrame:
     """Token-budget table of one arm: quality and tokens returned at each ``k``.
 
-    Reopens the store the pipeline built (``make_arm(arm_name, arm_params).open(store_dir)``),
+    Reopens the store the pipeline built (:func:`agentmem.runner.opened`),
     runs every query of the corpus at every ``k`` (untimed) and closes the arm (stopping
     any embedded server), also on errors.
 
@@ -174,10 +174,6 @@ def budget_sweep(
     queries = load_queries(corpus_dir, load_embeddings(embeddings_path))
     relevant = relevant_sets(load_qrels(corpus_dir))
     tokens = memory_tokens(corpus.memories)
-    arm = make_arm(arm_name, dict(arm_params or {}))
-    try:
-        arm.open(Path(store_dir))
+    with opened(arm_name, dict(arm_params or {}), store_dir) as arm:
         per_query = budget_per_query(arm, queries, relevant, tokens, ks)
-    finally:
-        arm.close()
     return summarise_budget(arm_name, per_query)

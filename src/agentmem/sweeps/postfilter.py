@@ -24,7 +24,7 @@ from agentmem.arms.base import Arm, Query
 from agentmem.corpus.io import load_corpus, load_qrels, load_queries
 from agentmem.embeddings import load_embeddings
 from agentmem.metrics import recall_at_k
-from agentmem.runner import make_arm, time_query
+from agentmem.runner import opened, time_query
 
 #: The default overfetch factors: powers of two, ×1 … ×128 (REFERENCE §4).
 DEFAULT_OVERFETCH: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128)
@@ -231,12 +231,8 @@ def postfilter_sweep(
     relevant = relevant_sets(load_qrels(corpus_dir))
 
     def run(name: str, store: str | Path, p: dict[str, Any]) -> dict[str, float | None]:
-        arm = make_arm(name, p)
-        try:
-            arm.open(Path(store))
+        with opened(name, p, store) as arm:
             return measure_filtered(arm, queries, slots, relevant, k, warmup, repeats)
-        finally:
-            arm.close()
 
     unknown = [a for a in stores if a not in ARMS]
     if unknown:

@@ -213,17 +213,13 @@ def run_anomaly_probe(
         agentmem.arms.base.ArmError: the store cannot be opened or queried.
         agentmem.corpus.io.CorpusError: the corpus or a query vector is missing.
     """
-    from agentmem.runner import make_arm  # runner imports the full arm registry
+    from agentmem.runner import opened  # runner imports the full arm registry
 
     store = require_dir(store_dir, writable=False, what=f"{arm_name} store directory")
     if not any(store.iterdir()):
         raise TrialError(f"{arm_name} store directory {store} is empty (build the arm first)")
-    arm = make_arm(arm_name, arm_params)
-    try:
-        arm.open(store)
+    with opened(arm_name, arm_params, store) as arm:
         row = repair_probe(arm, corpus_dir, embeddings_path, facts, k)
-    finally:
-        arm.close()
     row = {
         "arm": arm_name,
         "facts_probed": int(row["facts_probed"]),

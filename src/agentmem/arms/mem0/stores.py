@@ -36,6 +36,8 @@ class Mem0QdrantArm(Mem0Arm):
     eq_operator: ClassVar[bool] = True
     products: ClassVar[tuple[str, ...]] = ("mem0ai", "qdrant-client")
     prefix_stable: ClassVar[bool] = True
+    #: local Qdrant refuses a second client on one storage folder
+    exclusive_store: ClassVar[bool] = True
     capabilities: ClassVar[Capabilities] = Capabilities(
         predicate=True,
         join=False,

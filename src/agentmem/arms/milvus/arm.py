@@ -130,6 +130,8 @@ class MilvusLiteArm(ProductArm):
     )
     #: faiss searches with ``max(ef, k)`` candidates: the depth grows with ``k``.
     prefix_stable: ClassVar[bool] = False
+    #: Milvus Lite refuses a second process on one store (its data-directory lock)
+    exclusive_store: ClassVar[bool] = True
     #: the HNSW search breadth bounds what a selective filter finds (the filter is a bitmap
     #: inside the search); the post-filter sweep sets it to k * x
     candidate_param: ClassVar[str | None] = "ef"
