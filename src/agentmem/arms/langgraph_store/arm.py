@@ -11,11 +11,9 @@ the product findings: docs/arms/langgraph-store.md.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -35,14 +33,15 @@ from agentmem.arms.base import (
     prepare_memories,
 )
 from agentmem.arms.langgraph_store.items import (
-    EMBED_FIELD,
     SEARCH_PREFIX,
     can_match,
     has_nul,
+    index_config,
     item_values,
     namespace_of,
     search_filter,
 )
+from agentmem.arms.langgraph_store.plans import explain_search, langgraph_api
 from agentmem.arms.langgraph_store.vectors import CachedVectors
 from agentmem.arms.postgres.catalog import relation_sizes
 from agentmem.arms.postgres.schema import BUILD_MAINTENANCE_WORK_MEM
@@ -54,22 +53,6 @@ if TYPE_CHECKING:
 #: Items per ``store.batch`` of puts: the store writes a batch as one multi-row
 #: ``INSERT`` with four parameters per item, below PostgreSQL's 65,535 per statement.
 PUT_CHUNK = 2000
-
-
-def _product() -> SimpleNamespace:
-    """Import ``langgraph.store.postgres`` with LangSmith tracing off (no network).
-
-    Returns:
-        A namespace with ``PostgresStore``, ``PutOp`` and ``SearchOp``.
-    """
-    # LangGraph sends nothing by itself; LangSmith tracing (langchain-core) is enabled by
-    # these documented variables only, so they are pinned off before the import.
-    os.environ["LANGSMITH_TRACING"] = "false"
-    os.environ["LANGCHAIN_TRACING_V2"] = "false"
-    from langgraph.store.base import PutOp, SearchOp
-    from langgraph.store.postgres import PostgresStore
-
-    return SimpleNamespace(PostgresStore=PostgresStore, PutOp=PutOp, SearchOp=SearchOp)
 
 
 class LangGraphStoreArm(ProductArm):
@@ -135,16 +118,7 @@ class LangGraphStoreArm(ProductArm):
     # ------------------------------------------------------------------ helpers
     def _index(self, kind: str) -> dict[str, Any]:
         """The ``index`` configuration of ``PostgresStore`` with ANN index ``kind``."""
-        ann: dict[str, Any] = {"kind": kind}
-        if kind == "hnsw":
-            ann.update(m=self.m, ef_construction=self.ef_construction)
-        return {
-            "dims": VECTOR_DIM,
-            "embed": self._embed,
-            "fields": [EMBED_FIELD],
-            "ann_index_config": ann,
-            "distance_type": "cosine",
-        }
+        return index_config(self._embed, kind, m=self.m, ef_construction=self.ef_construction)
 
     def _open_store(self) -> tuple[Any, Any]:
         """Return ``(store, connection)``.
@@ -185,7 +159,7 @@ class LangGraphStoreArm(ProductArm):
         One ``SearchOp(("agent",), filter={"memory_id": id}, limit=1)`` per distinct id,
         all in one ``store.batch`` (ids holding NUL cannot be stored and are skipped).
         """
-        p = _product()
+        p = langgraph_api()
         want = [i for i in dict.fromkeys(ids) if not has_nul(i)]
         if not want:
             return {}
@@ -230,7 +204,7 @@ class LangGraphStoreArm(ProductArm):
             raise ArmError(f"{self.name}: embeddings have shape {mat.shape}, need (n, 384)")
         values = item_values(mem)
         ops, texts = self._new_ops(values)
-        p = _product()
+        p = langgraph_api()
         try:
             self._h = connect_store(store_dir, self.name, create=True)
         except PgError as exc:
@@ -264,7 +238,7 @@ class LangGraphStoreArm(ProductArm):
         Raises:
             ArmError: naming the memory when a value holds NUL or its session id a ``.``.
         """
-        p = _product()
+        p = langgraph_api()
         ops = []
         for v in values:
             for col, val in v.items():
@@ -313,7 +287,7 @@ class LangGraphStoreArm(ProductArm):
                 "tables store/store_vectors; build it first"
             )
         self._h = h
-        self._store = _product().PostgresStore(h.conn, index=self._index("hnsw"))
+        self._store = langgraph_api().PostgresStore(h.conn, index=self._index("hnsw"))
 
     # ---------------------------------------------------------------- remember
     def remember(self, memories: pl.DataFrame, vectors: Embeddings) -> None:
@@ -356,7 +330,7 @@ class LangGraphStoreArm(ProductArm):
         for mid in ids:
             if mid in found:
                 raise ArmError(f"{self.name}: remember: memory {mid!r} is already stored")
-        p = _product()
+        p = langgraph_api()
         for old, new in corrects.items():
             if old in new_at:
                 values[new_at[old]]["superseded_by"] = new
@@ -469,36 +443,17 @@ class LangGraphStoreArm(ProductArm):
         if not possible:
             note = "not run: no stored value can match the predicate value ('', NUL, not UTF-8)"
             return json.dumps([{"Call": call, "Note": note}])
-        log: list[tuple[str, Any]] = []
-
-        class Recording(psycopg.Cursor):  # type: ignore[type-arg]
-            """A cursor that notes each statement the store executes."""
-
-            def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
-                log.append((query, params))
-                return super().execute(query, params, **kwargs)
-
-        saved = conn.cursor_factory
-        conn.cursor_factory = Recording
         self._embed.stage([q.text], [vec])
         try:
-            store.search(SEARCH_PREFIX, query=q.text, filter=filt, limit=k)
+            plans = explain_search(
+                conn,
+                lambda: store.search(SEARCH_PREFIX, query=q.text, filter=filt, limit=k),
+                call,
+            )
         except psycopg.Error as exc:
             raise ArmError(f"{self.name}: explain on {self._where()} failed: {exc}") from exc
         finally:
-            conn.cursor_factory = saved
             self._embed.clear()
-        plans: list[dict[str, Any]] = []
-        try:
-            for stmt, params in log:
-                row = conn.execute("EXPLAIN (FORMAT JSON, SETTINGS) " + stmt, params).fetchone()
-                doc = row[0] if row is not None else []
-                if isinstance(doc, str):
-                    doc = json.loads(doc)
-                for entry in doc:
-                    plans.append({"Call": call, "Query Text": stmt, **entry})
-        except psycopg.Error as exc:
-            raise ArmError(f"{self.name}: explain on {self._where()} failed: {exc}") from exc
         return json.dumps(plans, indent=2)
 
     # ------------------------------------------------------------------ storage

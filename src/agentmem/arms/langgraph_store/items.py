@@ -17,7 +17,7 @@ from typing import Any
 
 import polars as pl
 
-from agentmem.arms.base import Predicate
+from agentmem.arms.base import VECTOR_DIM, Predicate
 from agentmem.arms.product import NO_ID, matchless_id, metadata_rows
 
 #: First label of every namespace: all memories belong to one agent's store.
@@ -109,3 +109,24 @@ def search_filter(pred: Predicate | None) -> dict[str, Any] | None:
     if pred.op == "is_null":
         return {pred.field: None if pred.field == "created_day" else NO_ID}
     return {pred.field: pred.value}
+
+
+def index_config(embed: Any, kind: str, *, m: int, ef_construction: int) -> dict[str, Any]:
+    """The ``index`` configuration of ``PostgresStore``: 384-d cosine, ANN index ``kind``.
+
+    Args:
+        embed: the embed function (the arm's cached vectors).
+        kind: ``"flat"`` (no ANN index, while loading) or ``"hnsw"``.
+        m: HNSW neighbours per node (``kind == "hnsw"`` only).
+        ef_construction: HNSW build breadth (``kind == "hnsw"`` only).
+    """
+    ann: dict[str, Any] = {"kind": kind}
+    if kind == "hnsw":
+        ann.update(m=m, ef_construction=ef_construction)
+    return {
+        "dims": VECTOR_DIM,
+        "embed": embed,
+        "fields": [EMBED_FIELD],
+        "ann_index_config": ann,
+        "distance_type": "cosine",
+    }
