@@ -284,6 +284,44 @@ def test_correction_by_remember_hides_the_old_memory(built, smoke):
     assert arm.fetch(["kqv-x"]).height == 0  # nothing written by the failed call
 
 
+SCOPES = {"alpha": ["scp-a1", "scp-a2", "scp-a3"], "beta": ["scp-b1", "scp-b2", "scp-b3"]}
+#: a scope value that breaks naive filter strings (quotes, SQL, a filter expression)
+HOSTILE_SCOPE = "al'pha\" OR 1=1; -- ) || scope_id != ''"
+
+
+def test_scope_is_a_hard_filter(built, smoke):
+    """A scoped query sees its scope's memories only, counts only them, and never crashes."""
+    name, arm, _, _ = built
+    vec = smoke["queries"][4].embedding
+    rows = [
+        _memory(mid, f"SCP-7311 escrow ledger note {mid}", scope_id=scope, session_id=f"S-{scope}")
+        for scope, ids in SCOPES.items()
+        for mid in ids
+    ]
+    _remember(arm, rows, vec)
+    stored = {r["memory_id"]: r["scope_id"] for r in arm.fetch(SCOPES["beta"]).iter_rows(named=True)}
+    assert stored == dict.fromkeys(SCOPES["beta"], "beta"), (name, stored)
+    for scope, ids in SCOPES.items():
+        for pred in (None, CURRENT):
+            res = arm.query(Query(f"scp-{scope}", "SCP-7311 escrow ledger", vec, pred, scope=scope), K)
+            assert res.memory_ids, (name, scope, pred)
+            assert set(res.memory_ids) <= set(ids), (name, scope, pred, res.memory_ids)
+        counted = arm.query(
+            Query(f"scp-{scope}-n", "SCP-7311", vec, wants_count=True, scope=scope), K
+        )
+        if arm.capabilities.aggregate:
+            assert counted.count == len(ids), (name, scope, counted.count)
+    unscoped = arm.query(Query("scp-all", "SCP-7311 escrow ledger", vec), K).memory_ids
+    assert set(unscoped) & set(SCOPES["alpha"]) and set(unscoped) & set(SCOPES["beta"]), (
+        name, unscoped,
+    )  # fmt: skip
+    for scope in ("gamma", HOSTILE_SCOPE):
+        res = arm.query(Query("scp-none", "SCP-7311 escrow ledger", vec, scope=scope), K)
+        assert res.memory_ids == [], (name, scope, res.memory_ids)
+        counted = arm.query(Query("scp-none-n", "SCP-7311", vec, wants_count=True, scope=scope), K)
+        assert counted.count in (None, 0), (name, scope, counted.count)
+
+
 def test_remember_after_reopen(built, smoke):
     name, arm, store, _ = built
     vec = smoke["queries"][3].embedding

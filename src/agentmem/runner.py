@@ -141,8 +141,12 @@ def run_arm(
     warmup: int = 1,
     repeats: int = 3,
     progress: bool = True,
+    scoped: bool = True,
 ) -> dict[str, Any]:
     """Build ``arm_name`` from scratch in ``store_dir``, run all queries, write the outputs.
+
+    ``scoped=False`` runs the queries without their ``scope_id`` (every query searches
+    every memory: the unscoped setting of a dataset with scopes).
 
     The store directory is wiped first, so an interrupted earlier run never leaks into
     this one. The arm is always closed (embedded servers stopped), even on errors.
@@ -157,7 +161,7 @@ def run_arm(
     """
     corpus = load_corpus(corpus_dir)
     vectors = load_embeddings(embeddings_path)
-    queries = load_queries(corpus_dir, vectors)
+    queries = load_queries(corpus_dir, vectors, scoped=scoped)
     store = Path(store_dir)
     if store.exists():
         shutil.rmtree(store)
@@ -191,6 +195,7 @@ def run_arm(
         "params": params or {},
         "memories": n,
         "queries": len(queries),
+        "scoped": scoped,
         "ingest_ms": round(stats.ingest_ms, 3),
         "index_ms": round(stats.index_ms, 3),
         "build_wall_ms": round(build_wall, 3),

@@ -34,6 +34,7 @@ PREDICATE_FIELDS: dict[str, type] = {
     "session_id": str,
     "fact_id": str,
     "superseded_by": str,
+    "scope_id": str,
 }
 PredicateOp = Literal["<=", "=", "is_null"]
 PREDICATE_OPS: tuple[str, ...] = ("<=", "=", "is_null")
@@ -45,7 +46,7 @@ class Predicate:
 
     Attributes:
         field: one of :data:`PREDICATE_FIELDS` (``created_day``, ``session_id``,
-            ``fact_id``, ``superseded_by``).
+            ``fact_id``, ``superseded_by``, ``scope_id``).
         op: ``"<="`` (only for ``created_day``), ``"="`` or ``"is_null"``.
         value: the comparison value (``int`` day for ``created_day``, ``str`` id
             otherwise); ``None`` for ``is_null``.
@@ -134,6 +135,10 @@ class Query:
         wants_count: ``True`` for aggregate questions; arms that can count return
             :attr:`Result.count`.
         query_class: the class label (informational only; an arm must not branch on it).
+        scope: whose memory this is (one user, one conversation): when set, every arm
+            returns and counts only memories whose ``scope_id`` equals it, a hard filter
+            applied whatever the arm does with :attr:`predicate` (memories with a null
+            ``scope_id`` are outside every scope). ``None``: no scope, all memories.
     """
 
     query_id: str
@@ -142,6 +147,21 @@ class Query:
     predicate: Predicate | None = None
     wants_count: bool = False
     query_class: str = ""
+    scope: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.scope is not None and (not isinstance(self.scope, str) or not self.scope):
+            raise ValueError(f"query scope must be a non-empty string or None, got {self.scope!r}")
+
+    @property
+    def scope_predicate(self) -> Predicate | None:
+        """``scope_id = scope`` as a :class:`Predicate`, or ``None`` for an unscoped query."""
+        return None if self.scope is None else Predicate("scope_id", "=", self.scope)
+
+    @property
+    def filters(self) -> tuple[Predicate, ...]:
+        """Every filter the query carries, to be AND-ed: the scope first, then the predicate."""
+        return tuple(p for p in (self.scope_predicate, self.predicate) if p is not None)
 
 
 @dataclass
@@ -173,6 +193,7 @@ MEMORY_SCHEMA: dict[str, pl.DataType] = {
     "tokens": pl.Int32,
     "entity_ids": pl.List(pl.String),
     "form": pl.String,  # id | para | correction | distractor (synthetic), turn (LoCoMo)
+    "scope_id": pl.String,  # whose memory (one user / conversation); null: no scope
 }
 
 

@@ -314,6 +314,7 @@ def generate(size: SizeConfig, opts: CorpusConfig) -> Generated:
             "tokens": count_tokens(bodies),
             "entity_ids": [m.entity_ids for m in mems],
             "form": [m.form for m in mems],
+            "scope_id": [None] * len(mems),  # one agent's memory: no scopes
         },
         schema=MEMORY_SCHEMA,
     )

@@ -119,15 +119,21 @@ def load_qrels(corpus_dir: str | Path) -> pl.DataFrame:
     return pl.read_parquet(d / "qrels.parquet")
 
 
-def load_queries(corpus_dir: str | Path, vectors: Embeddings) -> list[Query]:
+def load_queries(
+    corpus_dir: str | Path, vectors: Embeddings, *, scoped: bool = True
+) -> list[Query]:
     """Read ``queries.parquet`` into :class:`Query` objects carrying their embeddings.
 
+    An optional ``scope_id`` column gives each query its :attr:`Query.scope`; ``scoped=False``
+    drops it (the unscoped setting: every query searches all memories).
+
     Raises:
-        CorpusError: when a query has no embedding or a malformed predicate.
+        CorpusError: when a query has no embedding, a malformed predicate or an empty scope.
     """
     d = Path(corpus_dir)
     _require(d, ("queries",))
     df = pl.read_parquet(d / "queries.parquet")
+    has_scope = scoped and "scope_id" in df.columns
     out = []
     for row in df.iter_rows(named=True):
         try:
@@ -135,18 +141,18 @@ def load_queries(corpus_dir: str | Path, vectors: Embeddings) -> list[Query]:
             pred = Predicate.parse(
                 row["predicate_field"], row["predicate_op"], row["predicate_value"]
             )
-        except (KeyError, ValueError) as exc:
-            raise CorpusError(f"{d / 'queries.parquet'}: query {row['query_id']}: {exc}") from None
-        out.append(
-            Query(
+            q = Query(
                 query_id=row["query_id"],
                 text=row["text"],
                 embedding=np.asarray(emb, dtype=np.float32),
                 predicate=pred,
                 wants_count=row["class"] == "aggregate",
                 query_class=row["class"],
+                scope=row["scope_id"] if has_scope else None,
             )
-        )
+        except (KeyError, ValueError) as exc:
+            raise CorpusError(f"{d / 'queries.parquet'}: query {row['query_id']}: {exc}") from None
+        out.append(q)
     return out
 
 
