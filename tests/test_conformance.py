@@ -299,11 +299,13 @@ def test_scope_is_a_hard_filter(built, smoke):
         for mid in ids
     ]
     _remember(arm, rows, vec)
-    stored = {r["memory_id"]: r["scope_id"] for r in arm.fetch(SCOPES["beta"]).iter_rows(named=True)}
+    fetched = arm.fetch(SCOPES["beta"]).iter_rows(named=True)
+    stored = {r["memory_id"]: r["scope_id"] for r in fetched}
     assert stored == dict.fromkeys(SCOPES["beta"], "beta"), (name, stored)
     for scope, ids in SCOPES.items():
         for pred in (None, CURRENT):
-            res = arm.query(Query(f"scp-{scope}", "SCP-7311 escrow ledger", vec, pred, scope=scope), K)
+            q = Query(f"scp-{scope}", "SCP-7311 escrow ledger", vec, pred, scope=scope)
+            res = arm.query(q, K)
             assert res.memory_ids, (name, scope, pred)
             assert set(res.memory_ids) <= set(ids), (name, scope, pred, res.memory_ids)
         counted = arm.query(
