@@ -675,7 +675,7 @@ def test_remember_appends_one_line_per_memory_and_fetch_reads_it(tiny, tmp_path)
         "memory_id": "N1", "session_id": "S9", "turn_no": None, "seq": 7, "kind": "episodic",
         "body": "Vault keys rotate hourly.", "fact_id": None, "created_day": 400,
         "source": "agent", "confidence": 1.0, "superseded_by": None, "tokens": 5,
-        "entity_ids": ["VAULT"], "form": "turn",
+        "entity_ids": ["VAULT"], "form": "turn", "scope_id": None,
     }  # fmt: skip
     assert added[1]["body"] == 'A "quoted" line\nwith a newline'
     assert arm.query(q("vault keys"), 3).memory_ids == ["N1", "M6"]  # 2 terms, then "keys"
@@ -786,3 +786,41 @@ def test_remember_into_an_empty_store(tmp_path):
     raw = arm.raw_query_call(q("first"), 3)()
     assert arm.raw_ids(raw, 3) == ["N1"] and arm.raw_ids(raw, 0) == []
     arm.close()
+
+
+def test_scope_is_applied_in_the_scan_and_survives_reopen(tiny, tmp_path):
+    """A scoped query returns only its scope's lines, ranked as usual; null scope: in none."""
+    corpus, vectors = tiny
+    arm = FileJsonlArm()
+    arm.build(corpus, vectors, tmp_path / "scope")  # tiny lines carry no scope_id key
+    arm.remember(*_rows(
+        {"memory_id": "A1", "body": "vault keys rotate", "created_day": 400, "scope_id": "u1"},
+        {"memory_id": "A2", "body": "vault keys rotate daily", "created_day": 401,
+         "scope_id": "u2"},
+        {"memory_id": "A3", "body": "vault opened", "created_day": 402, "scope_id": "u1"},
+        {"memory_id": "A4", "body": "vault keys lost", "created_day": 403},  # scope_id null
+    ))  # fmt: skip
+    lines = (tmp_path / "scope" / JSONL_NAME).read_text(encoding="utf-8").splitlines()
+    assert "scope_id" not in json.loads(lines[0]) and json.loads(lines[-1])["scope_id"] is None
+    # unscoped, terms [vault, keys]: A4 A2 A1 score 2 (days 403, 401, 400), A3 M6 score 1
+    assert arm.query(q("vault keys"), 10).memory_ids == ["A4", "A2", "A1", "A3", "M6"]
+
+    def scoped(scope: str) -> Query:
+        return Query("qs", "vault keys", np.zeros(DIM, np.float32), scope=scope)
+
+    # u1: A1 (2 terms) before A3 (1 term, newer); M6 ("keys", no scope) and A4 (null) are out
+    assert arm.query(scoped("u1"), 10).memory_ids == ["A1", "A3"]
+    assert arm.query(scoped("u1"), 1).memory_ids == ["A1"]
+    assert arm.query(scoped("u2"), 10).memory_ids == ["A2"]
+    for other in ("U1", "u", "gamma", "u1' OR '1'='1", ".*", "u1\x00"):
+        assert arm.query(scoped(other), 10).memory_ids == [], other  # exact match only
+    for scope in ("u1", "gamma"):
+        raw = arm.raw_query_call(scoped(scope), 10)()
+        assert arm.raw_ids(raw, 10) == arm.query(scoped(scope), 10).memory_ids
+    assert "scope_id = 'u1'" in arm.explain(scoped("u1")) and "no scope" in arm.explain(q("x"))
+    assert arm.fetch(["A3", "A4", "M1"])["scope_id"].to_list() == ["u1", None, None]
+    arm.close()
+    again = FileJsonlArm()
+    again.open(tmp_path / "scope")
+    assert again.query(scoped("u1"), 10).memory_ids == ["A1", "A3"]
+    again.close()

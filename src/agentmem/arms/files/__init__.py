@@ -8,6 +8,6 @@ docs/arms/files.md. Modules: :mod:`~agentmem.arms.files.jsonl` (the arm),
 """
 
 from agentmem.arms.files.jsonl import JSONL_NAME, FileJsonlArm
-from agentmem.arms.files.reader import FETCH_SCHEMA, SCAN_SCHEMA
+from agentmem.arms.files.reader import FETCH_SCHEMA, SCAN_SCHEMA, SCOPED_SCAN_SCHEMA
 
-__all__ = ["FETCH_SCHEMA", "JSONL_NAME", "SCAN_SCHEMA", "FileJsonlArm"]
+__all__ = ["FETCH_SCHEMA", "JSONL_NAME", "SCAN_SCHEMA", "SCOPED_SCAN_SCHEMA", "FileJsonlArm"]

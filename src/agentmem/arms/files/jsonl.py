@@ -34,7 +34,14 @@ from agentmem.arms.base import (
     StorageStats,
     prepare_memories,
 )
-from agentmem.arms.files.reader import FETCH_SCHEMA, StoreRead, file_key, read_store
+from agentmem.arms.files.reader import (
+    FETCH_SCHEMA,
+    SCAN_SCHEMA,
+    SCOPED_SCAN_SCHEMA,
+    StoreRead,
+    file_key,
+    read_store,
+)
 from agentmem.arms.files.scan import scan, top_terms
 from agentmem.arms.rows import memory_frame
 from agentmem.text import query_terms
@@ -51,15 +58,19 @@ class FileJsonlArm(ArmBase):
 
     Storage: ``store_dir/memories.jsonl``, one compact UTF-8 JSON object per memory with
     every memory column (memory_id, session_id, turn_no, seq, kind, body, fact_id,
-    created_day, source, confidence, superseded_by, tokens, entity_ids, and ``form`` /
-    ``supersedes`` when present), written with plain buffered appends and no ``fsync``
-    (by :meth:`build` and :meth:`remember`).
+    created_day, source, confidence, superseded_by, tokens, entity_ids, scope_id, and
+    ``form`` / ``supersedes`` when present), written with plain buffered appends and no
+    ``fsync`` (by :meth:`build` and :meth:`remember`).
 
     Scoring: ``score(m) = |{t in query_terms(q.text) : t in lower(m.body)}|`` (distinct
     terms, case-insensitive substring); memories with score 0 are dropped; order is
     score desc, then ``created_day`` desc, then ``seq`` desc (newest first); top ``k``.
     ``q.predicate`` and ``q.wants_count`` are ignored (``Result.count`` is always
     ``None``). The arm has no constructor parameters.
+
+    Scope: applied while scanning, exactly. A scoped query also parses each line's
+    ``scope_id`` and scores every line outside ``q.scope`` 0 (a line with no or a null
+    ``scope_id`` is outside every scope), so only the scope's memories can be returned.
     """
 
     name: ClassVar[str] = "file-jsonl"
@@ -263,10 +274,11 @@ class FileJsonlArm(ArmBase):
         times), lower-cases every body once and adds up one literal substring test per
         distinct term (terms are never interpreted as patterns); memories scoring 0 are
         dropped, the rest ordered by score desc, ``created_day`` desc, ``seq`` desc, file
-        order (top ``k``).
+        order (top ``k``). A scoped query keeps only lines whose ``scope_id`` equals
+        ``q.scope``, tested in the same scan.
 
         Args:
-            q: the query; only ``q.text`` is used.
+            q: the query; only ``q.text`` and ``q.scope`` are used.
             k: maximum number of ids to return (``k <= 0`` returns none).
 
         Returns:
@@ -281,19 +293,19 @@ class FileJsonlArm(ArmBase):
                 (names the path).
         """
         path = self._require_open()
-        store = read_store(path)
+        store = read_store(path, SCAN_SCHEMA if q.scope is None else SCOPED_SCAN_SCHEMA)
         self._report_unreadable(store)
-        return Result(memory_ids=top_terms(store.table, query_terms(q.text or ""), k))
+        return Result(memory_ids=top_terms(store.table, query_terms(q.text or ""), k, q.scope))
 
     def raw_query_call(self, q: Query, k: int) -> Callable[[], list[str]]:
         """Return a zero-argument function making the file scan :meth:`query` makes.
 
         A file has no engine: its "driver call" is the polars read-and-scan itself
         (:func:`~agentmem.arms.files.scan.scan`: :func:`polars.read_ndjson` of the whole
-        file, then the vectorised term count and top-``k``), with the terms already
-        extracted. The harness-overhead benchmark (:mod:`agentmem.bench`) times it
-        against :meth:`query`, so the ratio is what :meth:`query` adds: term extraction
-        and the :class:`Result`.
+        file, then the vectorised term count, the scope test of a scoped query and
+        top-``k``), with the terms already extracted. The harness-overhead benchmark
+        (:mod:`agentmem.bench`) times it against :meth:`query`, so the ratio is what
+        :meth:`query` adds: term extraction and the :class:`Result`.
 
         Returns:
             A function returning the top-``k`` memory ids.
@@ -303,7 +315,7 @@ class FileJsonlArm(ArmBase):
                 when the file cannot be read).
         """
         path = self._require_open()
-        return functools.partial(scan, path, query_terms(q.text or ""), k)
+        return functools.partial(scan, path, query_terms(q.text or ""), k, q.scope)
 
     def raw_ids(self, raw: list[str], k: int) -> list[str]:
         """The ids :meth:`query` returns for the bare scan's output: the first ``k``."""
@@ -320,11 +332,17 @@ class FileJsonlArm(ArmBase):
             if q.predicate is not None
             else "no predicate"
         )
+        cols = "memory_id, body, created_day, seq" + ("" if q.scope is None else ", scope_id")
+        scope = (
+            "no scope"
+            if q.scope is None
+            else f"scope_id = {q.scope!r} tested on every line in the scan (others score 0)"
+        )
         return (
             f"FULL SCAN {path} ({size} bytes): read and json-parse every line "
-            "(polars read_ndjson, columns memory_id, body, created_day, seq); "
+            f"(polars read_ndjson, columns {cols}); "
             f"score = number of distinct terms {terms} contained case-insensitively in body "
-            "(lower-cased body, one literal substring test per term); "
+            f"(lower-cased body, one literal substring test per term); {scope}; "
             "drop score 0; sort score DESC, created_day DESC, seq DESC, file order; take k; "
             f"{pred}; count not supported"
         )

@@ -27,6 +27,10 @@ SCAN_SCHEMA: dict[str, pl.DataType] = {
     "seq": pl.Int64(),
 }
 
+#: Columns a scoped recall reads: :data:`SCAN_SCHEMA` plus ``scope_id`` (a line without
+#: the key, or with ``null``, belongs to no scope).
+SCOPED_SCAN_SCHEMA: dict[str, pl.DataType] = {**SCAN_SCHEMA, "scope_id": pl.String()}
+
 #: Columns ``FileJsonlArm.fetch`` reads from each line: every memory column and the
 #: ``supersedes`` list a correction carries.
 FETCH_SCHEMA: dict[str, pl.DataType] = {**MEMORY_SCHEMA, SUPERSEDES: pl.List(pl.String)}
@@ -37,7 +41,8 @@ class StoreRead:
     """One read of the JSONL store.
 
     Attributes:
-        table: the readable memories, :data:`SCAN_SCHEMA` columns, in file order.
+        table: the readable memories, the columns read (:data:`SCAN_SCHEMA` unless
+            asked otherwise), in file order.
         size: bytes of the file.
         unreadable_lines: lines skipped (not JSON, not an object, a required key missing,
             ``null`` or of the wrong type); blank lines are not counted.
@@ -70,7 +75,8 @@ def read_store(path: Path, schema: dict[str, pl.DataType] = SCAN_SCHEMA) -> Stor
 
     Args:
         path: the ``memories.jsonl`` file.
-        schema: the columns to parse (must include :data:`SCAN_SCHEMA`'s).
+        schema: the columns to parse (must include :data:`SCAN_SCHEMA`'s;
+            :data:`SCOPED_SCAN_SCHEMA` for a scoped recall).
 
     Returns:
         The :class:`StoreRead` (readable memories and the unreadable-line tally).

@@ -1,7 +1,9 @@
 """The ``file-jsonl`` recall scan: re-read the file, count query terms per body, top ``k``.
 
 Vectorised string kernels over the parsed file: one ``str.to_lowercase`` of the body
-column, one literal ``str.contains`` per term; ties newest first, then file order.
+column, one literal ``str.contains`` per term, and for a scoped query one equality test
+of ``scope_id`` per line (the scope applied in the same pass, exactly); ties newest
+first, then file order.
 """
 
 from __future__ import annotations
@@ -11,20 +13,22 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from agentmem.arms.files.reader import read_store
+from agentmem.arms.files.reader import SCAN_SCHEMA, SCOPED_SCAN_SCHEMA, read_store
 
 
-def scan(path: Path, terms: list[str], k: int) -> list[str]:
+def scan(path: Path, terms: list[str], k: int, scope: str | None = None) -> list[str]:
     """Re-read and parse the whole file, count ``terms`` per body, return the top ``k`` ids.
 
     The file is read on every call (:func:`~agentmem.arms.files.reader.read_store`), even
-    when there is nothing to search for; unreadable lines are skipped.
+    when there is nothing to search for; unreadable lines are skipped. A scoped scan also
+    parses ``scope_id`` (:data:`~agentmem.arms.files.reader.SCOPED_SCAN_SCHEMA`).
 
     Args:
         path: the ``memories.jsonl`` file.
         terms: distinct lower-cased search terms (:func:`agentmem.text.query_terms`),
             used as literal substrings.
         k: result length (``k <= 0`` gives ``[]``).
+        scope: when set, only lines whose ``scope_id`` equals it can be returned.
 
     Returns:
         Up to ``k`` memory ids (:func:`top_terms`).
@@ -32,15 +36,28 @@ def scan(path: Path, terms: list[str], k: int) -> list[str]:
     Raises:
         ArmError: the file cannot be read (names the path).
     """
-    return top_terms(read_store(path).table, terms, k)
+    schema = SCAN_SCHEMA if scope is None else SCOPED_SCAN_SCHEMA
+    return top_terms(read_store(path, schema).table, terms, k, scope)
 
 
-def top_terms(table: pl.DataFrame, terms: list[str], k: int) -> list[str]:
+def top_terms(table: pl.DataFrame, terms: list[str], k: int, scope: str | None = None) -> list[str]:
     """Top ``k`` ids of ``table`` by distinct ``terms`` contained (literal, lower-cased body).
+
+    Args:
+        table: the readable memories (:func:`~agentmem.arms.files.reader.read_store`); with
+            a ``scope_id`` column when ``scope`` is set.
+        terms: distinct lower-cased search terms, used as literal substrings.
+        k: result length (``k <= 0`` gives ``[]``).
+        scope: when set, lines whose ``scope_id`` is not equal to it (null included)
+            score 0, so they are never returned; the value is compared, never parsed.
 
     Returns:
         Up to ``k`` memory ids: score (terms contained) desc, ``created_day`` desc,
         ``seq`` desc, file order; memories containing no term are dropped.
+
+    Raises:
+        polars.exceptions.ColumnNotFoundError: when ``scope`` is set and ``table`` has no
+            ``scope_id`` column.
     """
     if not terms or k <= 0 or table.height == 0:
         return []
@@ -49,6 +66,9 @@ def top_terms(table: pl.DataFrame, terms: list[str], k: int) -> list[str]:
     score = body.str.contains(terms[0], literal=True).cast(pl.UInt8)
     for term in terms[1:]:
         score = score + body.str.contains(term, literal=True)
+    if scope is not None:  # out of scope (or no scope): score 0, dropped like a miss
+        in_scope = table.get_column("scope_id").eq(scope).fill_null(False)
+        score = score * in_scope.cast(pl.UInt8)
     return top_k(table, score.to_numpy(), k)
 
 
