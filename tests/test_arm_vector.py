@@ -13,9 +13,18 @@ import polars as pl
 import pytest
 from support.hostile import HOSTILE_TEXTS
 from support.timing import build_timed
-from support.tiny import fake_vector
+from support.tiny import TINY_ROWS, fake_vector
 
-from agentmem.arms.base import MEMORY_SCHEMA, Arm, ArmError, Embeddings, Predicate, Query, Result
+from agentmem.arms.base import (
+    MEMORY_SCHEMA,
+    Arm,
+    ArmError,
+    Corpus,
+    Embeddings,
+    Predicate,
+    Query,
+    Result,
+)
 from agentmem.arms.vector import (
     DEFAULT_EF_SEARCH,
     INDEX_NAME,
@@ -139,7 +148,7 @@ def test_vec_reopen_in_another_process(vec, tiny, tmp_path):
         f"""
         import json, sys
         sys.path.insert(0, {str(Path(__file__).parent)!r})
-        from support.tiny import fake_vector
+        from support.tiny import TINY_ROWS, fake_vector
         from agentmem.arms.base import Query, Predicate
         from agentmem.arms.vector import FileVecArm, FileVecMetaArm
         a = FileVecArm(); a.open({str(store)!r})
@@ -421,3 +430,147 @@ def test_vec_open_after_a_save_cut_between_index_and_metadata(vec, tmp_path, cap
     (store / MANIFEST_NAME).write_text(json.dumps({**json.loads(old_manifest), "count": 9}))
     with pytest.raises(ArmError, match="inconsistent"):
         FileVecArm().open(store)
+
+
+# ---------------------------------------------------------------- scope
+
+M4_BODY = "INC-2356: SVC-5345 outage caused by a full disk."
+#: scope u1 = {P1, P2}, u2 = {P3}; cosine to M4's fake vector: P1 0.408, P2 0, P3 0
+SCOPED_ROWS = (
+    {"memory_id": "P1", "body": "SVC-5345 outage note", "created_day": 500, "scope_id": "u1"},
+    {"memory_id": "P2", "body": "amber ledger note", "created_day": 501, "scope_id": "u1"},
+    {"memory_id": "P3", "body": "disk swap for SVC-77", "created_day": 502, "scope_id": "u2"},
+)
+
+
+def scoped(scope: str, predicate: Predicate | None = None) -> Query:
+    """A query with M4's fake vector, restricted to ``scope``."""
+    return Query("qs", "", fake_vector(M4_BODY), predicate, scope=scope)
+
+
+def test_scope_cosines_behind_the_hand_checks():
+    m4 = fake_vector(M4_BODY)
+    sims = [float(fake_vector(r["body"]) @ m4) for r in SCOPED_ROWS]
+    # P1 shares "svc-5345" and "outage" with M4's 8 words; P2 and P3 share none
+    np.testing.assert_allclose(sims, [2 / np.sqrt(8 * 3), 0, 0], atol=1e-6)
+    # every other tiny memory is below P1 (at most 0.125): M4 then P1 head the ranking
+    others = [float(fake_vector(r[5]) @ m4) for r in TINY_ROWS if r[0] != "M4"]
+    assert max(others) <= 0.125 + 1e-6 < sims[0]
+
+
+def test_vec_scope_filters_inside_the_search_and_after_reopen(vec, tmp_path):
+    vec.remember(*_batch(*SCOPED_ROWS))
+    assert vec.query(q(vec_of=M4_BODY), 2).memory_ids == ["M4", "P1"]  # unscoped
+    # in-search filter: the nearest memory of u1 whatever lies nearer outside it
+    assert vec.query(scoped("u1"), 1).memory_ids == ["P1"]
+    assert vec.query(scoped("u1"), 10).memory_ids == ["P1", "P2"]  # all of u1, ranked
+    assert vec.query(scoped("u2"), 10).memory_ids == ["P3"]
+    s1 = Predicate("session_id", "=", "S1")  # no P is in S1: ignored, unlike the scope
+    assert vec.query(scoped("u1", s1), 10).memory_ids == ["P1", "P2"]
+    for other in ("U1", "gamma", "u1' OR '1'='1", "u1\" || scope_id != ''"):
+        assert vec.query(scoped(other), 10).memory_ids == [], other
+    for scope in ("u1", "u2", "gamma"):
+        raw = vec.raw_query_call(scoped(scope), 10)()
+        assert vec.raw_ids(raw, 10) == vec.query(scoped(scope), 10).memory_ids
+    assert "IN-SEARCH scope filter scope_id = 'u1'" in vec.explain(scoped("u1"))
+    assert vec.fetch(["P3", "M1"])["scope_id"].to_list() == ["u2", None]
+    vec.close()
+    store = tmp_path / "vec"
+    assert pl.read_parquet(store / META_NAME)["scope_id"].to_list()[-3:] == ["u1", "u1", "u2"]
+    again = FileVecArm()
+    again.open(store)
+    assert again.query(scoped("u1"), 10).memory_ids == ["P1", "P2"]
+    again.remember(*_batch({"memory_id": "P4", "body": M4_BODY + " again", "created_day": 503,
+                            "scope_id": "u2"}))  # fmt: skip
+    assert again.query(scoped("u2"), 10).memory_ids == ["P4", "P3"]
+    again.close()
+
+
+def test_meta_post_filters_the_scope_and_loses_fill_at_overfetch_1(tiny, tmp_path):
+    corpus, vectors = tiny
+    arms = {}
+    for overfetch in (1, 8):
+        arm = arms[overfetch] = FileVecMetaArm(overfetch=overfetch)
+        arm.build(corpus, vectors, tmp_path / f"o{overfetch}")
+        arm.remember(*_batch(*SCOPED_ROWS))
+    # overfetch 1, k=1: the one candidate is M4 (no scope), so nothing survives although
+    # u1 holds two memories; k=2: candidates M4, P1 -> P1 alone (fill 1 of 2)
+    assert arms[1].query(scoped("u1"), 1).memory_ids == []
+    assert arms[1].query(scoped("u1"), 2).memory_ids == ["P1"]
+    # overfetch 8: k*8 >= 9 memories, every memory is a candidate, u1 fills
+    assert arms[8].query(scoped("u1"), 2).memory_ids == ["P1", "P2"]
+    current = Predicate("superseded_by", "is_null")
+    assert arms[8].query(scoped("u1", current), 10).memory_ids == ["P1", "P2"]
+    assert arms[8].query(scoped("u1", Predicate("session_id", "=", "S1")), 10).memory_ids == []
+    assert arms[8].query(scoped("u2"), 10).memory_ids == ["P3"]
+    for other in ("gamma", "u1' OR '1'='1"):
+        assert arms[8].query(scoped(other), 10).memory_ids == [], other
+    for arm in arms.values():
+        for k in (1, 2, 10):
+            raw = arm.raw_query_call(scoped("u1", current), k)()
+            assert arm.raw_ids(raw, k) == arm.query(scoped("u1", current), k).memory_ids
+    plan = arms[1].explain(scoped("u1", current))
+    assert "post-filter scope_id = 'u1' AND superseded_by is_null" in plan
+    for arm in arms.values():
+        arm.close()
+
+
+def _random_store(tmp_path: Path, n: int, scope_every: int) -> tuple[np.ndarray, list[str]]:
+    """``n`` random unit vectors; every ``scope_every``-th memory in scope "s", others in none."""
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((n, 384)).astype(np.float32)
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    ids = [f"R{i}" for i in range(n)]
+    memories = pl.DataFrame(
+        {
+            "memory_id": ids,
+            "body": ["b"] * n,
+            "created_day": list(range(n)),
+            "seq": list(range(n)),
+            "scope_id": ["s" if i % scope_every == 0 else None for i in range(n)],
+        }
+    )
+    arm = FileVecArm()
+    arm.build(Corpus(memories=memories), Embeddings(ids=ids, matrix=x), tmp_path / "r")
+    arm.close()
+    return x, ids
+
+
+def test_vec_scope_is_exact_where_a_post_filter_underfills(tmp_path):
+    """25 of 2,000 random vectors in scope: file-vec returns the exact scoped top-10."""
+    x, ids = _random_store(tmp_path, 2000, 80)
+    in_scope = np.arange(0, 2000, 80)
+    qv = x[7] * 0.5 + x[1] * 0.5
+    exact = [ids[int(in_scope[i])] for i in np.argsort(-(x[in_scope] @ qv), kind="stable")[:10]]
+    vec, meta = FileVecArm(), FileVecMetaArm()  # defaults: ef_search 1000, overfetch 4
+    vec.open(tmp_path / "r")
+    meta.open(tmp_path / "r")
+    query = Query("qs", "", qv, scope="s")
+    # ef 1000 > 25 admitted labels: the filtered search visits every reachable node
+    assert vec.query(query, 10).memory_ids == exact
+    # the post-filter keeps the scope's share of the unscoped top-40 (1 in 80 on average)
+    top40 = vec.query(Query("qa", "", qv), 40).memory_ids
+    scope = {ids[int(i)] for i in in_scope}
+    assert meta.query(query, 10).memory_ids == [m for m in top40 if m in scope]
+    assert len(meta.query(query, 10).memory_ids) < 10  # here none of the 40 is in scope
+    vec.close()
+    meta.close()
+
+
+def test_store_without_a_scope_column_opens_with_no_scopes(tiny, tmp_path):
+    """A metadata file written before ``scope_id`` was a column: every memory in no scope."""
+    corpus, vectors = tiny
+    arm = FileVecArm()
+    arm.build(corpus, vectors, tmp_path / "old")
+    arm.close()
+    path = tmp_path / "old" / META_NAME
+    pl.read_parquet(path).drop("scope_id").write_parquet(path)
+    old = FileVecMetaArm()
+    old.open(tmp_path / "old")
+    assert old.query(q(vec_of=M4_BODY), 1).memory_ids == ["M4"]
+    assert old.query(scoped("u1"), 10).memory_ids == []
+    assert old.fetch(["M4"])["scope_id"].to_list() == [None]
+    old.remember(*_batch(SCOPED_ROWS[0]))
+    assert old.query(scoped("u1"), 10).memory_ids == ["P1"]
+    old.close()
+    assert pl.read_parquet(path)["scope_id"].to_list() == [None] * 6 + ["u1"]

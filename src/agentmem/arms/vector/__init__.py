@@ -1,11 +1,13 @@
 """The vector-file arms (family ``vector``): an hnswlib HNSW index beside a metadata file.
 
-``file-vec`` takes the top-k by cosine with no filtering and no counts; ``file-vec-meta``
-post-filters ``k * overfetch`` neighbours on the metadata. Store layout, durability and
-the choice of ``ef_search``: docs/arms/vector.md.
+``file-vec`` takes the top-k by cosine with no predicate filter and no counts (a scope
+is filtered inside the search); ``file-vec-meta`` post-filters ``k * overfetch``
+neighbours on the metadata, scope included. Store layout, durability, scope and the
+choice of ``ef_search``: docs/arms/vector.md.
 
 Modules: :mod:`~agentmem.arms.vector.hnsw` (building the index),
 :mod:`~agentmem.arms.vector.recall` (exact search and recall@k),
+:mod:`~agentmem.arms.vector.scopes` (the labels of each scope),
 :mod:`~agentmem.arms.vector.store` (the store both arms share) and one module per arm
 (:mod:`~agentmem.arms.vector.file_vec`, :mod:`~agentmem.arms.vector.file_vec_meta`).
 """

@@ -1,7 +1,8 @@
 """``file-vec``: "embed everything, take the top-k by cosine" over the HNSW store.
 
 One embedding per memory in an HNSW graph (:class:`~agentmem.arms.vector.store.HnswStore`),
-no filtering, no counts.
+no predicate filtering, no counts; a scope restricts the search itself (hnswlib's
+``filter=``).
 """
 
 from __future__ import annotations
@@ -18,13 +19,19 @@ from agentmem.arms.vector.store import META_NAME, HnswStore
 
 
 class FileVecArm(HnswStore):
-    """One embedding per memory in an hnswlib HNSW index; top-k cosine, no filtering.
+    """One embedding per memory in an hnswlib HNSW index; top-k cosine, no predicate filter.
 
     ``query`` returns the ``k`` approximate nearest memories to ``q.embedding`` by
     cosine similarity; ``q.text``, ``q.predicate`` and ``q.wants_count`` are ignored and
     ``Result.count`` is always ``None``. ``k`` larger than the corpus returns the whole
     corpus ranked. Constructor parameters (``ef_search``, ``M``, ``ef_construction``,
     ``random_seed``, ``num_threads``): :class:`~agentmem.arms.vector.store.HnswStore`.
+
+    Scope: applied inside the search. A scoped query passes hnswlib's ``knn_query`` a
+    ``filter=`` callable admitting only the scope's labels; hnswlib then keeps exploring
+    the graph until ``ef`` admitted candidates are found (or the graph is exhausted), so
+    the result holds ``min(k, memories in the scope)`` ids, nearest first, with no
+    post-filter losses. An unknown scope returns no ids without a search.
     """
 
     name: ClassVar[str] = "file-vec"
@@ -44,11 +51,13 @@ class FileVecArm(HnswStore):
     )
 
     def query(self, q: Query, k: int) -> Result:
-        """Return the ``k`` nearest memories to ``q.embedding`` by cosine (no filtering).
+        """Return the ``k`` nearest memories to ``q.embedding`` by cosine (scope only).
 
         Args:
-            q: the query; only ``q.embedding`` (``(dim,)`` float) is used.
-            k: maximum number of ids (clamped to the corpus size; ``k <= 0`` -> none).
+            q: the query; only ``q.embedding`` (``(dim,)`` float) and ``q.scope`` (an
+                in-search filter on the labels of the scope) are used.
+            k: maximum number of ids (clamped to the corpus size, or to the scope's size
+                for a scoped query; ``k <= 0`` -> none).
 
         Returns:
             Up to ``k`` ids, most similar first; ``count`` is ``None``.
@@ -56,18 +65,19 @@ class FileVecArm(HnswStore):
         Raises:
             ArmError: when the arm is not open or the embedding has the wrong dimension.
         """
-        labels = self._search(q, k)
+        labels = self._search(q, k, self._scope_labels(q))
         return Result(memory_ids=[self._ids[i] for i in labels], count=None)
 
     def raw_query_call(self, q: Query, k: int) -> Callable[[], Any]:
         """Return a zero-argument function making exactly the hnswlib calls :meth:`query` makes.
 
-        The query vector, the neighbour count ``min(k, n)`` and the search breadth
-        ``max(ef_search, min(k, n))`` are computed here, once; each call of the returned
-        function only runs ``index.set_ef(ef)`` and ``index.knn_query(vec, k, num_threads=1)``
-        (no label-to-id mapping). A vector with a non-finite value makes no call, as in
-        :meth:`query`. The harness-overhead benchmark (:mod:`agentmem.bench`) times it
-        against :meth:`query`.
+        The query vector, the neighbour count ``min(k, n)`` (``n``: memories in the store,
+        or in ``q.scope``), the search breadth ``max(ef_search, min(k, n))`` and the scope
+        filter are computed here, once; each call of the returned function only runs
+        ``index.set_ef(ef)`` and ``index.knn_query(vec, k, num_threads=1, filter=...)``
+        (no label-to-id mapping). A vector with a non-finite value, or a scope with no
+        memories, makes no call, as in :meth:`query`. The harness-overhead benchmark
+        (:mod:`agentmem.bench`) times it against :meth:`query`.
 
         Returns:
             A function returning hnswlib's ``(labels, distances)`` (``None`` when no
@@ -76,14 +86,14 @@ class FileVecArm(HnswStore):
         Raises:
             ArmError: when the arm is not open or the embedding has the wrong dimension.
         """
-        plan = self._bare_search(q, k)
+        plan = self._bare_search(q, k, self._scope_labels(q))
         if plan is None:
             return lambda: None
-        index, vec, n_fetch, ef = plan
+        index, vec, n_fetch, ef, admit = plan
 
         def call() -> Any:
             index.set_ef(ef)
-            return index.knn_query(vec, k=n_fetch, num_threads=1)
+            return index.knn_query(vec, k=n_fetch, num_threads=1, filter=admit)
 
         return call
 
@@ -102,12 +112,14 @@ class FileVecArm(HnswStore):
         return [self._ids[int(i)] for i in raw[0][0][:k]]
 
     def _bare_search(
-        self, q: Query, n_fetch: int
-    ) -> tuple[hnswlib.Index, np.ndarray, int, int] | None:
-        """Return ``(index, vector, neighbours, ef)`` of the search ``query`` makes, or None.
+        self, q: Query, n_fetch: int, allowed: set[int] | None = None
+    ) -> tuple[hnswlib.Index, np.ndarray, int, int, Callable[[int], bool] | None] | None:
+        """Return ``(index, vector, neighbours, ef, filter)`` of the search ``query`` makes.
 
-        ``None`` when no search runs (``n_fetch <= 0``, an empty store or a non-finite
-        vector, as in :meth:`_search`).
+        ``filter`` is the ``knn_query`` callable admitting only ``allowed`` labels (``None``
+        when ``allowed`` is None: no filter). ``None`` instead of a plan when no search
+        runs (``n_fetch <= 0``, an empty store or scope, or a non-finite vector, as in
+        :meth:`_search`).
 
         Raises:
             ArmError: when the arm is not open or the embedding has the wrong dimension.
@@ -115,7 +127,8 @@ class FileVecArm(HnswStore):
         store_dir = self._require_open()
         index = self._index
         assert index is not None
-        n_fetch = min(int(n_fetch), len(self._ids))
+        pool = len(self._ids) if allowed is None else len(allowed)
+        n_fetch = min(int(n_fetch), pool)
         vec = np.ascontiguousarray(np.asarray(q.embedding, dtype=np.float32).reshape(1, -1))
         if vec.shape[1] != self._dim:
             raise ArmError(
@@ -124,16 +137,25 @@ class FileVecArm(HnswStore):
             )
         if n_fetch <= 0 or not np.all(np.isfinite(vec)):
             return None
-        return index, vec, n_fetch, max(self.ef_search, n_fetch)
+        admit = None if allowed is None else allowed.__contains__
+        return index, vec, n_fetch, max(self.ef_search, n_fetch), admit
 
     def explain(self, q: Query, k: int = 10) -> str:
         """Describe the HNSW search ``query`` runs for ``q`` (hnswlib has no planner)."""
         self._require_open()
-        n = len(self._ids)
         ignored = "text, predicate and count IGNORED" if q.predicate else "text and count IGNORED"
+        allowed = self._scope_labels(q)
+        if allowed is None:
+            n, scope = len(self._ids), "no scope"
+        else:
+            n = len(allowed)
+            scope = (
+                f"IN-SEARCH scope filter scope_id = {q.scope!r} (knn_query filter= admitting "
+                f"the scope's {n} labels; the search runs until ef admitted candidates)"
+            )
         return (
             f"{self._describe()}; knn_query(k=min(k, {n}), ef=max({self.ef_search}, k)); "
-            f"labels -> memory_id via {META_NAME}; {ignored}"
+            f"{scope}; labels -> memory_id via {META_NAME}; {ignored}"
         )
 
     def index_recall(self, queries_matrix: np.ndarray, k: int) -> float:
@@ -164,12 +186,23 @@ class FileVecArm(HnswStore):
         labels, _ = self._index.knn_query(qs, k=k, num_threads=1)
         return topk_recall(labels, stored, qs, k)
 
-    def _search(self, q: Query, n_fetch: int) -> list[int]:
-        """Return up to ``n_fetch`` labels nearest to ``q.embedding``, best first."""
+    def _search(self, q: Query, n_fetch: int, allowed: set[int] | None = None) -> list[int]:
+        """Return up to ``n_fetch`` labels nearest to ``q.embedding``, best first.
+
+        Args:
+            q: the query (its embedding is searched).
+            n_fetch: neighbours wanted (clamped to the labels searchable).
+            allowed: when set, an in-search filter: only these labels are admitted by
+                hnswlib (``knn_query(filter=...)``) and at most ``len(allowed)`` return.
+
+        Raises:
+            ArmError: when the arm is not open, the embedding has the wrong dimension or
+                hnswlib cannot return ``n_fetch`` neighbours even at ``ef = n``.
+        """
         store_dir = self._require_open()
         assert self._index is not None
         n = len(self._ids)
-        n_fetch = min(int(n_fetch), n)
+        n_fetch = min(int(n_fetch), n if allowed is None else len(allowed))
         if n_fetch <= 0:
             return []
         vec = np.asarray(q.embedding, dtype=np.float32).reshape(1, -1)
@@ -180,10 +213,11 @@ class FileVecArm(HnswStore):
             )
         if not np.all(np.isfinite(vec)):
             return []
+        admit = None if allowed is None else allowed.__contains__
         for ef in (max(self.ef_search, n_fetch), max(n, 1)):
             self._index.set_ef(ef)
             try:
-                labels, _ = self._index.knn_query(vec, k=n_fetch, num_threads=1)
+                labels, _ = self._index.knn_query(vec, k=n_fetch, num_threads=1, filter=admit)
             except RuntimeError:  # fewer than n_fetch reachable at this ef: widen once
                 continue
             return [int(i) for i in labels[0]]

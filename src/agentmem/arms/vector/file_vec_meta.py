@@ -2,7 +2,8 @@
 
 The common retrofit for structured questions: fetch ``k * overfetch`` neighbours,
 post-filter them on the metadata, cut to ``k`` — so a selective predicate can leave fewer
-than ``k`` results (filtered-ANN underfill), which is what the arm exists to measure.
+than ``k`` results (filtered-ANN underfill), which is what the arm exists to measure. The
+scope is post-filtered the same way, so a small scope underfills too.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from agentmem.arms.base import BareCall, Capabilities, Query, Result
+from agentmem.arms.base import BareCall, Capabilities, Predicate, Query, Result
 from agentmem.arms.vector.file_vec import FileVecArm
 from agentmem.arms.vector.hnsw import DEFAULT_EF_SEARCH, DEFAULT_SEED
 from agentmem.arms.vector.store import META_NAME
@@ -23,8 +24,14 @@ class FileVecMetaArm(FileVecArm):
     those whose metadata row satisfies ``q.predicate`` (:meth:`Predicate.matches`, in
     Python, outside the index), and returns the first ``k`` survivors. A selective
     predicate can therefore return fewer than ``k`` ids even when more matching memories
-    exist (underfill). Without a predicate it equals ``file-vec``. ``Result.count`` is
-    always ``None``.
+    exist (underfill). Without a predicate or scope it equals ``file-vec``.
+    ``Result.count`` is always ``None``.
+
+    Scope: post-filtered with the predicate. ``q.scope`` is one more conjunct of the
+    post-filter (:attr:`Query.filters`: ``scope_id = scope``, then the predicate) on the
+    same ``k * overfetch`` candidates, so a scope holding few of the nearest memories
+    leaves fewer than ``k`` results, or none, even when the scope has ``k`` memories
+    (the fill a post-filter loses, measured, not hidden).
 
     Args:
         ef_search: as :class:`~agentmem.arms.vector.store.HnswStore` (effective
@@ -74,15 +81,16 @@ class FileVecMetaArm(FileVecArm):
         self.overfetch = int(overfetch)
 
     def query(self, q: Query, k: int) -> Result:
-        """Top ``k*overfetch`` by cosine, post-filter on ``q.predicate``, cut to ``k``.
+        """Top ``k*overfetch`` by cosine, post-filter on scope and predicate, cut to ``k``.
 
         Args:
-            q: the query; ``q.embedding`` and ``q.predicate`` are used.
+            q: the query; ``q.embedding``, ``q.scope`` and ``q.predicate`` are used (the
+                last two as :attr:`Query.filters`, AND-ed, after the search).
             k: maximum number of ids (``k <= 0`` -> none).
 
         Returns:
-            At most ``k`` ids satisfying the predicate, most similar first (possibly
-            fewer than ``k``); ``count`` is ``None``.
+            At most ``k`` ids in the scope and satisfying the predicate, most similar
+            first (possibly fewer than ``k``); ``count`` is ``None``.
 
         Raises:
             ArmError: when the arm is not open or the embedding has the wrong dimension.
@@ -90,19 +98,16 @@ class FileVecMetaArm(FileVecArm):
         if k <= 0:
             self._require_open()
             return Result(memory_ids=[], count=None)
-        labels = self._search(q, k * self.overfetch)
-        if q.predicate is not None:
-            pred = q.predicate
-            labels = [i for i in labels if pred.matches(self._pred_rows[i])]
+        labels = self._post_filter(self._search(q, k * self.overfetch), q.filters)
         return Result(memory_ids=[self._ids[i] for i in labels[:k]], count=None)
 
     def raw_query_call(self, q: Query, k: int) -> Callable[[], Any]:
         """Return the bare hnswlib search :meth:`query` makes: ``k * overfetch`` neighbours.
 
-        As :meth:`FileVecArm.raw_query_call` with ``k * overfetch`` neighbours; the
-        Python post-filter is not part of it (:meth:`raw_ids` applies it). The function
-        returns ``(knn_query's (labels, distances), q.predicate)``, or ``None`` when no
-        search runs.
+        As :meth:`FileVecArm.raw_query_call` with ``k * overfetch`` neighbours and no
+        in-search filter (the scope too is post-filtered); the Python post-filter is not
+        part of it (:meth:`raw_ids` applies it). The function returns
+        ``(knn_query's (labels, distances), q.filters)``, or ``None`` when no search runs.
 
         Raises:
             ArmError: when the arm is not open or the embedding has the wrong dimension.
@@ -113,12 +118,12 @@ class FileVecMetaArm(FileVecArm):
         plan = self._bare_search(q, k * self.overfetch)
         if plan is None:
             return lambda: None
-        index, vec, n_fetch, ef = plan
-        pred = q.predicate
+        index, vec, n_fetch, ef, _ = plan
+        filters = q.filters
 
         def call() -> Any:
             index.set_ef(ef)
-            return index.knn_query(vec, k=n_fetch, num_threads=1), pred
+            return index.knn_query(vec, k=n_fetch, num_threads=1), filters
 
         return call
 
@@ -126,31 +131,38 @@ class FileVecMetaArm(FileVecArm):
         """The ids :meth:`query` makes of the bare call's output: post-filter, cut to ``k``.
 
         Args:
-            raw: ``((labels, distances), predicate)`` from the function
+            raw: ``((labels, distances), filters)`` from the function
                 :meth:`raw_query_call` returned (``None`` when no search ran).
             k: the result length the call was made for.
 
         Returns:
-            The memory ids of the labels whose metadata satisfies the predicate, best
-            first, at most ``k``.
+            The memory ids of the labels whose metadata satisfies every filter (scope
+            and predicate), best first, at most ``k``.
         """
         if raw is None or k <= 0:
             return []
-        (labels, _), pred = raw
-        keep = [int(i) for i in labels[0]]
-        if pred is not None:
-            keep = [i for i in keep if pred.matches(self._pred_rows[i])]
+        (labels, _), filters = raw
+        keep = self._post_filter([int(i) for i in labels[0]], filters)
         return [self._ids[i] for i in keep[:k]]
+
+    def _post_filter(self, labels: list[int], filters: tuple[Predicate, ...]) -> list[int]:
+        """The ``labels`` whose metadata row satisfies every predicate in ``filters``, in order.
+
+        Each predicate is evaluated in Python (:meth:`Predicate.matches`); a scope string
+        is only compared for equality, so no value widens the filter.
+        """
+        rows = self._pred_rows
+        return [i for i in labels if all(p.matches(rows[i]) for p in filters)]
 
     def explain(self, q: Query, k: int = 10) -> str:
         """Describe the search + Python post-filter ``query`` runs for ``q``."""
         self._require_open()
         n = len(self._ids)
-        if q.predicate is None:
-            filt = "no predicate"
+        if not q.filters:
+            filt = "no predicate, no scope"
         else:
-            p = q.predicate
-            filt = f"Python post-filter {p.field} {p.op} {p.value!r} on {META_NAME} rows"
+            conj = " AND ".join(f"{p.field} {p.op} {p.value!r}" for p in q.filters)
+            filt = f"Python post-filter {conj} on {META_NAME} rows"
         return (
             f"{self._describe()}; knn_query(k=min(k*{self.overfetch}, {n}), "
             f"ef=max({self.ef_search}, k*{self.overfetch})); {filt}; cut to k "

@@ -1,10 +1,11 @@
 """The HNSW store under the vector arms: build, reopen, remember, save, fetch, sizes.
 
 Under ``store_dir``: ``index.bin`` (the hnswlib index; labels are row numbers of the
-metadata file), ``metadata.parquet`` (every memory column plus ``label``, in label
-order) and ``manifest.json`` (dim, count, build parameters). Remembered memories are
-visible at once and saved by :meth:`HnswStore.flush` or :meth:`HnswStore.close`; what a
-crash keeps, and why one writer at a time: docs/arms/vector.md.
+metadata file), ``metadata.parquet`` (every memory column, ``scope_id`` included, plus
+``label``, in label order) and ``manifest.json`` (dim, count, build parameters).
+Remembered memories are visible at once and saved by :meth:`HnswStore.flush` or
+:meth:`HnswStore.close`; what a crash keeps, and why one writer at a time:
+docs/arms/vector.md.
 """
 
 from __future__ import annotations
@@ -29,12 +30,14 @@ from agentmem.arms.base import (
     BuildStats,
     Corpus,
     Embeddings,
+    Query,
     RawIngest,
     StorageStats,
     prepare_memories,
 )
 from agentmem.arms.rows import memory_frame
 from agentmem.arms.vector.hnsw import DEFAULT_EF_SEARCH, DEFAULT_SEED, SPACE, build_hnsw
+from agentmem.arms.vector.scopes import ScopeLabels, with_filter_columns
 from agentmem.io import atomic_path, write_json, write_parquet
 
 #: The family's logger (``agentmem.arms.vector``).
@@ -48,7 +51,10 @@ MANIFEST_NAME = "manifest.json"
 class HnswStore(ArmBase):
     """An hnswlib cosine index beside a metadata file: the storage both vector arms share.
 
-    Subclasses set the arm's class variables and its query methods.
+    Subclasses set the arm's class variables and its query methods. The store keeps, in
+    memory, the labels of each scope (:class:`~agentmem.arms.vector.scopes.ScopeLabels`,
+    read through :meth:`_scope_labels`), rebuilt from the metadata's ``scope_id`` column
+    when the store is opened, for the arms to filter by.
 
     Args:
         ef_search: HNSW search breadth; the effective value per query is
@@ -85,6 +91,7 @@ class HnswStore(ArmBase):
         self._ids: list[str] = []
         self._labels: dict[str, int] = {}
         self._pred_rows: list[dict[str, Any]] = []
+        self._scopes = ScopeLabels()
         self._dim = 0
         self._meta: pl.DataFrame = pl.DataFrame()
         #: metadata rows remembered since ``_meta`` was last materialised
@@ -120,7 +127,9 @@ class HnswStore(ArmBase):
             matrix = vectors.get(ids) if ids else np.zeros((0, vectors.dim), np.float32)
         except KeyError as exc:
             raise ArmError(f"{self.name}: cannot build store in {store_dir}: {exc}") from exc
-        meta = memories.with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("label"))
+        meta = with_filter_columns(memories).with_columns(
+            pl.int_range(pl.len(), dtype=pl.Int64).alias("label")
+        )
         try:
             store_dir.mkdir(parents=True, exist_ok=True)
             t0 = time.perf_counter()
@@ -203,6 +212,7 @@ class HnswStore(ArmBase):
         self._ids = []
         self._labels = {}
         self._pred_rows = []
+        self._scopes = ScopeLabels()
         self._meta = pl.DataFrame()
         self._new_meta = []
         self._stale_superseded = False
@@ -216,7 +226,8 @@ class HnswStore(ArmBase):
         vectors are added with ``add_items`` under the next labels (the index is resized,
         capacity doubled, when full), their metadata rows appended, and every memory a
         row's ``supersedes`` list names gets ``superseded_by`` = that row's id (which the
-        ``file-vec-meta`` post-filter reads). Nothing reaches the disk until :meth:`flush`
+        ``file-vec-meta`` post-filter reads); a row's ``scope_id`` puts its label in that
+        scope's label set. Nothing reaches the disk until :meth:`flush`
         or :meth:`close` (docs/arms/vector.md: what is durable when).
 
         Args:
@@ -266,6 +277,7 @@ class HnswStore(ArmBase):
         self._ids.extend(ids)
         self._labels.update((m, start + i) for i, m in enumerate(ids))
         self._pred_rows.extend(rows.select("memory_id", *PREDICATE_FIELDS).rows(named=True))
+        self._scopes.add(start, rows.get_column("scope_id").to_list())
         for old, new in batch.supersessions:
             self._pred_rows[self._labels[old]]["superseded_by"] = new
         self._stale_superseded = self._stale_superseded or bool(batch.supersessions)
@@ -351,7 +363,7 @@ class HnswStore(ArmBase):
 
     # ------------------------------------------------------------------ helpers
     def _attach(self, store_dir: Path, index: hnswlib.Index, meta: pl.DataFrame, dim: int) -> None:
-        meta = meta.sort("label")
+        meta = with_filter_columns(meta.sort("label"))
         self._dir = store_dir
         self._index = index
         self._dim = dim
@@ -359,6 +371,8 @@ class HnswStore(ArmBase):
         self._labels = {m: i for i, m in enumerate(self._ids)}
         cols = ["memory_id", *PREDICATE_FIELDS]
         self._pred_rows = meta.select(cols).rows(named=True)
+        self._scopes = ScopeLabels()
+        self._scopes.add(0, meta.get_column("scope_id").to_list())
         self._meta = meta
         self._new_meta = []
         self._stale_superseded = False
@@ -385,6 +399,10 @@ class HnswStore(ArmBase):
             "ef_construction": self.ef_construction,
             "random_seed": self.random_seed,
         }
+
+    def _scope_labels(self, q: Query) -> set[int] | None:
+        """Labels of the memories in ``q.scope`` (empty for an unknown scope); None: unscoped."""
+        return self._scopes.labels(q.scope)
 
     def _require_open(self) -> Path:
         if self._index is None or self._dir is None:
