@@ -26,7 +26,7 @@ from agentmem.arms.base import (
     Query,
     Result,
 )
-from agentmem.arms.chroma import COLLECTION, ChromaArm, where_filter
+from agentmem.arms.chroma import COLLECTION, ChromaArm, query_where, where_filter
 
 ALL_IDS = {"M1", "M2", "M3", "M4", "M5", "M6"}
 DISK = "INC-2356: SVC-5345 outage caused by a full disk."
@@ -130,6 +130,54 @@ def test_where_filter_translation():
     assert where_filter(Predicate("created_day", "<=", 15)) == {"created_day": {"$lte": 15}}
     assert where_filter(Predicate("session_id", "=", "S1")) == {"session_id": {"$eq": "S1"}}
     assert where_filter(Predicate("superseded_by", "is_null")) == {"superseded_by": {"$eq": ""}}
+
+
+def test_query_where_puts_the_scope_beside_the_predicate():
+    vec = fake_vector("x")
+    assert query_where(Query("q", "x", vec)) is None
+    assert query_where(Query("q", "x", vec, scope="u1")) == {"scope_id": {"$eq": "u1"}}
+    both = Query("q", "x", vec, Predicate("created_day", "<=", 15), scope='{"$ne": ""}')
+    assert query_where(both) == {
+        "$and": [{"scope_id": {"$eq": '{"$ne": ""}'}}, {"created_day": {"$lte": 15}}]
+    }
+
+
+SCOPED = [  # (memory_id, scope_id, created_day): bodies and vectors as DISK
+    ("A1", "alpha", 700),
+    ("A2", "alpha", 701),
+    ("H1", "al'pha\" OR 1=1; $ne", 702),
+]
+
+
+def test_scope_filters_search_and_count_and_survives_reopen(arm, tmp_path):
+    rows = [{"memory_id": m, "body": DISK, "created_day": d, "scope_id": s} for m, s, d in SCOPED]
+    frame = pl.DataFrame(rows)
+    vecs = Embeddings(frame["memory_id"].to_list(), np.tile(fake_vector(DISK), (3, 1)))
+    arm.remember(frame, vecs)
+    assert arm.fetch(["A1", "H1", "M4"])["scope_id"].to_list() == ["alpha", SCOPED[2][1], None]
+    early = Predicate("created_day", "<=", 700)
+
+    def check(a: ChromaArm) -> None:
+        def scoped(scope, pred=None):
+            res = a.query(Query("s", "", fake_vector(DISK), pred, True, scope=scope), 10)
+            return sorted(res.memory_ids), res.count
+
+        assert scoped("alpha") == (["A1", "A2"], 2)
+        assert scoped("alpha", early) == (["A1"], 1)
+        assert scoped(SCOPED[2][1]) == (["H1"], 1)  # compared verbatim, not parsed
+        assert scoped("alp") == ([], 0) and scoped("\ud800") == ([], 0)
+        everything = a.query(Query("u", "", fake_vector(DISK), wants_count=True), 20)
+        assert (len(everything.memory_ids), everything.count) == (9, 9)
+
+    check(arm)
+    plan = arm.explain(Query("s", "", fake_vector(DISK), early, scope="alpha"), 5)
+    want = '{"$and": [{"scope_id": {"$eq": "alpha"}}, {"created_day": {"$lte": 700}}]}'
+    assert f"where={want}" in plan
+    arm.close()
+    again = ChromaArm()
+    again.open(tmp_path / "chroma-store")
+    check(again)
+    again.close()
 
 
 def test_ranks_by_cosine(arm, tiny):

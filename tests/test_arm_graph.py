@@ -52,6 +52,9 @@ from agentmem.arms.sqlite import SqliteFtsArm
 ALL_IDS = {"M1", "M2", "M3", "M4", "M5", "M6"}
 VISIBLE_IDS = {"M3", "M4", "M5", "M6"}
 NOT_SUPERSEDED = Predicate("superseded_by", "is_null")
+#: scopes of the scoped tiny graph: u1 holds fact F1 (M1, M2 and their correction M5),
+#: u2 holds M3 and M4, M6 is nobody's. CFG-799's degree: 4 unscoped, 3 in u1, 1 in u2.
+GRAPH_SCOPE_OF = {"M1": "u1", "M2": "u1", "M5": "u1", "M3": "u2", "M4": "u2", "M6": None}
 
 
 def q(text: str, predicate: Predicate | None = None, wants_count: bool = False) -> Query:
@@ -208,14 +211,22 @@ def reference_graph(
     k: int,
     mode: str = "visible",
     n_seeds: int = 10,
+    scope: str | None = None,
 ) -> list[str]:
-    """Independent Python implementation of the retrieval described in the module docs."""
+    """Independent Python implementation of the retrieval described in the module docs.
+
+    With ``scope`` the memories carry :data:`GRAPH_SCOPE_OF` and only the scope's nodes
+    exist for the query: branches, neighbours, successors and entity degrees.
+    """
     corpus, vectors = make_tiny()
     rows_ = corpus.memories.to_dicts()
     by_id = {r["memory_id"]: r for r in rows_}
 
+    def in_scope(mid: str) -> bool:
+        return scope is None or GRAPH_SCOPE_OF[mid] == scope
+
     def passes(mid: str) -> bool:
-        return pred is None or pred.matches(by_id[mid])
+        return in_scope(mid) and (pred is None or pred.matches(by_id[mid]))
 
     def newest(mid: str) -> tuple[int, int]:
         return (-by_id[mid]["created_day"], -by_id[mid]["seq"])
@@ -234,7 +245,7 @@ def reference_graph(
     keep = [r["memory_id"] for r in rows_ if passes(r["memory_id"])]
     cos = {m: float(vectors.get([m])[0] @ qvec) for m in keep}
     vec = sorted(keep, key=lambda m: (-round(cos[m], 5), *newest(m)))[:50]
-    fts = fts_ranking[:50]
+    fts = [m for m in fts_ranking if in_scope(m)][:50]
     seeds = order(rrf(fts, vec))[:n_seeds]
     members: dict[str, list[str]] = {}
     for r in rows_:
@@ -243,9 +254,10 @@ def reference_graph(
     g: dict[str, float] = {}
     for rank, s in enumerate(seeds, start=1):
         for e in by_id[s]["entity_ids"]:
+            degree = sum(1 for n in members[e] if in_scope(n))
             for n in members[e]:
                 if n != s:
-                    g[n] = g.get(n, 0.0) + 1.0 / ((60 + rank) * len(members[e]))
+                    g[n] = g.get(n, 0.0) + 1.0 / ((60 + rank) * degree)
         succ = by_id[s]["superseded_by"]
         if succ is not None:
             g[succ] = g.get(succ, 0.0) + 1.0 / (60 + rank)
@@ -917,3 +929,100 @@ def test_raw_ids_are_the_query_answer(built):
                 built.raw_ids(built.raw_query_call(query, k)(), k)
                 == built.query(query, k).memory_ids
             )
+
+
+# ------------------------------------------------------------------------------- scope
+def scoped(text: str, scope: str, pred: Predicate | None = None, count: bool = False) -> Query:
+    """A query in ``scope`` whose embedding is the fake vector of ``text``."""
+    return Query("qs", text, fake_vector(text), pred, count, scope=scope)
+
+
+def scoped_tiny() -> tuple[Corpus, Embeddings]:
+    """The tiny corpus with the scopes of :data:`GRAPH_SCOPE_OF`."""
+    corpus, vectors = make_tiny()
+    mem = corpus.memories.with_columns(
+        scope_id=pl.col("memory_id").replace_strict(GRAPH_SCOPE_OF, return_dtype=pl.String)
+    )
+    return Corpus(mem), vectors
+
+
+@pytest.fixture(scope="module")
+def scoped_built(tmp_path_factory: pytest.TempPathFactory):
+    """A read-only graph store of the scoped tiny corpus (module scope)."""
+    corpus, vectors = scoped_tiny()
+    arm = SqliteGraphArm()
+    arm.build(corpus, vectors, tmp_path_factory.mktemp("graph-scoped"))
+    yield arm
+    arm.close()
+
+
+@pytest.mark.parametrize("scope", ["u1", "u2"])
+@pytest.mark.parametrize("text, pred", CASES)
+def test_scoped_retrieval_matches_reference(scoped_built, fts_oracle, text, pred, scope):
+    fts = fts_oracle.query(q(text, pred), 50).memory_ids
+    want = reference_graph(fts, text, pred, 10, scope=scope)
+    got = scoped_built.query(scoped(text, scope, pred), 10).memory_ids
+    assert got == want
+    assert {GRAPH_SCOPE_OF[m] for m in got} <= {scope}
+
+
+def test_scoped_retrieval_hand_computed(scoped_built):
+    # u1 = M1, M2, M5: M1 and M2 are replaced by their successor M5 (same scope)
+    assert scoped_built.query(scoped("CFG-799", "u1"), 10).memory_ids == ["M5"]
+    # u2 = M3, M4: FTS M3; vectors M3 (cosine 1/sqrt 8), M4 (0); graph: M3's entity
+    # CFG-799 has no other u2 node, so the graph branch is empty: M3 = 2/61, M4 = 1/62
+    assert scoped_built.query(scoped("CFG-799", "u2"), 10).memory_ids == ["M3", "M4"]
+    # the as-of view inside u1: the correction (day 320) is filtered out, M1, M2 stay
+    asof = scoped_built.query(scoped("CFG-799", "u1", Predicate("created_day", "<=", 100)), 10)
+    assert set(asof.memory_ids) == {"M1", "M2"}
+
+
+def test_scoped_counts_and_hostile_scopes(scoped_built):
+    assert scoped_built.query(scoped("", "u1", count=True), 10).count == 3
+    assert scoped_built.query(scoped("x", "u1", NOT_SUPERSEDED, count=True), 10).count == 1
+    assert scoped_built.query(scoped("CFG-799", "u2", count=True), 10).count == 2
+    for hostile in ("u1' OR '1'='1", "u1\x00", "%", *[t for t in HOSTILE_TEXTS if t][:4]):
+        r = scoped_built.query(scoped("CFG-799", hostile, count=True), 10)
+        assert r == Result(memory_ids=[], count=0), hostile
+
+
+def test_scope_in_every_branch_and_hooks(scoped_built):
+    query = scoped("CFG-799", "u1", NOT_SUPERSEDED, count=True)
+    plan = scoped_built.explain(query)
+    # fts, vec, graph and successors, then the count; the entity degree has its own
+    assert plan.count("m.scope_id = :pv0") == 5 and "d.scope_id = :scope" in plan
+    for k in (0, 1, 10):
+        assert (
+            scoped_built.raw_ids(scoped_built.raw_query_call(query, k)(), k)
+            == scoped_built.query(query, k).memory_ids
+        )
+
+
+def test_add_node_correct_and_remember_keep_the_scope(tmp_path):
+    corpus, vectors = scoped_tiny()
+    arm = SqliteGraphArm()
+    arm.build(corpus, vectors, tmp_path)
+    body = "QRX-5150 is user u3's key."
+    a = arm.add_node(body, day=500, embedding=fake_vector(body), scope_id="u3")
+    b = arm.correct(a, "QRX-5150 is user u3's new key.", 510)  # inherits the scope
+    arm.remember(*_batch({"memory_id": "N9", "body": "QRX-5150 elsewhere", "created_day": 520,
+                          "scope_id": "u4"}))  # fmt: skip
+    assert arm.fetch([a, b, "N9", "M6"])["scope_id"].to_list() == ["u3", "u3", "u4", None]
+    arm.close()
+    again = SqliteGraphArm()
+    again.open(tmp_path)
+    assert again.query(scoped("QRX-5150", "u3", count=True), 10) == Result([b], 2)
+    assert again.query(scoped("QRX-5150", "u4"), 10).memory_ids == ["N9"]
+    again.close()
+
+
+def test_store_without_scope_column_is_refused(tmp_path):
+    corpus, vectors = make_tiny()
+    arm = SqliteGraphArm()
+    arm.build(corpus, vectors, tmp_path)
+    arm._w().call(
+        lambda c: c.execute("DROP INDEX idx_nodes_scope; ALTER TABLE nodes DROP COLUMN scope_id")
+    )
+    arm.close()
+    with pytest.raises(ArmError, match=r"lacks nodes columns \['scope_id'\].*rebuild"):
+        SqliteGraphArm().open(tmp_path)

@@ -8,7 +8,14 @@ import pytest
 from support.tiny import fake_vector
 
 from agentmem.arms.base import MEMORY_SCHEMA, Arm, ArmError, Embeddings, Predicate, Query
-from agentmem.arms.lance import DB_DIR, TABLE, LanceDbArm, LanceDbHybridArm, lance_filter
+from agentmem.arms.lance import (
+    DB_DIR,
+    TABLE,
+    LanceDbArm,
+    LanceDbHybridArm,
+    lance_filter,
+    query_filter,
+)
 
 DISK = "INC-2356: SVC-5345 outage caused by a full disk."
 
@@ -73,6 +80,84 @@ def test_filters_are_lancedb_sql_with_quoted_values():
     # never-null created_day and a "stored null" id match nothing
     assert lance_filter(Predicate("created_day", "is_null")) == "false"
     assert lance_filter(Predicate("fact_id", "=", "")) == "false"
+
+
+def test_scope_and_predicate_are_one_quoted_filter():
+    vec = fake_vector("x")
+    assert query_filter(Query("q", "x", vec)) is None
+    assert query_filter(Query("q", "x", vec, scope="u'1")) == "(scope_id = 'u''1')"
+    both = Query("q", "x", vec, Predicate("superseded_by", "is_null"), scope="u1")
+    assert query_filter(both) == "((scope_id = 'u1') AND (superseded_by = ''))"
+    never = Query("q", "x", vec, Predicate("created_day", "is_null"), scope="u1")
+    assert query_filter(never) == "false"
+    assert query_filter(Query("q", "x", vec, scope="\ud800")) == "false"
+    only_pred = Query("q", "x", vec, Predicate("created_day", "<=", 15))
+    assert query_filter(only_pred) == lance_filter(only_pred.predicate)
+
+
+#: a scope that is an SQL injection when pasted between quotes
+HOSTILE_SCOPE = "al'pha' OR '1'='1"
+#: ZQX-4242 appears in one body only: BM25 ranks it first for that text
+ZQX = "ZQX-4242 rotates the vault keys"
+
+
+def remember_scoped(arm: LanceDbArm) -> None:
+    """A1, A2 in scope alpha and H1 in the hostile scope (vectors DISK); B1 in beta
+    (the only ZQX-4242 body, its vector far from DISK)."""
+    arm.remember(*batch(
+        {"memory_id": "A1", "body": "alpha one", "created_day": 700, "scope_id": "alpha"},
+        {"memory_id": "A2", "body": "alpha two", "created_day": 701, "scope_id": "alpha"},
+        {"memory_id": "H1", "body": "hostile", "created_day": 702, "scope_id": HOSTILE_SCOPE},
+        vec_of=DISK,
+    ))  # fmt: skip
+    arm.remember(*batch({"memory_id": "B1", "body": ZQX, "created_day": 703, "scope_id": "beta"},
+                        vec_of="amber ledger"))  # fmt: skip
+
+
+def scoped(arm: LanceDbArm, scope: str, text: str = "", pred=None) -> tuple[list[str], int]:
+    res = arm.query(Query("s", text, fake_vector(DISK), pred, True, scope=scope), 10)
+    return sorted(res.memory_ids), res.count
+
+
+@pytest.mark.parametrize("cls", [LanceDbArm, LanceDbHybridArm])
+def test_scope_prefilters_search_and_count_and_survives_reopen(cls, tiny, tmp_path):
+    corpus, vectors = tiny
+    arm = cls()
+    arm.build(corpus, vectors, tmp_path / "s")
+    remember_scoped(arm)
+    assert arm.fetch(["A1", "H1", "M1"])["scope_id"].to_list() == ["alpha", HOSTILE_SCOPE, None]
+    early = Predicate("created_day", "<=", 700)
+    for a in (arm, cls()):
+        if a is not arm:
+            arm.close()
+            a.open(tmp_path / "s")
+        assert scoped(a, "alpha") == (["A1", "A2"], 2)
+        assert scoped(a, "alpha", "alpha one", early) == (["A1"], 1)
+        assert scoped(a, HOSTILE_SCOPE) == (["H1"], 1)  # a quoted value, not SQL
+        assert scoped(a, "alp") == ([], 0) and scoped(a, "al'pha") == ([], 0)
+        assert a.query(Query("u", "", fake_vector(DISK), wants_count=True), 20).count == 10
+    a.close()
+
+
+def test_hybrid_scope_filters_the_bm25_leg_too(hybrid):
+    remember_scoped(hybrid)
+    # unscoped, BM25 brings B1 (beta) in: its body alone holds ZQX-4242
+    assert "B1" in hybrid.query(q("ZQX-4242", vec_of=DISK), 3).memory_ids
+    assert scoped(hybrid, "alpha", "ZQX-4242") == (["A1", "A2"], 2)
+    assert scoped(hybrid, "beta", "ZQX-4242") == (["B1"], 1)
+    assert hybrid.fts_fallbacks == 0
+    plan = hybrid.explain(Query("s", "ZQX-4242", fake_vector(DISK), scope="alpha"), 3)
+    vector_plan, fts_plan = plan.split("MatchQuery: column=body", 1)
+    # the scope is the pre-filter of the vector leg's read and of the FTS leg's reads
+    assert 'full_filter=scope_id = Utf8("alpha")' in vector_plan
+    assert 'full_filter=scope_id = Utf8("alpha")' in fts_plan
+
+
+def test_open_refuses_a_table_without_the_scope_column(lance, tmp_path):
+    lance._table.drop_columns(["scope_id"])
+    lance.close()
+    with pytest.raises(ArmError, match=r"lacks the columns \['scope_id'\]"):
+        LanceDbArm().open(tmp_path / "lance")
 
 
 # ---------------------------------------------------------------- lancedb

@@ -31,7 +31,9 @@ from agentmem.arms.langgraph_store import (
     LangGraphStoreArm,
     item_values,
     namespace_of,
+    scope_can_match,
     search_filter,
+    search_prefix,
 )
 
 TINY_IDS = ["M1", "M2", "M3", "M4", "M5", "M6"]
@@ -100,10 +102,17 @@ def test_search_filter_speaks_the_store_syntax():
 
 
 def test_namespace_and_values():
-    assert namespace_of("S1") == ("agent", "S1")
-    assert namespace_of("") == ("agent", "-")
-    with pytest.raises(ValueError, match="'.'"):
+    assert namespace_of("S1") == ("agent", "unscoped", "S1")
+    assert namespace_of("") == ("agent", "unscoped", "-")
+    assert namespace_of("S1", "u1") == ("agent", "scope", "u1", "S1")
+    assert namespace_of("", "unscoped") == ("agent", "scope", "unscoped", "-")
+    with pytest.raises(ValueError, match="session id 'a.b' holds '.'"):
         namespace_of("a.b")
+    with pytest.raises(ValueError, match="scope id 'u.1' holds '.'"):
+        namespace_of("S1", "u.1")
+    assert search_prefix(None) == ("agent",) and search_prefix("u1") == ("agent", "scope", "u1")
+    assert scope_can_match(None) and scope_can_match("a_%' OR 1=1")
+    assert not any(scope_can_match(s) for s in ("u.1", "u\x001", "\ud800"))
     corpus, _ = make_tiny()
     v = item_values(corpus.memories)[0]
     assert v["memory_id"] == "M1" and v["created_day"] == 10 and v["superseded_by"] == "M5"
@@ -287,6 +296,49 @@ def test_supersede_within_one_batch_and_last_correction_wins(rw):
     assert rw.fetch(["B1"])["superseded_by"].to_list() == ["B2"]
     _remember(rw, [_mem("B3", "PPX-3 a", supersedes=["B1"]), _mem("B4", "b", supersedes=["B1"])])
     assert rw.fetch(["B1"])["superseded_by"].to_list() == ["B4"]
+
+
+#: LIKE wildcards and quotes: a prefix pattern built by pasting would widen on these
+HOSTILE_SCOPE = "al%' OR '1'='1"
+SCOPE_BODY = "ZRK-77 rotates the scoped keys"
+
+
+def test_scope_is_the_namespace_prefix_and_survives_reopen(rw, root):
+    _remember(rw, [
+        _mem("SA1", SCOPE_BODY, 700, scope_id="alpha", session_id="S-a"),
+        _mem("SA2", SCOPE_BODY, 701, scope_id="alpha"),
+        _mem("SB1", SCOPE_BODY, 702, scope_id="alphabet", session_id="S-a"),
+        _mem("SW1", SCOPE_BODY, 703, scope_id="a_pha"),
+        _mem("SH1", SCOPE_BODY, 704, scope_id=HOSTILE_SCOPE),
+    ])  # fmt: skip
+    got = rw.fetch(["SA1", "SH1", "M1"])
+    assert got["scope_id"].to_list() == ["alpha", HOSTILE_SCOPE, None]
+
+    def scoped(a: LangGraphStoreArm, scope: str, pred=None) -> list[str]:
+        res = a.query(Query("s", "x", fake_vector(SCOPE_BODY), pred, scope=scope), 10)
+        assert res.count is None
+        return sorted(res.memory_ids)
+
+    current = Predicate("superseded_by", "is_null")
+    assert scoped(rw, "alpha") == ["SA1", "SA2"]  # not alphabet: whole labels
+    assert scoped(rw, "a_pha") == ["SW1"] and scoped(rw, HOSTILE_SCOPE) == ["SH1"]
+    assert scoped(rw, "alph") == [] and scoped(rw, "al") == []
+    with pytest.raises(ArmError, match="scope id 'u.1' holds '.'"):
+        _remember(rw, [_mem("SD1", SCOPE_BODY, scope_id="u.1")])
+    assert rw.fetch(["SD1"]).height == 0 and scoped(rw, "u.1") == []
+    plan = json.loads(rw.explain(Query("s", "x", fake_vector(SCOPE_BODY), scope="alpha"), 3))
+    assert plan[0]["Call"].startswith("store.search(('agent', 'scope', 'alpha'),")
+    # a correction re-puts the item under its own namespace: it stays in its scope
+    _remember(rw, [_mem("SA3", SCOPE_BODY, 705, scope_id="alpha", supersedes=["SA1"])])
+    assert scoped(rw, "alpha", current) == ["SA2", "SA3"]
+    assert scoped(rw, "alpha") == ["SA1", "SA2", "SA3"]
+    again = LangGraphStoreArm()
+    again.open(root / "rw")
+    try:
+        assert scoped(again, "alpha", current) == ["SA2", "SA3"]
+        assert scoped(again, HOSTILE_SCOPE) == ["SH1"]
+    finally:
+        again.close()
 
 
 def test_reopen_and_close(rw, root):

@@ -17,7 +17,12 @@ from support.tiny import fake_vector
 from agentmem.arms import ARMS
 from agentmem.arms.base import MEMORY_SCHEMA, Arm, ArmError, Embeddings, Predicate, Query
 from agentmem.arms.mem0 import Mem0FaissArm, Mem0QdrantArm
-from agentmem.arms.mem0.arm import predicate_filters
+from agentmem.arms.mem0.arm import (
+    matches_nothing,
+    predicate_filters,
+    query_filters,
+    valid_user_id,
+)
 
 ARM_CLASSES = (Mem0QdrantArm, Mem0FaissArm)
 SRC = str(Path(__file__).resolve().parents[1] / "src")
@@ -74,6 +79,79 @@ def test_filters_translation():
     star = Predicate("session_id", "=", "*")
     assert predicate_filters(star, eq_operator=True)["session_id"] == {"eq": "*"}
     assert predicate_filters(star)["session_id"] == "*"
+
+
+def test_scope_is_mem0s_user_id_filter():
+    vec = fake_vector("x")
+    assert query_filters(Query("q", "x", vec)) == {"agent_id": "agent"}
+    scoped = Query("q", "x", vec, Predicate("created_day", "<=", 15), scope="u1")
+    assert query_filters(scoped) == {
+        "agent_id": "agent",
+        "user_id": "u1",
+        "created_day": {"lte": 15},
+    }
+    assert query_filters(scoped, eq_operator=True)["user_id"] == "u1"  # mem0 wants a str
+    assert valid_user_id("u1") and valid_user_id("al'pha\"--")
+    for bad in ("a b", " u1", "u1\n", "*", "\ud800"):
+        assert not valid_user_id(bad), bad
+        assert matches_nothing(Query("q", "x", vec, scope=bad)), bad
+    assert not matches_nothing(scoped)
+
+
+SCOPE_BODY = "ZRK-77 rotates the scoped keys"
+
+
+def test_scope_filters_search_and_count_and_survives_reopen(arm, tmp_path):
+    rows = [
+        {"memory_id": "A1", "body": SCOPE_BODY, "created_day": 700, "scope_id": "alpha"},
+        {"memory_id": "A2", "body": SCOPE_BODY, "created_day": 701, "scope_id": "alpha"},
+        {"memory_id": "Q1", "body": SCOPE_BODY, "created_day": 702, "scope_id": "al'pha\""},
+    ]
+    frame = pl.DataFrame(rows)
+    arm.remember(frame, Embeddings(["A1", "A2", "Q1"], np.tile(fake_vector(SCOPE_BODY), (3, 1))))
+    assert arm.fetch(["A1", "Q1", "M1"])["scope_id"].to_list() == ["alpha", "al'pha\"", None]
+    assert arm._mem.get(arm._ids["A1"])["user_id"] == "alpha"  # mem0's own tenancy key
+    assert "user_id" not in arm._mem.get(arm._ids["M1"])
+    counts = arm.capabilities.aggregate
+
+    def scoped(a, scope, pred=None) -> tuple[list[str], int | None]:
+        res = a.query(Query("s", "x", fake_vector(SCOPE_BODY), pred, True, scope=scope), 10)
+        return sorted(res.memory_ids), res.count
+
+    def check(a) -> None:
+        early = Predicate("session_id", "is_null")
+        assert scoped(a, "alpha") == (["A1", "A2"], 2 if counts else None)
+        assert scoped(a, "alpha", early)[0] == ["A1", "A2"]
+        assert scoped(a, "al'pha\"")[0] == ["Q1"]
+        for none in ("alp", "*", "al pha", "agent"):
+            assert scoped(a, none) == ([], 0 if counts else None), none
+        assert len(a.query(Query("u", "x", fake_vector(SCOPE_BODY)), 20).memory_ids) == 9
+
+    check(arm)
+    for bad in ("two words", "*"):
+        one = pl.DataFrame([{"memory_id": "Z1", "body": "z", "created_day": 1, "scope_id": bad}])
+        with pytest.raises(ArmError, match="cannot be a mem0 user_id"):
+            arm.remember(one, Embeddings(["Z1"], fake_vector("z")[None, :]))
+    assert arm.fetch(["Z1"]).height == 0 and arm.storage().counts == {"memories": 9}
+    assert "'user_id': 'alpha'" in arm.explain(Query("s", "x", fake_vector("x"), scope="alpha"))
+    arm.close()
+    arm.open(tmp_path / "store")
+    check(arm)
+
+
+def test_qdrant_reads_a_star_user_id_as_every_user(tiny, tmp_path):
+    """The product behaviour behind refusing the scope '*': mem0's qdrant store drops it."""
+    corpus, vectors = tiny
+    a = Mem0QdrantArm()
+    a.build(corpus, vectors, tmp_path / "s")
+    frame = pl.DataFrame([{"memory_id": "A1", "body": "x", "created_day": 1, "scope_id": "alpha"}])
+    a.remember(frame, Embeddings(["A1"], fake_vector("x")[None, :]))
+    a._emb.expect("x", fake_vector("x"))
+    raw = a._mem.search("x", top_k=10, filters={"agent_id": "agent", "user_id": "*"}, threshold=0.0)
+    a._emb.clear()
+    assert len(raw["results"]) == 7  # the six memories without a user_id as well
+    assert a.query(Query("s", "x", fake_vector("x"), scope="*"), 10).memory_ids == []
+    a.close()
 
 
 def test_ranks_by_cosine(arm, tiny):
@@ -143,7 +221,8 @@ def test_faiss_range_predicate_matches_nothing(tiny, tmp_path):
 
 
 def _selective_corpus() -> tuple[pl.DataFrame, Embeddings, np.ndarray]:
-    """130 memories: 120 near the query (fact FA, cos ~0.9), 10 farther (fact FX, cos ~0.3)."""
+    """130 memories: 120 near the query (fact FA, scope big, cos ~0.9), 10 farther (fact FX,
+    scope small, cos ~0.3)."""
     rng = np.random.default_rng(3)
     query = np.zeros(384, np.float32)
     query[0] = 1.0
@@ -161,6 +240,7 @@ def _selective_corpus() -> tuple[pl.DataFrame, Embeddings, np.ndarray]:
                 "created_day": i,
                 "session_id": "S",
                 "fact_id": "FA" if i < 120 else "FX",
+                "scope_id": "big" if i < 120 else "small",
             }
         )
     mat = np.stack(mats).astype(np.float32)
@@ -176,11 +256,13 @@ def test_selective_filter_in_search_vs_post_filter(cls, tmp_path):
     memories = prepare_memories(frame, vectors, "t").memories
     a = cls()
     a.build(Corpus(memories=memories), vectors, tmp_path / "s")
-    res = a.query(Query("q", "which", query, Predicate("fact_id", "=", "FX")), 10)
-    if cls.capabilities.filter_stage == "in-search":
-        assert sorted(res.memory_ids) == sorted(f"N{i}" for i in range(120, 130))
-    else:  # candidates: 2 * max(4 * 10, 60) = 120 nearest, all FA
-        assert res.memory_ids == []
+    far = sorted(f"N{i}" for i in range(120, 130))
+    for by_fact, scope in ((Predicate("fact_id", "=", "FX"), None), (None, "small")):
+        res = a.query(Query("q", "which", query, by_fact, scope=scope), 10)
+        if cls.capabilities.filter_stage == "in-search":
+            assert sorted(res.memory_ids) == far
+        else:  # candidates: 2 * max(4 * 11, 60) = 120 nearest, all FA and scope big
+            assert res.memory_ids == []
     a.close()
 
 

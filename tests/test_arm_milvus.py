@@ -20,6 +20,7 @@ from agentmem.arms.milvus import (
     MilvusLiteArm,
     ids_expr,
     predicate_expr,
+    query_expr,
     string_literal,
 )
 
@@ -88,6 +89,50 @@ def test_expressions_escape_untrusted_values():
     assert predicate_expr(Predicate("fact_id", "=", "")) == "created_day is null"
     assert predicate_expr(Predicate("session_id", "=", "\ud800")) == "created_day is null"
     assert ids_expr("memory_id", ["a", "it's"]) == 'memory_id in ["a", "it\'s"]'
+
+
+def test_scope_and_predicate_are_one_escaped_expression():
+    vec = fake_vector("x")
+    assert query_expr(Query("q", "x", vec)) == ""
+    assert query_expr(Query("q", "x", vec, scope='u"1')) == 'scope_id == "u\\"1"'
+    both = Query("q", "x", vec, CURRENT, scope="u1")
+    assert query_expr(both) == '(scope_id == "u1") and (superseded_by == "")'
+    never = Query("q", "x", vec, Predicate("fact_id", "=", ""), scope="u1")
+    assert query_expr(never) == "created_day is null"
+    assert query_expr(Query("q", "x", vec, scope="\ud800")) == "created_day is null"
+
+
+#: a scope that widens a filter pasted between double quotes unescaped
+HOSTILE_SCOPE = 'al"pha" or scope_id != "'
+
+
+def test_scope_filters_search_and_count_and_survives_reopen(arm, tmp_path):
+    body = "INC-2356: SVC-5345 outage caused by a full disk."
+    rows = [
+        {"memory_id": "A1", "body": body, "created_day": 700, "scope_id": "alpha"},
+        {"memory_id": "A2", "body": body, "created_day": 701, "scope_id": "alpha"},
+        {"memory_id": "H1", "body": body, "created_day": 702, "scope_id": HOSTILE_SCOPE},
+    ]
+    arm.remember(*batch(*rows))
+    assert arm.fetch(["A1", "H1", "M1"])["scope_id"].to_list() == ["alpha", HOSTILE_SCOPE, None]
+
+    def scoped(a: MilvusLiteArm, scope: str, pred=None) -> tuple[list[str], int]:
+        res = a.query(Query("s", "", fake_vector(body), pred, True, scope=scope), 10)
+        return sorted(res.memory_ids), res.count
+
+    early = Predicate("created_day", "<=", 700)
+    for a in (arm, MilvusLiteArm()):
+        if a is not arm:  # the scope column is in the flushed segment after the reopen
+            arm.close()
+            a.open(tmp_path / "store")
+        assert scoped(a, "alpha") == (["A1", "A2"], 2)
+        assert scoped(a, "alpha", early) == (["A1"], 1)
+        assert scoped(a, HOSTILE_SCOPE) == (["H1"], 1)  # one literal, not an or
+        assert scoped(a, "al") == ([], 0) and scoped(a, 'al"pha') == ([], 0)
+        assert a.query(Query("u", "", fake_vector(body), wants_count=True), 20).count == 9
+    plan = a.explain(Query("s", "", fake_vector(body), early, scope="alpha"), 3)
+    assert 'EXPR = (scope_id == "alpha") and (created_day <= 700)' in plan
+    a.close()
 
 
 def test_constructor_refuses_bad_parameters():
@@ -268,6 +313,16 @@ def test_reopen_in_process_and_remember_after_it(arm, tmp_path):
     assert again.query(q("before the reopen"), 1).memory_ids == ["N1"]
     again.close()
     arm.open(store)  # leave the fixture closable
+
+
+def test_open_refuses_a_collection_without_the_stored_fields(arm, tmp_path):
+    client = arm._client
+    client.drop_collection("memories")
+    client.create_collection("memories", dimension=384, primary_field_name="memory_id",
+                             id_type="string", max_length=64)  # fmt: skip
+    arm.close()
+    with pytest.raises(ArmError, match="lacks the fields .*'scope_id'"):
+        MilvusLiteArm().open(tmp_path / "store")
 
 
 def test_open_missing_store_names_the_path(tmp_path):

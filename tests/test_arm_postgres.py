@@ -117,7 +117,9 @@ def tiny_arms(root: Path):
 def bulk_corpus(n: int = 3000) -> tuple[Corpus, Embeddings]:
     """``n`` synthetic memories in two vector clusters split by ``created_day``.
 
-    Days 0..49 lie near ``+e0``, days 50..99 near ``-e0``; body ``i`` contains ``w{i%100}``.
+    Days 0..49 lie near ``+e0`` (scope ``u-pos``), days 50..99 near ``-e0`` (scope
+    ``u-neg``), except every 150th memory (scope ``u-few``: 20 memories, half of each
+    cluster); body ``i`` contains ``w{i%100}``.
     """
     rng = np.random.default_rng(7)
     day = np.arange(n) % 100
@@ -141,6 +143,10 @@ def bulk_corpus(n: int = 3000) -> tuple[Corpus, Embeddings]:
             "superseded_by": [None] * n,
             "tokens": [7] * n,
             "entity_ids": [[f"E{i % 5}"] for i in range(n)],
+            "scope_id": [
+                "u-few" if i % 150 == 0 else "u-pos" if d <= 49 else "u-neg"
+                for i, d in enumerate(day.tolist())
+            ],
         },
         schema_overrides={
             "turn_no": pl.Int32,
@@ -397,7 +403,7 @@ def test_explain_is_json_of_the_statements(tiny_arms) -> None:
         plans = json.loads(arm.explain(q("CFG-799", pred, wants_count=True)))
         assert [p["Statement"] for p in plans] == ["ranking", "count"]
         assert all("Plan" in p for p in plans), name
-        assert "%(pv)s" in plans[0]["Query Text"]  # bound, never spliced
+        assert "%(pv0)s" in plans[0]["Query Text"]  # bound, never spliced
         assert "CFG" not in plans[0]["Query Text"] and "S3" not in plans[0]["Query Text"]
     iterative = json.loads(tiny_arms["pg-hnsw-iterative"].explain(q("x")))[0]
     assert iterative["Session Settings"]["hnsw.iterative_scan"] == "relaxed_order"
@@ -471,6 +477,37 @@ def test_hnsw_underfills_filtered_and_iterative_fills(bulk) -> None:
     assert np.all(np.diff(dist) >= -1e-5)  # re-sorted by distance
     # unfiltered both find the query's own memory first
     assert arms["pg-hnsw"].query(Query("q", "", vectors.matrix[75]), 5).memory_ids[0] == "B75"
+
+
+def test_selective_scope_underfills_hnsw_and_iterative_fills(bulk) -> None:
+    """The scope sits where pgvector applies the predicate: after the HNSW index scan."""
+    arms, vectors = bulk
+    # a query from u-neg's cluster, scoped to u-pos: the ~40 HNSW candidates are u-neg's
+    query = Query("q", "", vectors.matrix[75], scope="u-pos")
+    assert "memories_embedding_idx" in json.dumps(json.loads(arms["pg-hnsw"].explain(query)))
+    plain = arms["pg-hnsw"].query(query, 10).memory_ids
+    assert len(plain) < 10 and all(int(m[1:]) % 100 <= 49 for m in plain)
+    filled = arms["pg-hnsw-iterative"].query(query, 10).memory_ids
+    assert len(filled) == 10 and all(int(m[1:]) % 100 <= 49 for m in filled)
+    # pg-hybrid's HNSW branch underfills the same way; its GIN branch is exact inside the
+    # scope: "w7" is in B7, B107, ..., B2907 (all day 7, u-pos), equal ts_rank_cd, so
+    # newest first; the fused top 10 are the GIN branch's first 10 plus what HNSW found
+    hybrid = arms["pg-hybrid"].query(Query("q", "w7", vectors.matrix[75], scope="u-pos"), 10)
+    gin_top = [f"B{i}" for i in range(2907, 2006, -100)]
+    assert len(hybrid.memory_ids) == 10
+    assert set(hybrid.memory_ids) <= set(gin_top) | set(plain)
+    if not plain:  # no HNSW candidate in the scope: the GIN order alone
+        assert hybrid.memory_ids == gin_top
+    counted = arms["pg-hnsw"].query(
+        Query("q", "", vectors.matrix[75], wants_count=True, scope="u-pos"), 1
+    )
+    # days 0..49 of 3,000 memories with day = i % 100, less u-few's i = 0, 300, ..., 2700
+    assert counted.count == 1490
+    # a small scope: the planner sorts the scope's exact distances instead of the HNSW scan
+    few = Query("q", "", vectors.matrix[75], scope="u-few")
+    assert "memories_embedding_idx" not in json.dumps(json.loads(arms["pg-hnsw"].explain(few)))
+    ids = arms["pg-hnsw"].query(few, 10).memory_ids
+    assert len(ids) == 10 and all(int(m[1:]) % 150 == 0 for m in ids)
 
 
 # ---------------------------------------------------------------- reopen/lifecycle
@@ -780,6 +817,7 @@ def test_remember_then_fetch_every_column(replayed, name: str) -> None:
         "confidence": 0.25,
         "tokens": 15,
         "entity_ids": ["RUN-481", "SVC-77", "RUN-481"],
+        "scope_id": "u9",
         "supersedes": ["M6"],
     }
     remember(arm, [row])
@@ -806,6 +844,7 @@ def test_remember_then_fetch_every_column(replayed, name: str) -> None:
             "tokens": 9,
             "entity_ids": ["RUN-481", "SVC-77"],
             "form": None,
+            "scope_id": None,  # the tiny corpus has no scopes
         },
     ]
     # committed: a second connection counts one memory and two (de-duplicated) entity rows
@@ -819,6 +858,8 @@ def test_remember_then_fetch_every_column(replayed, name: str) -> None:
     assert res.count == 2 and res.memory_ids[0] == "P1"
     current = arm.query(q(row["body"], NOT_SUPERSEDED), 10).memory_ids
     assert "P1" in current and "M6" not in current
+    mine = Query("qs", row["body"], fake_vector(row["body"]), wants_count=True, scope="u9")
+    assert arm.query(mine, 5) == Result(["P1"], 1)  # the remembered scope filters at once
     assert arm.fetch(["M4", "zz", "M1", "M4"])["memory_id"].to_list() == ["M4", "M1"]
     assert arm.fetch([]).schema == pl.Schema(MEMORY_SCHEMA)
     with pytest.raises(ValueError, match="one string"):
@@ -983,3 +1024,110 @@ def test_two_processes_see_each_others_remembers(replayed) -> None:
     finally:
         if child.poll() is None:
             child.kill()
+
+
+# ------------------------------------------------------------------------------ scope
+#: tiny with scopes: M1-M3 are user u1's memories, M4-M5 user u2's, M6 nobody's
+SCOPE_OF = {"M1": "u1", "M2": "u1", "M3": "u1", "M4": "u2", "M5": "u2", "M6": None}
+SCOPE_TEXT = "CFG-799 SVC-5345 timeout amber outage keys"  # every body holds one term
+
+
+def scoped(text: str, scope: str, pred: Predicate | None = None, count: bool = False) -> Query:
+    """A query in ``scope`` whose embedding is the fake vector of ``text``."""
+    return Query("qs", text, fake_vector(text), pred, count, scope=scope)
+
+
+@pytest.fixture(scope="module")
+def scoped_arms(root: Path):
+    """All five arms on the tiny corpus with the scopes of ``SCOPE_OF`` (one server)."""
+    corpus, vectors = make_tiny()
+    mem = corpus.memories.with_columns(
+        scope_id=pl.col("memory_id").replace_strict(SCOPE_OF, return_dtype=pl.String)
+    )
+    store = root / "scoped"
+    arms = {}
+    pid = None
+    try:
+        for cls in ARM_CLASSES:
+            arms[cls.name] = cls()
+            arms[cls.name].build(Corpus(mem), vectors, store)
+        pid = pg.postmaster_pid(store / pg.PGDATA_DIRNAME)
+        yield arms
+    finally:
+        for arm in arms.values():
+            arm.close()
+    assert wait_dead(pid)
+
+
+def test_predicate_sql_translates_a_conjunction(tiny_arms) -> None:
+    from agentmem.arms.postgres import predicate_sql
+
+    conn = tiny_arms["pg-btree"]._conn()
+    both = (Predicate("scope_id", "=", "u1"), Predicate("created_day", "<=", 12))
+    cond, params = predicate_sql(both)
+    assert cond.as_string(conn) == '("scope_id" = %(pv0)s AND "created_day" <= %(pv1)s)'
+    assert params == {"pv0": "u1", "pv1": 12}
+    cond, params = predicate_sql(Predicate("scope_id", "=", "u1\x00"))
+    assert (cond.as_string(conn), params) == ("FALSE", {})  # no stored text holds NUL
+    assert predicate_sql(None)[0].as_string(conn) == predicate_sql(())[0].as_string(conn)
+    assert predicate_sql(())[0].as_string(conn) == "TRUE"
+
+
+@pytest.mark.parametrize("name", [c.name for c in ARM_CLASSES])
+@pytest.mark.parametrize(
+    ("scope", "pred", "allowed"),
+    [
+        ("u1", None, {"M1", "M2", "M3"}),
+        ("u2", None, {"M4", "M5"}),
+        ("u1", NOT_SUPERSEDED, {"M3"}),  # M1, M2 are superseded by M5
+        ("u2", Predicate("session_id", "=", "S3"), {"M5"}),
+    ],
+)
+def test_scope_in_every_statement(scoped_arms, name: str, scope, pred, allowed) -> None:
+    res = scoped_arms[name].query(scoped(SCOPE_TEXT, scope, pred, True), 10)
+    assert set(res.memory_ids) == allowed and res.count == len(allowed)
+
+
+def test_scope_hand_computed(scoped_arms) -> None:
+    assert scoped_arms["pg-btree"].query(scoped("CFG-799", "u1"), 10).memory_ids == ["M3", "M1"]
+    assert scoped_arms["pg-btree"].query(scoped("CFG-799", "u2"), 10).memory_ids == ["M5"]
+    assert scoped_arms["pg-gin"].query(scoped("outage disk", "u1"), 10).memory_ids == []
+    assert scoped_arms["pg-hnsw"].query(scoped("", "u2", count=True), 10).count == 2
+    unscoped = scoped_arms["pg-hnsw"].query(q("RUN-481", Predicate("scope_id", "is_null")), 10)
+    assert unscoped.memory_ids == ["M6"]  # outside every scope, reachable by its predicate
+
+
+@pytest.mark.parametrize("name", [c.name for c in ARM_CLASSES])
+def test_hostile_scopes_match_nothing(scoped_arms, name: str) -> None:
+    arm = scoped_arms[name]
+    for hostile in ("u1' OR '1'='1", "u1\x00", "%", *[t for t in HOSTILE_TEXTS if t][:4]):
+        res = arm.query(scoped(SCOPE_TEXT, hostile, count=True), 10)
+        assert res == Result(memory_ids=[], count=0), hostile
+        json.loads(arm.explain(scoped(SCOPE_TEXT, hostile, NOT_SUPERSEDED, True)))
+    assert arm.query(q("x", None, True), 1).count == 6  # the database survived
+
+
+@pytest.mark.parametrize("name", [c.name for c in ARM_CLASSES])
+def test_scope_bound_in_every_branch_and_hooks(scoped_arms, name: str) -> None:
+    arm = scoped_arms[name]
+    query = scoped("CFG-799", "u1", NOT_SUPERSEDED, True)
+    plans = json.loads(arm.explain(query))
+    branches = 2 if name == "pg-hybrid" else 1  # GIN and HNSW branches, before fusion
+    assert plans[0]["Query Text"].count('"scope_id" = %(pv0)s') == branches
+    assert plans[1]["Query Text"].count('"scope_id" = %(pv0)s') == 1  # the count
+    assert "u1" not in plans[0]["Query Text"]
+    for k in (0, 1, 10):
+        assert arm.raw_ids(arm.raw_query_call(query, k)(), k) == arm.query(query, k).memory_ids
+
+
+def test_store_without_scope_column_is_refused(tmp_path: Path) -> None:
+    corpus, vectors = make_tiny()
+    arm = PgBtreeArm()
+    arm.build(corpus, vectors, tmp_path)
+    arm._conn().execute("ALTER TABLE memories DROP COLUMN scope_id")
+    arm.close()
+    again = PgBtreeArm()
+    with pytest.raises(ArmError, match=r"lacks memories columns \['scope_id'\]"):
+        again.open(tmp_path)
+    again.close()
+    assert wait_dead(pg.postmaster_pid(tmp_path / pg.PGDATA_DIRNAME))

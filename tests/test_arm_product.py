@@ -9,7 +9,14 @@ import polars as pl
 import pytest
 
 from agentmem.arms.base import MEMORY_SCHEMA, ArmError, Embeddings, prepare_memories
-from agentmem.arms.product import NO_ID, directory_storage, metadata_rows, rows_frame
+from agentmem.arms.product import (
+    METADATA_FIELDS,
+    NO_ID,
+    STORED_COLUMNS,
+    directory_storage,
+    metadata_rows,
+    rows_frame,
+)
 
 
 def _batch() -> pl.DataFrame:
@@ -21,6 +28,7 @@ def _batch() -> pl.DataFrame:
             "session_id": [None, "s1"],
             "fact_id": ["f1", None],
             "seq": [10, 11],
+            "scope_id": [None, "u'1"],
         }
     )
     vecs = Embeddings(ids=["a", "b"], matrix=np.eye(2, 384, dtype=np.float32))
@@ -33,6 +41,7 @@ def test_metadata_rows_make_nulls_storable() -> None:
     assert rows[0]["session_id"] == NO_ID and rows[1]["session_id"] == "s1"
     assert rows[0]["fact_id"] == "f1" and rows[1]["fact_id"] == NO_ID
     assert rows[0]["superseded_by"] == NO_ID
+    assert rows[0]["scope_id"] == NO_ID and rows[1]["scope_id"] == "u'1"
     assert rows[0]["turn_no"] == -1
     assert rows[1]["created_day"] == 40 and isinstance(rows[1]["created_day"], int)
     assert rows[0]["kind"] == "episodic" and rows[0]["confidence"] == 1.0
@@ -73,3 +82,20 @@ def test_matchless_ids_are_the_null_marker_and_non_utf8_strings() -> None:
     assert not matchless_id(12) and not matchless_id(None)
     assert STORED_COLUMNS == tuple(c for c in MEMORY_SCHEMA if c != "entity_ids")
     assert "body" in STORED_COLUMNS and len(STORED_COLUMNS) == len(MEMORY_SCHEMA) - 1
+
+
+def test_scope_id_is_stored_and_a_missing_column_means_no_scope() -> None:
+    assert METADATA_FIELDS["scope_id"] is str and "scope_id" in STORED_COLUMNS
+    frame = pl.DataFrame({"memory_id": ["a"], "body": ["x"], "created_day": [1]})
+    (row,) = metadata_rows(frame)  # a corpus without the id columns: all stored as ""
+    assert row == {
+        "memory_id": "a",
+        "created_day": 1,
+        "session_id": NO_ID,
+        "fact_id": NO_ID,
+        "superseded_by": NO_ID,
+        "form": NO_ID,
+        "scope_id": NO_ID,
+    }
+    back = rows_frame([{**row, "body": "x"}, {**row, "memory_id": "b", "scope_id": "u1"}])
+    assert back["scope_id"].to_list() == [None, "u1"]

@@ -469,6 +469,7 @@ def test_remember_then_fetch_every_column(tmp_path, cls):
         "confidence": 0.5,
         "tokens": 13,
         "entity_ids": ["CFG-799", "SVC-5345", "CFG-799"],
+        "scope_id": "user-9",
         "supersedes": ["M5"],
     }
     remember(arm, [row])
@@ -496,6 +497,7 @@ def test_remember_then_fetch_every_column(tmp_path, cls):
             "tokens": 10,
             "entity_ids": ["CFG-799", "SVC-5345"],
             "form": None,
+            "scope_id": None,  # the tiny corpus has no scopes
         },
     ]
     # the next query sees it: current memories are M3, M4, M6 and N1 (M5 is corrected)
@@ -622,3 +624,114 @@ def test_a_store_opens_only_with_the_arm_that_built_it(tmp_path):
     again.open(tmp_path)  # its own arm still opens it
     assert again.storage().total_bytes > 0
     again.close()
+
+
+# -------------------------------------------------------------------------------- scope
+#: tiny with scopes: M1-M3 are user u1's memories, M4-M5 user u2's, M6 nobody's
+SCOPE_OF = {"M1": "u1", "M2": "u1", "M3": "u1", "M4": "u2", "M5": "u2", "M6": None}
+
+
+def scoped(text: str, scope: str, pred: Predicate | None = None, count: bool = False) -> Query:
+    """A query in ``scope`` whose embedding is the fake vector of ``text``."""
+    return Query("qs", text, fake_vector(text), pred, count, scope=scope)
+
+
+@pytest.fixture(scope="module")
+def scoped_built(tmp_path_factory: pytest.TempPathFactory):
+    """One store per arm class of the tiny corpus with the scopes of ``SCOPE_OF``."""
+    corpus, vectors = make_tiny()
+    mem = corpus.memories.with_columns(
+        scope_id=pl.col("memory_id").replace_strict(SCOPE_OF, return_dtype=pl.String)
+    )
+    arms = {}
+    for cls in ARM_CLASSES:
+        arms[cls] = cls()
+        arms[cls].build(Corpus(mem), vectors, tmp_path_factory.mktemp(f"scoped-{cls.name}"))
+    yield arms
+    for arm in arms.values():
+        arm.close()
+
+
+def test_predicate_sql_translates_a_conjunction():
+    from agentmem.arms.sqlite import predicate_sql
+
+    both = (Predicate("scope_id", "=", "u1"), Predicate("created_day", "<=", 12))
+    assert predicate_sql(both) == (
+        "(m.scope_id = :pv0 AND m.created_day <= :pv1)",
+        {"pv0": "u1", "pv1": 12},
+    )
+    assert predicate_sql(Predicate("fact_id", "=", "F1")) == ("m.fact_id = :pv0", {"pv0": "F1"})
+    assert predicate_sql(Predicate("scope_id", "is_null")) == ("m.scope_id IS NULL", {})
+    assert predicate_sql(None) == predicate_sql(()) == ("1", {})
+    q_both = Query("q", "x", None, Predicate("created_day", "<=", 12), scope="u1")
+    assert predicate_sql(q_both.filters) == predicate_sql(both)  # the scope comes first
+
+
+@pytest.mark.parametrize(
+    "cls, scope, want",
+    [
+        (SqliteFtsArm, "u1", ["M3", "M1"]),  # bm25 order of the unscoped M3, M1, M5
+        (SqliteFtsArm, "u2", ["M5"]),
+        (SqliteBtreeArm, "u1", ["M3", "M1"]),  # newest first of M5, M3, M1
+        (SqliteBtreeArm, "u2", ["M5"]),
+        # FTS ranks M3, M1 (u1); the scope's vector ranking is M3, M1 (8 words each, M3
+        # newer), then M2 (cosine 0): RRF M3 = 2/61, M1 = 2/62, M2 = 1/63
+        (SqliteHybridArm, "u1", ["M3", "M1", "M2"]),
+        # FTS: M5; vectors: M5, then M4 (cosine 0): M5 = 2/61, M4 = 1/62; never M6 (no scope)
+        (SqliteHybridArm, "u2", ["M5", "M4"]),
+    ],
+)
+def test_scope_filters_every_branch(scoped_built, cls, scope, want):
+    assert scoped_built[cls].query(scoped("CFG-799", scope), 10).memory_ids == want
+
+
+@pytest.mark.parametrize("cls", ARM_CLASSES)
+def test_scope_and_predicate_and_count(scoped_built, cls):
+    arm = scoped_built[cls]
+    # u1 holds M1, M2 (both superseded by M5) and M3: one current memory
+    r = arm.query(scoped("CFG-799", "u1", NOT_SUPERSEDED, count=True), 10)
+    assert r.memory_ids == ["M3"] and r.count == 1
+    assert arm.query(scoped("", "u2", count=True), 10).count == 2  # M4, M5; text plays no part
+    assert arm.query(q("", wants_count=True), 10).count == 6  # unscoped: every memory
+    only_m6 = arm.query(q("RUN-481", Predicate("scope_id", "is_null"), True), 10)
+    assert only_m6.memory_ids == ["M6"] and only_m6.count == 1
+    for hostile in ("u1' OR '1'='1", "u1\x00", "%", *HOSTILE_TEXTS[:5]):
+        if not hostile:
+            continue
+        r = arm.query(scoped("CFG-799", hostile, count=True), 10)
+        assert r == Result(memory_ids=[], count=0), hostile
+
+
+@pytest.mark.parametrize("cls", ARM_CLASSES)
+def test_scope_survives_reopen_and_remember(tmp_path, cls):
+    corpus, vectors = make_tiny()
+    arm = fresh(cls, tmp_path, corpus, vectors)
+    remember(arm, [{"memory_id": "N1", "body": NEW_BODY, "created_day": 400, "scope_id": "u9"}])
+    arm.close()
+    again = cls()
+    again.open(store_dir_of(tmp_path, cls))
+    r = again.query(scoped("CFG-799", "u9", count=True), 10)
+    assert r == Result(memory_ids=["N1"], count=1)
+    assert again.fetch(["N1", "M1"])["scope_id"].to_list() == ["u9", None]
+    again.close()
+
+
+@pytest.mark.parametrize("cls", ARM_CLASSES)
+def test_scope_hooks_and_plans(scoped_built, cls):
+    arm = scoped_built[cls]
+    for k in (0, 1, 10):
+        qq = scoped("CFG-799", "u1", NOT_SUPERSEDED, count=True)
+        assert arm.raw_ids(arm.raw_query_call(qq, k)(), k) == arm.query(qq, k).memory_ids
+    plan = arm.explain(scoped("CFG-799", "u1", count=True))
+    branches = 2 if cls is SqliteHybridArm else 1
+    assert plan.count("m.scope_id = :pv0") == branches + 1  # every branch, and the count
+    assert "memories_scope_id_idx" in plan  # the count reads the scope's partial index
+
+
+def test_store_without_scope_column_is_refused(tmp_path):
+    corpus, vectors = make_tiny()
+    arm = fresh(SqliteFtsArm, tmp_path, corpus, vectors)
+    arm._conn.execute("DROP INDEX memories_scope_id_idx; ALTER TABLE memories DROP COLUMN scope_id")
+    arm.close()
+    with pytest.raises(ArmError, match=r"lacks memories columns \['scope_id'\].*rebuild"):
+        SqliteFtsArm().open(tmp_path / SqliteFtsArm.name)

@@ -901,3 +901,127 @@ def test_remember_refuses_bad_batches_before_writing(turns: ThreeTierArm) -> Non
         turns.remember(*_batch({"memory_id": "N1", "body": "x", "created_day": 1},
                                {"memory_id": "M1", "body": "y", "created_day": 1}))  # fmt: skip
     assert turns.tier_stats() == before and turns.fetch(["N1"]).height == 0
+
+
+# ------------------------------------------------------------------------------ scope
+#: scopes of the scoped tiny store; session S1 holds two scopes (M1, M2: u1; M3: u2), so
+#: the first compaction (M1, M2, M3 evicted) writes two S1 nodes, one per scope:
+#: (S1, u1) = [M1, M2], (S1, u2) = [M3], then (S2, u2) = [M4], (S3, u1) = [M5]; L1 = {M6}.
+TIER_SCOPE_OF = {"M1": "u1", "M2": "u1", "M3": "u2", "M4": "u2", "M5": "u1", "M6": "u2"}
+SCOPED_ARGS = {"l1_max_tokens": CAP, "summary_tokens": 200, "l2_search_nodes": 1}
+
+
+def scoped(text: str, scope: str, pred: Predicate | None = None, count: bool = False) -> Query:
+    """A query in ``scope`` whose embedding is the fake vector of ``text``."""
+    return Query("qs", text, fake_vector(text), pred, count, scope=scope)
+
+
+@pytest.fixture(scope="module")
+def scoped_built(root: Path):
+    """The tiny corpus with the scopes of ``TIER_SCOPE_OF``, one summary node searched."""
+    corpus, vectors = make_tiny()
+    mem = corpus.memories.with_columns(
+        scope_id=pl.col("memory_id").replace_strict(TIER_SCOPE_OF, return_dtype=pl.String)
+    )
+    arm = ThreeTierArm(**SCOPED_ARGS)
+    arm.build(Corpus(mem), vectors, root / "scoped")
+    pid = pg.postmaster_pid(root / "scoped" / pg.PGDATA_DIRNAME)
+    yield arm
+    arm.close()
+    assert wait_dead(pid)
+
+
+def test_compaction_never_mixes_scopes(scoped_built: ThreeTierArm) -> None:
+    assert l2_nodes(scoped_built) == [
+        ("S1", 0, ["M1", "M2"]),
+        ("S1", 0, ["M3"]),  # epochs count per (scope, session)
+        ("S2", 0, ["M4"]),
+        ("S3", 0, ["M5"]),
+    ]
+    scopes = scoped_built._sqlite().execute("SELECT scope_id FROM l2_nodes ORDER BY node_id")
+    assert [r[0] for r in scopes] == ["u1", "u2", "u2", "u1"]
+    assert l1_ids(scoped_built) == ["M6"]
+    fetched = scoped_built.fetch(["M6", "M1", "M3"])  # L1, then L3 twice
+    assert fetched["scope_id"].to_list() == ["u2", "u1", "u2"]
+
+
+@pytest.mark.parametrize(
+    ("scope", "pred", "expected"),
+    [
+        ("u1", None, {"M1", "M2", "M5"}),  # all in L3
+        ("u2", None, {"M3", "M4", "M6"}),  # M6 from L1
+        ("u1", Predicate("superseded_by", "is_null"), {"M5"}),
+        ("u2", Predicate("session_id", "=", "S3"), {"M6"}),
+        ("u2", Predicate("session_id", "=", "S1"), {"M3"}),
+    ],
+)
+def test_scope_in_every_tier_and_the_count(
+    scoped_built: ThreeTierArm, scope: str, pred: Predicate | None, expected: set[str]
+) -> None:
+    r = scoped_built.query(scoped("CFG-799 timeout", scope, pred, True), 10)
+    assert set(r.memory_ids) == expected and r.count == len(expected)
+
+
+def test_l2_search_is_inside_the_scope(scoped_built: ThreeTierArm) -> None:
+    """One node searched: u2's is its own (S1, u2) node, whatever u1's nodes score."""
+    (st,) = [
+        s
+        for s in scoped_built._statements(scoped("CFG-799", "u2"), 10)
+        if s.label == "L2 summaries"
+    ]
+    assert "n.scope_id = :scope" in st.text
+    assert [r[0] for r in scoped_built._run(st)] == ["M3"]
+    (st,) = [
+        s
+        for s in scoped_built._statements(scoped("CFG-799", "u1"), 10)
+        if s.label == "L2 summaries"
+    ]
+    assert {r[0] for r in scoped_built._run(st)} in ({"M1", "M2"}, {"M5"})
+
+
+def test_assemble_context_in_a_scope(scoped_built: ThreeTierArm) -> None:
+    ctx = scoped_built.assemble_context("CFG-799", fake_vector("CFG-799"), 5, scope="u2")
+    assert [it.ref for it in ctx.items if it.tier == "L1"] == ["M6"]
+    assert [it.memory_ids for it in ctx.items if it.tier == "L2"] == [("M3",)]
+    assert {it.ref for it in ctx.items if it.tier == "L3"} == {"M3", "M4"}
+    ctx = scoped_built.assemble_context("CFG-799", fake_vector("CFG-799"), 5, scope="u1")
+    assert [it.tier for it in ctx.items if it.tier == "L1"] == []  # u1 has no working memory
+    assert {it.ref for it in ctx.items if it.tier == "L3"} == {"M1", "M2", "M5"}
+    assert ctx.memory_ids() <= {"M1", "M2", "M5"}
+
+
+def test_hostile_scopes_and_hooks(scoped_built: ThreeTierArm) -> None:
+    for hostile in ("u1' OR '1'='1", "u1\x00", "%", *[t for t in HOSTILE_TEXTS if t][:4]):
+        r = scoped_built.query(scoped("CFG-799 timeout", hostile, count=True), 10)
+        assert r == Result(memory_ids=[], count=0), hostile
+    query = scoped("CFG-799 timeout", "u2", None, True)
+    for k in (0, 1, 10):
+        got = scoped_built.raw_ids(scoped_built.raw_query_call(query, k)(), k)
+        assert got == scoped_built.query(query, k).memory_ids
+    plans = scoped_built.explain(query)
+    assert plans.count("m.scope_id = :pv0") == 4  # L1 keyword, L1 recency, L2, count L1
+    assert plans.count('"scope_id" = %(pv0)s') == 2  # L3 vector, count L1 ∪ L3
+
+
+def test_layout_version_is_checked_on_open(scoped_built: ThreeTierArm, root: Path) -> None:
+    from agentmem.arms.three_tier import LAYOUT_VERSION
+
+    db = scoped_built._sqlite()
+    db.execute("UPDATE meta SET value = '1' WHERE key = 'layout_version'")
+    try:
+        with pytest.raises(
+            ArmError, match=f"layout_version: stored '1', arm has '{LAYOUT_VERSION}'"
+        ):
+            ThreeTierArm(**SCOPED_ARGS).open(root / "scoped")
+    finally:
+        db.execute("UPDATE meta SET value = ? WHERE key = 'layout_version'", (LAYOUT_VERSION,))
+    assert LAYOUT_VERSION == "2"
+
+
+def test_remembered_scope_filters(turns: ThreeTierArm) -> None:
+    turns.reset()
+    body = "QRX-5150 is user u7's key."
+    turns.remember(*_batch({"memory_id": "N1", "body": body, "created_day": 1, "scope_id": "u7"}))
+    assert turns.query(scoped("QRX-5150", "u7", count=True), 5) == Result(["N1"], 1)
+    assert turns.query(scoped("QRX-5150", "u8", count=True), 5) == Result([], 0)
+    assert turns.fetch(["N1"])["scope_id"].to_list() == ["u7"]

@@ -58,3 +58,37 @@ def test_diagram_texts_name_every_table():
         assert f"    {t.name} {{" in mm
         assert f"  {t.name} [label=" in dot
     assert 'memories ||--o{ memories : "superseded_by"' in mm
+
+
+def test_scope_column_and_its_partial_index_in_every_rendering():
+    mem = SCHEMA.table("memories")
+    assert mem.columns[-1].name == "scope_id" and mem.column("scope_id").nullable
+    _, lite = sqlite_ddl(("memories",))
+    _, pg = postgres_ddl(("memories",))
+    assert (
+        "CREATE INDEX memories_scope_id_idx ON memories(scope_id) WHERE scope_id IS NOT NULL"
+        in lite
+    )
+    assert (
+        "CREATE INDEX memories_scope_id_idx ON memories (scope_id) WHERE scope_id IS NOT NULL" in pg
+    )
+    assert "        text scope_id\n    }" in mermaid_er()  # the last attribute of memories
+    assert "|tokens : int|scope_id : text}" in dot_er()
+
+
+def test_sqlite_uses_the_scope_index_for_a_bound_scope():
+    """A bound ``scope_id = ?`` implies the partial index's ``scope_id IS NOT NULL``."""
+    creates, indexes = sqlite_ddl(("memories",))
+    conn = apsw.Connection(":memory:")
+    for stmt in creates + indexes:
+        conn.execute(stmt)
+    rows = [(f"m{i}", "b", None if i % 10 else f"u{i % 7}") for i in range(2000)]
+    conn.executemany("INSERT INTO memories(memory_id, body, scope_id) VALUES (?, ?, ?)", rows)
+    conn.execute("ANALYZE")
+    plan = conn.execute(
+        "EXPLAIN QUERY PLAN SELECT count(*) FROM memories WHERE scope_id = ?", ("u3",)
+    ).fetchall()
+    assert "USING COVERING INDEX memories_scope_id_idx (scope_id=?)" in plan[0][3]
+    # scoped rows are i = 10 j (j < 200) with 10 j = 3 j = 3 (mod 7): j = 1, 8, ..., 197
+    got = conn.execute("SELECT count(*) FROM memories WHERE scope_id = ?", ("u3",)).fetchall()
+    assert got == [(29,)]

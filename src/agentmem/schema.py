@@ -39,10 +39,23 @@ class Column:
 
 @dataclass(frozen=True)
 class Index:
-    """A B-tree index: ``name`` over ``columns`` of its table."""
+    """A B-tree index: ``name`` over ``columns`` of its table.
+
+    Attributes:
+        name: index name.
+        columns: indexed columns, in key order.
+        where: condition of a partial index (SQL shared by SQLite and PostgreSQL, from
+            code only), or ``None`` for a full index.
+    """
 
     name: str
     columns: tuple[str, ...]
+    where: str | None = None
+
+    def ddl(self, table: str, sep: str = "") -> str:
+        """Return the ``CREATE INDEX`` statement on ``table`` (``sep`` before the parenthesis)."""
+        stmt = f"CREATE INDEX {self.name} ON {table}{sep}({', '.join(self.columns)})"
+        return stmt + (f" WHERE {self.where}" if self.where else "")
 
 
 @dataclass(frozen=True)
@@ -168,6 +181,11 @@ SCHEMA = Schema(
                     doc="the correction that replaced this memory (supersession)",
                 ),
                 Column("tokens", "int", doc="o200k tokens of body"),
+                Column(
+                    "scope_id",
+                    "text",
+                    doc="whose memory (one user / conversation); null: outside every scope",
+                ),
             ),
             key=("memory_id",),
             indexes=(
@@ -175,6 +193,9 @@ SCHEMA = Schema(
                 Index("memories_created_day_idx", ("created_day",)),
                 Index("memories_fact_id_idx", ("fact_id",)),
                 Index("memories_superseded_by_idx", ("superseded_by",)),
+                # partial: a scoped query's ``scope_id = ?`` implies it, and a store
+                # without scopes (the synthetic corpus) pays no index bytes for them
+                Index("memories_scope_id_idx", ("scope_id",), where="scope_id IS NOT NULL"),
             ),
             doc="one remembered statement (provenance: session, turn, source)",
             specialization=("kind", ("episodic", "semantic", "procedural")),
@@ -242,7 +263,7 @@ def sqlite_ddl(
         if not alias:
             cols.append(f"PRIMARY KEY ({', '.join(t.key)})")
         creates.append(f"CREATE TABLE {t.name}(\n    " + ",\n    ".join(cols) + "\n)")
-        indexes += [f"CREATE INDEX {i.name} ON {t.name}({', '.join(i.columns)})" for i in t.indexes]
+        indexes += [i.ddl(t.name) for i in t.indexes]
     return creates, indexes
 
 
@@ -278,9 +299,7 @@ def postgres_ddl(
         cols += (extra_columns or {}).get(t.name, [])
         cols.append(f"PRIMARY KEY ({', '.join(t.key)})")
         creates.append(f"CREATE TABLE {t.name} (" + ", ".join(cols) + ")")
-        indexes += [
-            f"CREATE INDEX {i.name} ON {t.name} ({', '.join(i.columns)})" for i in t.indexes
-        ]
+        indexes += [i.ddl(t.name, " ") for i in t.indexes]
     return creates, indexes
 
 

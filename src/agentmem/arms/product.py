@@ -30,8 +30,10 @@ __all__ = [
 ]
 
 #: What a product stores for a null id in metadata (several refuse null metadata values):
-#: ``session_id``, ``fact_id`` and ``superseded_by`` are ``""`` when the memory has none,
-#: so "not superseded" is the filter ``superseded_by == ""``.
+#: ``session_id``, ``fact_id``, ``superseded_by`` and ``scope_id`` are ``""`` when the
+#: memory has none, so "not superseded" is the filter ``superseded_by == ""``, and a scope
+#: filter ``scope_id == s`` (``s`` never ``""``: :class:`~agentmem.types.Query` refuses an
+#: empty scope) never matches a memory without a scope.
 NO_ID = ""
 
 #: The metadata every product arm stores beside a memory's vector, with its Python type:
@@ -50,13 +52,14 @@ METADATA_FIELDS: dict[str, type] = {
     "tokens": int,
     "turn_no": int,
     "form": str,
+    "scope_id": str,
 }
 
 #: The :data:`MEMORY_SCHEMA` columns a product arm stores and reads back
 #: (``entity_ids`` is not kept).
 STORED_COLUMNS: tuple[str, ...] = tuple(c for c in MEMORY_SCHEMA if c != "entity_ids")
 
-_STRINGS = ("session_id", "fact_id", "superseded_by", "form")
+_STRINGS = ("session_id", "fact_id", "superseded_by", "form", "scope_id")
 
 
 def matchless_id(value: object) -> bool:
@@ -83,16 +86,21 @@ def metadata_rows(memories: pl.DataFrame) -> list[dict[str, Any]]:
 
     Args:
         memories: rows with the :data:`MEMORY_SCHEMA` columns (``corpus.memories`` or
-            ``prepare_memories(...).memories``).
+            ``prepare_memories(...).memories``); a missing column is left out, except the
+            id columns below.
 
     Returns:
-        Dicts in row order: ``session_id``, ``fact_id``, ``superseded_by`` and ``form``
-        hold :data:`NO_ID` for null, ``turn_no`` ``-1`` for null, every
-        other field its value (``created_day`` an ``int``).
+        Dicts in row order: ``session_id``, ``fact_id``, ``superseded_by``, ``form`` and
+        ``scope_id`` hold :data:`NO_ID` for null or a missing column (a corpus without
+        ``scope_id`` has no scopes), ``turn_no`` ``-1`` for null, every other field its
+        value (``created_day`` an ``int``).
     """
-    cols = [c for c in METADATA_FIELDS if c in memories.columns]
-    frame = memories.select(cols).with_columns(
-        *(pl.col(c).fill_null(NO_ID) for c in _STRINGS if c in cols),
+    cols = [c for c in METADATA_FIELDS if c in memories.columns or c in _STRINGS]
+    frame = memories.with_columns(
+        *(pl.lit(NO_ID, dtype=pl.String).alias(c) for c in _STRINGS if c not in memories.columns)
+    )
+    frame = frame.select(cols).with_columns(
+        *(pl.col(c).fill_null(NO_ID) for c in _STRINGS),
         *([pl.col("turn_no").fill_null(-1)] if "turn_no" in cols else []),
     )
     return frame.to_dicts()

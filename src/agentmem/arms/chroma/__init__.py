@@ -3,6 +3,6 @@
 Module: :mod:`~agentmem.arms.chroma.arm`; API calls and findings: docs/arms/chroma.md.
 """
 
-from agentmem.arms.chroma.arm import COLLECTION, ChromaArm, where_filter
+from agentmem.arms.chroma.arm import COLLECTION, ChromaArm, query_where, where_filter
 
-__all__ = ["COLLECTION", "ChromaArm", "where_filter"]
+__all__ = ["COLLECTION", "ChromaArm", "query_where", "where_filter"]

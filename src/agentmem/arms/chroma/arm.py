@@ -95,12 +95,26 @@ def _hnsw(col: Any) -> dict[str, Any]:
     return dict((col.configuration_json or {}).get("hnsw") or {})
 
 
-def _matches_nothing(pred: Predicate | None) -> bool:
-    """True when no memory can match ``pred``: an ``=`` on a :func:`matchless_id`.
+def query_where(q: Query) -> dict[str, Any] | None:
+    """Chroma's ``where`` document for every filter of ``q`` (``None``: no filter).
+
+    The scope is ``{"scope_id": {"$eq": scope}}`` (memories without a scope store ``""``,
+    which no scope equals); with a predicate too, the two are ``{"$and": [scope,
+    predicate]}``. Values travel as JSON values inside the document, never as filter
+    syntax, so a scope holding quotes or operators is compared verbatim.
+    """
+    docs = [where_filter(p) for p in q.filters]
+    if not docs:
+        return None
+    return docs[0] if len(docs) == 1 else {"$and": docs}
+
+
+def _matches_nothing(q: Query) -> bool:
+    """True when no memory can match ``q``'s filters: an ``=`` on a :func:`matchless_id`.
 
     Chroma refuses a non-UTF-8 value in a ``where`` ("Invalid where clause").
     """
-    return pred is not None and pred.op == "=" and matchless_id(pred.value)
+    return any(p.op == "=" and matchless_id(p.value) for p in q.filters)
 
 
 class ChromaArm(ProductArm):
@@ -114,8 +128,12 @@ class ChromaArm(ProductArm):
     mode ranks no full text). Chroma applies ``where`` inside its HNSW search, so a
     selective predicate still fills ``k`` when enough memories match. ``Result.count``
     (``q.wants_count``) is the number of ids ``collection.get(where=..., include=[])``
-    returns (``collection.count()`` without a predicate): exact, but a listing, not a
+    returns (``collection.count()`` without a filter): exact, but a listing, not a
     COUNT.
+
+    Scope: in-search. ``scope_id`` is stored as metadata (``""`` for none) and
+    ``q.scope`` is ``{"scope_id": {"$eq": scope}}`` in the same ``where`` as the
+    predicate (``$and``), for the search and the count alike (:func:`query_where`).
 
     Product findings the arm handles (docs/arms/chroma.md): ``add`` of an id already stored
     and ``update`` of an id not stored are silent no-ops, so ``remember`` looks both up
@@ -271,16 +289,17 @@ class ChromaArm(ProductArm):
 
     # ------------------------------------------------------------------ queries
     def query(self, q: Query, k: int) -> Result:
-        """Top ``k`` by cosine among the memories matching ``q.predicate`` (text ignored).
+        """Top ``k`` by cosine among the memories of ``q.scope`` matching ``q.predicate``.
 
         Args:
-            q: the query; ``q.embedding``, ``q.predicate`` and ``q.wants_count`` are used.
+            q: the query; ``q.embedding``, ``q.scope``, ``q.predicate`` and
+                ``q.wants_count`` are used (the text is ignored).
             k: maximum number of ids (``k <= 0`` -> none).
 
         Returns:
             Up to ``k`` ids, most similar first; ``count`` (when ``q.wants_count``) the
-            exact number of memories matching the predicate. A non-finite embedding gives
-            no ids (the count is still given).
+            exact number of memories in the scope matching the predicate. A non-finite
+            embedding gives no ids (the count is still given).
 
         Raises:
             ArmError: when the arm is not open, the embedding is missing or not 384 values,
@@ -288,8 +307,8 @@ class ChromaArm(ProductArm):
         """
         col = self._require_open()
         vec = checked_vector(q.embedding, self.name, f"query {q.query_id!r}")
-        where = where_filter(q.predicate)
-        none = _matches_nothing(q.predicate)
+        where = query_where(q)
+        none = _matches_nothing(q)
         ids: list[str] = []
         if k > 0 and not none and np.all(np.isfinite(vec)):
             res = col.query(query_embeddings=[vec], n_results=int(k), where=where, include=[])
@@ -310,10 +329,10 @@ class ChromaArm(ProductArm):
         """Describe the Chroma calls ``query`` makes for ``q`` (Chroma exposes no plan)."""
         col = self._require_open()
         hnsw = _hnsw(col)
-        where = where_filter(q.predicate)
+        where = query_where(q)
         filt = "no where" if where is None else f"where={json.dumps(where)}"
-        if _matches_nothing(q.predicate):
-            filt += ' (an id = "" matches no memory: answered empty without a call)'
+        if _matches_nothing(q):
+            filt += " (an id '' or a non-UTF-8 value matches no memory: answered empty, no call)"
         count = ""
         if q.wants_count:
             count = (

@@ -13,6 +13,7 @@ from typing import ClassVar
 
 import apsw
 import numpy as np
+import polars as pl
 
 from agentmem.arms.base import (
     VECTOR_DIM,
@@ -40,6 +41,7 @@ from agentmem.arms.graph.schema import (
     DERIVED_EDGES,
     INDEXES,
     MEMORY_COLUMNS,
+    REQUIRED_NODE_COLUMNS,
     REQUIRED_TABLES,
     SCHEMA,
     node_type_of,
@@ -54,6 +56,12 @@ class SqliteGraphArm(RememberMixin, DecayMixin, RetrievalMixin):
     statement, decay and the writer queue. ``Result.count`` (when ``q.wants_count``) is
     ``SELECT count(*)`` of the live (not pruned) memory nodes matching the predicate,
     superseded ones included (they were recorded), independent of the text.
+
+    Scope: a node attribute (``nodes.scope_id``, partial index ``idx_nodes_scope``),
+    filtered inside the retrieval statement: AND-ed with the predicate wherever the
+    predicate applies (FTS and vector seeds, graph neighbours, successors that replace
+    superseded nodes) and in the count, so a scoped query walks only its scope's nodes;
+    the entity degrees that weight the graph branch count the scope's nodes only.
 
     Args:
         branch_k: candidates taken from each of the FTS, vector and graph branches (50).
@@ -141,6 +149,8 @@ class SqliteGraphArm(RememberMixin, DecayMixin, RetrievalMixin):
         path = store_dir / DB_NAME
         remove_database(path)
         mem = corpus.memories
+        if "scope_id" not in mem.columns:  # a corpus without scopes: every memory unscoped
+            mem = mem.with_columns(scope_id=pl.lit(None, pl.String))
         missing = [c for c in MEMORY_COLUMNS if c not in mem.columns]
         if missing:
             raise ArmError(f"{self.name}: corpus memories lack columns {missing} ({path})")
@@ -164,8 +174,8 @@ class SqliteGraphArm(RememberMixin, DecayMixin, RetrievalMixin):
             node_rows.append(
                 (nid, r["memory_id"], ntype, r["kind"], r["body"] or "", r["session_id"],
                  r["turn_no"], r["seq"] if r["seq"] is not None else i, r["created_day"],
-                 r["fact_id"], r["source"], r["superseded_by"], r["tokens"], r["created_day"],
-                 conf, conf, DECAY_RATES[ntype], r["created_day"])
+                 r["fact_id"], r["source"], r["superseded_by"], r["tokens"], r["scope_id"],
+                 r["created_day"], conf, conf, DECAY_RATES[ntype], r["created_day"])
             )  # fmt: skip
             for e in r["entity_ids"] or []:
                 eid = ent_ids.setdefault(str(e), -(len(ent_ids) + 1))
@@ -176,9 +186,9 @@ class SqliteGraphArm(RememberMixin, DecayMixin, RetrievalMixin):
             conn.execute(SCHEMA)
             conn.executemany(
                 "INSERT INTO nodes(id, memory_id, node_type, kind, body, session_id, turn_no, "
-                "seq, created_day, fact_id, source, superseded_by, tokens, valid_from, "
-                "confidence, base_confidence, decay_rate, last_access_day) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "seq, created_day, fact_id, source, superseded_by, tokens, scope_id, "
+                "valid_from, confidence, base_confidence, decay_rate, last_access_day) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 node_rows,
             )
             conn.executemany(
@@ -231,6 +241,13 @@ class SqliteGraphArm(RememberMixin, DecayMixin, RetrievalMixin):
         if REQUIRED_TABLES - have:
             self.close()
             raise ArmError(f"{self.name}: {path} lacks tables {sorted(REQUIRED_TABLES - have)}")
+        cols = {r[1] for r in self._r().execute("PRAGMA table_info(nodes)")}
+        if REQUIRED_NODE_COLUMNS - cols:
+            self.close()
+            raise ArmError(
+                f"{self.name}: {path} lacks nodes columns "
+                f"{sorted(REQUIRED_NODE_COLUMNS - cols)} (built by an older layout); rebuild it"
+            )
 
     def raw_ingest(self) -> RawIngest:
         """The raw bulk path: the node, entity and edge tables written in one transaction."""

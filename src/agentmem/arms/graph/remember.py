@@ -40,6 +40,7 @@ class RememberMixin(GraphStore):
         confidence: float = DEFAULT_CONFIDENCE,
         source: str = "agent",
         memory_id: str | None = None,
+        scope_id: str | None = None,
     ) -> str:
         """Write one memory node through the writer queue (the hot path: no LLM, one txn).
 
@@ -60,6 +61,7 @@ class RememberMixin(GraphStore):
             confidence: initial confidence in ``[0, 1]``.
             source: provenance label.
             memory_id: its id; ``N<node id>`` when omitted.
+            scope_id: whose memory it is (a query's scope); ``None``: outside every scope.
 
         Returns:
             The new node's ``memory_id``.
@@ -71,7 +73,7 @@ class RememberMixin(GraphStore):
         job = self._node_job(
             body, kind, day=day, session_id=session_id, fact_id=fact_id,
             entity_ids=entity_ids, embedding=embedding, confidence=confidence, source=source,
-            memory_id=memory_id, supersedes=None,
+            memory_id=memory_id, supersedes=None, scope_id=scope_id,
         )  # fmt: skip
         return self._w().call(job)
 
@@ -140,12 +142,13 @@ class RememberMixin(GraphStore):
                     conn.execute(
                         "INSERT INTO nodes(id, memory_id, node_type, kind, body, session_id, "
                         "turn_no, seq, created_day, fact_id, source, superseded_by, tokens, "
-                        "valid_from, confidence, base_confidence, decay_rate, last_access_day) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        "scope_id, valid_from, confidence, base_confidence, decay_rate, "
+                        "last_access_day) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         (nid, mid, ntype, r["kind"], r["body"], r["session_id"], r["turn_no"],
                          r["seq"], r["created_day"], r["fact_id"], r["source"], None,
-                         r["tokens"], r["created_day"], conf, conf, DECAY_RATES[ntype],
-                         r["created_day"]),
+                         r["tokens"], r["scope_id"], r["created_day"], conf, conf,
+                         DECAY_RATES[ntype], r["created_day"]),
                     )  # fmt: skip
                 except apsw.ConstraintError:
                     raise ArmError(f"{label}: memory {mid!r} is already stored in {path}") from None
@@ -198,8 +201,8 @@ class RememberMixin(GraphStore):
     ) -> str:
         """Write a correction of ``old_id`` through the writer queue, in one transaction.
 
-        The new node takes the old node's kind and ``fact_id`` (and its entity ids unless
-        ``entity_ids`` is given) and gets a ``supersedes`` edge to the old node; the old
+        The new node takes the old node's kind, ``fact_id`` and ``scope_id`` (and its entity
+        ids unless ``entity_ids`` is given) and gets a ``supersedes`` edge to the old node; the old
         node gets ``superseded_by`` = the new id, ``valid_until`` = ``day``, confidence
         :data:`CORRECTED_CONFIDENCE` and decay rate :data:`CORRECTED_DECAY_RATE`
         (re-based: ``last_access_day`` = ``day``), and is hidden from queries.
@@ -225,7 +228,7 @@ class RememberMixin(GraphStore):
         job = self._node_job(
             new_body, None, day=day, session_id=session_id, fact_id=None,
             entity_ids=entity_ids, embedding=embedding, confidence=confidence, source=source,
-            memory_id=memory_id, supersedes=old_id,
+            memory_id=memory_id, supersedes=old_id, scope_id=None,
         )  # fmt: skip
         return self._w().call(job)
 
@@ -243,6 +246,7 @@ class RememberMixin(GraphStore):
         source: str,
         memory_id: str | None,
         supersedes: str | None,
+        scope_id: str | None,
     ) -> Callable[[apsw.Connection], str]:
         """Validate a node write and return the writer job that performs it."""
         if not isinstance(body, str) or not body.strip():
@@ -262,15 +266,16 @@ class RememberMixin(GraphStore):
 
         def job(conn: apsw.Connection) -> str:
             old: tuple[Any, ...] | None = None
-            node_kind, node_fact = kind, fact_id
+            node_kind, node_fact, node_scope = kind, fact_id, scope_id
             if supersedes is not None:
                 rows = conn.execute(
-                    "SELECT id, kind, fact_id FROM nodes WHERE memory_id = ?", (supersedes,)
+                    "SELECT id, kind, fact_id, scope_id FROM nodes WHERE memory_id = ?",
+                    (supersedes,),
                 ).fetchall()
                 if not rows:
                     raise ArmError(f"{label}: no node {supersedes!r} to correct")
                 old = rows[0]
-                node_kind, node_fact = old[1], old[2]
+                node_kind, node_fact, node_scope = old[1], old[2], old[3]
             ntype = node_type_of(node_kind)
             nid, seq = conn.execute(
                 "SELECT coalesce(max(id), 0) + 1, coalesce(max(seq), -1) + 1 FROM nodes"
@@ -291,11 +296,11 @@ class RememberMixin(GraphStore):
             try:
                 conn.execute(
                     "INSERT INTO nodes(id, memory_id, node_type, kind, body, session_id, "
-                    "turn_no, seq, created_day, fact_id, source, tokens, valid_from, "
+                    "turn_no, seq, created_day, fact_id, source, tokens, scope_id, valid_from, "
                     "confidence, base_confidence, decay_rate, last_access_day) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (nid, mid, ntype, node_kind or ntype, body, session_id, turn, seq, day,
-                     node_fact, source, tokens, day, float(confidence),
+                     node_fact, source, tokens, node_scope, day, float(confidence),
                      float(confidence), DECAY_RATES[ntype], day),
                 )  # fmt: skip
             except apsw.ConstraintError as exc:

@@ -44,8 +44,16 @@ class RetrievalMixin(GraphStore):
 
         The statement is described in ``docs/arms/sqlite-graph.md`` (Retrieval).
         """
-        cond, params = predicate_sql(q.predicate)
+        cond, params = predicate_sql(q.filters)
         live = f"m.pruned_day IS NULL AND {cond}"
+        if q.scope is None:
+            degree = "SELECT count(*) FROM edges AS e WHERE e.dst = x.ent AND e.type = 'entity'"
+        else:  # the scope's subgraph: an entity's degree counts the scope's nodes only
+            degree = (
+                "SELECT count(*) FROM edges AS e JOIN nodes AS d ON d.id = e.src "
+                "WHERE e.dst = x.ent AND e.type = 'entity' AND d.scope_id = :scope"
+            )
+            params = {**params, "scope": q.scope}
         match = fts5_match(q.text)
         ctes = []
         union = "SELECT id, rnk FROM vec"
@@ -84,8 +92,7 @@ class RetrievalMixin(GraphStore):
             "FROM seed_score AS s JOIN nodes AS m ON m.id = s.id) WHERE rnk <= :ns)",
             "seed_ent AS MATERIALIZED (SELECT s.id AS sid, s.rnk, e.dst AS ent FROM seeds AS s "
             "CROSS JOIN edges AS e ON e.src = s.id AND e.type = 'entity')",
-            "ent_deg AS MATERIALIZED (SELECT x.ent, (SELECT count(*) FROM edges AS e "
-            "WHERE e.dst = x.ent AND e.type = 'entity') AS deg "
+            f"ent_deg AS MATERIALIZED (SELECT x.ent, ({degree}) AS deg "
             "FROM (SELECT DISTINCT ent FROM seed_ent) AS x)",
             # CROSS JOIN keeps the few seeds as the outer loop (edges searched by index)
             "hop AS (SELECT e.src AS nid, 1.0 / ((:rrfk + se.rnk) * d.deg) AS w "
@@ -129,8 +136,8 @@ class RetrievalMixin(GraphStore):
         return sql, binds
 
     def _count_sql(self, q: Query) -> tuple[str, dict[str, Any]]:
-        """Return the exact-count statement: live memory nodes matching the predicate."""
-        cond, params = predicate_sql(q.predicate)
+        """Return the exact-count statement: live nodes in the scope matching the predicate."""
+        cond, params = predicate_sql(q.filters)
         return f"SELECT count(*) FROM nodes AS m WHERE m.pruned_day IS NULL AND {cond}", params
 
     def query(self, q: Query, k: int) -> Result:

@@ -21,6 +21,8 @@ EDGE_TYPES: tuple[str, ...] = ("temporal", "causal", "entity", "derived_from", "
 REQUIRED_TABLES = frozenset({"nodes", "entity_nodes", "edges", "nodes_fts", "node_vectors"})
 #: Memory columns the arm reads from a corpus and returns from ``fetch``.
 MEMORY_COLUMNS = (*SQLITE_MEMORY_COLUMNS, "entity_ids")
+#: Columns of ``nodes`` a store must have (a store of an older layout lacks ``scope_id``).
+REQUIRED_NODE_COLUMNS = frozenset(c for c in MEMORY_COLUMNS if c != "entity_ids")
 
 SCHEMA = """
 CREATE TABLE nodes(
@@ -38,6 +40,7 @@ CREATE TABLE nodes(
     source TEXT,
     superseded_by TEXT,
     tokens INTEGER,
+    scope_id TEXT,
     valid_from INTEGER NOT NULL,
     valid_until INTEGER,
     confidence REAL NOT NULL,
@@ -102,6 +105,7 @@ CREATE INDEX idx_nodes_day ON nodes(created_day);
 CREATE INDEX idx_nodes_seq ON nodes(seq);
 CREATE INDEX idx_nodes_fact ON nodes(fact_id, created_day, seq);
 CREATE INDEX idx_nodes_superseded ON nodes(superseded_by);
+CREATE INDEX idx_nodes_scope ON nodes(scope_id) WHERE scope_id IS NOT NULL;
 CREATE VIRTUAL TABLE nodes_fts USING fts5(
     body, content='nodes', content_rowid='id', tokenize='porter unicode61'
 );

@@ -11,7 +11,15 @@ Modules: :mod:`~agentmem.arms.lance.arm` (the table, ``lancedb``) and
 ``pyarrow`` at import time.
 """
 
-from agentmem.arms.lance.arm import DB_DIR, TABLE, LanceDbArm, lance_filter
+from agentmem.arms.lance.arm import DB_DIR, TABLE, LanceDbArm, lance_filter, query_filter
 from agentmem.arms.lance.hybrid import FTS_COLUMN, LanceDbHybridArm
 
-__all__ = ["DB_DIR", "FTS_COLUMN", "TABLE", "LanceDbArm", "LanceDbHybridArm", "lance_filter"]
+__all__ = [
+    "DB_DIR",
+    "FTS_COLUMN",
+    "TABLE",
+    "LanceDbArm",
+    "LanceDbHybridArm",
+    "lance_filter",
+    "query_filter",
+]

@@ -8,6 +8,8 @@ is built: at 8,000-33,000 rows LanceDB's flat search is exact and fast (docs/arm
 
 from __future__ import annotations
 
+import functools
+import operator
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -39,27 +41,12 @@ from agentmem.arms.product import (
 from agentmem.errors import ArmError
 from agentmem.types import VECTOR_DIM
 
-__all__ = ["DB_DIR", "TABLE", "LanceDbArm", "lance_filter"]
+__all__ = ["DB_DIR", "TABLE", "LanceDbArm", "lance_filter", "query_filter"]
 
 #: the database directory under ``store_dir`` (the URI given to ``lancedb.connect``)
 DB_DIR = "lancedb"
 #: the one table
 TABLE = "memories"
-_ROW_COLUMNS = (
-    "memory_id",
-    "session_id",
-    "turn_no",
-    "seq",
-    "kind",
-    "body",
-    "fact_id",
-    "created_day",
-    "source",
-    "confidence",
-    "superseded_by",
-    "tokens",
-    "form",
-)
 #: the range of the ``created_day`` column (``int32``)
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
@@ -88,27 +75,50 @@ def lance_filter(pred: Predicate | None) -> str | None:
         e.g. ``"(created_day <= 11)"``, ``"(session_id = 'S''1')"``,
         ``"(superseded_by = '')"``, ``"true"`` or ``"false"``.
     """
-    if pred is None:
+    return None if pred is None else _expr(pred).to_sql()
+
+
+def query_filter(q: Query) -> str | None:
+    """The LanceDB SQL filter for every filter of ``q`` (scope, then predicate), AND-ed.
+
+    The scope is ``scope_id = '<scope>'`` (memories without a scope store ``''``, which
+    no scope equals), quoted by ``Expr.to_sql()`` as :func:`lance_filter` quotes ids; a
+    scope and a predicate are one ``Expr`` joined with ``&``. A filter that matches
+    nothing (``false``) makes the whole filter ``"false"``.
+
+    Returns:
+        ``None`` for an unscoped query without a predicate; else e.g.
+        ``"((scope_id = 'u''1') AND (superseded_by = ''))"``.
+    """
+    exprs = [_expr(p) for p in q.filters]
+    if not exprs:
         return None
+    if any(e.to_sql() == "false" for e in exprs):
+        return "false"
+    return functools.reduce(operator.and_, exprs).to_sql()
+
+
+def _expr(pred: Predicate) -> Any:
+    """``pred`` as a ``lancedb.expr.Expr`` (rules in :func:`lance_filter`)."""
     from lancedb.expr import col, lit
 
     if pred.op == "is_null":
         if pred.field == "created_day":
-            return "false"
-        return (col(pred.field) == lit(NO_ID)).to_sql()
+            return lit(False)
+        return col(pred.field) == lit(NO_ID)
     if pred.field == "created_day":
         day = int(pred.value)  # type: ignore[arg-type]
         if pred.op == "<=" and day > _INT32_MAX:
-            return "true"
+            return lit(True)
         if day < _INT32_MIN or day > _INT32_MAX:
-            return "false"
+            return lit(False)
         if pred.op == "<=":
-            return (col(pred.field) <= lit(day)).to_sql()
-        return (col(pred.field) == lit(day)).to_sql()
+            return col(pred.field) <= lit(day)
+        return col(pred.field) == lit(day)
     value = str(pred.value)
     if matchless_id(value):
-        return "false"
-    return (col(pred.field) == lit(value)).to_sql()
+        return lit(False)
+    return col(pred.field) == lit(value)
 
 
 def _schema() -> Any:
@@ -129,6 +139,7 @@ def _schema() -> Any:
             ("tokens", pa.int32()),
             ("turn_no", pa.int32()),
             ("form", pa.string()),
+            ("scope_id", pa.string()),
             ("body", pa.string()),
             ("vector", pa.list_(pa.float32(), VECTOR_DIM)),
         ]
@@ -157,7 +168,11 @@ class LanceDbArm(ProductArm):
     prefilter=True).limit(k)`` on a table with no vector index (a flat, exact scan), so a
     selective predicate still returns ``k`` matches when ``k`` exist; ``q.text`` is
     ignored. ``Result.count`` (``q.wants_count``) is ``table.count_rows(filter)``: the
-    exact number of memories matching the predicate (all memories without one).
+    exact number of memories matching the filter (all memories without one).
+
+    Scope: in-search (pre-filter). ``scope_id`` is a string column (``''`` for none) and
+    ``q.scope`` is ``scope_id = '<scope>'`` AND-ed with the predicate in the one SQL
+    filter (:func:`query_filter`) the search pre-filters with and ``count_rows`` counts.
 
     ``remember`` appends with ``table.add`` and marks corrected memories with
     ``table.update(where=..., values={"superseded_by": new_id})``: two LanceDB commits,
@@ -267,7 +282,8 @@ class LanceDbArm(ProductArm):
         Raises:
             ArmError: naming the path when ``store_dir`` holds no LanceDB table of this
                 arm (``lancedb.connect`` would create an empty database, so the table's
-                directory is checked first), or when LanceDB fails.
+                directory is checked first) or a table without a stored column (e.g.
+                ``scope_id``), or when LanceDB fails.
         """
         import lancedb
 
@@ -278,6 +294,12 @@ class LanceDbArm(ProductArm):
         self._dir = store_dir
         db = self._lance("connect", lambda: lancedb.connect(str(store_dir / DB_DIR)))
         table = self._lance("open_table", lambda: db.open_table(TABLE))
+        missing = [c for c in STORED_COLUMNS if c not in table.schema.names]
+        if missing:
+            raise ArmError(
+                f"{self.name}: the LanceDB table under {store_dir} lacks the columns "
+                f"{missing}; rebuild the store"
+            )
         self._check_indexes(table, store_dir)
         self._db, self._table, self._writes = db, table, 0
 
@@ -304,14 +326,15 @@ class LanceDbArm(ProductArm):
         """Return at most ``k`` memory ids best first, plus the exact count if wanted.
 
         Args:
-            q: the query; ``q.embedding`` (384 floats) and ``q.predicate`` are used, the
-                text is not.
+            q: the query; ``q.embedding`` (384 floats), ``q.scope`` and ``q.predicate``
+                are used, the text is not (``lancedb-hybrid`` uses it).
             k: maximum number of ids (``k <= 0`` gives none).
 
         Returns:
-            Ids by cosine similarity, every one matching the predicate; ``count`` =
-            ``count_rows(filter)`` when ``q.wants_count`` (the predicate's matches,
-            independent of ``k``), else ``None``. A non-finite embedding ranks nothing.
+            Ids by cosine similarity, every one in the scope and matching the predicate;
+            ``count`` = ``count_rows(filter)`` when ``q.wants_count`` (the filter's
+            matches, independent of ``k``), else ``None``. A non-finite embedding ranks
+            nothing.
 
         Raises:
             ArmError: when the arm is not open, the embedding is missing or not 384
@@ -319,7 +342,7 @@ class LanceDbArm(ProductArm):
         """
         table = self._require()
         vec = checked_vector(q.embedding, self.name, f"query {q.query_id!r}")
-        where = lance_filter(q.predicate)
+        where = query_filter(q)
         ids: list[str] = []
         if k > 0 and np.all(np.isfinite(vec)):
             ids = self._ranked(table, q, vec, int(k), where)
@@ -343,7 +366,7 @@ class LanceDbArm(ProductArm):
 
     def _explain(self, table: Any, q: Query, vec: np.ndarray, k: int) -> str:
         """The vector search's call and plan, plus the count line."""
-        where = lance_filter(q.predicate)
+        where = query_filter(q)
         builder = self._vector_search(table, vec, k, where)
         plan = self._lance("explain_plan", lambda: builder.explain_plan(verbose=True))
         call = f"table.search(vector).distance_type('cosine').limit({k})"
@@ -357,7 +380,7 @@ class LanceDbArm(ProductArm):
         """The ``count_rows`` call ``query`` makes for ``q`` ("" when no count is asked)."""
         if not q.wants_count:
             return ""
-        where = lance_filter(q.predicate)
+        where = query_filter(q)
         return f"count: table.count_rows({where!r})" if where else "count: table.count_rows()"
 
     # ------------------------------------------------------------------ writes

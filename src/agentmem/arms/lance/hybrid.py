@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from agentmem.arms.base import Capabilities, Query
-from agentmem.arms.lance.arm import LanceDbArm, lance_filter
+from agentmem.arms.lance.arm import LanceDbArm, query_filter
 from agentmem.errors import ArmError
 
 __all__ = ["FTS_COLUMN", "LanceDbHybridArm"]
@@ -44,6 +44,11 @@ class LanceDbHybridArm(LanceDbArm):
     LanceDB's flat search of unindexed rows until ``table.optimize()`` folds them in.
     Memories with exactly equal vectors come out of the vector leg in row-id order
     (oldest first), and RRF treats those tie positions as ranks (docs/arms/lancedb-hybrid.md).
+
+    Scope: in-search (pre-filter) on both legs. The hybrid builder hands its one
+    ``where`` (scope AND predicate, :func:`~agentmem.arms.lance.arm.query_filter`) to the
+    vector query and to the full-text query alike, each pre-filtered, so BM25 never
+    brings in a memory of another scope; the vector fallback uses the same filter.
 
     Args:
         candidates: rows each leg of the hybrid query fetches (at least ``k``), as
@@ -101,7 +106,7 @@ class LanceDbHybridArm(LanceDbArm):
             .distance_type("cosine")
             .limit(max(k, self.candidates))
         )
-        where = lance_filter(q.predicate)
+        where = query_filter(q)
         if where is not None:
             builder = builder.where(where, prefilter=True)
         return builder
@@ -122,7 +127,7 @@ class LanceDbHybridArm(LanceDbArm):
         """LanceDB's hybrid plan (reranker, vector plan, FTS plan), or the vector one."""
         if not q.text.strip():
             return "text is blank: vector search only\n" + super()._explain(table, q, vec, k)
-        where = lance_filter(q.predicate)
+        where = query_filter(q)
         builder = self._hybrid_search(table, q, vec, k)
         plan = self._lance("explain_plan", lambda: builder.explain_plan(verbose=True))
         n = max(k, self.candidates)

@@ -10,10 +10,14 @@ from agentmem.arms.langgraph_store.arm import PUT_CHUNK, LangGraphStoreArm
 from agentmem.arms.langgraph_store.items import (
     NAMESPACE_ROOT,
     NO_SESSION_LABEL,
+    SCOPED_LABEL,
     SEARCH_PREFIX,
+    UNSCOPED_LABEL,
     item_values,
     namespace_of,
+    scope_can_match,
     search_filter,
+    search_prefix,
 )
 from agentmem.arms.langgraph_store.vectors import CachedVectors
 
@@ -21,10 +25,14 @@ __all__ = [
     "NAMESPACE_ROOT",
     "NO_SESSION_LABEL",
     "PUT_CHUNK",
+    "SCOPED_LABEL",
     "SEARCH_PREFIX",
+    "UNSCOPED_LABEL",
     "CachedVectors",
     "LangGraphStoreArm",
     "item_values",
     "namespace_of",
+    "scope_can_match",
     "search_filter",
+    "search_prefix",
 ]

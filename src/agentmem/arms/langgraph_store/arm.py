@@ -39,7 +39,9 @@ from agentmem.arms.langgraph_store.items import (
     index_config,
     item_values,
     namespace_of,
+    scope_can_match,
     search_filter,
+    search_prefix,
 )
 from agentmem.arms.langgraph_store.plans import explain_search, langgraph_api
 from agentmem.arms.langgraph_store.vectors import CachedVectors
@@ -58,10 +60,20 @@ PUT_CHUNK = 2000
 class LangGraphStoreArm(ProductArm):
     """``langgraph-store``: ``PostgresStore`` with a pgvector HNSW index, cosine distance.
 
-    Items: namespace ``("agent", session_id)`` (``"-"`` for none), key ``memory_id``,
-    value = metadata + ``body`` + ``entity_ids``; the store embeds ``body`` through
-    :class:`CachedVectors`, which returns our cached vectors. A query is
-    ``store.search(("agent",), query=q.text, filter=<predicate>, limit=k)``.
+    Items: namespace ``("agent", "scope", scope_id, session_id)``, or ``("agent",
+    "unscoped", session_id)`` for a memory without a scope (``"-"`` for no session), key
+    ``memory_id``, value = metadata + ``body`` + ``entity_ids``; the store embeds
+    ``body`` through :class:`CachedVectors`, which returns our cached vectors. A query
+    is ``store.search(prefix, query=q.text, filter=<predicate>, limit=k)`` with
+    ``prefix`` = ``("agent", "scope", q.scope)``, or ``("agent",)`` unscoped.
+
+    Scope: in-search, as LangGraph's namespace. The namespace is the store's tenancy
+    (one user's memories under one namespace prefix), so the scope is the search's
+    ``namespace_prefix``, which the store writes into the search's ``WHERE`` as
+    ``prefix = 'agent.scope.<s>' OR prefix LIKE 'agent.scope.<s>.%'`` (parameters; its
+    ``LIKE`` wildcards escaped) beside the predicate's filter, served by the store's
+    ``store_prefix_idx`` btree. When the planner picks the HNSW index it filters that
+    scan's candidates, as it does a predicate.
 
     Findings (measured, docs/arms/langgraph-store.md):
 
@@ -182,7 +194,8 @@ class LangGraphStoreArm(ProductArm):
 
         Raises:
             ArmError: on missing columns or embeddings, a NUL character, a session id
-                holding ``.``, or any PostgreSQL/LangGraph error (naming the store).
+                or scope id holding ``.``, or any PostgreSQL/LangGraph error (naming the
+                store).
         """
         import psycopg
 
@@ -236,7 +249,8 @@ class LangGraphStoreArm(ProductArm):
         """``PutOp`` per new memory value, and the texts the store will embed (bodies).
 
         Raises:
-            ArmError: naming the memory when a value holds NUL or its session id a ``.``.
+            ArmError: naming the memory when a value holds NUL or its session or scope
+                id a ``.``.
         """
         p = langgraph_api()
         ops = []
@@ -248,7 +262,7 @@ class LangGraphStoreArm(ProductArm):
                         "character, which PostgreSQL jsonb cannot store"
                     )
             try:
-                ns = namespace_of(v["session_id"])
+                ns = namespace_of(v["session_id"], v["scope_id"])
             except ValueError as exc:
                 raise ArmError(f"{self.name}: memory {v['memory_id']!r}: {exc}") from None
             ops.append(p.PutOp(ns, v["memory_id"], v))
@@ -303,7 +317,7 @@ class LangGraphStoreArm(ProductArm):
 
         Raises:
             ArmError: naming the memory for an invalid batch, a NUL character, a
-                session id holding ``.``, an id already stored, a superseded id not
+                session or scope id holding ``.``, an id already stored, a superseded id not
                 stored, or a PostgreSQL error (nothing of the batch is written then).
         """
         import psycopg
@@ -373,11 +387,17 @@ class LangGraphStoreArm(ProductArm):
         return rows_frame([found[i].value for i in dict.fromkeys(ids) if i in found])
 
     # -------------------------------------------------------------------- query
-    def _search_args(self, q: Query) -> tuple[np.ndarray, dict[str, Any] | None, bool]:
-        """Return ``(query vector, filter, can_match)`` for ``q``.
+    def _search_args(
+        self, q: Query
+    ) -> tuple[np.ndarray, tuple[str, ...], dict[str, Any] | None, bool]:
+        """Return ``(query vector, namespace prefix, filter, can_match)`` for ``q``.
 
-        ``can_match`` is False when no stored memory can match the predicate value
-        (:func:`~agentmem.arms.langgraph_store.items.can_match`: ``""``, NUL, not UTF-8).
+        The prefix is the scope's namespace (``("agent",)`` unscoped,
+        :func:`~agentmem.arms.langgraph_store.items.search_prefix`). ``can_match`` is
+        False when no stored memory can match the predicate value
+        (:func:`~agentmem.arms.langgraph_store.items.can_match`: ``""``, NUL, not UTF-8)
+        or be in the scope (:func:`~agentmem.arms.langgraph_store.items.scope_can_match`:
+        ``.``, NUL, not UTF-8).
 
         Raises:
             ArmError: when the embedding is missing, not 384 values or not finite.
@@ -385,13 +405,15 @@ class LangGraphStoreArm(ProductArm):
         vec = checked_vector(q.embedding, self.name, f"query {q.query_id!r}", VECTOR_DIM)
         if not np.all(np.isfinite(vec)):
             raise ArmError(f"{self.name}: query {q.query_id!r} embedding has non-finite values")
-        return vec, search_filter(q.predicate), can_match(q.predicate)
+        possible = can_match(q.predicate) and scope_can_match(q.scope)
+        return vec, search_prefix(q.scope), search_filter(q.predicate), possible
 
     def query(self, q: Query, k: int) -> Result:
         """Return at most ``k`` memory ids, best first; ``count`` is always ``None``.
 
-        ``store.search(("agent",), query=q.text, filter=<predicate>, limit=k)``; the
-        embed function returns ``q.embedding`` for ``q.text``. Hostile text never
+        ``store.search(prefix, query=q.text, filter=<predicate>, limit=k)`` (the prefix
+        is ``q.scope``'s namespace, ``("agent",)`` unscoped); the embed function returns
+        ``q.embedding`` for ``q.text``. Hostile text never
         raises: the text itself never reaches PostgreSQL (only its vector does).
 
         Raises:
@@ -404,12 +426,12 @@ class LangGraphStoreArm(ProductArm):
         if isinstance(k, bool) or not isinstance(k, int):
             raise ValueError(f"k must be an int, got {k!r}")
         store, _ = self._open_store()
-        vec, filt, possible = self._search_args(q)
+        vec, prefix, filt, possible = self._search_args(q)
         if k <= 0 or not possible:
             return Result(memory_ids=[])
         self._embed.stage([q.text], [vec])
         try:
-            items = store.search(SEARCH_PREFIX, query=q.text, filter=filt, limit=k)
+            items = store.search(prefix, query=q.text, filter=filt, limit=k)
         except psycopg.Error as exc:
             raise ArmError(
                 f"{self.name}: search {q.query_id!r} on {self._where()} failed: {exc}"
@@ -434,20 +456,23 @@ class LangGraphStoreArm(ProductArm):
         import psycopg
 
         store, conn = self._open_store()
-        vec, filt, possible = self._search_args(q)
+        vec, prefix, filt, possible = self._search_args(q)
         k = max(int(k), 1)
         call = (
-            f"store.search({SEARCH_PREFIX!r}, query=<text, embedded as the cached vector>, "
+            f"store.search({prefix!r}, query=<text, embedded as the cached vector>, "
             f"filter={filt!r}, limit={k})"
         )
         if not possible:
-            note = "not run: no stored value can match the predicate value ('', NUL, not UTF-8)"
+            note = (
+                "not run: no stored value can match the predicate value ('', NUL, not "
+                "UTF-8) or no namespace can hold the scope ('.', NUL, not UTF-8)"
+            )
             return json.dumps([{"Call": call, "Note": note}])
         self._embed.stage([q.text], [vec])
         try:
             plans = explain_search(
                 conn,
-                lambda: store.search(SEARCH_PREFIX, query=q.text, filter=filt, limit=k),
+                lambda: store.search(prefix, query=q.text, filter=filt, limit=k),
                 call,
             )
         except psycopg.Error as exc:

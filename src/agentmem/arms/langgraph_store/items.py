@@ -1,7 +1,11 @@
-"""How memories become LangGraph store items, and predicates become store filters.
+"""How memories become LangGraph store items, scopes namespaces, predicates store filters.
 
-An item lives in namespace ``("agent", <session label>)`` under key ``memory_id``; its
-value is the memory's metadata (:func:`agentmem.arms.product.metadata_rows`: the
+An item lives in namespace ``("agent", "scope", <scope_id>, <session label>)`` when the
+memory has a scope and ``("agent", "unscoped", <session label>)`` when it has none, under
+key ``memory_id``: LangGraph's namespace is its tenancy (one user's memories under one
+namespace, searched by prefix), so a scoped query searches the prefix
+``("agent", "scope", <scope>)`` and an unscoped one ``("agent",)``. Its value is the
+memory's metadata (:func:`agentmem.arms.product.metadata_rows`: the
 predicate fields, ``seq``, ``kind``, ... with ``""`` for a null id), its ``body`` and its
 ``entity_ids``. The store embeds the ``body`` field only (``index["fields"]``).
 
@@ -26,28 +30,63 @@ NAMESPACE_ROOT = "agent"
 SEARCH_PREFIX: tuple[str, ...] = (NAMESPACE_ROOT,)
 #: Session label of a memory without a session (LangGraph refuses empty labels).
 NO_SESSION_LABEL = "-"
+#: Second label of a scoped memory's namespace; the scope itself is the third.
+SCOPED_LABEL = "scope"
+#: Second label of the namespace of a memory without a scope: no scope prefix
+#: (``("agent", "scope", s)``) covers it, whatever ``s`` is.
+UNSCOPED_LABEL = "unscoped"
 #: The value field the store embeds.
 EMBED_FIELD = "body"
 
 
-def namespace_of(session_id: str) -> tuple[str, str]:
-    """The namespace of a memory of ``session_id`` (``""`` for none).
+def namespace_of(session_id: str, scope_id: str = NO_ID) -> tuple[str, ...]:
+    """The namespace of a memory of ``session_id`` in ``scope_id`` (``""`` for none).
 
     Args:
         session_id: the stored session id (:data:`NO_ID` when the memory has none).
+        scope_id: the stored scope id (:data:`NO_ID` when the memory has none).
 
     Returns:
-        ``("agent", session_id)``, or ``("agent", "-")`` for :data:`NO_ID`.
+        ``("agent", "scope", scope_id, session)``, or ``("agent", "unscoped", session)``
+        for a memory without a scope; ``session`` is ``"-"`` for :data:`NO_ID`.
 
     Raises:
-        ValueError: when ``session_id`` holds a ``.`` (LangGraph joins namespace labels
-            with ``.`` and refuses a label holding one).
+        ValueError: when ``session_id`` or ``scope_id`` holds a ``.`` (LangGraph joins
+            namespace labels with ``.`` and refuses a label holding one).
     """
-    if "." in session_id:
-        raise ValueError(
-            f"session id {session_id!r} holds '.', which a LangGraph namespace label cannot"
-        )
-    return (NAMESPACE_ROOT, session_id if session_id != NO_ID else NO_SESSION_LABEL)
+    for what, label in (("session", session_id), ("scope", scope_id)):
+        if "." in label:
+            raise ValueError(
+                f"{what} id {label!r} holds '.', which a LangGraph namespace label cannot"
+            )
+    session = session_id if session_id != NO_ID else NO_SESSION_LABEL
+    if scope_id == NO_ID:
+        return (NAMESPACE_ROOT, UNSCOPED_LABEL, session)
+    return (NAMESPACE_ROOT, SCOPED_LABEL, scope_id, session)
+
+
+def search_prefix(scope: str | None) -> tuple[str, ...]:
+    """The ``namespace_prefix`` a search of ``scope`` covers (``None``: every memory).
+
+    ``("agent", "scope", scope)``: LangGraph matches a prefix on whole labels (the
+    namespace itself, or it followed by ``.``; ``LIKE`` wildcards in the label escaped),
+    so ``"al"`` does not cover ``"alpha"`` and a ``%`` or ``_`` in a scope is literal.
+    """
+    if scope is None:
+        return SEARCH_PREFIX
+    return (NAMESPACE_ROOT, SCOPED_LABEL, scope)
+
+
+def scope_can_match(scope: str | None) -> bool:
+    """Whether a stored memory can be in ``scope`` (``None``: no scope, always True).
+
+    False for a scope no namespace label can hold (``.``, NUL: :func:`namespace_of`
+    refuses such a memory) or that is not UTF-8 (a lone surrogate: psycopg cannot send
+    it); a search of such a scope is empty without a call.
+    """
+    if scope is None:
+        return True
+    return "." not in scope and not has_nul(scope) and not matchless_id(scope)
 
 
 def item_values(memories: pl.DataFrame) -> list[dict[str, Any]]:

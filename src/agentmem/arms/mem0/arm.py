@@ -1,9 +1,9 @@
 """The mem0 arm base: mem0's ``Memory`` with ``infer=False`` on a local vector store.
 
 A :class:`Mem0Arm` drives ``mem0.Memory`` (mem0ai) through its public API as a user who
-already has embeddings would: one ``Memory.add(body, agent_id=..., run_id=...,
-metadata=..., infer=False)`` per memory (mem0 stores the text it is given, no LLM call),
-``Memory.search(query, top_k=k, filters=..., threshold=...)`` per query,
+already has embeddings would: one ``Memory.add(body, user_id=..., agent_id=...,
+run_id=..., metadata=..., infer=False)`` per memory (mem0 stores the text it is given, no
+LLM call), ``Memory.search(query, top_k=k, filters=..., threshold=...)`` per query,
 ``Memory.get`` for fetch, ``Memory.get_all`` for counts and for the id map on reopen,
 ``Memory.update(id, metadata=...)`` for supersessions. The subclasses
 (:mod:`agentmem.arms.mem0.stores`) choose the vector store (class attribute
@@ -60,8 +60,12 @@ from agentmem.arms.product import (
 )
 from agentmem.errors import ArmError
 
-#: mem0's ``agent_id`` for every memory (mem0 needs one of user/agent/run id per call).
+#: mem0's ``agent_id`` for every memory (mem0 needs one of user/agent/run id per call):
+#: the fixed entity id that a memory without a scope (no ``user_id``) still has, and the
+#: one an unscoped query filters on.
 AGENT_ID = "agent"
+#: The filter value mem0 reads as "any value" (its qdrant store drops the condition).
+WILDCARD = "*"
 #: ``MEM0_DIR`` under the store directory (mem0 reads it once, at import).
 MEM0_HOME = "mem0home"
 #: mem0's SQLite history database under the store directory (``history_db_path``).
@@ -119,8 +123,19 @@ def valid_run_id(session_id: str) -> bool:
     return bool(session_id) and not any(c.isspace() for c in session_id)
 
 
+def valid_user_id(scope: str) -> bool:
+    """Whether mem0 keeps ``scope`` as a ``user_id`` verbatim and compares it as a value.
+
+    mem0 trims an entity id and refuses one that is empty or holds whitespace
+    (:func:`valid_run_id`); ``"*"`` is its wildcard, matching every memory that has a
+    ``user_id``; a string that is not UTF-8 (a lone surrogate) no store can hold. Such a
+    scope is refused by ``remember`` and matches no memory in ``query``.
+    """
+    return valid_run_id(scope) and scope != WILDCARD and not matchless_id(scope)
+
+
 def predicate_filters(pred: Predicate | None, eq_operator: bool = False) -> dict[str, Any]:
-    """mem0 ``filters`` for a query: the agent scope plus the predicate, if any.
+    """mem0 ``filters`` for a predicate: the agent id plus the predicate, if any.
 
     ``created_day <= d`` -> ``{"created_day": {"lte": d}}``; ``field = v`` ->
     ``{field: v}``, or ``{field: {"eq": v}}`` with ``eq_operator`` (mem0 reads a bare
@@ -141,15 +156,36 @@ def predicate_filters(pred: Predicate | None, eq_operator: bool = False) -> dict
     return filters
 
 
-def matches_nothing(pred: Predicate | None) -> bool:
-    """True for an ``=`` on a :func:`~agentmem.arms.product.matchless_id` (``""``, non-UTF-8)."""
+def query_filters(q: Query, eq_operator: bool = False) -> dict[str, Any]:
+    """mem0 ``filters`` for a query: the agent id, the scope as ``user_id``, the predicate.
+
+    mem0's ``user_id`` is its tenancy key (whose memories), so ``q.scope`` is
+    ``{"user_id": scope}``, a bare value (mem0 validates entity ids as strings; a scope
+    it would not keep verbatim matches nothing: :func:`matches_nothing`). An unscoped
+    query has no ``user_id``: it sees every memory of the agent, with or without one.
+    """
+    pred = predicate_filters(q.predicate, eq_operator)
+    if q.scope is None:
+        return pred
+    return {"agent_id": pred.pop("agent_id"), "user_id": q.scope, **pred}
+
+
+def matches_nothing(q: Query) -> bool:
+    """True when no memory can match ``q``: a scope or an ``=`` value no memory holds.
+
+    The scope is no valid ``user_id`` (:func:`valid_user_id`), or the predicate is an
+    ``=`` on a :func:`~agentmem.arms.product.matchless_id` (``""``, non-UTF-8).
+    """
+    if q.scope is not None and not valid_user_id(q.scope):
+        return True
+    pred = q.predicate
     return pred is not None and pred.op == "=" and matchless_id(pred.value)
 
 
 class Mem0Arm(ProductArm):
     """mem0 ``Memory`` (``infer=False``) on a local vector store; subclasses pick the store.
 
-    ``query`` is ``Memory.search(text, top_k=k, filters=predicate_filters(q.predicate),
+    ``query`` is ``Memory.search(text, top_k=k, filters=query_filters(q),
     threshold=threshold)`` with the query's cached vector returned by the replaced
     embedder; mem0's result ``metadata["memory_id"]`` gives our ids. mem0 ranks by
     vector score alone here (its BM25 needs fastembed, its entity boost spaCy: neither
@@ -158,6 +194,13 @@ class Mem0Arm(ProductArm):
     ``max(4k, 60)`` candidates. The arm asks mem0 for ``k + 1`` results and orders
     equal scores by memory id before cutting to ``k`` (local qdrant returns equal
     scores, e.g. two memories with one body, in another order after a reopen).
+
+    Scope: mem0's tenancy. A memory's ``scope_id`` is its mem0 ``user_id`` (given to
+    ``Memory.add``; none for a memory without a scope, which keeps only the fixed
+    ``agent_id``) and its ``scope_id`` metadata (what ``fetch`` reads); a scoped query
+    adds ``{"user_id": scope}`` to the filters of the search and the count. Where the
+    store applies it is the subclass's filter stage (qdrant: in the search; FAISS: a
+    post-filter of a fixed candidate list).
 
     Args:
         threshold: mem0's ``search(threshold=...)``, the minimum vector score kept
@@ -313,16 +356,37 @@ class Mem0Arm(ProductArm):
 
     # ------------------------------------------------------------ writes
     def _add(self, memories: pl.DataFrame, matrix: np.ndarray) -> None:
-        """``Memory.add(body, ..., infer=False)`` for each row, recording mem0's ids."""
+        """``Memory.add(body, user_id=scope, ..., infer=False)`` per row, recording mem0's ids.
+
+        Raises:
+            ArmError: before any add, naming the memory, when a ``scope_id`` is no valid
+                mem0 ``user_id`` (:func:`valid_user_id`); when mem0 stores other than one
+                memory for a row.
+        """
         mem = self._mem
         rows = metadata_rows(memories)
+        for row in rows:
+            scope = row.get("scope_id") or NO_ID
+            if scope != NO_ID and not valid_user_id(scope):
+                raise ArmError(
+                    f"{self.name}: memory {row['memory_id']!r}: scope_id {scope!r} cannot be "
+                    "a mem0 user_id (empty, whitespace, the wildcard '*' or not UTF-8)"
+                )
         bodies = [str(b) for b in memories["body"].to_list()]
         for row, body, vec in zip(rows, bodies, matrix, strict=True):
             self._emb.expect(body, vec)
             session = row.get("session_id") or NO_ID
             run_id = session if valid_run_id(session) else None
+            user_id = row.get("scope_id") or None
             try:
-                out = mem.add(body, agent_id=AGENT_ID, run_id=run_id, metadata=row, infer=False)
+                out = mem.add(
+                    body,
+                    user_id=user_id,
+                    agent_id=AGENT_ID,
+                    run_id=run_id,
+                    metadata=row,
+                    infer=False,
+                )
             finally:
                 left = self._emb.pending()
                 self._emb.clear()
@@ -352,7 +416,8 @@ class Mem0Arm(ProductArm):
 
         Raises:
             ArmError: when the arm is not open, the batch is invalid, an id is already
-                stored, a superseded id is neither stored nor in the batch, or mem0 fails
+                stored, a superseded id is neither stored nor in the batch, a scope id
+                cannot be a mem0 ``user_id`` (nothing is added then), or mem0 fails
                 (memories added before the failure stay).
         """
         self._require_open()
@@ -392,9 +457,9 @@ class Mem0Arm(ProductArm):
                 f"{self.name}: query {q.query_id!r} embedding has {vec.shape[0]} values, "
                 f"need {VECTOR_DIM}"
             )
-        filters = predicate_filters(q.predicate, self.eq_operator)
+        filters = query_filters(q, self.eq_operator)
         counts = q.wants_count and self.capabilities.aggregate
-        if matches_nothing(q.predicate):
+        if matches_nothing(q):
             return Result(memory_ids=[], count=0 if counts else None)
         count = self._count(filters) if counts else None
         if k <= 0 or not self._ids or not np.all(np.isfinite(vec)):
@@ -442,11 +507,12 @@ class Mem0Arm(ProductArm):
     def explain(self, q: Query, k: int = 10) -> str:
         """The ``Memory.search`` call ``query`` makes and what the vector store does with it."""
         self._require_open()
-        filters = predicate_filters(q.predicate, self.eq_operator)
-        if matches_nothing(q.predicate):
+        filters = query_filters(q, self.eq_operator)
+        if matches_nothing(q):
             return (
-                f"no mem0 call: the predicate {q.predicate} asks for the stored null "
-                "marker '', which is no memory's id (no ids; count 0)"
+                f"no mem0 call: the scope {q.scope!r} is no mem0 user_id, or the predicate "
+                f"{q.predicate} asks for a value no memory holds (the null marker '', "
+                "not UTF-8): no ids; count 0"
             )
         count = ""
         if q.wants_count:

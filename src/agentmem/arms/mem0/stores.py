@@ -28,6 +28,11 @@ class Mem0QdrantArm(Mem0Arm):
     exact: ``Memory.get_all`` scrolls every match when ``top_k`` exceeds the store
     size. Local mode locks its directory: one client per path per process, so
     :meth:`close` closes mem0's qdrant client (``Memory.close`` does not).
+
+    Scope: in-search. The scope's ``{"user_id": scope}`` is one more ``MatchValue``
+    condition of the same ``Filter(must=[...])``, checked per point inside
+    ``query_points``, so a selective scope still fills ``k``. (Local mode has no payload
+    index; mem0 creates its ``user_id`` keyword index on a Qdrant server only.)
     """
 
     name: ClassVar[str] = "mem0-qdrant"
@@ -96,6 +101,12 @@ class Mem0FaissArm(Mem0Arm):
     whole index and JSON docstore on every insert; builds and remember batches set the
     store's ``path`` to ``None`` while they add (its save is a no-op then) and save once
     at the end through the store's ``_save``.
+
+    Scope: post-filter. ``{"user_id": scope}`` is one more ``payload[key] == value`` test
+    of the same Python post-filter over the ``2 * max(4(k + 1), 60)`` nearest vectors of
+    the whole store, so a scope holding a small share of the memories fills fewer than
+    ``k`` (none when its memories are not among those neighbours), and the count is
+    ``None`` as for every query (docs/arms/mem0-faiss.md).
     """
 
     name: ClassVar[str] = "mem0-faiss"

@@ -5,7 +5,7 @@ filter expressions. What it calls and what the product does: docs/arms/milvus-li
 """
 
 from agentmem.arms.milvus.arm import COLLECTION, DB_NAME, MAX_TOPK, MilvusLiteArm
-from agentmem.arms.milvus.expr import ids_expr, predicate_expr, string_literal
+from agentmem.arms.milvus.expr import ids_expr, predicate_expr, query_expr, string_literal
 
 __all__ = [
     "COLLECTION",
@@ -14,5 +14,6 @@ __all__ = [
     "MilvusLiteArm",
     "ids_expr",
     "predicate_expr",
+    "query_expr",
     "string_literal",
 ]

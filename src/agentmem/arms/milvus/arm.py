@@ -30,7 +30,7 @@ from agentmem.arms.base import (
     checked_vector,
     prepare_memories,
 )
-from agentmem.arms.milvus.expr import ids_expr, predicate_expr
+from agentmem.arms.milvus.expr import ids_expr, query_expr
 from agentmem.arms.product import (
     METADATA_FIELDS,
     ProductArm,
@@ -95,6 +95,12 @@ class MilvusLiteArm(ProductArm):
     result list. The HNSW traversal is bounded by ``ef`` all the same, so a selective
     filter can return fewer than ``k`` ids although more match (measured in the doc page).
     Counts are ``client.query(filter, output_fields=["count(*)"])``, exact.
+
+    Scope: in-search. ``scope_id`` is a VARCHAR column (``""`` for none) and ``q.scope``
+    is ``scope_id == "<scope>"``, an escaped string literal (Milvus Lite has no filter
+    templating), AND-ed with the predicate in the one expression the search and the
+    count use (:func:`~agentmem.arms.milvus.expr.query_expr`); like a predicate it is
+    bounded by ``ef`` when selective.
 
     Rows remembered after the build sit in Milvus Lite's memtable (searched brute force)
     until the store is closed, which flushes them into a segment with its own HNSW index.
@@ -262,8 +268,9 @@ class MilvusLiteArm(ProductArm):
         the store makes this fail (Milvus Lite's file lock).
 
         Raises:
-            ArmError: naming the path when the store or its collection is missing, or
-                another process holds it.
+            ArmError: naming the path when the store or its collection is missing, the
+                collection lacks a stored field (e.g. ``scope_id``), or another process
+                holds it.
         """
         self.close()
         store_dir = Path(store_dir)
@@ -273,6 +280,14 @@ class MilvusLiteArm(ProductArm):
         if not self._client.has_collection(COLLECTION):
             self.close()
             raise ArmError(f"{self.name}: {store_dir / DB_NAME} has no collection {COLLECTION}")
+        fields = {f["name"] for f in self._client.describe_collection(COLLECTION)["fields"]}
+        missing = [c for c in _ROW_FIELDS if c not in fields]
+        if missing:
+            self.close()
+            raise ArmError(
+                f"{self.name}: collection {COLLECTION} in {store_dir / DB_NAME} lacks the "
+                f"fields {missing}; rebuild the store"
+            )
         self._client.load_collection(COLLECTION)
 
     # ------------------------------------------------------------------ reads
@@ -282,13 +297,13 @@ class MilvusLiteArm(ProductArm):
             "collection_name": COLLECTION,
             "anns_field": VECTOR,
             "limit": min(int(k), MAX_TOPK),
-            "filter": predicate_expr(q.predicate),
+            "filter": query_expr(q),
             "search_params": {"metric_type": "COSINE", "params": {"ef": self.ef}},
             "output_fields": [PK],
         }
 
     def query(self, q: Query, k: int) -> Result:
-        """The ``k`` nearest memories by cosine among those matching ``q.predicate``.
+        """The ``k`` nearest memories by cosine in ``q.scope`` matching ``q.predicate``.
 
         ``q.text`` is ignored (no full text). ``k`` is capped at :data:`MAX_TOPK`;
         ``k <= 0`` or a non-finite embedding searches nothing. With ``q.wants_count`` the
@@ -304,7 +319,7 @@ class MilvusLiteArm(ProductArm):
         if k > 0 and np.all(np.isfinite(vec)):
             hits = client.search(data=[vec], **self._search_call(q, k))
             ids = [str(h[PK]) for h in hits[0]]
-        count = self._count(predicate_expr(q.predicate)) if q.wants_count else None
+        count = self._count(query_expr(q)) if q.wants_count else None
         return Result(memory_ids=ids, count=count)
 
     def _count(self, expr: str) -> int:

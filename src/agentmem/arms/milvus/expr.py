@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agentmem.arms.base import Predicate
+from agentmem.arms.base import Predicate, Query
 from agentmem.arms.product import NO_ID, matchless_id
 
-__all__ = ["ids_expr", "predicate_expr", "string_literal"]
+__all__ = ["ids_expr", "predicate_expr", "query_expr", "string_literal"]
 
 #: an expression no memory matches (``created_day`` is stored non-null)
 _NOTHING = "created_day is null"
@@ -52,6 +52,23 @@ def predicate_expr(pred: Predicate | None) -> str:
     if matchless_id(value):
         return _NOTHING
     return f"{pred.field} == {string_literal(value)}"
+
+
+def query_expr(q: Query) -> str:
+    """The Milvus filter expression for every filter of ``q``; ``""`` when it has none.
+
+    The scope is ``scope_id == "<scope>"`` (a :func:`string_literal`, so quotes,
+    backslashes and operators in the scope stay inside the literal; memories without a
+    scope store ``""``, which no scope equals); scope and predicate are
+    ``(scope) and (predicate)``. A filter that matches nothing makes the whole
+    expression ``created_day is null``.
+    """
+    exprs = [predicate_expr(p) for p in q.filters]
+    if _NOTHING in exprs:
+        return _NOTHING
+    if len(exprs) == 1:
+        return exprs[0]
+    return " and ".join(f"({e})" for e in exprs)
 
 
 def ids_expr(pk: str, ids: Sequence[str]) -> str:

@@ -6,6 +6,17 @@ the one-transaction write path (:mod:`.remember`), bound SQL fragments
 (:mod:`.queries`) and PostgreSQL's plans and sizes (:mod:`.catalog`). The arms:
 :mod:`.text` (``pg-btree``, ``pg-gin``), :mod:`.hnsw` (``pg-hnsw``,
 ``pg-hnsw-iterative``), :mod:`.hybrid` (``pg-hybrid``).
+
+Scope (``Query.scope``, whose memory): ``memories.scope_id`` with a partial B-tree index
+(``WHERE scope_id IS NOT NULL``), AND-ed with the predicate, as a bound value, in the
+``WHERE`` of every statement a query runs (both branches of ``pg-hybrid``, and the
+count). Where that ``WHERE`` acts follows the access path: inside the B-tree / GIN search
+(``pg-btree``, ``pg-gin``, the GIN branch), or on the rows pgvector's HNSW index scan
+yields (``pg-hnsw``, the HNSW branch): a post-filter of ~``hnsw.ef_search`` candidates,
+so a selective scope can return fewer than ``k`` ids at the default ``ef_search = 40``;
+``pg-hnsw-iterative``'s iterative scan keeps scanning until ``k`` rows of the scope pass.
+The planner may instead read the scope's index and sort exact distances when it
+estimates the scope small; EXPLAIN shows which path ran.
 """
 
 from agentmem.arms.postgres.hnsw import PgHnswArm, PgHnswIterativeArm

@@ -56,6 +56,12 @@ class _PgArm(ArmBase):
 
     Subclasses set the class variables, :meth:`_session_settings` and :meth:`_ranking`
     (the ranking statement and its parameters, or ``None`` when no statement runs).
+
+    Scope: ``scope_id`` is a column of ``memories`` (partial B-tree index
+    ``memories_scope_id_idx``); a query's scope is AND-ed with its predicate in the
+    ``WHERE`` of every statement (each branch of the hybrid, and the count). Where that
+    ``WHERE`` acts follows the access path: inside the B-tree / GIN search, or after the
+    HNSW index scan (pgvector post-filters; see :class:`~agentmem.arms.postgres.hnsw.PgHnswArm`).
     """
 
     name: ClassVar[str]
@@ -138,6 +144,8 @@ class _PgArm(ArmBase):
         store_dir = Path(store_dir)
         self._store_dir = store_dir
         mem = corpus.memories
+        if "scope_id" not in mem.columns:  # a corpus without scopes: every memory unscoped
+            mem = mem.with_columns(scope_id=pl.lit(None, pl.String))
         missing = [c for c in MEMORY_NAMES if c not in mem.columns]
         if missing:
             raise ArmError(f"{self.name}: corpus memories lack columns {missing} ({store_dir})")
@@ -286,8 +294,11 @@ class _PgArm(ArmBase):
         raise NotImplementedError
 
     def _count_sql(self, q: Query) -> tuple[sql.Composable, dict[str, Any]]:
-        """Return the exact-count statement: memories matching the predicate (not the text)."""
-        cond, params = predicate_sql(q.predicate)
+        """Return the exact-count statement: memories in the scope matching the predicate.
+
+        The text plays no part; without a scope or a predicate every memory counts.
+        """
+        cond, params = predicate_sql(q.filters)
         return sql.SQL("SELECT count(*) FROM memories WHERE {}").format(cond), params
 
     def _query_vector(self, q: Query) -> np.ndarray:
@@ -317,10 +328,13 @@ class _PgArm(ArmBase):
     def query(self, q: Query, k: int) -> Result:
         """Return at most ``k`` memory ids best first, plus the exact count if wanted.
 
-        ``Result.count`` (when ``q.wants_count``) is ``SELECT count(*)`` of the memories
-        matching the predicate (all memories without one), independent of the text.
-        Hostile text never raises: text with no search terms gives no ranked ids from the
-        text-only arms.
+        ``q.scope`` is a hard filter AND-ed with the predicate wherever the arm applies the
+        predicate (:func:`~agentmem.arms.postgres.queries.predicate_sql` of ``q.filters``,
+        bound parameters), in the ranking and in the count. ``Result.count`` (when
+        ``q.wants_count``) is ``SELECT count(*)`` of the memories in the scope matching
+        the predicate (all memories without either), independent of the text. Hostile
+        text or scope never raises: text with no search terms gives no ranked ids from
+        the text-only arms, an unknown scope none.
 
         Raises:
             ArmError: when the store is not open, or on a PostgreSQL error.

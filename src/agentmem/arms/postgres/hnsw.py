@@ -22,6 +22,14 @@ class PgHnswArm(_PgArm):
     a very selective predicate and sort exact distances instead; EXPLAIN shows which.)
     Aggregates: ``SELECT count(*) ... WHERE <predicate>``.
 
+    Scope: where pgvector applies the predicate — ``scope_id = $s`` AND-ed into the same
+    ``WHERE``, which filters the rows the HNSW index scan yields (a post-filter of the
+    index's ~``ef_search`` candidates). So a selective scope can return fewer than ``k``
+    ids at the default ``ef_search`` (all of them from the scope, never another's) when
+    the planner takes the HNSW path; when it estimates the scope small enough it reads
+    the partial index ``memories_scope_id_idx`` and sorts exact distances instead, and
+    fills. :class:`PgHnswIterativeArm` fixes the underfill on the HNSW path.
+
     Args:
         m: HNSW ``m`` (max neighbours per layer; pgvector default 16).
         ef_construction: HNSW build candidate list size (pgvector default 64).
@@ -51,7 +59,7 @@ class PgHnswArm(_PgArm):
         return {"hnsw.ef_search": str(self.ef_search), "hnsw.iterative_scan": "off"}
 
     def _ranking(self, q: Query, k: int) -> tuple[sql.Composable, dict[str, Any]] | None:
-        cond, params = predicate_sql(q.predicate)
+        cond, params = predicate_sql(q.filters)
         stmt = sql.SQL(
             "SELECT memory_id FROM memories WHERE {} ORDER BY embedding <=> %(qv)s LIMIT %(k)s"
         ).format(cond)
@@ -71,6 +79,10 @@ class PgHnswIterativeArm(PgHnswArm):
         WITH relaxed AS MATERIALIZED (SELECT memory_id, embedding <=> $q AS distance
             FROM memories WHERE <predicate> ORDER BY distance LIMIT k)
         SELECT memory_id FROM relaxed ORDER BY distance + 0
+
+    Scope: as in :class:`PgHnswArm` (AND-ed into the same ``WHERE``), but the iterative
+    scan keeps walking the graph until ``k`` rows of the scope pass (or the tuple budget
+    is spent), so a selective scope fills its ``k`` slots.
 
     Args:
         m: HNSW ``m`` (default 16).
@@ -112,7 +124,7 @@ class PgHnswIterativeArm(PgHnswArm):
         }
 
     def _ranking(self, q: Query, k: int) -> tuple[sql.Composable, dict[str, Any]] | None:
-        cond, params = predicate_sql(q.predicate)
+        cond, params = predicate_sql(q.filters)
         stmt = sql.SQL(
             "WITH relaxed AS MATERIALIZED ("
             "SELECT memory_id, embedding <=> %(qv)s AS distance FROM memories "

@@ -30,6 +30,11 @@ class PgHybridArm(_PgArm):
     runs. Note: with pgvector's default ``hnsw.ef_search = 40`` the HNSW branch yields at
     most ~40 candidates before filtering, fewer than ``branch_k = 50``.
 
+    Scope: inside BOTH branches before fusion (``scope_id = $s`` AND-ed with the
+    predicate in the GIN branch's and the HNSW branch's ``WHERE``); the HNSW branch
+    post-filters its index candidates as :class:`~agentmem.arms.postgres.hnsw.PgHnswArm`
+    does, so a selective scope can leave that branch short (the GIN branch is exact).
+
     Args:
         branch_k: candidates per branch (default 50).
         rrf_k: RRF constant (default 60).
@@ -73,7 +78,7 @@ class PgHybridArm(_PgArm):
         return {"hnsw.ef_search": str(self.ef_search), "hnsw.iterative_scan": "off"}
 
     def _ranking(self, q: Query, k: int) -> tuple[sql.Composable, dict[str, Any]] | None:
-        cond, params = predicate_sql(q.predicate)
+        cond, params = predicate_sql(q.filters)
         binds: dict[str, Any] = {
             **params,
             "qv": self._query_vector(q),

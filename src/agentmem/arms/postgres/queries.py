@@ -1,4 +1,8 @@
-"""SQL fragments of the Postgres arms' queries: predicates and OR-tsqueries, always bound.
+"""SQL fragments of the Postgres arms' queries: filters and OR-tsqueries, always bound.
+
+:func:`predicate_sql` turns a query's filters (its scope and its predicate,
+:attr:`~agentmem.arms.base.Query.filters`) into one condition; the three-tier arm uses it
+for its L3 tier too.
 
 Every value that comes from a query (free text, tsquery terms, predicate values) is a
 bound parameter; SQL text is composed only from fixed fragments and
@@ -8,6 +12,7 @@ via :mod:`agentmem.text`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from psycopg import sql
@@ -23,33 +28,64 @@ from agentmem.text import query_terms
 TS_RANK_NORMALIZATION = 1
 
 
-def predicate_sql(pred: Predicate | None) -> tuple[sql.Composable, dict[str, Any]]:
-    """Translate a predicate into a SQL condition on ``memories`` plus its bound value.
+def _one_condition(pred: Predicate, name: str) -> tuple[sql.Composable, dict[str, Any]]:
+    """Translate one predicate, its value bound as ``name``.
 
-    Args:
-        pred: the structured filter, or ``None``.
-
-    Returns:
-        ``(condition, params)``: ``TRUE`` when ``pred`` is ``None``; otherwise
-        ``<column> <= %(pv)s``, ``<column> = %(pv)s`` or ``<column> IS NULL``, the column
-        an :class:`~psycopg.sql.Identifier` from :data:`~agentmem.arms.base.PREDICATE_FIELDS`
-        and the value bound as ``pv``, never spliced.
+    A text value holding NUL matches nothing (PostgreSQL ``text`` cannot store NUL, so
+    no stored value equals it): the condition is ``FALSE`` and nothing is bound.
 
     Raises:
         ArmError: for a field or op outside the supported set.
     """
-    if pred is None:
-        return sql.SQL("TRUE"), {}
     if pred.field not in PREDICATE_FIELDS:
         raise ArmError(f"unsupported predicate field {pred.field!r}")
     col = sql.Identifier(pred.field)
     if pred.op == "is_null":
         return sql.SQL("{} IS NULL").format(col), {}
-    if pred.op == "<=":
-        return sql.SQL("{} <= %(pv)s").format(col), {"pv": pred.value}
-    if pred.op == "=":
-        return sql.SQL("{} = %(pv)s").format(col), {"pv": pred.value}
-    raise ArmError(f"unsupported predicate op {pred.op!r}")
+    if pred.op not in ("<=", "="):
+        raise ArmError(f"unsupported predicate op {pred.op!r}")
+    if isinstance(pred.value, str) and "\x00" in pred.value:
+        return sql.SQL("FALSE"), {}
+    cmp = sql.SQL("{} <= {}") if pred.op == "<=" else sql.SQL("{} = {}")
+    return cmp.format(col, sql.Placeholder(name)), {name: pred.value}
+
+
+def predicate_sql(
+    preds: Predicate | Sequence[Predicate] | None,
+) -> tuple[sql.Composable, dict[str, Any]]:
+    """Translate a conjunction of predicates into one SQL condition plus its bound values.
+
+    Args:
+        preds: the filters to AND — usually :attr:`Query.filters` (the scope first,
+            then the predicate); a single :class:`Predicate`, or ``None`` / ``()`` for
+            no filter.
+
+    Returns:
+        ``(condition, params)``: ``TRUE`` without filters; otherwise the conditions
+        ``<column> <= %(pv<i>)s``, ``<column> = %(pv<i>)s`` or ``<column> IS NULL``
+        joined by ``AND``, each column an :class:`~psycopg.sql.Identifier` from
+        :data:`~agentmem.arms.base.PREDICATE_FIELDS` and the ``i``-th value bound as
+        ``pv<i>``, never spliced (a hostile scope or id is only ever a value); a value
+        holding NUL gives ``FALSE`` (no stored text can hold NUL).
+
+    Raises:
+        ArmError: for a field or op outside the supported set.
+    """
+    if preds is None:
+        preds = ()
+    elif isinstance(preds, Predicate):
+        preds = (preds,)
+    conds: list[sql.Composable] = []
+    params: dict[str, Any] = {}
+    for i, pred in enumerate(preds):
+        cond, bound = _one_condition(pred, f"pv{i}")
+        conds.append(cond)
+        params.update(bound)
+    if not conds:
+        return sql.SQL("TRUE"), {}
+    if len(conds) == 1:
+        return conds[0], params
+    return sql.SQL("(") + sql.SQL(" AND ").join(conds) + sql.SQL(")"), params
 
 
 def safe_terms(text: str) -> list[str]:

@@ -26,8 +26,8 @@ from agentmem.arms.rows import fetch_ids
 _TEXT_COLUMNS = tuple(c for c, t, _ in MEMORY_COLUMNS if t in ("text", "text[]"))
 
 
-#: Memory rows per ``INSERT`` statement of :func:`write_batch` (14 parameters each,
-#: far below PostgreSQL's 65,535 per statement).
+#: Memory rows per ``INSERT`` statement of :func:`write_batch` (at most 15 parameters
+#: each, far below PostgreSQL's 65,535 per statement).
 _INSERT_CHUNK = 500
 
 

@@ -4,13 +4,14 @@ One shared schema; each arm builds only the columns and indexes it reads, so tha
 ``storage()`` measures what the architecture needs::
 
     memories(memory_id text PRIMARY KEY, session_id, turn_no, seq, kind, body, fact_id,
-             created_day, source, confidence, superseded_by, tokens, entity_ids text[],
+             created_day, source, confidence, superseded_by, tokens, scope_id,
+             entity_ids text[],
              embedding vector(384),                         -- pg-hnsw*, pg-hybrid
              tsv tsvector GENERATED ALWAYS AS
                  (to_tsvector('english', body)) STORED)      -- pg-gin, pg-hybrid
     memory_entities(memory_id, entity_id)                   -- the "join" capability
     B-tree indexes on session_id, created_day, fact_id, superseded_by,
-        memory_entities(entity_id, memory_id)
+        scope_id (partial: WHERE scope_id IS NOT NULL), memory_entities(entity_id, memory_id)
     GIN index on tsv; HNSW index on embedding (vector_cosine_ops, m=16, ef_construction=64)
 """
 
@@ -41,6 +42,7 @@ MEMORY_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("confidence", "float8", "double precision"),
     ("superseded_by", "text", "text"),
     ("tokens", "int4", "integer"),
+    ("scope_id", "text", "text"),
     ("entity_ids", "text[]", "text[] NOT NULL DEFAULT '{}'"),
 )
 

@@ -25,6 +25,9 @@ class PgBtreeArm(_PgArm):
     ``body ILIKE %(t<i>)s ESCAPE '\'`` (:func:`agentmem.text.like_pattern`);
     ``WHERE score > 0 AND <predicate> ORDER BY score DESC, created_day DESC, seq DESC
     LIMIT k``. Text without terms returns no ids (the count, if wanted, still comes).
+
+    Scope: in the search (``scope_id = $s`` AND-ed with the predicate in the ``WHERE``;
+    the planner may use the partial index ``memories_scope_id_idx``).
     """
 
     name: ClassVar[str] = "pg-btree"
@@ -43,7 +46,7 @@ class PgBtreeArm(_PgArm):
         terms = safe_terms(q.text)
         if not terms:
             return None
-        cond, params = predicate_sql(q.predicate)
+        cond, params = predicate_sql(q.filters)
         score = sql.SQL(" + ").join(
             sql.SQL("(body ILIKE {} ESCAPE '\\')::int").format(sql.Placeholder(f"t{i}"))
             for i in range(len(terms))
@@ -69,6 +72,9 @@ class PgGinArm(_PgArm):
         ORDER BY ts_rank_cd(tsv, $tsq, 1) DESC, created_day DESC, seq DESC LIMIT k
 
     Text without terms returns no ids (the count, if wanted, still comes).
+
+    Scope: in the search (``scope_id = $s`` AND-ed with the predicate beside the GIN
+    match ``tsv @@ $tsq``).
     """
 
     name: ClassVar[str] = "pg-gin"
@@ -87,7 +93,7 @@ class PgGinArm(_PgArm):
         terms = safe_terms(q.text)
         if not terms:
             return None
-        cond, params = predicate_sql(q.predicate)
+        cond, params = predicate_sql(q.filters)
         tsq, tparams = tsquery_sql(terms)
         stmt = sql.SQL(
             "SELECT memory_id FROM memories WHERE tsv @@ {tsq} AND {cond} "

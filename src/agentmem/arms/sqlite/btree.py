@@ -17,6 +17,8 @@ class SqliteBtreeArm(SqliteArm):
     the body, each tested with ``body LIKE ? ESCAPE '\'`` (ASCII case-insensitive,
     :func:`agentmem.text.like_pattern`), summed in one statement;
     ``WHERE score > 0 AND predicate ORDER BY score DESC, created_day DESC, seq DESC``.
+
+    Scope: in the search (``m.scope_id = ?`` AND-ed with the predicate in the ``WHERE``).
     """
 
     name: ClassVar[str] = "sqlite-btree"
@@ -35,7 +37,7 @@ class SqliteBtreeArm(SqliteArm):
         terms = query_terms(q.text)
         if not terms:
             return None
-        cond, params = predicate_sql(q.predicate)
+        cond, params = predicate_sql(q.filters)
         score = " + ".join(
             f"(CASE WHEN m.body LIKE :t{i} ESCAPE '\\' THEN 1 ELSE 0 END)"
             for i in range(len(terms))

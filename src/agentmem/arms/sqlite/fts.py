@@ -17,6 +17,8 @@ class SqliteFtsArm(SqliteArm):
     OR-ed); the predicate sits in the same statement (``JOIN memories ... WHERE``). Ties
     on bm25 go newest first (larger ``created_day``, then larger ``seq``). Text with no
     terms returns no ids (the count, if wanted, is still returned).
+
+    Scope: in the search (``m.scope_id = ?`` AND-ed with the predicate beside ``MATCH``).
     """
 
     name: ClassVar[str] = "sqlite-fts"
@@ -35,7 +37,7 @@ class SqliteFtsArm(SqliteArm):
         match = fts5_match(q.text)
         if match is None:
             return None
-        cond, params = predicate_sql(q.predicate)
+        cond, params = predicate_sql(q.filters)
         sql = (
             "SELECT m.memory_id FROM memories_fts JOIN memories AS m "
             "ON m.id = memories_fts.rowid "

@@ -16,12 +16,17 @@ from agentmem.text import fts5_match
 class SqliteHybridArm(SqliteArm):
     """``sqlite-hybrid``: FTS5 bm25 top ``branch_k`` + cosine top ``branch_k``, fused by RRF.
 
-    Both branches carry the predicate in their ``WHERE``. The vector branch is a full scan
-    of sqlite-vec's ``vec_distance_cosine`` over the float32 BLOB column (vec0 cannot
-    filter on ``IS NULL``). Fusion is Reciprocal Rank Fusion (Cormack, Clarke & Buettcher
-    2009): ``score(d) = sum over branches of 1 / (rrf_k + rank_b(d))``, ranks from 1,
-    computed in the same SQL statement; ties newest first; cut to ``k``. When the text
-    has no terms the vector branch alone answers.
+    Both branches carry the predicate (and the scope) in their ``WHERE``. The vector
+    branch is a full scan of sqlite-vec's ``vec_distance_cosine`` over the float32 BLOB
+    column (vec0 cannot filter on ``IS NULL``). Fusion is Reciprocal Rank Fusion
+    (Cormack, Clarke & Buettcher 2009): ``score(d) = sum over branches of
+    1 / (rrf_k + rank_b(d))``, ranks from 1, computed in the same SQL statement; ties
+    newest first; cut to ``k``. When the text has no terms the vector branch alone
+    answers.
+
+    Scope: in the search, inside BOTH branches before fusion (``m.scope_id = ?`` AND-ed
+    with the predicate in each branch's ``WHERE``), so neither branch fills its
+    ``branch_k`` candidates from another scope.
 
     Args:
         branch_k: candidates taken from each branch (default 50).
@@ -59,7 +64,7 @@ class SqliteHybridArm(SqliteArm):
         return v.tobytes()
 
     def _ranking(self, q: Query, k: int) -> tuple[str, dict[str, Any]] | None:
-        cond, params = predicate_sql(q.predicate)
+        cond, params = predicate_sql(q.filters)
         match = fts5_match(q.text)
         branches = [
             "vec AS (SELECT id, row_number() OVER (ORDER BY dist, created_day DESC, seq DESC) "

@@ -26,6 +26,7 @@ MEMORY_COLUMNS = (
     "confidence",
     "superseded_by",
     "tokens",
+    "scope_id",
 )
 
 _TABLES, _INDEXES = sqlite_ddl(("memories", "memory_entities"), rowid_alias={"memories": "id"})

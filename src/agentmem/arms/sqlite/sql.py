@@ -1,51 +1,70 @@
 """SQL shared by the SQLite-backed arms: predicate conditions and query plans.
 
-The graph and three-tier arms use these too. Every predicate value is a bound parameter;
-column names come from a fixed table.
+The graph and three-tier arms use these too. :func:`predicate_sql` turns a query's filters
+(its scope and its predicate, :attr:`~agentmem.arms.base.Query.filters`) into one condition;
+every value is a bound parameter, column names come from a fixed table.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import apsw
 
 from agentmem.arms.base import ArmError, Predicate
 
-#: Predicate (field, op) -> SQL on alias ``m``; the value, if any, is bound as ``:pv``.
+#: Predicate (field, op) -> SQL on alias ``m``; ``{v}`` is the bound value's parameter name.
 _PREDICATE_SQL: dict[tuple[str, str], str] = {
-    ("created_day", "<="): "m.created_day <= :pv",
-    ("created_day", "="): "m.created_day = :pv",
-    ("session_id", "="): "m.session_id = :pv",
-    ("fact_id", "="): "m.fact_id = :pv",
-    ("superseded_by", "="): "m.superseded_by = :pv",
+    ("created_day", "<="): "m.created_day <= :{v}",
+    ("created_day", "="): "m.created_day = :{v}",
+    ("session_id", "="): "m.session_id = :{v}",
+    ("fact_id", "="): "m.fact_id = :{v}",
+    ("superseded_by", "="): "m.superseded_by = :{v}",
+    ("scope_id", "="): "m.scope_id = :{v}",
     ("created_day", "is_null"): "m.created_day IS NULL",
     ("session_id", "is_null"): "m.session_id IS NULL",
     ("fact_id", "is_null"): "m.fact_id IS NULL",
     ("superseded_by", "is_null"): "m.superseded_by IS NULL",
+    ("scope_id", "is_null"): "m.scope_id IS NULL",
 }
 
 
-def predicate_sql(pred: Predicate | None) -> tuple[str, dict[str, Any]]:
-    """Translate a predicate into a SQL condition on alias ``m`` plus its bindings.
+def predicate_sql(
+    preds: Predicate | Sequence[Predicate] | None,
+) -> tuple[str, dict[str, Any]]:
+    """Translate a conjunction of predicates into one SQL condition on alias ``m``.
 
     Args:
-        pred: the structured filter, or ``None``.
+        preds: the filters to AND — usually :attr:`Query.filters` (the scope first,
+            then the predicate); a single :class:`Predicate`, or ``None`` / ``()`` for
+            no filter.
 
     Returns:
-        ``(condition, params)``; ``("1", {})`` when ``pred`` is ``None``. The value is
-        bound as ``:pv``, never spliced; column names come from a fixed table.
+        ``(condition, params)``; ``("1", {})`` without filters. The ``i``-th filter's
+        value is bound as ``:pv<i>``, never spliced (a hostile scope or id is only ever
+        a value); column names come from a fixed table.
 
     Raises:
         ArmError: for a (field, op) pair outside :data:`_PREDICATE_SQL`.
     """
-    if pred is None:
+    if preds is None:
+        preds = ()
+    elif isinstance(preds, Predicate):
+        preds = (preds,)
+    conds: list[str] = []
+    params: dict[str, Any] = {}
+    for i, pred in enumerate(preds):
+        try:
+            template = _PREDICATE_SQL[(pred.field, pred.op)]
+        except KeyError:
+            raise ArmError(f"unsupported predicate {pred.field} {pred.op}") from None
+        conds.append(template.format(v=f"pv{i}"))
+        if pred.op != "is_null":
+            params[f"pv{i}"] = pred.value
+    if not conds:
         return "1", {}
-    try:
-        cond = _PREDICATE_SQL[(pred.field, pred.op)]
-    except KeyError:
-        raise ArmError(f"unsupported predicate {pred.field} {pred.op}") from None
-    return cond, ({} if pred.op == "is_null" else {"pv": pred.value})
+    return (conds[0] if len(conds) == 1 else "(" + " AND ".join(conds) + ")"), params
 
 
 def format_plan(rows: list[tuple[Any, ...]]) -> str:

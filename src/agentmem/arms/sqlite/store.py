@@ -58,6 +58,10 @@ class SqliteArm(ArmBase):
 
     Subclasses set the class variables and implement :meth:`_ranking` (the ranking
     statement and its bindings for a query, or ``None`` when no statement runs).
+
+    Scope: in the search. ``scope_id`` is a column of ``memories`` (partial B-tree index
+    ``memories_scope_id_idx``); a query's scope is AND-ed with its predicate in the
+    ``WHERE`` of every statement it runs (each branch of the hybrid, and the count).
     """
 
     name: ClassVar[str]
@@ -121,6 +125,8 @@ class SqliteArm(ArmBase):
         remove_database(path)
 
         mem = corpus.memories
+        if "scope_id" not in mem.columns:  # a corpus without scopes: every memory unscoped
+            mem = mem.with_columns(scope_id=pl.lit(None, pl.String))
         missing = [c for c in (*MEMORY_COLUMNS, "entity_ids") if c not in mem.columns]
         if missing:
             raise ArmError(f"{self.name}: corpus memories lack columns {missing} ({path})")
@@ -183,6 +189,13 @@ class SqliteArm(ArmBase):
         if need - have:
             conn.close()
             raise ArmError(f"{self.name}: {path} lacks tables {sorted(need - have)}")
+        cols = {r[1] for r in conn.execute("PRAGMA table_info(memories)")}
+        if set(MEMORY_COLUMNS) - cols:
+            conn.close()
+            raise ArmError(
+                f"{self.name}: {path} lacks memories columns {sorted(set(MEMORY_COLUMNS) - cols)}"
+                " (built by an older layout); rebuild the store"
+            )
         built_by = conn.execute("PRAGMA application_id").fetchall()[0][0]
         if built_by not in (0, self._application_id()):
             conn.close()
@@ -276,8 +289,11 @@ class SqliteArm(ArmBase):
         raise NotImplementedError
 
     def _count_sql(self, q: Query) -> tuple[str, dict[str, Any]]:
-        """Return the exact-count statement: memories matching the predicate (not the text)."""
-        cond, params = predicate_sql(q.predicate)
+        """Return the exact-count statement: memories in the scope matching the predicate.
+
+        The text plays no part; without a scope or a predicate every memory counts.
+        """
+        cond, params = predicate_sql(q.filters)
         return f"SELECT count(*) FROM memories AS m WHERE {cond}", params
 
     def raw_ingest(self) -> RawIngest:
@@ -292,9 +308,12 @@ class SqliteArm(ArmBase):
     def query(self, q: Query, k: int) -> Result:
         """Return at most ``k`` memory ids best first, plus the exact count if wanted.
 
-        ``Result.count`` (when ``q.wants_count``) is ``SELECT count(*)`` of the memories
-        matching the predicate (all memories without one), independent of the text.
-        Hostile text never raises: text with no search terms gives no ranked ids.
+        ``q.scope`` is a hard filter in the same ``WHERE`` as the predicate (both bound
+        parameters, :func:`~agentmem.arms.sqlite.sql.predicate_sql` of ``q.filters``), in
+        the ranking and in the count. ``Result.count`` (when ``q.wants_count``) is
+        ``SELECT count(*)`` of the memories in the scope matching the predicate (all
+        memories without either), independent of the text. Hostile text or scope never
+        raises: text with no search terms gives no ranked ids, an unknown scope none.
 
         Raises:
             ArmError: when the store is not open, or on an SQLite error.

@@ -38,12 +38,13 @@ class ThreeTierArm(RememberMixin, RetrievalMixin, ContextMixin):
 
     * ``L1 keyword``: FTS5 ``bm25`` over L1 turns (ties newest first), ``branch_k`` rows;
     * ``L1 recency``: the ``recent_k`` newest L1 turns (working memory is always present);
-    * ``L2 summaries``: the ``l2_search_nodes`` best summaries by FTS5 ``bm25``, mapped back
-      to their covered memory ids, ordered first by how many query terms the memory's own
-      excerpt of the summary contains (``instr`` on the lower-cased excerpt: the sentences
-      that matched point to the memories they came from), then by node rank, then newest
-      first; ``branch_k`` rows. Covered memories the summary does not quote follow; an
-      LLM summary that paraphrases yields no excerpts, so node rank alone orders then;
+    * ``L2 summaries``: the ``l2_search_nodes`` best summaries by FTS5 ``bm25`` (of the
+      query's scope, when it has one), mapped back to their covered memory ids, ordered
+      first by how many query terms the memory's own excerpt of the summary contains
+      (``instr`` on the lower-cased excerpt: the sentences that matched point to the
+      memories they came from), then by node rank, then newest first; ``branch_k`` rows.
+      Covered memories the summary does not quote follow; an LLM summary that
+      paraphrases yields no excerpts, so node rank alone orders then;
     * ``L3 vector``: pgvector HNSW, ``ORDER BY embedding <=> q`` among rows matching the
       predicate, ``branch_k`` rows (with ``hnsw.ef_search`` candidates; iterative scans off,
       so a selective predicate can underfill, as in ``pg-hnsw``).
@@ -55,6 +56,14 @@ class ThreeTierArm(RememberMixin, RetrievalMixin, ContextMixin):
     counted once: the matching L1 ids are read by SQL from SQLite and
     ``SELECT count(*) FROM (SELECT memory_id FROM l3_memories WHERE <predicate> UNION
     SELECT unnest(<L1 ids>)) u`` runs in PostgreSQL.
+
+    Scope: in every tier's search. ``scope_id`` is stored with each L1 turn, each L2
+    provenance row and node (compaction groups by scope and session, so a summary never
+    mixes two scopes) and each L3 row (partial B-tree index ``l3_scope_id_idx``); a
+    query's scope is AND-ed with its predicate in every tier's ``WHERE`` and in both
+    count statements, and restricts the L2 summary search to the scope's nodes. L3's
+    HNSW scan post-filters, as in ``pg-hnsw``: a selective scope can leave the L3 list
+    short.
 
     Capabilities: predicates in every tier's SQL; exact counts; no join — memories are
     split between SQLite (L1) and PostgreSQL (L3), so no single engine can join them all

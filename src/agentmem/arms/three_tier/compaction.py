@@ -34,9 +34,10 @@ class CompactionMixin(TierStore):
         """Run one rolling compaction when L1 exceeds ``l1_max_tokens``.
 
         Evicts the oldest turns (ingestion order) until L1 holds at most
-        :attr:`l1_target_tokens`; groups them by session (first-appearance order); writes
-        one summary node per group; sends the rows to ``l3_write``; then, in one SQLite
-        transaction, inserts nodes and provenance and deletes the rows from L1.
+        :attr:`l1_target_tokens`; groups them by (scope, session) (first-appearance order),
+        so no summary mixes two scopes' memories; writes one summary node per group; sends
+        the rows to ``l3_write``; then, in one SQLite transaction, inserts nodes and
+        provenance and deletes the rows from L1.
 
         Returns:
             ``(compactions, moved memory ids, {"L2": ms, "L3": ms})``.
@@ -58,14 +59,16 @@ class CompactionMixin(TierStore):
             d = dict(zip(cols, r, strict=True))
             evict.append(d)
             total -= int(d["body_tokens"])
-        groups: dict[str | None, list[dict[str, Any]]] = {}
-        for d in evict:
-            groups.setdefault(d["session_id"], []).append(d)
+        groups: dict[tuple[str | None, str | None], list[dict[str, Any]]] = {}
+        for d in evict:  # one summary never mixes two scopes' memories
+            groups.setdefault((d["scope_id"], d["session_id"]), []).append(d)
         summ = self._summ()
         sname = summariser_name(summ)
-        drafts: list[tuple[str | None, list[dict[str, Any]], str, int, list[str]]] = []
+        drafts: list[
+            tuple[tuple[str | None, str | None], list[dict[str, Any]], str, int, list[str]]
+        ] = []
         try:
-            for sid, group in groups.items():
+            for key, group in groups.items():
                 summary = summ.summarise([d["body"] for d in group], self.summary_tokens)
                 stoks = count_tokens([summary])[0] if summary else 0
                 if stoks > self.summary_tokens:
@@ -76,7 +79,7 @@ class CompactionMixin(TierStore):
                 excerpts = [
                     "\n".join(s for s in split_sentences(d["body"]) if s in summary) for d in group
                 ]
-                drafts.append((sid, group, summary, stoks, excerpts))
+                drafts.append((key, group, summary, stoks, excerpts))
         except ArmError:
             raise
         except Exception as exc:  # a summariser may raise anything (HTTP, parsing, ...)
@@ -101,23 +104,25 @@ class CompactionMixin(TierStore):
         compactions: list[Compaction] = []
         try:
             with db:
-                for sid, group, summary, stoks, excerpts in drafts:
+                for (scope, sid), group, summary, stoks, excerpts in drafts:
                     epoch = int(
                         db.execute(
                             "SELECT coalesce(max(epoch) + 1, 0) FROM l2_nodes "
-                            "WHERE session_id IS ?",
-                            (sid,),
+                            "WHERE session_id IS ? AND scope_id IS ?",
+                            (sid, scope),
                         ).fetchall()[0][0]
                     )
                     days = [d["created_day"] for d in group if d["created_day"] is not None]
                     seqs = [d["seq"] for d in group if d["seq"] is not None]
                     src = sum(int(d["body_tokens"]) for d in group)
                     db.execute(
-                        "INSERT INTO l2_nodes(session_id, epoch, first_seq, last_seq, first_day, "
-                        "last_day, n_covered, source_tokens, summary, summary_tokens, summariser, "
-                        "trigger_memory_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        "INSERT INTO l2_nodes(session_id, scope_id, epoch, first_seq, last_seq, "
+                        "first_day, last_day, n_covered, source_tokens, summary, summary_tokens, "
+                        "summariser, trigger_memory_id) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         (
                             sid,
+                            scope,
                             epoch,
                             min(seqs, default=None),
                             max(seqs, default=None),
@@ -134,7 +139,8 @@ class CompactionMixin(TierStore):
                     node_id = int(db.last_insert_rowid())
                     db.executemany(
                         "INSERT INTO l2_covers(node_id, memory_id, ord, excerpt, session_id, seq, "
-                        "created_day, fact_id, superseded_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        "created_day, fact_id, superseded_by, scope_id) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         [
                             (
                                 node_id,
@@ -146,6 +152,7 @@ class CompactionMixin(TierStore):
                                 d["created_day"],
                                 d["fact_id"],
                                 d["superseded_by"],
+                                d["scope_id"],
                             )
                             for i, d in enumerate(group)
                         ],
@@ -154,6 +161,7 @@ class CompactionMixin(TierStore):
                         Compaction(
                             node_id=node_id,
                             session_id=sid,
+                            scope_id=scope,
                             epoch=epoch,
                             memory_ids=tuple(d["memory_id"] for d in group),
                             source_tokens=src,

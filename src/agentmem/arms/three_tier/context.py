@@ -36,6 +36,7 @@ class ContextMixin(TierStore):
         k: int = 5,
         *,
         predicate: Predicate | None = None,
+        scope: str | None = None,
     ) -> AssembledContext:
         """Assemble the context an agent would see for one turn: L1 + L2 + L3.
 
@@ -47,13 +48,17 @@ class ContextMixin(TierStore):
         * **L3**: the ``k`` nearest memories by HNSW cosine distance.
 
         ``predicate`` (optional) restricts L2 (a node qualifies when one of its covered
-        memories matches) and L3; working memory is always included whole.
+        memories matches) and L3; working memory is always included whole. ``scope``
+        (optional) is a hard filter on every tier: L1 holds the scope's turns only, L2 the
+        scope's summary nodes (a node covers one scope's memories), L3 the scope's
+        memories.
 
         Args:
             query_text: the turn's text or probe question (untrusted; may be empty).
             query_vec: its embedding, 384 floats.
             k: memories recalled from L3 (``0`` disables L3).
             predicate: optional structured filter for L2 and L3.
+            scope: optional scope (whose memory) for all three tiers.
 
         Returns:
             :class:`AssembledContext` ``(items, tokens per tier, latency ms per tier)``.
@@ -65,8 +70,11 @@ class ContextMixin(TierStore):
         conn = self._pg()
         qv = self._vector(query_vec, "context query")
         match = fts5_match(query_text or "")
-        cond, params = sqlite_predicate_sql(predicate)
-        pcond, pparams = pg_predicate_sql(predicate)
+        scoped = () if scope is None else (Predicate("scope_id", "=", scope),)
+        filters = (*scoped, *(() if predicate is None else (predicate,)))
+        cond, params = sqlite_predicate_sql(filters)
+        pcond, pparams = pg_predicate_sql(filters)
+        l1cond, l1params = sqlite_predicate_sql(scoped)
         items: list[ContextItem] = []
         lat = {t: 0.0 for t in TIERS}
         try:
@@ -77,12 +85,16 @@ class ContextMixin(TierStore):
                     r[0]
                     for r in db.execute(
                         "SELECT m.memory_id FROM l1_fts JOIN l1_turns AS m "
-                        "ON m.id = l1_fts.rowid WHERE l1_fts MATCH ?",
-                        (match,),
+                        f"ON m.id = l1_fts.rowid WHERE l1_fts MATCH :match AND {l1cond}",
+                        {**l1params, "match": match},
                     )
                 }
             for i, (mid, body, ntok) in enumerate(
-                db.execute("SELECT memory_id, body, body_tokens FROM l1_turns ORDER BY id")
+                db.execute(
+                    "SELECT m.memory_id, m.body, m.body_tokens FROM l1_turns AS m "
+                    f"WHERE {l1cond} ORDER BY m.id",
+                    l1params,
+                )
             ):
                 items.append(ContextItem("L1", mid, body, int(ntok), (mid,), i, mid in hits))
             lat["L1"] = elapsed_ms(t0)

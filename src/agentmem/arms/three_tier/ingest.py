@@ -14,6 +14,7 @@ from typing import Any
 
 import apsw
 import numpy as np
+import polars as pl
 import psycopg
 from psycopg import sql
 
@@ -66,6 +67,8 @@ class IngestMixin(CompactionMixin):
         """
         store_dir = Path(store_dir)
         mem = corpus.memories
+        if "scope_id" not in mem.columns:  # a corpus without scopes: every memory unscoped
+            mem = mem.with_columns(scope_id=pl.lit(None, pl.String))
         missing = [c for c in (*MEM_NAMES, "entity_ids") if c not in mem.columns]
         if missing:
             raise ArmError(f"{self.name}: corpus memories lack columns {missing} ({store_dir})")

@@ -17,10 +17,11 @@ class Compaction:
     Attributes:
         node_id: the node's id in ``l2_nodes``.
         session_id: the session of every memory it covers.
-        epoch: the node's number within its session (0, 1, ...).
+        epoch: the node's number within its (scope, session) (0, 1, ...).
         memory_ids: covered memories, oldest first (they moved to L3).
         source_tokens: o200k tokens of the covered turns.
         summary_tokens: o200k tokens of the summary (``<= summary_tokens`` parameter).
+        scope_id: the scope of every memory it covers (``None``: unscoped memories).
     """
 
     node_id: int
@@ -29,6 +30,7 @@ class Compaction:
     memory_ids: tuple[str, ...]
     source_tokens: int
     summary_tokens: int
+    scope_id: str | None = None
 
 
 @dataclass

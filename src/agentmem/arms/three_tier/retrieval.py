@@ -82,8 +82,8 @@ class RetrievalMixin(TierStore):
 
     def _statements(self, q: Query, k: int) -> list[_Stmt]:
         """Return the ranking statements :meth:`query` runs (keyword ones only with terms)."""
-        cond, params = sqlite_predicate_sql(q.predicate)
-        pcond, pparams = pg_predicate_sql(q.predicate)
+        cond, params = sqlite_predicate_sql(q.filters)
+        pcond, pparams = pg_predicate_sql(q.filters)
         match = fts5_match(q.text)
         bk = max(int(self.branch_k), 1)
         out: list[_Stmt] = []
@@ -114,13 +114,20 @@ class RetrievalMixin(TierStore):
         if match is not None:
             terms = query_terms(q.text)
             hits = " + ".join(f"(instr(lower(m.excerpt), :t{i}) > 0)" for i in range(len(terms)))
+            scoped, sparams = "", {}
+            if q.scope is not None:  # search the scope's summaries only
+                scoped = (
+                    " AND l2_fts.rowid IN (SELECT n.node_id FROM l2_nodes AS n "
+                    "WHERE n.scope_id = :scope)"
+                )
+                sparams = {"scope": q.scope}
             out.append(
                 _Stmt(
                     "L2",
                     "L2 summaries",
                     "sqlite",
                     "WITH nodes AS (SELECT rowid AS node_id, bm25(l2_fts) AS score FROM l2_fts "
-                    "WHERE l2_fts MATCH :match ORDER BY score, rowid DESC LIMIT :nk) "
+                    f"WHERE l2_fts MATCH :match{scoped} ORDER BY score, rowid DESC LIMIT :nk) "
                     "SELECT m.memory_id, m.created_day, m.seq FROM nodes "
                     "JOIN l2_covers AS m ON m.node_id = nodes.node_id "
                     f"WHERE {cond} "
@@ -128,6 +135,7 @@ class RetrievalMixin(TierStore):
                     "m.created_day DESC, m.seq DESC LIMIT :bk",
                     {
                         **params,
+                        **sparams,
                         **{f"t{i}": t for i, t in enumerate(terms)},
                         "match": match,
                         "nk": int(self.l2_search_nodes),
@@ -151,8 +159,8 @@ class RetrievalMixin(TierStore):
 
     def _count_statements(self, q: Query) -> tuple[_Stmt, Callable[[list[str]], _Stmt]]:
         """Return the L1 id statement and a builder of the L1 ∪ L3 count statement."""
-        cond, params = sqlite_predicate_sql(q.predicate)
-        pcond, pparams = pg_predicate_sql(q.predicate)
+        cond, params = sqlite_predicate_sql(q.filters)
+        pcond, pparams = pg_predicate_sql(q.filters)
         l1 = _Stmt(
             "L1",
             "count: L1 ids",

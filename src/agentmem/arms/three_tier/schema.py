@@ -15,7 +15,7 @@ from agentmem.arms.postgres import MEMORY_COLUMNS as PG_MEMORY_COLUMNS
 #: SQLite file of tiers L1 and L2 inside the store directory.
 DB_NAME = "tiers.db"
 #: Version of the on-disk layout, checked by :meth:`~agentmem.arms.three_tier.ThreeTierArm.open`.
-LAYOUT_VERSION = "1"
+LAYOUT_VERSION = "2"
 #: Tier labels used in context items, token and latency dicts.
 TIERS: tuple[str, str, str] = ("L1", "L2", "L3")
 
@@ -33,7 +33,9 @@ L3_EXTRA: tuple[tuple[str, str, str], ...] = (
     ("embedding", "vector", f"vector({VECTOR_DIM}) NOT NULL"),
 )
 L3_NAMES = MEM_NAMES + tuple(c for c, _, _ in L3_EXTRA)
-L3_BTREE = ("session_id", "created_day", "fact_id", "superseded_by")
+L3_BTREE = ("session_id", "created_day", "fact_id", "superseded_by", "scope_id")
+#: Conditions of L3's partial B-tree indexes: a store without scopes pays nothing for them.
+L3_PARTIAL = {"scope_id": "scope_id IS NOT NULL"}
 
 SQLITE_SCHEMA = f"""
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -43,6 +45,7 @@ CREATE TABLE l1_turns(
     session_id TEXT, turn_no INTEGER, seq INTEGER, kind TEXT, body TEXT NOT NULL,
     fact_id TEXT, created_day INTEGER, source TEXT, confidence REAL, superseded_by TEXT,
     tokens INTEGER,
+    scope_id TEXT,                         -- whose memory (a query's scope); null: none
     entity_ids TEXT NOT NULL DEFAULT '[]', -- JSON list
     body_tokens INTEGER NOT NULL,          -- o200k tokens of body (the cap's unit)
     embedding BLOB NOT NULL                -- float32[{VECTOR_DIM}], carried to L3 on eviction
@@ -60,7 +63,8 @@ END;
 CREATE TABLE l2_nodes(
     node_id INTEGER PRIMARY KEY,
     session_id TEXT,
-    epoch INTEGER NOT NULL,                -- 0, 1, 2, ... per session
+    scope_id TEXT,                         -- the scope of every memory it covers
+    epoch INTEGER NOT NULL,                -- 0, 1, 2, ... per (scope, session)
     first_seq INTEGER, last_seq INTEGER, first_day INTEGER, last_day INTEGER,
     n_covered INTEGER NOT NULL,
     source_tokens INTEGER NOT NULL,        -- o200k tokens of the compacted turns
@@ -68,7 +72,7 @@ CREATE TABLE l2_nodes(
     summary_tokens INTEGER NOT NULL,       -- o200k tokens of summary
     summariser TEXT NOT NULL,
     trigger_memory_id TEXT,                -- the turn whose ingest caused the compaction
-    UNIQUE(session_id, epoch)
+    UNIQUE(scope_id, session_id, epoch)
 );
 CREATE VIRTUAL TABLE l2_fts USING fts5(
     summary, content='l2_nodes', content_rowid='node_id', tokenize='porter unicode61'
@@ -85,12 +89,11 @@ CREATE TABLE l2_covers(                  -- provenance: which memories a node co
     ord INTEGER NOT NULL,                  -- position in the compacted run
     excerpt TEXT NOT NULL DEFAULT '',      -- the memory's sentences found in the summary
     session_id TEXT, seq INTEGER, created_day INTEGER, fact_id TEXT, superseded_by TEXT,
+    scope_id TEXT,
     PRIMARY KEY (node_id, memory_id)
 );
 CREATE INDEX l2_covers_memory ON l2_covers(memory_id);
 """
-
-SQLITE_TABLES = {"meta", "l1_turns", "l1_fts", "l2_nodes", "l2_fts", "l2_covers"}
 
 #: Tables (and FTS5 virtual tables) a ``tiers.db`` must hold.
 SQLITE_TABLES = {"meta", "l1_turns", "l1_fts", "l2_nodes", "l2_fts", "l2_covers"}
@@ -106,15 +109,17 @@ def pg_table_ddl() -> sql.Composable:
 
 
 def pg_index_ddl(m: int, ef_construction: int) -> list[sql.Composable]:
-    """Return the B-tree (predicate columns) and HNSW (cosine) index statements of L3.
+    """Return the B-tree (predicate and scope columns) and HNSW (cosine) index statements of L3.
 
     Args:
         m: HNSW ``m`` (links per node).
         ef_construction: HNSW build candidate list size.
     """
     out: list[sql.Composable] = [
-        sql.SQL("CREATE INDEX {} ON l3_memories ({})").format(
-            sql.Identifier(f"l3_{c}_idx"), sql.Identifier(c)
+        sql.SQL("CREATE INDEX {} ON l3_memories ({}){}").format(
+            sql.Identifier(f"l3_{c}_idx"),
+            sql.Identifier(c),
+            sql.SQL(f" WHERE {L3_PARTIAL[c]}" if c in L3_PARTIAL else ""),
         )
         for c in L3_BTREE
     ]
