@@ -1,6 +1,8 @@
 from agentmem.jobs import corpus_dir, start_job
 
-start_job(snakemake, background=False)  # the encoder holds bench_slot: full priority
+# the encoder of the main and smaller sizes holds bench_slot (full priority); one of a
+# larger size runs in the background (params.background: nice 19, one thread)
+start_job(snakemake, background=snakemake.params.get("background", False))
 
 # Embed every memory body and query text of a corpus (agentmem.embeddings.embed_corpus).
 # input.memories, input.queries  the corpus files it reads; input.encoder the exported ONNX

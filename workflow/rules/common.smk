@@ -41,6 +41,13 @@ SIZES = list(CFG.sizes)
 MAIN = CFG.main_size
 #: the main size's corpus directory
 MAIN_CORPUS = f"results/corpus/{MAIN}"
+
+
+def above_main(size):
+    """True for a corpus size with more facts than the main size (its runs come last)."""
+    return CFG.sizes[size].facts > CFG.sizes[MAIN].facts
+
+
 #: sizes whose corpus the workflow builds: the main size and the scaling sizes
 CORPUS_SIZES = list(dict.fromkeys([MAIN, *CFG.scaling_sizes]))
 ARM_NAMES = list(CFG.arms)

@@ -25,17 +25,21 @@ rule embed_texts:
         "results/logs/embed_texts/{size}.log",
     benchmark:
         "results/benchmarks/embed_texts/{size}.tsv"
-    # the encoder is the critical path (every arm run waits for its vectors): it holds
-    # bench_slot (no timing job, no other encoder beside it) and goes first; the encoder
-    # gets min(threads, usable CPUs) threads
+    # the encoder of the main size and the smaller ones is the critical path (every arm
+    # run waits for its vectors): it holds bench_slot (no timing job, no other encoder
+    # beside it), all its threads, and goes first. A size above the main one is needed
+    # only after the main size's runs: its encoder takes one thread and background_slot
+    # at nice 19 and runs beside those runs. The encoder gets min(threads, usable CPUs).
     priority: 50
     conda:
         "../../envs/agentmem.yaml"
-    threads: 2
+    threads: lambda wc: 1 if above_main(wc.size) else 2
     resources:
-        bench_slot=1,
+        bench_slot=lambda wc: 0 if above_main(wc.size) else 1,
+        background_slot=lambda wc: 1 if above_main(wc.size) else 0,
         mem_mb=4000,
     params:
+        background=lambda wc: above_main(wc.size),
         cache_dir="results/cache/embeddings",
         batch_size=CFG.embedding.batch_size,
         backend=CFG.embedding.backend,

@@ -8,12 +8,13 @@ rule run_crash_trials:
         "results/benchmarks/run_crash_trials/{family}.tsv"
     conda:
         "../../envs/agentmem.yaml"
-    # not a timing job (it counts records, not milliseconds): one core, one heavy
-    # background job at a time (background_slot), so it runs beside the timing jobs at
-    # nice 19, mostly waiting on the writer's fsyncs and the kill delay
-    threads: 1
+    # not a timing job (it counts records, not milliseconds), and mostly waiting on the
+    # writer's fsyncs and the kill delay (about a tenth of its wall time on a CPU): it
+    # takes no core from --cores (threads 0) and runs beside the other jobs at nice 19,
+    # one family at a time (crash_slot)
+    threads: 0
     resources:
-        background_slot=1,
+        crash_slot=1,
         mem_mb=2000,
     params:
         family="{family}",
