@@ -113,6 +113,26 @@ def test_remember_then_recall(tiny, tmp_path, capsys, monkeypatch):
     )  # fmt: skip
 
 
+def test_remember_and_recall_within_a_scope(tiny, tmp_path, capsys):
+    store = _store(tiny, tmp_path)
+    for mid, scope in (("U1", "alice"), ("U2", "bob"), ("U3", None)):
+        extra = ["--scope", scope] if scope else []
+        argv = ["remember", "--arm", "sqlite-fts", "--store", store, "--id", mid, *extra]
+        assert main([*argv, f"QPX-515 note of {mid}"]) == 0
+    capsys.readouterr()
+    ask = ["recall", "--arm", "sqlite-fts", "--store", store, "--json", "--count"]
+    assert main([*ask, "--scope", "alice", "QPX-515"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["scope"], doc["count"]) == ("alice", 1)
+    assert [(r["memory_id"], r["scope_id"]) for r in doc["results"]] == [("U1", "alice")]
+    assert main([*ask, "QPX-515"]) == 0  # no scope: every memory
+    assert {r["memory_id"] for r in json.loads(capsys.readouterr().out)["results"]} == {
+        "U1", "U2", "U3",
+    }  # fmt: skip
+    assert main([*ask, "--scope", "carol", "QPX-515"]) == 0
+    assert json.loads(capsys.readouterr().out)["results"] == []
+
+
 def test_recall_table_is_one_line_per_memory_whatever_it_holds(tiny, tmp_path, capsys,
                                                                monkeypatch):  # fmt: skip
     monkeypatch.setenv("COLUMNS", "80")

@@ -141,7 +141,8 @@ def _cmd_recall(args: argparse.Namespace) -> int:
         print(f"agentmem: note: {args.arm} cannot count; --count is ignored", file=sys.stderr)
     try:
         arm.open(Path(args.store))
-        q = Query("cli", args.text, text_embedding(arm, args.text), pred, wants_count=args.count)
+        vec = text_embedding(arm, args.text)
+        q = Query("cli", args.text, vec, pred, wants_count=args.count, scope=args.scope)
         res = arm.query(q, args.k)
         rows = {r["memory_id"]: r for r in arm.fetch(res.memory_ids).iter_rows(named=True)}
     except ArmError as exc:
@@ -170,6 +171,7 @@ def _cmd_recall(args: argparse.Namespace) -> int:
             "query": args.text,
             "k": args.k,
             "where": args.where,
+            "scope": args.scope,
             "count": res.count,
             "results": results,
         }
@@ -212,6 +214,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         metavar="PREDICATE",
         help="structured filter: 'created_day<=160', 'session_id=S00012', 'fact_id=F000042' "
         "or 'superseded_by is null'",
+    )
+    r.add_argument(
+        "--scope",
+        metavar="ID",
+        help="whose memory to search (a user, a conversation): only memories remembered "
+        "with this --scope are returned and counted (default: every memory)",
     )
     r.add_argument("--count", action="store_true", help="also ask for an exact count")
     r.add_argument("--json", action="store_true", help="print one JSON document (for scripts)")

@@ -67,6 +67,7 @@ def _cmd_remember(args: argparse.Namespace) -> int:
             "created_day": [args.day],
             "session_id": [args.session],
             "kind": [args.kind],
+            "scope_id": [args.scope],
             SUPERSEDES: [args.supersedes or None],
         },
         schema={
@@ -75,6 +76,7 @@ def _cmd_remember(args: argparse.Namespace) -> int:
             "created_day": pl.Int32,
             "session_id": pl.String,
             "kind": pl.String,
+            "scope_id": pl.String,
             SUPERSEDES: pl.List(pl.String),
         },
     )
@@ -121,6 +123,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--session", metavar="ID", help="session id (default: none)")
     m.add_argument("--day", type=_day, default=0, help="created_day, >= 0 (default 0)")
     m.add_argument("--kind", choices=kinds, default=kinds[0], help=f"default {kinds[0]}")
+    m.add_argument(
+        "--scope",
+        metavar="ID",
+        help="whose memory this is (a user, a conversation); recall --scope ID finds it "
+        "(default: none, outside every scope)",
+    )
     m.add_argument(
         "--supersedes",
         metavar="ID",
