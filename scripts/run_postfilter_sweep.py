@@ -1,6 +1,6 @@
 from agentmem.jobs import CORPUS_TABLES, corpus_dir, start_job
 
-start_job(snakemake, background=False)  # a timing job (holds bench_slot): full priority
+start_job(snakemake)  # untimed (fill and recall only): nice 19, beside the timing jobs
 
 # Post-filter overfetch sweep -> results/sweeps/postfilter.csv.
 # snakemake.input.memories, sessions, facts, entities, queries, qrels   the corpus files
@@ -10,8 +10,6 @@ start_job(snakemake, background=False)  # a timing job (holds bench_slot): full 
 #                             (agentmem.sweeps.postfilter.postfilter_roles)
 # snakemake.params.overfetch  list of factors, e.g. [1, 2, 4, ..., 128]
 # snakemake.params.k          result slots per query
-# snakemake.params.warmup     untimed calls per query (config sweeps.postfilter_warmup)
-# snakemake.params.repeats    timed calls per query, median kept (sweeps.postfilter_repeats)
 # snakemake.params.arm_params optional: dict arm name -> constructor params (config arm_params)
 # snakemake.output[0]         the CSV
 
@@ -27,8 +25,6 @@ write_csv(
         dict(zip(p.arms, snakemake.input.stores, strict=True)),
         overfetch=p.overfetch,
         k=p.k,
-        repeats=p.repeats,
-        warmup=p.warmup,
         arm_params=getattr(p, "arm_params", None),
     ),
 )

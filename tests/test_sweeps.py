@@ -77,7 +77,6 @@ def sweep(built) -> pl.DataFrame:
         {a: stores[a] for a in ("file-vec-meta", *PG_ARMS)},
         overfetch=(1, 2, 4, 8, 16, 32, 64, 128),
         k=10,
-        repeats=1,
     )
     print(df)
     return df
@@ -148,7 +147,6 @@ def test_postfilter_columns_and_rows(sweep: pl.DataFrame, built) -> None:
             "mean_slots_filled",
             "fill_rate",
             "recall_at_10",
-            "mean_ms",
             "scan_fraction",
         ]
     )
@@ -161,7 +159,6 @@ def test_postfilter_columns_and_rows(sweep: pl.DataFrame, built) -> None:
     assert refs["arm"].to_list() == list(PG_ARMS)
     assert refs["fetched"].to_list() == [10, 10]
     assert refs["scan_fraction"].null_count() == 2
-    assert (sweep["mean_ms"] > 0).all()
     assert (sweep["mean_slots_filled"] <= 10).all()
 
 
@@ -205,7 +202,7 @@ def test_postfilter_fill_matches_direct_count_at_x1(built, sweep: pl.DataFrame) 
 def test_postfilter_skips_absent_arms(built) -> None:
     corpus_dir, emb, stores = built
     df = postfilter_sweep(
-        corpus_dir, emb, {"file-vec-meta": stores["file-vec-meta"]}, overfetch=(2, 1), repeats=1
+        corpus_dir, emb, {"file-vec-meta": stores["file-vec-meta"]}, overfetch=(2, 1)
     )
     assert df["arm"].to_list() == ["file-vec-meta", "file-vec-meta"]
     assert df["overfetch"].to_list() == [1, 2]

@@ -144,16 +144,6 @@ class SweepsConfig(_Strict):
         description="candidate-list factors (multiples of k) of the arms that declare a "
         "candidate parameter (file-vec-meta: overfetch; an HNSW ef: k * factor)",
     )
-    postfilter_warmup: int = Field(
-        0,
-        ge=0,
-        le=10,
-        description="untimed calls per filtered query at each sweep point (the sweep "
-        "reports the mean over queries, not a per-query median)",
-    )
-    postfilter_repeats: int = Field(
-        1, ge=1, le=50, description="timed calls per filtered query at each sweep point"
-    )
     budget_k: list[int] = Field(
         default_factory=lambda: [1, 3, 5, 10, 20, 50],
         min_length=1,

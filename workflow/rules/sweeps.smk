@@ -10,20 +10,17 @@ rule run_postfilter_sweep:
         "results/logs/run_postfilter_sweep.log",
     benchmark:
         "results/benchmarks/run_postfilter_sweep.tsv"
-    # a timing job: the chain of them bounds the run, so it goes before untimed jobs
-    priority: 20
+    # untimed (fill, recall, share of the corpus fetched): beside the timing jobs
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
     resources:
-        bench_slot=1,
+        background_slot=1,
         mem_mb=2000,
     params:
         arms=POSTFILTER_ARMS,
         overfetch=CFG.sweeps.overfetch,
         k=CFG.run.k,
-        warmup=CFG.sweeps.postfilter_warmup,
-        repeats=CFG.sweeps.postfilter_repeats,
         arm_params=dict(CFG.arm_params),
     script:
         "../../scripts/run_postfilter_sweep.py"

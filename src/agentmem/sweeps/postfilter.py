@@ -4,10 +4,11 @@ A post-filtering arm (``capabilities.filter_stage == "post-filter"``, e.g.
 ``file-vec-meta``) fetches ``k * overfetch`` approximate neighbours, filters them on
 metadata and cuts to ``k``. The sweep reopens its store at each overfetch factor (its
 :attr:`~agentmem.arms.base.ArmBase.candidate_param`) and runs every filtered query,
-reporting slots filled, recall@k, latency and the share of the corpus fetched; the arms
-that filter inside their HNSW search answer the same queries once each, as reference
-lines (:func:`postfilter_roles`). Definitions and output columns:
-``docs/experiments/postfilter.md``.
+reporting slots filled, recall@k and the share of the corpus fetched; the arms that
+filter inside their HNSW search answer the same queries once each, as reference lines
+(:func:`postfilter_roles`). A quality sweep: one untimed call per query and point (the
+latency of each arm at its configured parameter is :mod:`agentmem.runner`'s). Definitions
+and output columns: ``docs/experiments/postfilter.md``.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from agentmem.arms.base import Arm, Query
 from agentmem.corpus.io import load_corpus, load_qrels, load_queries
 from agentmem.embeddings import load_embeddings
 from agentmem.metrics import recall_at_k
-from agentmem.runner import opened, time_query
+from agentmem.runner import opened
 
 #: The default overfetch factors: powers of two, ×1 … ×128 (REFERENCE §4).
 DEFAULT_OVERFETCH: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128)
@@ -36,7 +37,6 @@ POSTFILTER_SCHEMA: dict[str, pl.DataType] = {
     "mean_slots_filled": pl.Float64,
     "fill_rate": pl.Float64,
     "recall_at_10": pl.Float64,
-    "mean_ms": pl.Float64,
     "scan_fraction": pl.Float64,
 }
 
@@ -135,10 +135,8 @@ def measure_filtered(
     slots: Mapping[str, int],
     relevant: Mapping[str, set[str]],
     k: int = 10,
-    warmup: int = 1,
-    repeats: int = 3,
 ) -> dict[str, float | None]:
-    """Run every query on an open arm and average fill, recall and latency.
+    """Run every query once on an open arm and average fill and recall.
 
     Args:
         arm: an open arm.
@@ -146,34 +144,29 @@ def measure_filtered(
         slots: ``{query_id: slots}`` from :func:`predicate_slots`.
         relevant: ``{query_id: relevant memory ids}``.
         k: cut-off.
-        warmup: untimed calls per query before timing.
-        repeats: timed calls per query (the median is kept).
 
     Returns:
-        ``mean_slots_filled``, ``fill_rate``, ``recall_at_10`` and ``mean_ms`` (all
-        ``None`` when ``queries`` is empty).
+        ``mean_slots_filled``, ``fill_rate`` and ``recall_at_10`` (all ``None`` when
+        ``queries`` is empty).
 
     Raises:
         ValueError: when a query has no qrels (recall is undefined).
     """
-    returned, fills, recalls, times = [], [], [], []
+    returned, fills, recalls = [], [], []
     for q in queries:
         if not relevant.get(q.query_id):
             raise ValueError(f"query {q.query_id} has no qrels")
-        res, ms = time_query(arm, q, k, warmup=warmup, repeats=repeats)
-        ids = res.memory_ids[:k]
+        ids = arm.query(q, k).memory_ids[:k]
         s = slots[q.query_id]
         returned.append(len(ids))
         fills.append(min(len(ids), s) / s if s else 1.0)
         recalls.append(recall_at_k(ids, relevant[q.query_id], k))
-        times.append(ms)
     if not queries:
-        return {"mean_slots_filled": None, "fill_rate": None, "recall_at_10": None, "mean_ms": None}
+        return {"mean_slots_filled": None, "fill_rate": None, "recall_at_10": None}
     return {
         "mean_slots_filled": float(np.mean(returned)),
         "fill_rate": float(np.mean(fills)),
         "recall_at_10": float(np.mean(recalls)),
-        "mean_ms": float(np.mean(times)),
     }
 
 
@@ -183,8 +176,6 @@ def postfilter_sweep(
     stores: Mapping[str, str | Path],
     overfetch: Iterable[int] = DEFAULT_OVERFETCH,
     k: int = 10,
-    repeats: int = 3,
-    warmup: int = 1,
     arm_params: Mapping[str, Mapping[str, Any] | None] | None = None,
 ) -> pl.DataFrame:
     """Sweep each post-filtering arm's candidate factor over the filtered queries; add references.
@@ -204,8 +195,6 @@ def postfilter_sweep(
         stores: ``{arm name: store directory built by the pipeline}``.
         overfetch: factors to sweep (deduplicated, ascending; each >= 1).
         k: result slots per query.
-        repeats: timed calls per query (median kept).
-        warmup: untimed calls per query before timing.
         arm_params: ``{arm name: constructor parameters}`` as in the config's
             ``arm_params`` (the swept factor overrides the configured one).
 
@@ -232,7 +221,7 @@ def postfilter_sweep(
 
     def run(name: str, store: str | Path, p: dict[str, Any]) -> dict[str, float | None]:
         with opened(name, p, store) as arm:
-            return measure_filtered(arm, queries, slots, relevant, k, warmup, repeats)
+            return measure_filtered(arm, queries, slots, relevant, k)
 
     unknown = [a for a in stores if a not in ARMS]
     if unknown:
