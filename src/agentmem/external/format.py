@@ -348,7 +348,14 @@ def read_meta(path: str | Path) -> dict[str, Any]:
     for key in ("unit", "description", "license", "source"):
         _str(p, at(key), meta, key, empty_ok=key != "unit")
     if "categories" in meta:
-        _str_list(p, at("categories"), meta, "categories", empty_ok=False)
+        cats = _str_list(p, at("categories"), meta, "categories", empty_ok=False) or []
+        if DEFAULT_CATEGORY in cats:
+            raise DatasetError(
+                p,
+                at("categories"),
+                "categories",
+                f"{_got(DEFAULT_CATEGORY)} is reserved (the score row over every query)",
+            )
     return meta
 
 
@@ -445,6 +452,13 @@ def read_dataset(path: str | Path) -> Dataset:
             )
         q_line[qid] = no
         _str(qp, no, obj, "text", required=True)
+        if categories and "category" not in obj:
+            raise DatasetError(
+                qp,
+                no,
+                "category",
+                f"missing (required: dataset.json lists categories {', '.join(categories)})",
+            )
         cat = str(_str(qp, no, obj, "category", default=DEFAULT_CATEGORY))
         if categories and cat not in categories:
             raise DatasetError(
