@@ -104,19 +104,20 @@ def evidence_scores(
     Raises:
         ValueError: when ``needed`` is empty.
     """
-    units_upto: list[list[str]] = []
     newly: list[str] = []
     seen: set[str] = set()
     acc: list[str] = []
-    for i, m in enumerate(ranked):
+    upto: dict[int, list[str]] = {}
+    for i, m in enumerate(ranked, start=1):
         new = [u for u in cover.get(m, ()) if u not in seen]
         seen.update(new)
         acc.extend(new)
-        units_upto.append(list(acc))
         newly.append(new[0] if len(new) == 1 else f"\x00rank{i}")
+        if i in RECALL_KS:
+            upto[i] = list(acc)
     out = {}
     for k in RECALL_KS:
-        covered = units_upto[min(k, len(ranked)) - 1] if ranked else []
+        covered = upto.get(k, acc)
         out[f"recall_at_{k}"] = recall_at_k(covered, needed, len(covered))
     hits = {m for m in ranked if any(u in needed for u in cover.get(m, ()))}
     out["ndcg_at_10"] = ndcg_at_k(newly, needed, 10) if single_unit else math.nan
