@@ -286,6 +286,15 @@ def _str_list(
     return list(v)
 
 
+def _id(path: Path, no: int, obj: Mapping[str, Any]) -> str:
+    v = str(_str(path, no, obj, "_id", required=True))
+    if v != v.strip() or "\t" in v or "\n" in v or "\r" in v:
+        raise DatasetError(
+            path, no, "_id", f"expected no tab, line break or surrounding space, got {_got(v)}"
+        )
+    return v
+
+
 def _key_line(text: str, key: str) -> int:
     for no, line in enumerate(text.splitlines(), start=1):
         if f'"{key}"' in line:
@@ -313,9 +322,11 @@ def read_meta(path: str | Path) -> dict[str, Any]:
         raise DatasetError(
             p, None, None, "missing (a dataset needs " + ", ".join(DATASET_FILES) + ")"
         )
-    text = p.read_text(encoding="utf-8-sig")
     try:
+        text = p.read_text(encoding="utf-8-sig")
         meta = json.loads(text, object_pairs_hook=_no_duplicate_keys)
+    except UnicodeDecodeError as exc:
+        raise DatasetError(p, None, None, f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
     except ValueError as exc:
         raise DatasetError(p, getattr(exc, "lineno", 1), None, f"not valid JSON ({exc})") from None
     if not isinstance(meta, dict):
@@ -384,7 +395,7 @@ def read_dataset(path: str | Path) -> Dataset:
     turns_in: Counter[str] = Counter()
     session_scope: dict[str, tuple[str | None, int]] = {}
     for no, obj in _json_lines(cp, CORPUS_KEYS):
-        mid = _str(cp, no, obj, "_id", required=True)
+        mid = _id(cp, no, obj)
         if mid in first_line:
             raise DatasetError(
                 cp, no, "_id", f"duplicate {_got(mid)} (first on line {first_line[mid]})"
@@ -437,7 +448,7 @@ def read_dataset(path: str | Path) -> Dataset:
     queries: list[dict[str, Any]] = []
     q_line: dict[str, int] = {}
     for no, obj in _json_lines(qp, QUERY_KEYS):
-        qid = str(_str(qp, no, obj, "_id", required=True))
+        qid = _id(qp, no, obj)
         if qid in q_line:
             raise DatasetError(
                 qp, no, "_id", f"duplicate {_got(qid)} (first on line {q_line[qid]})"
