@@ -1,0 +1,307 @@
+"""Scoring runs on a prepared dataset at memory, evidence and group level (no LLM).
+
+Definitions (``docs/DATASETS.md``, "Scoring"):
+
+- ``memory``: the ranked memories against the qrels (score > 0 relevant, binary gains).
+- ``evidence``: LoCoMo's proportional evidence recall (Maharana et al. 2024, official
+  ``task_eval/evaluation.py``): per query |E(q) ∩ ∪_{m in top k} cover(m)| / |E(q)|, with
+  E(q) the evidence units the query needs and cover(m) those memory m covers. MRR and Hit@1
+  take the rank of the first memory covering a unit of E(q); nDCG@k is binary nDCG of the
+  ranked list of newly covered units, one per rank, which is defined only when every memory
+  of the dataset covers at most one unit (else NaN).
+- ``group``: sessions ranked by their best (first) memory against ``qrels_group``.
+
+recall@k (k = 5, 10, 25, 50), nDCG@k (Järvelin & Kekäläinen 2002), MRR (Voorhees,
+TREC-8 QA) and Hit@1 come from :mod:`agentmem.metrics`; intervals are 95 % percentile
+bootstrap over queries (Efron & Tibshirani 1993).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import polars as pl
+
+from agentmem.io import write_csv
+from agentmem.metrics import bootstrap_ci, ndcg_at_k, recall_at_k, reciprocal_rank
+
+LEVELS = ("memory", "evidence", "group")
+RECALL_KS = (5, 10, 25, 50)
+METRIC_COLUMNS = (
+    "recall_at_5",
+    "recall_at_10",
+    "recall_at_25",
+    "recall_at_50",
+    "ndcg_at_10",
+    "ndcg_at_5",
+    "mrr",
+    "hit_at_1",
+)
+KEY_COLUMNS = ("setting", "arm", "level", "category", "n_queries")
+SCORE_COLUMNS = (*KEY_COLUMNS, *METRIC_COLUMNS)
+#: the run depth the recall cut-offs need (the runner's ``k``)
+RUN_K = max(RECALL_KS)
+#: the category row over every query
+ALL = "all"
+
+
+def group_ranking(ranked: Sequence[str], group_of: Mapping[str, str]) -> list[str]:
+    """Groups (sessions) of ``ranked`` best-first, each at the rank of its best memory.
+
+    Raises:
+        KeyError: when a ranked memory id is not in ``group_of``.
+    """
+    out: list[str] = []
+    seen: set[str] = set()
+    for m in ranked:
+        g = group_of[m]
+        if g not in seen:
+            seen.add(g)
+            out.append(g)
+    return out
+
+
+def ranked_scores(ranked: Sequence[str], relevant: set[str]) -> dict[str, float]:
+    """The metric columns of one ranked list against its relevant set (binary gains).
+
+    Raises:
+        ValueError: when ``relevant`` is empty.
+    """
+    out = {f"recall_at_{k}": recall_at_k(ranked, relevant, k) for k in RECALL_KS}
+    return out | {
+        "ndcg_at_10": ndcg_at_k(ranked, relevant, 10),
+        "ndcg_at_5": ndcg_at_k(ranked, relevant, 5),
+        "mrr": reciprocal_rank(ranked, relevant),
+        "hit_at_1": float(bool(ranked) and ranked[0] in relevant),
+    }
+
+
+def evidence_scores(
+    ranked: Sequence[str],
+    cover: Mapping[str, Sequence[str]],
+    needed: set[str],
+    *,
+    single_unit: bool,
+) -> dict[str, float]:
+    """The metric columns at evidence level for one query.
+
+    Args:
+        ranked: memory ids, best first.
+        cover: memory id -> the evidence units it covers.
+        needed: E(q), the evidence units the query needs (non-empty).
+        single_unit: every memory of the dataset covers at most one unit; nDCG is NaN
+            otherwise (ranks of memories and positions of units no longer agree).
+
+    Returns:
+        recall_at_k = |E(q) ∩ ∪_{m in top k} cover(m)| / |E(q)| (LoCoMo's recall_acc);
+        mrr and hit_at_1 on the first memory covering a unit of E(q); ndcg_at_k binary on
+        the ranked list of newly covered units (a memory adding no new unit holds its rank
+        with no gain).
+
+    Raises:
+        ValueError: when ``needed`` is empty.
+    """
+    newly: list[str] = []
+    seen: set[str] = set()
+    acc: list[str] = []
+    upto: dict[int, list[str]] = {}
+    for i, m in enumerate(ranked, start=1):
+        new = [u for u in cover.get(m, ()) if u not in seen]
+        seen.update(new)
+        acc.extend(new)
+        newly.append(new[0] if len(new) == 1 else f"\x00rank{i}")
+        if i in RECALL_KS:
+            upto[i] = list(acc)
+    out = {}
+    for k in RECALL_KS:
+        covered = upto.get(k, acc)
+        out[f"recall_at_{k}"] = recall_at_k(covered, needed, len(covered))
+    hits = {m for m in ranked if any(u in needed for u in cover.get(m, ()))}
+    out["ndcg_at_10"] = ndcg_at_k(newly, needed, 10) if single_unit else math.nan
+    out["ndcg_at_5"] = ndcg_at_k(newly, needed, 5) if single_unit else math.nan
+    out["mrr"] = reciprocal_rank(ranked, hits)
+    out["hit_at_1"] = float(bool(ranked) and ranked[0] in hits)
+    return out
+
+
+def _sets(df: pl.DataFrame, key: str, col: str) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for k, v in zip(df[key], df[col], strict=True):
+        out.setdefault(k, []).append(v)
+    return out
+
+
+def _ranked(runs: pl.DataFrame) -> dict[str, list[str]]:
+    ranked: dict[str, list[str]] = {}
+    for qid, mid in (
+        runs.sort("query_id", "rank", nulls_last=True).select("query_id", "memory_id").iter_rows()
+    ):
+        lst = ranked.setdefault(qid, [])
+        if mid is not None:
+            lst.append(mid)
+    return ranked
+
+
+def per_query_scores(
+    corpus_dir: str | Path, runs: pl.DataFrame, *, setting: str = "", arm: str = ""
+) -> pl.DataFrame:
+    """Score every query of one run at memory, evidence and group level.
+
+    Args:
+        corpus_dir: a directory written by :func:`agentmem.external.prepare_dataset`.
+        runs: the runner's rows (query_id, rank, memory_id; a null memory_id marks an
+            empty result).
+        setting: the setting (e.g. ``scoped``), for the ``setting`` column and messages.
+        arm: the arm name, for the ``arm`` column and messages.
+
+    Returns:
+        One row per (query, level) where the query has a gold set at that level:
+        setting, arm, query_id, category, level and :data:`METRIC_COLUMNS`.
+
+    Raises:
+        ValueError: a corpus query has no run rows, the run holds a query the corpus lacks,
+            or a ranked memory id is not in the corpus.
+    """
+    d = Path(corpus_dir)
+    who = f"run of {arm or 'an arm'}" + (f" ({setting})" if setting else "")
+    queries = pl.read_parquet(d / "queries.parquet", columns=["query_id", "class"])
+    mem = pl.read_parquet(d / "memories.parquet", columns=["memory_id", "session_id"])
+    group_of = dict(zip(mem["memory_id"], mem["session_id"], strict=True))
+    gold = {
+        "memory": _sets(pl.read_parquet(d / "qrels.parquet"), "query_id", "memory_id"),
+        "group": _sets(pl.read_parquet(d / "qrels_group.parquet"), "query_id", "session_id"),
+        "evidence": _sets(pl.read_parquet(d / "query_evidence.parquet"), "query_id", "evidence_id"),
+    }
+    cover = _sets(pl.read_parquet(d / "evidence.parquet"), "memory_id", "evidence_id")
+    single_unit = all(len(v) <= 1 for v in cover.values())
+    ranked = _ranked(runs)
+    extra = set(ranked) - set(queries["query_id"])
+    if extra:
+        raise ValueError(
+            f"{who} holds {len(extra)} queries not in {d} (e.g. {sorted(extra)[0]}): "
+            "run and corpus differ"
+        )
+    rows = []
+    for qid, cat in queries.iter_rows():
+        if qid not in ranked:
+            raise ValueError(f"query {qid} has no rows in the {who}")
+        r = ranked[qid]
+        unknown = [m for m in r if m not in group_of]
+        if unknown:
+            raise ValueError(f"{who}: {unknown[0]} is not a memory of {d}")
+        base = {"setting": setting, "arm": arm, "query_id": qid, "category": cat}
+        if qid in gold["memory"]:
+            rows.append(base | {"level": "memory"} | ranked_scores(r, set(gold["memory"][qid])))
+        if qid in gold["evidence"]:
+            ev = evidence_scores(r, cover, set(gold["evidence"][qid]), single_unit=single_unit)
+            rows.append(base | {"level": "evidence"} | ev)
+        if qid in gold["group"]:
+            g = group_ranking(r, group_of)
+            rows.append(base | {"level": "group"} | ranked_scores(g, set(gold["group"][qid])))
+    schema = {
+        "setting": pl.String,
+        "arm": pl.String,
+        "query_id": pl.String,
+        "category": pl.String,
+        "level": pl.String,
+    } | dict.fromkeys(METRIC_COLUMNS, pl.Float64)
+    return pl.DataFrame(rows, schema=schema)
+
+
+def _categories(corpus_dir: Path, present: Sequence[str]) -> list[str]:
+    order: list[str] = []
+    manifest = corpus_dir / "manifest.json"
+    if manifest.is_file():
+        order = list(json.loads(manifest.read_text()).get("categories") or [])
+    cats = [c for c in order if c in present]
+    cats += [c for c in dict.fromkeys(present) if c not in cats]
+    return [c for c in cats if c != ALL] + [ALL]
+
+
+def _mean(values: pl.Series) -> float:
+    if values.len() == 0 or values.is_nan().any():
+        return math.nan
+    return float(values.mean())  # type: ignore[arg-type]
+
+
+def score_dataset(
+    corpus_dir: str | Path,
+    runs: Mapping[tuple[str, str], str | Path],
+    out_csv: str | Path,
+    ci_csv: str | Path,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> pl.DataFrame:
+    """Score each (setting, arm) run at memory, evidence and group level, per category.
+
+    Args:
+        corpus_dir: a directory written by :func:`agentmem.external.prepare_dataset`.
+        runs: ``(setting, arm)`` -> the runner's runs Parquet (query_id, rank, memory_id),
+            produced with k = :data:`RUN_K` (50); table order follows the mapping's order.
+        out_csv: the scores table to write (columns exactly :data:`SCORE_COLUMNS`).
+        ci_csv: the confidence intervals to write: the key columns and, per metric,
+            ``<m>``, ``<m>_lo``, ``<m>_hi`` (95 % percentile bootstrap over queries).
+        n_boot: bootstrap resamples.
+        seed: bootstrap seed (the same for every group, so the intervals are reproducible).
+
+    Returns:
+        The scores table: one row per (setting, arm) × level (:data:`LEVELS`) × category
+        (each category present, in ``dataset.json`` order, then ``all``). Metrics are means
+        over the ``n_queries`` queries that have a gold set at that level; NaN where
+        undefined (no query, or evidence-level nDCG on a dataset whose memories cover
+        several units).
+
+    Raises:
+        ValueError: no runs given, or as :func:`per_query_scores`.
+    """
+    if not runs:
+        raise ValueError("score_dataset needs at least one run")
+    d = Path(corpus_dir)
+    parts = [
+        per_query_scores(d, pl.read_parquet(p), setting=setting, arm=arm)
+        for (setting, arm), p in runs.items()
+    ]
+    pq = pl.concat(parts)
+    present = pl.read_parquet(d / "queries.parquet", columns=["class"])["class"].to_list()
+    cats = _categories(d, present)
+    rows, ci_rows = [], []
+    for setting, arm in runs:
+        run_rows = pq.filter((pl.col("setting") == setting) & (pl.col("arm") == arm))
+        for level in LEVELS:
+            sub = run_rows.filter(pl.col("level") == level)
+            for cat in cats:
+                g = sub if cat == ALL else sub.filter(pl.col("category") == cat)
+                base = {
+                    "setting": setting,
+                    "arm": arm,
+                    "level": level,
+                    "category": cat,
+                    "n_queries": g.height,
+                }
+                means = {m: _mean(g[m]) for m in METRIC_COLUMNS}
+                rows.append(base | means)
+                ci = dict(base)
+                for m in METRIC_COLUMNS:
+                    if math.isnan(means[m]):
+                        lo = hi = math.nan
+                    else:
+                        lo, hi = bootstrap_ci(g[m].to_list(), n_boot=n_boot, seed=seed)
+                    ci |= {m: means[m], f"{m}_lo": lo, f"{m}_hi": hi}
+                ci_rows.append(ci)
+    key_schema = {
+        "setting": pl.String,
+        "arm": pl.String,
+        "level": pl.String,
+        "category": pl.String,
+        "n_queries": pl.Int64,
+    }
+    scores = pl.DataFrame(rows, schema=key_schema | dict.fromkeys(METRIC_COLUMNS, pl.Float64))
+    ci_schema = dict(key_schema)
+    for m in METRIC_COLUMNS:
+        ci_schema |= {m: pl.Float64, f"{m}_lo": pl.Float64, f"{m}_hi": pl.Float64}
+    write_csv(out_csv, scores)
+    write_csv(ci_csv, pl.DataFrame(ci_rows, schema=ci_schema))
+    return scores
