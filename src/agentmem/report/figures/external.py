@@ -70,8 +70,9 @@ def plot(
     fig, (ax1, ax2, ax3) = plt.subplots(
         1,
         3,
-        figsize=(5.0 + 0.55 * len(cats) + 0.35 * len(arms), 1.6 + 0.3 * len(arms)),
-        gridspec_kw={"width_ratios": [0.4 + 0.22 * len(cats), 1.0, 0.6 + 0.06 * len(arms)]},
+        figsize=(15.0, max(4.8, 1.9 + 0.3 * len(arms))),
+        gridspec_kw={"width_ratios": [1.1, 1.0, 1.0]},
+        layout="constrained",
     )
 
     grid = np.array(
@@ -88,7 +89,7 @@ def plot(
                 color = "white" if v < 0.55 else "black"
                 ax1.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=6.5, color=color)
     ax1.axvline(len(cats) - 1.5, color="white", lw=2)
-    fig.colorbar(im, ax=ax1, shrink=0.8, label="evidence recall@10")
+    fig.colorbar(im, ax=ax1, shrink=0.8, label="evidence recall@10", pad=0.01)
     n = {c: val[(arms[0], c)]["n_queries"] for c in cats if (arms[0], c) in val}
     ax1.set_title(
         f"Evidence recall@10 by category ({settings[0]}; {n.get('all', 0):,} questions)",
@@ -123,11 +124,11 @@ def plot(
     ax2.set_xscale("log")
     ax2.set_xticks(_KS, [str(k) for k in _KS])
     ax2.minorticks_off()
-    ax2.set_ylim(0, 1.02)
+    ax2.set_ylim(0, 1.05)
     ax2.set_xlabel("k (memories retrieved)")
     ax2.set_ylabel("evidence recall@k, all categories")
     ax2.set_title(f"Recall against k ({settings[0]})", fontsize=9)
-    ax2.legend(frameon=False, fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax2.legend(frameon=False, fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=3)
 
     x = np.arange(len(arms))
     w = 0.8 / len(settings)
@@ -157,11 +158,10 @@ def plot(
             fontsize=6.5,
         )
     ax3.set_xticks(x, arms, rotation=60, ha="right", fontsize=7)
-    ax3.set_ylim(0, 1.05)
+    ax3.set_ylim(0, 1.15)
     ax3.set_ylabel("evidence recall@10, all categories")
     ax3.set_title("Recall@10 per setting", fontsize=9)
-    ax3.legend(frameon=False, fontsize=7, loc="upper left")
+    ax3.legend(frameon=False, fontsize=7, loc="upper left", ncol=len(settings))
 
     fig.suptitle(f"{dataset}: retrieval with evidence units as ground truth")
-    fig.tight_layout()
     save(fig, out_svg)
