@@ -13,6 +13,7 @@ from support.workflow import copy_workflow_config, run_snakemake
 
 from agentmem.config import load_config
 from agentmem.corpus.queries import QUERY_CLASSES
+from agentmem.external import score_dataset
 from agentmem.external.score import LEVELS, SCORE_COLUMNS
 from agentmem.report.capture import package_versions
 from agentmem.report.html import _versions
@@ -252,8 +253,9 @@ def test_scoped_runs_stay_in_scope(smoke_run):
             assert out == [], (dataset, arm, len(out), out[:3])
 
 
-def test_locomo_turns(smoke_run):
-    """LoCoMo's first two conversations as dialog turns, scoped and unscoped, every arm."""
+def test_locomo_turns(smoke_run, tmp_path):
+    """LoCoMo's first two conversations as dialog turns, scoped, through every arm; one
+    unscoped run (sqlite-fts) asked for by its target, scored beside its scoped run."""
     if not LOCOMO.is_file():
         pytest.skip(f"LoCoMo file {LOCOMO} absent (a user's clone has no ../shared)")
     cfg = load_config(REPO / "config/smoke.yaml")
@@ -261,34 +263,55 @@ def test_locomo_turns(smoke_run):
     t = pl.read_csv(d / "scores.csv", infer_schema_length=None)
     assert tuple(t.columns) == SCORE_COLUMNS
     assert t.select("setting", "arm").unique(maintain_order=True).rows() == [
-        (s, a) for s in ("scoped", "unscoped") for a in cfg.arms
+        ("scoped", a) for a in cfg.arms
     ]
     cats = ["multi-hop", "temporal", "open-domain", "single-hop", "adversarial", "all"]
     assert t["category"].unique(maintain_order=True).to_list() == cats
     ev = t.filter((pl.col("level") == "evidence") & (pl.col("category") == "all"))
     # conv-26 and conv-30: 302 questions with usable evidence, adversarial included
     assert set(ev["n_queries"]) == {302}
-    for s in ("scoped", "unscoped"):
-        build = json.loads((d / f"builds/{s}/sqlite-fts.json").read_text())
-        assert build["scoped"] is (s == "scoped") and build["memories"] == 788
-    # a scope only removes other conversations' turns from BM25's ranking: no gold turn
-    # ranks lower, so sqlite-fts's scoped recall is never below its unscoped recall
-    fts = {r["setting"]: r for r in ev.filter(pl.col("arm") == "sqlite-fts").iter_rows(named=True)}
-    for k in (5, 10, 25, 50):
-        assert fts["scoped"][f"recall_at_{k}"] >= fts["unscoped"][f"recall_at_{k}"], k
-    assert 0.4 < fts["scoped"]["recall_at_10"] < 0.9
-    # unscoped pools both conversations: some question retrieves the other one's turns
-    runs = pl.read_parquet(d / "runs/unscoped/sqlite-fts.parquet")
-    conv = runs.select(
-        pl.col("query_id").str.split(":").list.first().alias("q"),
-        pl.col("memory_id").str.split(":").list.first().alias("m"),
-    )
-    assert conv.filter(pl.col("q") != pl.col("m")).height > 0
     md = (d / "vs_published.md").read_text()
     assert "| *DRAGON (LoCoMo paper)* | within one conversation | — | 0.567 | 0.662 |" in md
     html = (smoke_run / "results/report/index.html").read_text()
     assert '<h3 id="external-locomo-turns">locomo-turns</h3>' in html
     assert "DRAGON (LoCoMo paper, within one conversation), as quoted by secondary sources" in html
+
+    unscoped = d / "runs/unscoped/sqlite-fts.parquet"
+    proc = run_snakemake(smoke_run, str(unscoped.relative_to(smoke_run)))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for s in ("scoped", "unscoped"):
+        build = json.loads((d / f"builds/{s}/sqlite-fts.json").read_text())
+        assert build["scoped"] is (s == "scoped") and build["memories"] == 788
+    # unscoped pools both conversations: some question retrieves the other one's turns
+    conv = pl.read_parquet(unscoped).select(
+        pl.col("query_id").str.split(":").list.first().alias("q"),
+        pl.col("memory_id").str.split(":").list.first().alias("m"),
+    )
+    assert conv.filter(pl.col("q") != pl.col("m")).height > 0
+    # a scope only removes the other conversation's turns from BM25's ranking: no gold
+    # turn ranks lower, so sqlite-fts's scoped recall is never below its unscoped recall
+    both = score_dataset(
+        d / "corpus",
+        {
+            ("scoped", "sqlite-fts"): d / "runs/scoped/sqlite-fts.parquet",
+            ("unscoped", "sqlite-fts"): unscoped,
+        },
+        tmp_path / "scores.csv",
+        tmp_path / "ci.csv",
+        n_boot=10,
+    )
+    fts = {
+        r["setting"]: r
+        for r in both.filter(
+            (pl.col("level") == "evidence") & (pl.col("category") == "all")
+        ).iter_rows(named=True)
+    }
+    assert (
+        fts["scoped"]["recall_at_10"] == ev.filter(pl.col("arm") == "sqlite-fts")["recall_at_10"][0]
+    )
+    for k in (5, 10, 25, 50):
+        assert fts["scoped"][f"recall_at_{k}"] >= fts["unscoped"][f"recall_at_{k}"], k
+    assert 0.4 < fts["scoped"]["recall_at_10"] < 0.9
 
 
 def test_locomo_target_without_file_says_where_to_get_it(tmp_path):
