@@ -2,6 +2,12 @@ from agentmem.jobs import start_job
 
 start_job(snakemake)  # not a timing job: yield the CPU to those (DESIGN §5)
 
+# The HTML report (agentmem.report.html.render_report).
+# input.external  scores.csv of each external dataset shown (results/external/<id>/), the
+#                 dataset id being the name of its directory
+# params.external_units  dataset id -> the LoCoMo unit whose published figures to show
+from pathlib import Path
+
 from agentmem.report.html import render_report
 
 render_report(
@@ -11,5 +17,6 @@ render_report(
     figures=list(snakemake.input.figures),
     reference_csv=snakemake.input.vs_reference,
     bootstrap_csv=snakemake.input.bootstrap,
-    locomo_scores=next(iter(snakemake.input.locomo), None),
+    external_scores={Path(p).parent.name: p for p in snakemake.input.external},
+    external_units=snakemake.params.external_units,
 )

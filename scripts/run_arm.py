@@ -1,10 +1,11 @@
 from agentmem.jobs import CORPUS_TABLES, corpus_dir, start_job
 
-# a timing job (holds bench_slot), except the untimed LoCoMo quality run (params.background)
+# a timing job (holds bench_slot), except the untimed external-dataset runs (params.background)
 start_job(snakemake, background=snakemake.params.get("background", False))
 
 # Build ONE arm from scratch and run every query (agentmem.runner.run_arm).
-# params: arm, arm_params, k, warmup, repeats; optional background (see above)
+# params: arm, arm_params, k, warmup, repeats; optional background (see above) and scoped
+#         (False: the queries run without their scope; default True)
 # input: the corpus files the runner reads (memories, sessions, facts, entities, queries),
 #        embeddings
 # output: store (the arm's store directory), runs, build, plans
@@ -25,5 +26,6 @@ build = run_arm(
     k=p.k,
     warmup=p.warmup,
     repeats=p.repeats,
+    scoped=p.get("scoped", True),
 )
 print(f"build: {build}", file=sys.stderr)

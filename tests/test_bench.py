@@ -428,7 +428,7 @@ def test_link_locomo_symlinks_never_copies(tmp_path: Path) -> None:
     tmp_cfg2.write_text(cfg.read_text())
     rec = _link_locomo(repo, cfg, work2, tmp_cfg2)
     assert rec["locomo"] is True and rec["locomo_link"] is None
-    assert load_config(tmp_cfg2).external.locomo.path == str(outside.resolve())
+    assert load_config(tmp_cfg2).external["locomo"].path == str(outside.resolve())
     assert not (tmp_path / "shared" / "shared").exists() and list(work2.iterdir()) == [tmp_cfg2]
     # absolute paths need nothing; a missing file turns LoCoMo off
     cfg.write_text(f"external:\n  locomo:\n    path: {outside}\n")

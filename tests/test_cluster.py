@@ -273,15 +273,20 @@ def test_smoke_workflow_through_cluster_generic_executor(workdir: Path) -> None:
 
 def test_failed_job_is_reported_failed(workdir: Path) -> None:
     """A job that fails on its node fails the run, with the job's own error on screen."""
+    (workdir / "config" / "missing.yaml").write_text(
+        "external:\n  locomo:\n    path: data/external/no-such-locomo10.json\n"
+    )
     proc = run_cluster(
-        workdir, "results/external/locomo/corpus/manifest.json", configs=("config/config.yaml",)
+        workdir,
+        "results/external/locomo/source/turns/dataset.json",
+        configs=("config/config.yaml", "config/missing.yaml"),
     )
     log = proc.stdout + proc.stderr
     assert proc.returncode != 0
-    assert "Error in rule prepare_locomo" in log
+    assert "Error in rule convert_locomo" in log
     assert "snap-research/LoCoMo" in log  # the job's log, shown by show-failed-logs
     jobs = submitted_jobs(workdir / ".cluster-state")
-    assert [j["rule"] for j in jobs] == ["prepare_locomo"]
+    assert [j["rule"] for j in jobs] == ["convert_locomo"]
     assert jobs[0]["rc"] not in (None, "0")
 
 

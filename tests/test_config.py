@@ -47,6 +47,42 @@ def test_schema_file_matches_model():
             "seed_systems.conversation.arms: duplicate",
         ),
         ({"scaling_arms": ["sqlite-fts", "nope"]}, "scaling_arms: unknown arm 'nope'"),
+        (
+            {"external": {"mine": {"path": "d"}}},
+            "external.mine: expected `format: locomo` or `format: agentmem-memory`",
+        ),
+        (
+            {"external": {"mine": {"format": "agentmem-memory", "path": "d", "units": []}}},
+            "external.mine.units: unknown key",
+        ),
+        (
+            {"external": {"mine": {"format": "agentmem-memory"}}},
+            "external.mine.path: Field required",
+        ),
+        (
+            {"external": {"a/b": {"format": "agentmem-memory", "path": "d"}}},
+            "external: dataset name 'a/b' is not path-safe",
+        ),
+        (
+            {
+                "external": {
+                    "locomo": {},
+                    "locomo-turns": {"format": "agentmem-memory", "path": "d"},
+                }
+            },
+            "external: dataset id 'locomo-turns' of external.locomo-turns is also the id of "
+            "external.locomo (unit turns)",
+        ),
+        (
+            {"external": {"locomo": {"settings": ["scoped", "scoped"]}}},
+            "external.locomo: settings: duplicate names",
+        ),
+        ({"external": {"locomo": {"units": ["turns", "dialog"]}}}, "external.locomo.units.1"),
+        ({"external": {"locomo": {"units": []}}}, "external.locomo.units: List should have"),
+        (
+            {"external": {"locomo": {"limit_conversations": 0}}},
+            "external.locomo.limit_conversations",
+        ),
     ],
 )
 def test_bad_values_are_named(data, needle):
@@ -83,3 +119,61 @@ def test_scaling_arms_are_the_configured_ones_in_the_order_of_arms():
     shipped = load_config(REPO / "config" / "config.yaml")
     assert "chroma" in shipped.arms and "chroma" not in scaling_arms(shipped)
     assert scaling_arms(shipped) == [a for a in shipped.arms if a in shipped.scaling_arms]
+
+
+def test_external_datasets_and_their_ids():
+    from agentmem.config import LocomoConfig, external_runs
+
+    default = load_config(REPO / "config/config.yaml")
+    assert list(external_runs(default)) == [
+        "locomo-turns",
+        "locomo-observations",
+        "locomo-summaries",
+    ]
+    obs = external_runs(default)["locomo-observations"]
+    assert (obs.name, obs.unit, obs.path, obs.settings) == (
+        "locomo",
+        "observations",
+        "data/external/locomo10.json",
+        ("scoped", "unscoped"),
+    )
+    assert obs.source == "results/external/locomo/source/observations"
+    # `external.locomo` without a format is the LoCoMo file, with its default path
+    cfg = load_config({"external": {"locomo": {"limit_conversations": 2}}})
+    assert cfg.external["locomo"] == LocomoConfig(limit_conversations=2)
+    assert load_config({}).external["locomo"].path == "data/external/locomo10.json"
+    smoke = external_runs(load_config(REPO / "config/smoke.yaml"))
+    assert list(smoke) == ["locomo-turns", "tiny"]
+    tiny = smoke["tiny"]
+    assert (tiny.format, tiny.unit, tiny.source, tiny.settings) == (
+        "agentmem-memory",
+        None,
+        "tests/data/tiny-memory",
+        ("scoped",),
+    )
+
+
+def test_schema_checks_each_external_entry_by_its_format():
+    """The schema Snakemake validates with (filling defaults) accepts both formats side by
+    side and rejects a key of the other format."""
+    from snakemake.exceptions import WorkflowError
+    from snakemake.utils import validate
+
+    schema = str(REPO / "workflow/schemas/config.schema.yaml")
+    data = {
+        "external": {
+            "locomo": {"path": "x.json"},
+            "mine": {"format": "agentmem-memory", "path": "d"},
+        }
+    }
+    validate(data, schema)
+    assert data["external"]["mine"] == {
+        "format": "agentmem-memory",
+        "path": "d",
+        "warmup": 0,
+        "repeats": 1,
+    }
+    assert data["external"]["locomo"]["format"] == "locomo"
+    bad = {"external": {"mine": {"format": "agentmem-memory", "path": "d", "units": ["turns"]}}}
+    with pytest.raises(WorkflowError, match="'units' was unexpected"):
+        validate(bad, schema)

@@ -8,11 +8,13 @@ from html import escape
 
 import polars as pl
 import pytest
-from support.paths import REPO
+from support.paths import LOCOMO, REPO
 from support.workflow import copy_workflow_config, run_snakemake
 
 from agentmem.config import load_config
 from agentmem.corpus.queries import QUERY_CLASSES
+from agentmem.external import score_dataset
+from agentmem.external.score import LEVELS, SCORE_COLUMNS
 from agentmem.report.capture import package_versions
 from agentmem.report.html import _versions
 
@@ -33,6 +35,8 @@ FIGURES = (
     "conversation",
     "decay",
 )
+#: the external datasets of the smoke run: the tiny one, and LoCoMo's turns when present
+EXTERNAL = ["tiny", *(["locomo-turns"] if LOCOMO.is_file() else [])]
 
 
 def test_outputs_exist(smoke_run):
@@ -76,7 +80,8 @@ def test_by_class_table_long_form(smoke_run):
     assert rates["sqlite-fts"] == 1.0 and rates["file-jsonl"] == 0.0
     html = (smoke_run / "results/report/index.html").read_text()
     assert "sqlite-fts" in html and "nDCG@10 by query class" in html
-    assert html.count("data:image/svg+xml;base64,") == len(FIGURES)  # figures embedded
+    # figures embedded: the study's and one per external dataset
+    assert html.count("data:image/svg+xml;base64,") == len(FIGURES) + len(EXTERNAL)
 
 
 def test_capture_and_report_record_the_versions(smoke_run):
@@ -126,7 +131,7 @@ def test_report_in_a_real_browser(smoke_run):
     shot = smoke_run / "results" / "report" / "screenshot.png"
     page = inspect_page(smoke_run / "results" / "report" / "index.html", shot)
     assert page["title"] == "agentmem report"
-    assert len(page["images"]) >= len(FIGURES)
+    assert len(page["images"]) >= len(FIGURES) + len(EXTERNAL)
     assert all(width > 0 for _alt, width in page["images"]), page["images"]
     assert page["errors"] == []
     assert shot.stat().st_size > 10_000
@@ -189,44 +194,155 @@ def test_resources_flag_without_bench_slot_1_stops_before_any_job(tmp_path, reso
     assert ok.returncode == 0, ok.stderr[-3000:]
 
 
-def test_locomo_targets(tmp_path):
-    """LoCoMo through the workflow (first conversation), when ../shared is present."""
-    from support.paths import LOCOMO
+def test_tiny_dataset_scores(smoke_run):
+    """The hand-made tiny dataset (tests/data/tiny-memory) through every arm, scoped."""
+    cfg = load_config(REPO / "config/smoke.yaml")
+    t = pl.read_csv(smoke_run / "results/external/tiny/scores.csv", infer_schema_length=None)
+    assert tuple(t.columns) == SCORE_COLUMNS
+    assert set(t["setting"]) == {"scoped"}
+    assert t["arm"].unique(maintain_order=True).to_list() == list(cfg.arms)
+    cats = ["fact", "temporal", "multi-hop", "all"]  # dataset.json order, then all
+    for arm in cfg.arms:
+        rows = t.filter(pl.col("arm") == arm)
+        assert rows.select("level", "category").rows() == [
+            (level, c) for level in LEVELS for c in cats
+        ], arm
+        n = dict(zip(rows["category"], rows["n_queries"], strict=False))
+        assert n == {"fact": 3, "temporal": 1, "multi-hop": 2, "all": 6}, arm
+        build = json.loads(
+            (smoke_run / f"results/external/tiny/builds/scoped/{arm}.json").read_text()
+        )
+        assert build["scoped"] is True and build["memories"] == 14 and build["queries"] == 6
+    recall = t.select(f"recall_at_{k}" for k in (5, 10, 25, 50)).to_numpy()
+    assert ((recall >= 0) & (recall <= 1)).all()
+    # k = 50 reaches every memory of a scope (at most 9): recall@50 is 1 for every arm
+    assert (t["recall_at_50"] == 1.0).all()
+    html = (smoke_run / "results/report/index.html").read_text()
+    assert '<h3 id="external-tiny">tiny</h3>' in html
+    assert "no published figures for this dataset" in html
 
+
+def test_tiny_dataset_known_queries(smoke_run):
+    """q1 ("What is the name of Alice's cat?") and q5 ("What does Bob's bakery sell on
+    Fridays?") each have one relevant memory sharing their words and meaning (a1-1 "Alice
+    adopted a grey cat named Pixel.", b1-2 "Bob's bakery sells sourdough every Friday."):
+    the exact lexical and exact dense arms rank it first."""
+    for arm in ("file-jsonl", "sqlite-btree", "sqlite-fts", "file-vec", "lancedb"):
+        runs = pl.read_parquet(smoke_run / f"results/external/tiny/runs/scoped/{arm}.parquet")
+        top = runs.filter(pl.col("rank") == 1).sort("query_id")
+        first = dict(top.select("query_id", "memory_id").rows())
+        assert (first["q1"], first["q5"]) == ("a1-1", "b1-2"), arm
+
+
+def test_scoped_runs_stay_in_scope(smoke_run):
+    """Scoped: every memory an arm retrieves for a query is in the query's scope."""
+    cfg = load_config(REPO / "config/smoke.yaml")
+    for dataset in EXTERNAL:
+        d = smoke_run / "results/external" / dataset
+        memories = pl.read_parquet(d / "corpus/memories.parquet")
+        queries = pl.read_parquet(d / "corpus/queries.parquet")
+        scope_of = dict(memories.select("memory_id", "scope_id").rows())
+        query_scope = dict(queries.select("query_id", "scope_id").rows())
+        for arm in cfg.arms:
+            runs = pl.read_parquet(d / f"runs/scoped/{arm}.parquet")
+            out = [
+                (q, m)
+                for q, m in runs.select("query_id", "memory_id").rows()
+                if scope_of[m] != query_scope[q]
+            ]
+            assert out == [], (dataset, arm, len(out), out[:3])
+
+
+def test_locomo_turns(smoke_run, tmp_path):
+    """LoCoMo's first two conversations as dialog turns, scoped, through every arm; one
+    unscoped run (sqlite-fts) asked for by its target, scored beside its scoped run."""
     if not LOCOMO.is_file():
         pytest.skip(f"LoCoMo file {LOCOMO} absent (a user's clone has no ../shared)")
-    wd = copy_workflow_config(tmp_path)
-    # the default config with two of its arms (the smoke run takes LoCoMo through all)
-    (wd / "config" / "loc.yaml").write_text(
-        "arms: [sqlite-fts, lancedb-hybrid]\n"
-        f"external:\n  locomo:\n    path: {LOCOMO}\n    limit_conversations: 1\n"
+    cfg = load_config(REPO / "config/smoke.yaml")
+    d = smoke_run / "results/external/locomo-turns"
+    t = pl.read_csv(d / "scores.csv", infer_schema_length=None)
+    assert tuple(t.columns) == SCORE_COLUMNS
+    assert t.select("setting", "arm").unique(maintain_order=True).rows() == [
+        ("scoped", a) for a in cfg.arms
+    ]
+    cats = ["multi-hop", "temporal", "open-domain", "single-hop", "adversarial", "all"]
+    assert t["category"].unique(maintain_order=True).to_list() == cats
+    ev = t.filter((pl.col("level") == "evidence") & (pl.col("category") == "all"))
+    # conv-26 and conv-30: 302 questions with usable evidence, adversarial included
+    assert set(ev["n_queries"]) == {302}
+    md = (d / "vs_published.md").read_text()
+    assert "| *DRAGON (LoCoMo paper)* | within one conversation | — | 0.567 | 0.662 |" in md
+    html = (smoke_run / "results/report/index.html").read_text()
+    assert '<h3 id="external-locomo-turns">locomo-turns</h3>' in html
+    assert "DRAGON (LoCoMo paper, within one conversation), as quoted by secondary sources" in html
+
+    unscoped = d / "runs/unscoped/sqlite-fts.parquet"
+    proc = run_snakemake(smoke_run, str(unscoped.relative_to(smoke_run)))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for s in ("scoped", "unscoped"):
+        build = json.loads((d / f"builds/{s}/sqlite-fts.json").read_text())
+        assert build["scoped"] is (s == "scoped") and build["memories"] == 788
+    # unscoped pools both conversations: some question retrieves the other one's turns
+    conv = pl.read_parquet(unscoped).select(
+        pl.col("query_id").str.split(":").list.first().alias("q"),
+        pl.col("memory_id").str.split(":").list.first().alias("m"),
     )
-    proc = run_snakemake(
-        wd,
-        "results/external/locomo/scores.csv",
-        "results/figures/locomo.svg",
-        config="config/loc.yaml",
+    assert conv.filter(pl.col("q") != pl.col("m")).height > 0
+    # a scope only removes the other conversation's turns from BM25's ranking: no gold
+    # turn ranks lower, so sqlite-fts's scoped recall is never below its unscoped recall
+    both = score_dataset(
+        d / "corpus",
+        {
+            ("scoped", "sqlite-fts"): d / "runs/scoped/sqlite-fts.parquet",
+            ("unscoped", "sqlite-fts"): unscoped,
+        },
+        tmp_path / "scores.csv",
+        tmp_path / "ci.csv",
+        n_boot=10,
     )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
-    scores = pl.read_csv(wd / "results/external/locomo/scores.csv")
-    assert set(scores["arm"]) == {"sqlite-fts", "lancedb-hybrid"}
-    assert set(scores["level"]) == {"turn", "session"}
-    assert "all" in set(scores["category"])
-    fts = scores.filter(
-        (pl.col("arm") == "sqlite-fts")
-        & (pl.col("level") == "session")
-        & (pl.col("category") == "all")
+    fts = {
+        r["setting"]: r
+        for r in both.filter(
+            (pl.col("level") == "evidence") & (pl.col("category") == "all")
+        ).iter_rows(named=True)
+    }
+    assert (
+        fts["scoped"]["recall_at_10"] == ev.filter(pl.col("arm") == "sqlite-fts")["recall_at_10"][0]
     )
-    assert fts["n_queries"][0] == 150
-    assert 0.6 < fts["recall_at_5"][0] <= 1.0
+    for k in (5, 10, 25, 50):
+        assert fts["scoped"][f"recall_at_{k}"] >= fts["unscoped"][f"recall_at_{k}"], k
+    assert 0.4 < fts["scoped"]["recall_at_10"] < 0.9
 
 
 def test_locomo_target_without_file_says_where_to_get_it(tmp_path):
     wd = copy_workflow_config(tmp_path)
+    (wd / "config" / "missing.yaml").write_text(
+        "external:\n  locomo:\n    path: data/external/no-such-locomo10.json\n"
+    )
     proc = run_snakemake(
-        wd, "results/external/locomo/corpus/manifest.json", config="config/config.yaml"
+        wd, "results/external/locomo/source/turns/dataset.json", config="config/missing.yaml"
     )
     assert proc.returncode != 0
     out = proc.stdout + proc.stderr
     assert "skipping the LoCoMo targets" in out
+    assert "Error in rule convert_locomo" in out
     assert "snap-research/LoCoMo" in out
+
+
+def test_malformed_dataset_stops_before_any_job(tmp_path):
+    """A configured agentmem-memory dataset with a bad field stops the workflow at parse time."""
+    wd = copy_workflow_config(tmp_path / "wd")
+    bad = tmp_path / "bad"
+    shutil.copytree(REPO / "tests/data/tiny-memory", bad)
+    lines = (bad / "corpus.jsonl").read_text().splitlines()
+    lines[2] = lines[2].replace('"day": 0', '"day": "x"')
+    (bad / "corpus.jsonl").write_text("\n".join(lines) + "\n")
+    (wd / "config" / "bad.yaml").write_text(
+        f"external:\n  mine:\n    format: agentmem-memory\n    path: {bad}\n"
+    )
+    proc = run_snakemake(wd, "results/external/mine/scores.csv", config="config/bad.yaml")
+    assert proc.returncode != 0
+    assert f'external.mine: {bad}/corpus.jsonl:3: day: expected an integer >= 0, got "x"' in (
+        proc.stderr
+    )
+    assert not (wd / "results").exists()

@@ -79,7 +79,7 @@ RULES = ["embed_texts", "export_encoder", "generate_corpus", "render_schema", "r
 CORPUS_FILES = ("memories", "facts", "entities", "sessions", "agents", "queries", "qrels")
 SCHEMA_FILES = ("sqlite.sql", "postgres.sql", "er.mmd", "er.dot")
 #: a target whose job fails on the node: the configured LoCoMo file does not exist
-FAILING_TARGET = "results/external/locomo/corpus/manifest.json"
+FAILING_TARGET = "results/external/locomo/source/turns/dataset.json"
 NO_LOCOMO = "external:\n  locomo:\n    path: data/external/no-such-locomo10.json\n"
 
 
@@ -308,10 +308,10 @@ def test_failing_job_is_reported_failed(runs: Runs, cluster: SingleNodeSlurm) ->
     failing = runs.failing
     log = failing.log
     assert failing.proc.returncode not in (0, 124, 137), log[-6000:]  # failed, not timed out
-    assert "Error in rule prepare_locomo" in log
+    assert "Error in rule convert_locomo" in log
     assert "snap-research/LoCoMo" in log  # the job's own log, shown by show-failed-logs
     # the profile's `retries: 1`: submitted twice, failed twice
-    assert [_rule(j) for j in failing.jobs] == ["prepare_locomo", "prepare_locomo"]
+    assert [_rule(j) for j in failing.jobs] == ["convert_locomo", "convert_locomo"]
     for j in failing.jobs:
         assert runs.seen[j["id"]][-1] == "FAILED", runs.seen[j["id"]]
         assert runs.completed[j["id"]]["ExitCode"] == "1:0"

@@ -13,11 +13,22 @@ Runtime settings (threads, resources) are not here: they live in rules and profi
 from __future__ import annotations
 
 import inspect
+import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 SIZE_NAMES = ("xs", "s", "m", "l")
 CRASH_FAMILIES = ("file-append", "file-rewrite", "sqlite", "postgres-writer", "postgres-server")
@@ -204,18 +215,136 @@ class SeedSystemsConfig(_Strict):
     decay: DecayConfig = DecayConfig()
 
 
-class LocomoConfig(_Strict):
-    """Where the LoCoMo file is read from (never copied into the repo)."""
+#: the retrieval settings of an external dataset: each query within its scope (``scoped``:
+#: one user's or one conversation's memories, as LoCoMo's authors evaluate) or over every
+#: memory of the dataset (``unscoped``: all scopes pooled)
+EXTERNAL_SETTINGS = ("scoped", "unscoped")
+#: LoCoMo's memory units (agentmem.external.locomo.convert_locomo): dialog turns, the
+#: observations generated from them, and session summaries
+LOCOMO_UNITS = ("turns", "observations", "summaries")
+#: an external dataset's name: a directory name under results/external/ and a wildcard value
+_DATASET_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
+
+class _ExternalBase(_Strict):
+    """Keys every external dataset takes."""
+
+    warmup: int = Field(0, ge=0, le=10, description="untimed calls per query before the run")
+    repeats: int = Field(1, ge=1, le=50, description="calls per query (quality only, untimed)")
+
+    @model_validator(mode="after")
+    def _unique_settings(self) -> _ExternalBase:
+        if len(set(self.settings)) != len(self.settings):  # type: ignore[attr-defined]
+            raise ValueError(f"settings: duplicate names in {self.settings}")  # type: ignore
+        return self
+
+
+class LocomoConfig(_ExternalBase):
+    """LoCoMo: read from ``path`` (never copied), converted into one dataset per memory unit."""
+
+    format: Literal["locomo"] = "locomo"
     path: str = Field(
         "data/external/locomo10.json",
-        description="LoCoMo JSON (public repository snap-research/LoCoMo, data/locomo10.json)",
+        description="LoCoMo JSON (public repository snap-research/LoCoMo, data/locomo10.json); "
+        "a relative path is relative to the working directory",
     )
     limit_conversations: int | None = Field(
         None, ge=1, le=10, description="use only the first N conversations (tests)"
     )
-    warmup: int = Field(0, ge=0, le=10, description="untimed calls per query before the run")
-    repeats: int = Field(1, ge=1, le=50, description="calls per query (quality only, untimed)")
+    units: list[Literal[LOCOMO_UNITS]] = Field(  # type: ignore[valid-type]
+        default_factory=lambda: list(LOCOMO_UNITS),
+        min_length=1,
+        description="memory units run as datasets <name>-<unit>: dialog turns, observations, "
+        "session summaries",
+    )
+    settings: list[Literal[EXTERNAL_SETTINGS]] = Field(  # type: ignore[valid-type]
+        default_factory=lambda: list(EXTERNAL_SETTINGS),
+        min_length=1,
+        description="scoped: each question within its conversation (the authors' setting); "
+        "unscoped: over every conversation's memories",
+    )
+
+    @model_validator(mode="after")
+    def _unique_units(self) -> LocomoConfig:
+        if len(set(self.units)) != len(self.units):
+            raise ValueError(f"units: duplicate names in {self.units}")
+        return self
+
+
+class MemoryDatasetConfig(_ExternalBase):
+    """A dataset in the agentmem-memory format (docs/DATASETS.md): a directory at ``path``."""
+
+    format: Literal["agentmem-memory"]
+    path: str = Field(
+        description="the dataset directory (dataset.json, corpus.jsonl, queries.jsonl, "
+        "qrels.tsv); a relative path is relative to the working directory"
+    )
+    settings: list[Literal[EXTERNAL_SETTINGS]] = Field(  # type: ignore[valid-type]
+        default_factory=lambda: ["scoped"],
+        min_length=1,
+        description="scoped: each query within its scope (a query without one searches "
+        "everything); unscoped: every query over every memory",
+    )
+
+
+def _dataset_format(value: Any) -> str | None:
+    """The ``format`` of one ``external`` entry (the tag of the union), ``None`` if absent."""
+    if isinstance(value, dict):
+        return value.get("format")
+    return getattr(value, "format", None)
+
+
+#: one ``external`` entry, by its ``format``
+ExternalDataset = Annotated[
+    Annotated[LocomoConfig, Tag("locomo")] | Annotated[MemoryDatasetConfig, Tag("agentmem-memory")],
+    Discriminator(
+        _dataset_format,
+        custom_error_type="format",
+        custom_error_message="expected `format: locomo` or `format: agentmem-memory`",
+    ),
+]
+
+
+_DATASET_TAGS = ("locomo", "agentmem-memory")
+
+
+@dataclass(frozen=True)
+class ExternalRun:
+    """One dataset the workflow prepares, embeds, runs every arm on and scores.
+
+    Attributes:
+        id: ``<name>`` for an agentmem-memory dataset, ``<name>-<unit>`` for a LoCoMo unit;
+            its outputs are under ``results/external/<id>/``.
+        name: its key under ``external``.
+        format: ``locomo`` or ``agentmem-memory``.
+        unit: the LoCoMo memory unit, ``None`` for an agentmem-memory dataset.
+        path: the configured ``path`` (the LoCoMo JSON or the dataset directory).
+        source: the agentmem-memory directory the workflow prepares: ``path``, or for a
+            LoCoMo unit the converter's output ``results/external/<name>/source/<unit>``.
+        settings: the retrieval settings (:data:`EXTERNAL_SETTINGS`) it runs.
+    """
+
+    id: str
+    name: str
+    format: str
+    unit: str | None
+    path: str
+    source: str
+    settings: tuple[str, ...]
+
+
+def external_runs(cfg: Config) -> dict[str, ExternalRun]:
+    """Every configured external dataset by id, in config order (a LoCoMo entry's in unit order)."""
+    out: dict[str, ExternalRun] = {}
+    for name, d in cfg.external.items():
+        if isinstance(d, LocomoConfig):
+            for unit in d.units:
+                rid = f"{name}-{unit}"
+                source = f"results/external/{name}/source/{unit}"
+                out[rid] = ExternalRun(rid, name, d.format, unit, d.path, source, tuple(d.settings))
+        else:
+            out[name] = ExternalRun(name, name, d.format, None, d.path, d.path, tuple(d.settings))
+    return out
 
 
 class ValidationConfig(_Strict):
@@ -237,12 +366,6 @@ class ReportConfig(_Strict):
         "paired bootstrap tests; a pair naming an arm not in `arms` is left out",
     )
     n_boot: int = Field(2000, ge=1, description="bootstrap resamples (intervals, paired tests)")
-
-
-class ExternalConfig(_Strict):
-    """External data sets."""
-
-    locomo: LocomoConfig = LocomoConfig()
 
 
 def _default_sizes() -> dict[str, SizeConfig]:
@@ -297,7 +420,25 @@ class Config(_Strict):
     )
     trials: TrialsConfig = TrialsConfig()
     report: ReportConfig = ReportConfig()
-    external: ExternalConfig = ExternalConfig()
+    external: dict[str, ExternalDataset] = Field(
+        default_factory=lambda: {"locomo": LocomoConfig()},
+        description="external datasets by name: format locomo (converted into one dataset "
+        "per memory unit) or agentmem-memory (docs/DATASETS.md); every configured arm runs "
+        "on each. The entry named locomo is format locomo unless it says otherwise",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _locomo_format(cls, data: Any) -> Any:
+        """``external.locomo`` without a ``format`` is the LoCoMo file (as before formats)."""
+        if isinstance(data, dict) and isinstance(data.get("external"), dict):
+            loc = data["external"].get("locomo")
+            if isinstance(loc, dict) and "format" not in loc:
+                data = {
+                    **data,
+                    "external": {**data["external"], "locomo": {**loc, "format": "locomo"}},
+                }
+        return data
 
     @model_validator(mode="after")
     def _cross(self) -> Config:
@@ -348,6 +489,34 @@ class Config(_Strict):
                 raise ValueError(f"arm_params.{name}: bad parameters {params!r}: {exc}") from None
         return self
 
+    @field_validator("external")
+    @classmethod
+    def _external_ids(cls, external: dict[str, Any]) -> dict[str, Any]:
+        """Dataset names are path-safe and no two datasets share an id (``<name>-<unit>``)."""
+        _check_external(external)
+        return external
+
+
+def _check_external(external: dict[str, Any]) -> None:
+    """Raise ValueError for a name that is not path-safe or an id two datasets share."""
+    owner: dict[str, str] = {}
+    for name, d in external.items():
+        if not _DATASET_NAME.fullmatch(name):
+            raise ValueError(
+                f"dataset name {name!r} is not path-safe: use up to 64 letters, "
+                "digits, '.', '_' and '-', starting with a letter or digit"
+            )
+        units = d.units if isinstance(d, LocomoConfig) else [None]
+        for unit in units:
+            rid = name if unit is None else f"{name}-{unit}"
+            where = f"external.{name}" + ("" if unit is None else f" (unit {unit})")
+            if rid in owner:
+                raise ValueError(
+                    f"dataset id {rid!r} of {where} is also the id of {owner[rid]}; "
+                    "rename one of them"
+                )
+            owner[rid] = where
+
 
 def conversation_arms(cfg: Config) -> list[str]:
     """The ``seed_systems.conversation.arms`` that are configured in ``arms``, in order."""
@@ -376,7 +545,10 @@ def paired_tests(cfg: Config) -> list[list[str]]:
 def _format_errors(exc: ValidationError) -> str:
     lines = []
     for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        parts = list(err["loc"])
+        if len(parts) > 2 and parts[0] == "external" and parts[2] in _DATASET_TAGS:
+            del parts[2]  # the union's tag (the entry's format), not a key the user wrote
+        loc = ".".join(str(p) for p in parts) or "(top level)"
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             msg = "unknown key"
@@ -417,6 +589,18 @@ def json_schema() -> dict[str, Any]:
     """Return the JSON Schema of :class:`Config` (draft 2020-12, as pydantic emits it)."""
     schema = Config.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    # An ``external`` entry picks its schema by ``format`` (if/then/else, not pydantic's
+    # oneOf): Snakemake's validate fills defaults while it validates, and under oneOf the
+    # branch that fails (LoCoMo's, for an agentmem-memory entry) would still write its
+    # defaults into the entry and make the other branch fail too.
+    schema["properties"]["external"]["additionalProperties"] = {
+        "if": {
+            "properties": {"format": {"const": "agentmem-memory"}},
+            "required": ["format"],
+        },
+        "then": {"$ref": "#/$defs/MemoryDatasetConfig"},
+        "else": {"$ref": "#/$defs/LocomoConfig"},
+    }
     return schema
 
 

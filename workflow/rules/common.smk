@@ -5,7 +5,18 @@ from pathlib import Path
 
 from snakemake.utils import validate
 
-from agentmem.config import conversation_arms, load_config, paired_tests, scaling_arms
+from agentmem.config import (
+    EXTERNAL_SETTINGS,
+    LOCOMO_UNITS,
+    conversation_arms,
+    external_runs,
+    load_config,
+    paired_tests,
+    scaling_arms,
+)
+from agentmem.external import DatasetError, validate_dataset
+from agentmem.external.format import DATASET_FILES
+from agentmem.external.score import RUN_K
 from agentmem.jobs import CORPUS_FILES, CORPUS_TABLES
 from agentmem.sweeps.postfilter import postfilter_roles
 
@@ -60,12 +71,20 @@ SCALING_ENTRIES = [(a, s) for s in CFG.scaling_sizes for a in SCALING_ARMS]
 POSTFILTER_ARMS = [a for role in postfilter_roles(ARM_NAMES) for a in role]
 #: arms the conversation sweep drives (seed_systems.conversation.arms that are configured)
 CONVERSATION_ARMS = conversation_arms(CFG)
+#: the external datasets by id (agentmem.config.ExternalRun), whether present or not
+EXTERNAL = external_runs(CFG)
+#: the configured LoCoMo entries (format locomo) by name
+LOCOMO_NAMES = [n for n, d in CFG.external.items() if d.format == "locomo"]
 
 
 wildcard_constraints:
     size="|".join(SIZES),
     arm="|".join(re.escape(a) for a in ARM_NAMES),
     family="|".join(re.escape(f) for f in CRASH_FAMILIES),
+    dataset="|".join(re.escape(i) for i in EXTERNAL),
+    setting="|".join(EXTERNAL_SETTINGS),
+    locomo="|".join(re.escape(n) for n in LOCOMO_NAMES),
+    unit="|".join(LOCOMO_UNITS),
 
 
 FIGURE_NAMES = (
@@ -186,32 +205,154 @@ def anomaly_tables():
     return expand("results/trials/anomaly/{size}/{arm}.csv", size=MAIN, arm=ARM_NAMES)
 
 
-LOCOMO_PATH = Path(CFG.external.locomo.path)
-HAVE_LOCOMO = LOCOMO_PATH.is_file()
-if not HAVE_LOCOMO:
-    print(
-        f"LoCoMo file {LOCOMO_PATH} not found: skipping the LoCoMo targets "
-        "(set external.locomo.path in config/config.yaml or in your --configfile).",
-        file=sys.stderr,
-    )
-#: the LoCoMo corpus directory (prepare_locomo writes it)
-LOCOMO_CORPUS = "results/external/locomo/corpus"
-LOCOMO_TARGETS = ["results/external/locomo/scores.csv", "results/figures/locomo.svg"]
+# External datasets (config `external`): each dataset id (<name> for an agentmem-memory
+# dataset, <name>-<unit> for a LoCoMo unit) is prepared, embedded, run by every arm in
+# each of its settings and scored under results/external/<id>/.
+
+
+def _external_present(entry):
+    """Whether an external entry's source (LoCoMo file, dataset directory) exists."""
+    p = Path(entry.path)
+    return p.is_file() if entry.format == "locomo" else p.is_dir()
+
+
+#: names of the external entries whose source exists (the others' targets are skipped)
+EXTERNAL_PRESENT = [n for n, d in CFG.external.items() if _external_present(d)]
+for _name, _entry in CFG.external.items():
+    if _name in EXTERNAL_PRESENT:
+        continue
+    if _entry.format == "locomo":
+        print(
+            f"LoCoMo file {_entry.path} not found: skipping the LoCoMo targets "
+            f"(set external.{_name}.path in config/config.yaml or in your --configfile).",
+            file=sys.stderr,
+        )
+    else:
+        print(
+            f"dataset directory {_entry.path} not found: skipping the targets of "
+            f"external.{_name} (set its path; the format: docs/DATASETS.md).",
+            file=sys.stderr,
+        )
+# A malformed agentmem-memory dataset stops the workflow here, naming file, line and field
+# (agentmem.external.validate_dataset, which logs its referential issues as one warning
+# line). Checked once, by the scheduling process (a cluster job re-reads the Snakefile).
+if workflow.is_main_process:
+    for _name in EXTERNAL_PRESENT:
+        if CFG.external[_name].format == "agentmem-memory":
+            try:
+                validate_dataset(CFG.external[_name].path)
+            except DatasetError as exc:
+                sys.exit(f"agentmem: external.{_name}: {exc}")
+#: ids of the datasets the default target builds (those whose source exists)
+EXTERNAL_IDS = [i for i, r in EXTERNAL.items() if r.name in EXTERNAL_PRESENT]
+
+
+def external_run(wildcards):
+    """The :class:`agentmem.config.ExternalRun` of the {dataset} wildcard."""
+    return EXTERNAL[wildcards.dataset]
 
 
 def locomo_source(wildcards):
-    """The LoCoMo file as an input when present; else nothing (the script says where to get it)."""
-    return [str(LOCOMO_PATH)] if HAVE_LOCOMO else []
+    """The {locomo} entry's LoCoMo file as an input when present; else nothing (the job
+    then fails with a message saying where to get it)."""
+    path = locomo_path(wildcards)
+    return [path] if Path(path).is_file() else []
 
 
-def locomo_scores_if_present():
-    """LoCoMo scores for the report when the LoCoMo file is present, else nothing."""
-    return ["results/external/locomo/scores.csv"] if HAVE_LOCOMO else []
+def locomo_path(wildcards):
+    """The {locomo} entry's configured LoCoMo file (``external.<name>.path``)."""
+    return CFG.external[wildcards.locomo].path
+
+
+def locomo_limit(wildcards):
+    """The {locomo} entry's ``limit_conversations`` (None: every conversation)."""
+    return CFG.external[wildcards.locomo].limit_conversations
+
+
+def external_source(wildcards):
+    """The dataset files prepare_external reads: a LoCoMo unit's converted dataset, or the
+    configured directory's files (none when it is missing: the job then says so)."""
+    run = external_run(wildcards)
+    if run.format == "agentmem-memory" and not Path(run.path).is_dir():
+        return []
+    return [f"{run.source}/{name}" for name in DATASET_FILES]
+
+
+def external_prepare_params(wildcards):
+    """The dataset directory prepare_external reads (``ExternalRun.source``)."""
+    return external_run(wildcards).source
+
+
+def external_warmup(wildcards):
+    """Untimed calls per query of the {dataset} wildcard's runs (its entry's ``warmup``)."""
+    return CFG.external[external_run(wildcards).name].warmup
+
+
+def external_repeats(wildcards):
+    """Calls per query of the {dataset} wildcard's runs (its entry's ``repeats``)."""
+    return CFG.external[external_run(wildcards).name].repeats
+
+
+def external_scoped(wildcards):
+    """Whether the {setting} wildcard keeps each query's scope (``scoped``)."""
+    return wildcards.setting == "scoped"
+
+
+def external_runs_of(wildcards):
+    """The runs Parquet of every setting x arm of the {dataset} wildcard (settings outer)."""
+    return [
+        f"results/external/{wildcards.dataset}/runs/{setting}/{arm}.parquet"
+        for setting in external_run(wildcards).settings
+        for arm in ARM_NAMES
+    ]
+
+
+def external_run_keys(wildcards):
+    """[setting, arm] of each of :func:`external_runs_of`'s files, in the same order."""
+    return [
+        [setting, arm]
+        for setting in external_run(wildcards).settings
+        for arm in ARM_NAMES
+    ]
+
+
+def published_unit(wildcards):
+    """The LoCoMo unit whose published figures the comparison shows (None: no published
+    figures, for an agentmem-memory dataset)."""
+    return external_units()[wildcards.dataset]
+
+
+def external_figure_options(wildcards):
+    """Keyword arguments of the external figure: the dataset id and its published unit."""
+    return {"dataset": wildcards.dataset, "unit": published_unit(wildcards)}
+
+
+def external_targets():
+    """Scores, comparison and figure of every external dataset whose source exists."""
+    return [
+        f
+        for i in EXTERNAL_IDS
+        for f in (
+            f"results/external/{i}/scores.csv",
+            f"results/external/{i}/vs_published.md",
+            f"results/figures/external-{i}.svg",
+        )
+    ]
+
+
+def external_scores():
+    """Scores of the external datasets in the report (those whose source exists)."""
+    return [f"results/external/{i}/scores.csv" for i in EXTERNAL_IDS]
+
+
+def external_units():
+    """Dataset id -> the LoCoMo unit whose published figures the report shows beside it."""
+    return {i: (r.unit if r.format == "locomo" else None) for i, r in EXTERNAL.items()}
 
 
 def report_figures():
-    """Figures embedded in the HTML report (LoCoMo's only when its file is present)."""
-    return FIGURES + (["results/figures/locomo.svg"] if HAVE_LOCOMO else [])
+    """Figures embedded in the HTML report (an external dataset's when its source exists)."""
+    return FIGURES + [f"results/figures/external-{i}.svg" for i in EXTERNAL_IDS]
 
 
 def all_targets():
@@ -237,5 +378,5 @@ def all_targets():
         "results/tables/paired_bootstrap.csv",
         "results/report/index.html",
         *FIGURES,
-        *(LOCOMO_TARGETS if HAVE_LOCOMO else []),
+        *external_targets(),
     ]

@@ -1,47 +1,77 @@
-# LoCoMo: real conversations through the same corpus contract, arms, runner and metrics.
+# External datasets (config `external`): LoCoMo converted into one agentmem-memory dataset
+# per memory unit, and datasets in that format (docs/DATASETS.md), each prepared into the
+# corpus contract, embedded, run by every arm in each of its settings and scored.
 
 
-rule prepare_locomo:
+rule convert_locomo:
     input:
         locomo_source,
     output:
-        memories="results/external/locomo/corpus/memories.parquet",
-        facts="results/external/locomo/corpus/facts.parquet",
-        entities="results/external/locomo/corpus/entities.parquet",
-        sessions="results/external/locomo/corpus/sessions.parquet",
-        agents="results/external/locomo/corpus/agents.parquet",
-        queries="results/external/locomo/corpus/queries.parquet",
-        qrels="results/external/locomo/corpus/qrels.parquet",
-        qrels_session="results/external/locomo/corpus/qrels_session.parquet",
-        labels="results/external/locomo/corpus/labels.csv",
-        manifest="results/external/locomo/corpus/manifest.json",
+        dataset="results/external/{locomo}/source/{unit}/dataset.json",
+        corpus="results/external/{locomo}/source/{unit}/corpus.jsonl",
+        queries="results/external/{locomo}/source/{unit}/queries.jsonl",
+        qrels="results/external/{locomo}/source/{unit}/qrels.tsv",
+        labels="results/external/{locomo}/source/{unit}/labels.csv",
+        conversion="results/external/{locomo}/source/{unit}/conversion.json",
     log:
-        "results/logs/prepare_locomo.log",
+        "results/logs/convert_locomo/{locomo}-{unit}.log",
     benchmark:
-        "results/benchmarks/prepare_locomo.tsv"
+        "results/benchmarks/convert_locomo/{locomo}-{unit}.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
     resources:
         mem_mb=2000,
     params:
-        path=CFG.external.locomo.path,
-        limit_conversations=CFG.external.locomo.limit_conversations,
+        path=locomo_path,
+        limit_conversations=locomo_limit,
+        unit="{unit}",
     script:
-        "../../scripts/prepare_locomo.py"
+        "../../scripts/convert_locomo.py"
 
 
-rule embed_locomo:
+rule prepare_external:
     input:
-        memories="results/external/locomo/corpus/memories.parquet",
-        queries="results/external/locomo/corpus/queries.parquet",
+        external_source,
+    output:
+        memories="results/external/{dataset}/corpus/memories.parquet",
+        sessions="results/external/{dataset}/corpus/sessions.parquet",
+        agents="results/external/{dataset}/corpus/agents.parquet",
+        facts="results/external/{dataset}/corpus/facts.parquet",
+        entities="results/external/{dataset}/corpus/entities.parquet",
+        queries="results/external/{dataset}/corpus/queries.parquet",
+        qrels="results/external/{dataset}/corpus/qrels.parquet",
+        qrels_group="results/external/{dataset}/corpus/qrels_group.parquet",
+        evidence="results/external/{dataset}/corpus/evidence.parquet",
+        query_evidence="results/external/{dataset}/corpus/query_evidence.parquet",
+        issues="results/external/{dataset}/corpus/issues.csv",
+        manifest="results/external/{dataset}/corpus/manifest.json",
+    log:
+        "results/logs/prepare_external/{dataset}.log",
+    benchmark:
+        "results/benchmarks/prepare_external/{dataset}.tsv"
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+    params:
+        source=external_prepare_params,
+    script:
+        "../../scripts/prepare_external.py"
+
+
+rule embed_external:
+    input:
+        memories="results/external/{dataset}/corpus/memories.parquet",
+        queries="results/external/{dataset}/corpus/queries.parquet",
         encoder=encoder_model,
     output:
-        "results/external/locomo/embeddings.parquet",
+        "results/external/{dataset}/embeddings.parquet",
     log:
-        "results/logs/embed_locomo.log",
+        "results/logs/embed_external/{dataset}.log",
     benchmark:
-        "results/benchmarks/embed_locomo.tsv"
+        "results/benchmarks/embed_external/{dataset}.tsv"
     # the encoder is the critical path (every arm run waits for its vectors): it holds
     # bench_slot (no timing job, no other encoder beside it) and goes first; the encoder
     # gets min(threads, usable CPUs) threads
@@ -60,65 +90,76 @@ rule embed_locomo:
         "../../scripts/embed_texts.py"
 
 
-rule run_arm_locomo:
+rule run_arm_external:
     input:
-        **corpus_files(*CORPUS_TABLES, "queries", corpus=LOCOMO_CORPUS),
-        embeddings="results/external/locomo/embeddings.parquet",
+        **corpus_files(
+            *CORPUS_TABLES, "queries", corpus="results/external/{dataset}/corpus"
+        ),
+        embeddings="results/external/{dataset}/embeddings.parquet",
         sources=arm_sources,
     output:
-        store=directory("results/stores/locomo/{arm}"),
-        runs="results/external/locomo/runs/{arm}.parquet",
-        build="results/external/locomo/builds/{arm}.json",
-        plans="results/external/locomo/plans/{arm}.json",
+        store=directory("results/stores/external/{dataset}/{setting}/{arm}"),
+        runs="results/external/{dataset}/runs/{setting}/{arm}.parquet",
+        build="results/external/{dataset}/builds/{setting}/{arm}.json",
+        plans="results/external/{dataset}/plans/{setting}/{arm}.json",
     log:
-        "results/logs/run_arm_locomo/{arm}.log",
+        "results/logs/run_arm_external/{dataset}/{setting}/{arm}.log",
     benchmark:
-        "results/benchmarks/run_arm_locomo/{arm}.tsv"
+        "results/benchmarks/run_arm_external/{dataset}/{setting}/{arm}.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
-    # LoCoMo reports retrieval quality only (no latency figure or table reads these
-    # runs), so this is not a timing job: no bench_slot, one untimed pass per query, at
-    # nice 19, one heavy background job at a time (background_slot)
+    # external datasets report retrieval quality only (no latency figure or table reads
+    # these runs), so this is not a timing job: no bench_slot, one untimed pass per query
+    # by default, at nice 19, one heavy background job at a time (background_slot); k is
+    # the deepest recall cut-off scored (R@50)
     resources:
         background_slot=1,
         mem_mb=4000,
     params:
         arm="{arm}",
         arm_params=arm_params,
-        k=CFG.run.k,
-        warmup=CFG.external.locomo.warmup,
-        repeats=CFG.external.locomo.repeats,
+        k=RUN_K,
+        warmup=external_warmup,
+        repeats=external_repeats,
+        scoped=external_scoped,
         background=True,
     script:
         "../../scripts/run_arm.py"
 
 
-rule score_locomo:
+rule score_external:
     input:
-        **corpus_files(
-            "memories", "queries", "qrels", "qrels_session", corpus=LOCOMO_CORPUS
-        ),
-        runs=expand("results/external/locomo/runs/{arm}.parquet", arm=ARM_NAMES),
-        code=library_package("agentmem/external/locomo"),
+        memories="results/external/{dataset}/corpus/memories.parquet",
+        queries="results/external/{dataset}/corpus/queries.parquet",
+        qrels="results/external/{dataset}/corpus/qrels.parquet",
+        qrels_group="results/external/{dataset}/corpus/qrels_group.parquet",
+        evidence="results/external/{dataset}/corpus/evidence.parquet",
+        query_evidence="results/external/{dataset}/corpus/query_evidence.parquet",
+        manifest="results/external/{dataset}/corpus/manifest.json",
+        runs=external_runs_of,
+        code=library_package("agentmem/external"),
     output:
         scores=report(
-            "results/external/locomo/scores.csv",
-            caption="../report/locomo.rst",
-            category="LoCoMo",
+            "results/external/{dataset}/scores.csv",
+            caption="../report/external_scores.rst",
+            category="External datasets",
+            subcategory="{dataset}",
         ),
-        ci="results/external/locomo/scores_ci.csv",
-        comparison="results/external/locomo/vs_published.md",
+        ci="results/external/{dataset}/scores_ci.csv",
+        comparison="results/external/{dataset}/vs_published.md",
     log:
-        "results/logs/score_locomo.log",
+        "results/logs/score_external/{dataset}.log",
     benchmark:
-        "results/benchmarks/score_locomo.tsv"
+        "results/benchmarks/score_external/{dataset}.tsv"
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
     resources:
         mem_mb=2000,
     params:
-        arms=ARM_NAMES,
+        run_keys=external_run_keys,
+        unit=published_unit,
+        n_boot=CFG.report.n_boot,
     script:
-        "../../scripts/score_locomo.py"
+        "../../scripts/score_external.py"

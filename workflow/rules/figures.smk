@@ -301,20 +301,22 @@ use rule plot_ndcg_heatmap as plot_decay with:
         figure="decay",
 
 
-use rule plot_ndcg_heatmap as plot_locomo with:
+use rule plot_ndcg_heatmap as plot_external with:
     input:
-        table="results/external/locomo/scores.csv",
-        code=library_file("agentmem/report/figures/locomo.py"),
+        table="results/external/{dataset}/scores.csv",
+        code=library_file("agentmem/report/figures/external.py"),
     output:
         svg=report(
-            "results/figures/locomo.svg",
-            caption="../report/locomo.rst",
-            category="LoCoMo",
+            "results/figures/external-{dataset}.svg",
+            caption="../report/external.rst",
+            category="External datasets",
+            subcategory="{dataset}",
         ),
-        png="results/figures/locomo.png",
+        png="results/figures/external-{dataset}.png",
     log:
-        "results/logs/plot_locomo.log",
+        "results/logs/plot_external/{dataset}.log",
     benchmark:
-        "results/benchmarks/plot_locomo.tsv"
+        "results/benchmarks/plot_external/{dataset}.tsv"
     params:
-        figure="locomo",
+        figure="external",
+        options=external_figure_options,

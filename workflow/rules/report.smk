@@ -93,7 +93,7 @@ rule render_report:
         vs_reference="results/tables/vs_reference.csv",
         bootstrap="results/tables/bootstrap_ci.csv",
         paired="results/tables/paired_bootstrap.csv",
-        locomo=locomo_scores_if_present(),
+        external=external_scores(),
     output:
         "results/report/index.html",
     log:
@@ -105,5 +105,7 @@ rule render_report:
     threads: 1
     resources:
         mem_mb=500,
+    params:
+        external_units=external_units(),
     script:
         "../../scripts/render_report.py"

@@ -92,10 +92,11 @@ def _snakemake_bin() -> str:
 def _link_locomo(repo: Path, config_file: Path, tmp: Path, tmp_cfg: Path) -> dict[str, Any]:
     """Make the config's LoCoMo file reachable from the temporary working directory.
 
-    ``external.locomo.path`` is read with :func:`~agentmem.config.load_config`; a relative
-    path is taken relative to ``repo`` (where ``make reproduce`` runs). When that file
-    exists: a relative path inside the tree gets the same relative path under ``tmp`` as
-    a symlink to the resolved file (the data is never copied); a relative path leading
+    ``external.locomo.path`` is read with :func:`~agentmem.config.load_config` (no LoCoMo
+    entry: nothing to link); a relative path is taken relative to ``repo`` (where ``make
+    reproduce`` runs). When that file exists: a relative path inside the tree gets the
+    same relative path under ``tmp`` as a symlink to the resolved file (the data is never
+    copied); a relative path leading
     out of the tree (``../...``) cannot be mirrored under ``tmp``, so the temporary copy
     of the config (``tmp_cfg``) gets the resolved absolute path instead; an absolute
     path needs nothing.
@@ -105,8 +106,10 @@ def _link_locomo(repo: Path, config_file: Path, tmp: Path, tmp_cfg: Path) -> dic
         file or ``None``) and ``locomo_link`` (the symlink made under ``tmp`` or
         ``None``).
     """
-    raw = load_config(config_file).external.locomo.path
-    p = Path(raw)
+    entry = load_config(config_file).external.get("locomo")
+    if entry is None or entry.format != "locomo":
+        return {"locomo": False, "locomo_path": None, "locomo_link": None}
+    p = Path(entry.path)
     src = p if p.is_absolute() else repo / p
     out: dict[str, Any] = {"locomo": src.is_file(), "locomo_path": None, "locomo_link": None}
     if not out["locomo"]:

@@ -6,14 +6,15 @@ bootstrap intervals and the figure SVGs) with a Jinja2 template. Figures are emb
 
 Sections: 1 corpus and its validation · 2 retrieval quality and latency · 3 storage ·
 4 what each architecture can express · 5 why (post-filter, scaling, token budget) ·
-6 integrity trials · 7 real conversations (LoCoMo) · 8 seed experiments · 9 the published
-study beside ours · appendix tables.
+6 integrity trials · 7 external datasets (LoCoMo's conversations, your own) · 8 seed
+experiments · 9 the published study beside ours · appendix tables.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ import polars as pl
 
 from agentmem.corpus.queries import QUERY_CLASSES
 from agentmem.io import write_text
+from agentmem.report.external_tables import external_tables
 
 #: (anchor, title, intro, figure names, appendix table keys) in the order of the argument.
 SECTIONS: list[tuple[str, str, str, tuple[str, ...]]] = [
@@ -63,10 +65,13 @@ SECTIONS: list[tuple[str, str, str, tuple[str, ...]]] = [
         ("crash", "lost_update", "anomaly"),
     ),
     (
-        "locomo",
-        "7. Real conversations (LoCoMo)",
-        "Every arm on LoCoMo's conversations, scored against its evidence turns.",
-        ("locomo",),
+        "external",
+        "7. External datasets: real conversations (LoCoMo) and your own",
+        "Every arm on each configured external dataset, scored against its evidence units "
+        "(LoCoMo: the dialog turns that hold the answer; proportional evidence recall at k, "
+        "as LoCoMo's authors score it), per question category. Scoped: each question "
+        "searches only its own conversation's (or user's) memories; unscoped: every memory.",
+        (),
     ),
     (
         "seeds",
@@ -96,8 +101,9 @@ CAPTIONS = {
     "lost_update": "Concurrent increments of one record: share of updates lost, writers as "
     "threads and as processes.",
     "anomaly": "Restatements of a fact reached by a top-10 repair search; the rest stay stale.",
-    "locomo": "Session-level R@5 and Hit@1 per arm beside the published BM25 and fusion "
-    "anchors; turn-level nDCG@10 per question category.",
+    "external": "Evidence recall@10 per arm and question category, recall@k against k, and "
+    "recall@10 per setting; black: the DRAGON retriever's published values (LoCoMo paper, "
+    "as quoted by secondary sources) where the dataset has them.",
     "conversation": "Context tokens per turn and cumulative for append-everything and each "
     "configured arm (remember every turn, then recall), beside the seed's claims.",
     "decay": "Graph memory under Ebbinghaus decay over a simulated year.",
@@ -116,6 +122,7 @@ figure{margin:1.5em 0} figure img{max-width:100%}
 .note{color:#555;font-size:.9em} nav a{margin-right:.8em}
 .ok{color:#1e7e34} .bad{color:#b02a37} .na{color:#777}
 code{background:#f4f4f4;padding:0 .2em}
+.wide{overflow-x:auto} tr.published td{font-style:italic;background:#f6f6f6}
 </style></head><body>
 <h1>agentmem: agent memory as a database problem</h1>
 <p class="note">Generated {{ generated }} · headline corpus size <code>{{ main_size }}</code> ·
@@ -163,6 +170,23 @@ Python {{ env.python }}, SQLite {{ env.packages.sqlite }}, {{ env.cpus }} CPUs.<
 <tr>{% for h in capabilities[0] %}<th>{{ h }}</th>{% endfor %}</tr>
 {% for row in capabilities[1:] %}<tr>{% for v in row %}<td>{{ v }}</td>{% endfor %}</tr>
 {% endfor %}</table>
+{% elif s.anchor == "external" %}
+{% if not external %}<p class="note">(no external dataset present: see config
+<code>external</code> and docs/DATASETS.md)</p>{% endif %}
+{% for d in external %}
+<h3 id="external-{{ d.id }}">{{ d.id }}</h3>
+<p class="note">{{ d.summary }}</p>
+{% for tb in d.tables %}<div class="wide"><table><caption>{{ tb.caption }}</caption>
+<tr><th rowspan="2">arm</th>{% for c in tb.groups %}
+<th colspan="{{ tb.metrics|length }}">{{ c }}</th>{% endfor %}</tr>
+<tr>{% for c in tb.groups %}{% for m in tb.metrics %}<th>{{ m }}</th>{% endfor %}{% endfor %}
+</tr>
+{% for r in tb.rows %}<tr{% if r.published %} class="published"{% endif %}><td>{{ r.label }}</td>
+{% for v in r["values"] %}<td>{{ f(v) }}</td>{% endfor %}</tr>{% endfor %}
+</table></div>{% endfor %}
+{% if d.figure in figs %}<figure><img src="{{ figs[d.figure].src }}" alt="{{ d.figure }}">
+<figcaption class="note">{{ figs[d.figure].caption }}</figcaption></figure>{% endif %}
+{% endfor %}
 {% endif %}
 {% for name in s.figures %}{% if name in figs %}
 <figure><img src="{{ figs[name].src }}" alt="{{ name }}">
@@ -193,7 +217,6 @@ SECTION_TABLES = {
     "sweeps": ("fill_rate", "hnsw_recall", "postfilter", "scaling_exponents"),
     "integrity": ("crash_summary", "lost_update", "anomaly"),
     "seeds": ("conversation_summary", "conversation_tiers", "decay"),
-    "locomo": ("locomo_session_level",),
 }
 
 
@@ -249,6 +272,11 @@ def _crash_summary(rows: list[dict]) -> list[dict]:
     )
 
 
+def _caption(stem: str) -> str:
+    """A figure's caption by file stem; ``external-<id>`` takes the external one."""
+    return CAPTIONS.get(stem) or CAPTIONS.get(stem.partition("-")[0], "")
+
+
 def _data_uri(path: str | Path) -> str:
     data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
     return f"data:image/svg+xml;base64,{data}"
@@ -286,7 +314,8 @@ def render_report(
     figures: list[str | Path] | None = None,
     reference_csv: str | Path | None = None,
     bootstrap_csv: str | Path | None = None,
-    locomo_scores: str | Path | None = None,
+    external_scores: Mapping[str, str | Path] | None = None,
+    external_units: Mapping[str, str | None] | None = None,
 ) -> None:
     """Render ``index.html``.
 
@@ -297,8 +326,10 @@ def render_report(
         figures: figure SVGs; each is embedded in its section by file stem.
         reference_csv: ``results/tables/vs_reference.csv`` (section 9), optional.
         bootstrap_csv: ``results/tables/bootstrap_ci.csv`` (nDCG intervals), optional.
-        locomo_scores: ``results/external/locomo/scores.csv`` (section 7), optional; shown at
-            session level over all categories, beside the published anchors (REFERENCE §6).
+        external_scores: dataset id -> its ``scores.csv`` (section 7, in this order;
+            :func:`external_tables`); its figure is ``external-<id>.svg`` among ``figures``.
+        external_units: dataset id -> the LoCoMo unit whose published figures to show
+            beside it (missing or None: no published figures).
     """
     doc = json.loads(Path(capture).read_text())
     t = pl.DataFrame(doc["by_class"])
@@ -307,7 +338,7 @@ def render_report(
     for r in t.iter_rows(named=True):
         grid.setdefault(r["arm"], {})[r["query_class"]] = r["ndcg_at_10"]
     figs = {
-        Path(f).stem: {"src": _data_uri(f), "caption": CAPTIONS.get(Path(f).stem, "")}
+        Path(f).stem: {"src": _data_uri(f), "caption": _caption(Path(f).stem)}
         for f in (figures or [])
     }
     ci: dict[str, tuple[float, float]] = {}
@@ -327,33 +358,6 @@ def render_report(
             {"ef_search": int(ef), "recall_at_k": r, "k": h["k"], "memories": h["memories"]}
             for ef, r in h["by_ef"].items()
         ]
-    if locomo_scores and Path(locomo_scores).is_file():
-        from agentmem.external.locomo import anchors
-
-        sc = pl.read_csv(locomo_scores).filter(
-            (pl.col("level") == "session") & (pl.col("category") == "all")
-        )
-        rows = [
-            {
-                "system": r["arm"],
-                "questions": r["n_queries"],
-                "Hit@1": r["hit_at_1"],
-                "R@5": r["recall_at_5"],
-                "nDCG@5": r["ndcg_at_5"],
-            }
-            for r in sc.iter_rows(named=True)
-        ]
-        for a in anchors().iter_rows(named=True):
-            rows.append(
-                {
-                    "system": f"{a['system']} (published)",
-                    "questions": a["n_questions"],
-                    "Hit@1": a["hit_at_1"],
-                    "R@5": a["recall_at_5"],
-                    "nDCG@5": a["ndcg_at_5"],
-                }
-            )
-        tables["locomo_session_level"] = rows
     reference: dict[str, list[dict]] = {}
     summary = ""
     if reference_csv and Path(reference_csv).is_file():
@@ -398,6 +402,10 @@ def render_report(
         sections=sections,
         tables=tables,
         figs=figs,
+        external=[
+            external_tables(i, p, (external_units or {}).get(i))
+            for i, p in (external_scores or {}).items()
+        ],
         reference=reference,
         reference_summary=summary,
         f=_f,
