@@ -72,17 +72,18 @@ rule embed_external:
         "results/logs/embed_external/{dataset}.log",
     benchmark:
         "results/benchmarks/embed_external/{dataset}.tsv"
-    # the encoder is the critical path (every arm run waits for its vectors): it holds
-    # bench_slot (no timing job, no other encoder beside it) and goes first; the encoder
-    # gets min(threads, usable CPUs) threads
+    # an external dataset's runs are untimed: its encoder is not on the timing jobs'
+    # critical path, so it runs on one thread in the background lane (background_slot,
+    # nice 19), first among the background jobs
     priority: 50
     conda:
         "../../envs/agentmem.yaml"
-    threads: 2
+    threads: 1
     resources:
-        bench_slot=1,
+        background_slot=1,
         mem_mb=4000,
     params:
+        background=True,
         cache_dir="results/cache/embeddings",
         batch_size=CFG.embedding.batch_size,
         backend=CFG.embedding.backend,
