@@ -106,7 +106,6 @@ def test_sweep_tables(smoke_run):
         "mean_slots_filled",
         "fill_rate",
         "recall_at_10",
-        "mean_ms",
         "scan_fraction",
     ]
     meta = post.filter(pl.col("arm") == "file-vec-meta").sort("overfetch")
