@@ -1008,6 +1008,8 @@ def test_add_node_correct_and_remember_keep_the_scope(tmp_path):
     arm.remember(*_batch({"memory_id": "N9", "body": "QRX-5150 elsewhere", "created_day": 520,
                           "scope_id": "u4"}))  # fmt: skip
     assert arm.fetch([a, b, "N9", "M6"])["scope_id"].to_list() == ["u3", "u3", "u4", None]
+    with pytest.raises(ValueError, match="scope_id must be a non-empty string"):
+        arm.add_node(body, day=530, embedding=fake_vector(body), scope_id="")
     arm.close()
     again = SqliteGraphArm()
     again.open(tmp_path)

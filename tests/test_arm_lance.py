@@ -15,6 +15,7 @@ from agentmem.arms.lance import (
     LanceDbHybridArm,
     lance_filter,
     query_filter,
+    sql_string,
 )
 
 DISK = "INC-2356: SVC-5345 outage caused by a full disk."
@@ -80,6 +81,17 @@ def test_filters_are_lancedb_sql_with_quoted_values():
     # never-null created_day and a "stored null" id match nothing
     assert lance_filter(Predicate("created_day", "is_null")) == "false"
     assert lance_filter(Predicate("fact_id", "=", "")) == "false"
+
+
+def test_quotes_after_a_backslash_or_a_quote_are_doubled_too():
+    # lancedb.expr.lit(v).to_sql() leaves these quotes undoubled, ending the literal early
+    assert sql_string("\\' OR true) --") == "'\\'' OR true) --'"
+    assert sql_string("a''b") == "'a''''b'"
+    assert sql_string("a\\b") == "'a\\b'"
+    vec = fake_vector("x")
+    assert query_filter(Query("q", "x", vec, scope="\\' OR true) --")) == (
+        "(scope_id = '\\'' OR true) --')"
+    )
 
 
 def test_scope_and_predicate_are_one_quoted_filter():
@@ -151,6 +163,40 @@ def test_hybrid_scope_filters_the_bm25_leg_too(hybrid):
     # the scope is the pre-filter of the vector leg's read and of the FTS leg's reads
     assert 'full_filter=scope_id = Utf8("alpha")' in vector_plan
     assert 'full_filter=scope_id = Utf8("alpha")' in fts_plan
+
+
+#: values LanceDB's own Expr.to_sql() renders as SQL that ends the literal early or changes it
+BACKSLASH_QUOTE = ["\\' OR true) --", "\\' OR true)) --", "x''y", "\\'", "a\\b"]
+
+
+@pytest.mark.parametrize("cls", [LanceDbArm, LanceDbHybridArm])
+def test_backslash_and_doubled_quotes_in_a_scope_are_compared_verbatim(cls, tiny, tmp_path):
+    corpus, vectors = tiny
+    arm = cls()
+    arm.build(corpus, vectors, tmp_path / "s")
+    remember_scoped(arm)
+    rows = [
+        {"memory_id": f"X{i}", "body": "x", "created_day": 1, "scope_id": s, "session_id": s}
+        for i, s in enumerate(BACKSLASH_QUOTE)
+    ]
+    arm.remember(*batch(*rows, vec_of=DISK))
+    for i, s in enumerate(BACKSLASH_QUOTE):
+        assert scoped(arm, s) == ([f"X{i}"], 1), s  # not every row, not an error
+        by_session = Query("p", "", fake_vector(DISK), Predicate("session_id", "=", s), True)
+        res = arm.query(by_session, 10)
+        assert (res.memory_ids, res.count) == ([f"X{i}"], 1), s
+    assert scoped(arm, "x'y") == ([], 0)  # x''y is its own value, not x'y
+    arm.close()
+
+
+def test_a_correction_of_an_id_holding_backslash_quote_marks_that_memory_only(lance):
+    evil = "\\' OR true) --"
+    lance.remember(*batch({"memory_id": evil, "body": "x", "created_day": 3}))
+    lance.remember(*batch({"memory_id": "N2", "body": "y", "created_day": 4, "supersedes": [evil]}))
+    marked = lance.query(
+        q(vec_of="x", predicate=Predicate("superseded_by", "=", "N2"), wants_count=True), 10
+    )
+    assert (marked.memory_ids, marked.count) == ([evil], 1)
 
 
 def test_open_refuses_a_table_without_the_scope_column(lance, tmp_path):

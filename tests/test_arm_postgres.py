@@ -1069,6 +1069,8 @@ def test_predicate_sql_translates_a_conjunction(tiny_arms) -> None:
     assert params == {"pv0": "u1", "pv1": 12}
     cond, params = predicate_sql(Predicate("scope_id", "=", "u1\x00"))
     assert (cond.as_string(conn), params) == ("FALSE", {})  # no stored text holds NUL
+    cond, params = predicate_sql(Predicate("scope_id", "=", "u\ud800"))
+    assert (cond.as_string(conn), params) == ("FALSE", {})  # nor a lone surrogate
     assert predicate_sql(None)[0].as_string(conn) == predicate_sql(())[0].as_string(conn)
     assert predicate_sql(())[0].as_string(conn) == "TRUE"
 

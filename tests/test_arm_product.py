@@ -35,6 +35,17 @@ def _batch() -> pl.DataFrame:
     return prepare_memories(frame, vecs, "probe").memories
 
 
+def test_an_empty_scope_id_is_refused_before_any_arm_sees_it() -> None:
+    # products store "" for null (unscoped), the others "" verbatim: a scope no Query can name
+    frame = pl.DataFrame({"memory_id": ["a", "b"], "body": ["x", "y"], "created_day": [1, 2],
+                          "scope_id": ["u1", ""]})  # fmt: skip
+    vecs = Embeddings(ids=["a", "b"], matrix=np.eye(2, 384, dtype=np.float32))
+    with pytest.raises(ArmError, match=r"probe: remember: memory 'b' has an empty scope_id"):
+        prepare_memories(frame, vecs, "probe")
+    ok = prepare_memories(frame.with_columns(scope_id=pl.Series(["u1", None])), vecs, "probe")
+    assert ok.memories["scope_id"].to_list() == ["u1", None]
+
+
 def test_metadata_rows_make_nulls_storable() -> None:
     rows = metadata_rows(_batch())
     assert [r["memory_id"] for r in rows] == ["a", "b"]

@@ -663,6 +663,11 @@ def test_predicate_sql_translates_a_conjunction():
     assert predicate_sql(Predicate("fact_id", "=", "F1")) == ("m.fact_id = :pv0", {"pv0": "F1"})
     assert predicate_sql(Predicate("scope_id", "is_null")) == ("m.scope_id IS NULL", {})
     assert predicate_sql(None) == predicate_sql(()) == ("1", {})
+    # not UTF-8: apsw cannot bind it and nothing stored equals it; = NULL is never true
+    assert predicate_sql(Predicate("scope_id", "=", "u\ud800")) == (
+        "m.scope_id = :pv0",
+        {"pv0": None},
+    )
     q_both = Query("q", "x", None, Predicate("created_day", "<=", 12), scope="u1")
     assert predicate_sql(q_both.filters) == predicate_sql(both)  # the scope comes first
 

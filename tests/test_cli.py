@@ -183,6 +183,13 @@ def test_remember_errors(tiny, tmp_path, capsys):
     assert err.startswith("agentmem: sqlite-fts:") and "NOPE" in err
     assert main([*base, "--id", "M1", "again"]) == 1  # already stored
     assert "M1" in capsys.readouterr().err
+    assert main([*base, "--scope", "", "x"]) == 1  # refused, like recall --scope ''
+    assert "has an empty scope_id" in capsys.readouterr().err
+    for flag in ("--scope", "--session", "--id"):  # argv bytes that are not UTF-8
+        assert main([*base, flag, "u\udcff", "x"]) == 2, flag
+        assert f"{flag} is not valid UTF-8" in capsys.readouterr().err, flag
+    assert main([*base, "x \udcff"]) == 2
+    assert "the memory text is not valid UTF-8" in capsys.readouterr().err
     assert main([*base[:-1], str(tmp_path / "absent"), "x"]) == 1
     assert "absent" in capsys.readouterr().err
     assert main([*base, "   "]) == 2

@@ -287,6 +287,8 @@ def test_correction_by_remember_hides_the_old_memory(built, smoke):
 SCOPES = {"alpha": ["scp-a1", "scp-a2", "scp-a3"], "beta": ["scp-b1", "scp-b2", "scp-b3"]}
 #: a scope value that breaks naive filter strings (quotes, SQL, a filter expression)
 HOSTILE_SCOPE = "al'pha\" OR 1=1; -- ) || scope_id != ''"
+#: a scope no engine can store or bind (a lone surrogate: JSON "\\ud800", non-UTF-8 argv)
+NON_UTF8_SCOPE = "al\ud800pha"
 
 
 def test_scope_is_a_hard_filter(built, smoke):
@@ -317,7 +319,7 @@ def test_scope_is_a_hard_filter(built, smoke):
     assert set(unscoped) & set(SCOPES["alpha"]) and set(unscoped) & set(SCOPES["beta"]), (
         name, unscoped,
     )  # fmt: skip
-    for scope in ("gamma", HOSTILE_SCOPE):
+    for scope in ("gamma", HOSTILE_SCOPE, NON_UTF8_SCOPE):
         res = arm.query(Query("scp-none", "SCP-7311 escrow ledger", vec, scope=scope), K)
         assert res.memory_ids == [], (name, scope, res.memory_ids)
         counted = arm.query(Query("scp-none-n", "SCP-7311", vec, wants_count=True, scope=scope), K)

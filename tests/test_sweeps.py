@@ -14,6 +14,7 @@ import math
 import re
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 from support.corpora import small_corpus
@@ -21,6 +22,7 @@ from support.paths import REPO
 from support.postgres import servers_left
 
 from agentmem import pg
+from agentmem.arms.base import Predicate, Query
 from agentmem.corpus.io import load_corpus, load_qrels, load_queries
 from agentmem.embeddings import load_embeddings
 from agentmem.metrics import ndcg_at_k
@@ -471,3 +473,22 @@ def test_arm_colors_are_one_per_registered_arm() -> None:
     assert len(set(colors)) == len(colors) and OTHER_COLOR not in colors
     assert arm_color("append") == OTHER_COLOR  # a baseline, not an arm
     assert arm_style("file-vec") == {"color": PALETTE[1], "linestyle": "-"}
+
+
+def test_predicate_slots_count_within_the_query_scope() -> None:
+    mem = pl.DataFrame(
+        {
+            "created_day": [1, 2, 3, 4],
+            "session_id": ["S1", "S1", "S1", "S2"],
+            "fact_id": [None, None, None, None],
+            "superseded_by": [None, None, None, None],
+            "scope_id": ["u1", "u1", "u2", None],
+        },
+        schema_overrides={"fact_id": pl.String, "superseded_by": pl.String},
+    )
+    pred = Predicate("session_id", "=", "S1")
+    vec = np.zeros(384, np.float32)
+    qs = [Query("all", "", vec, pred), Query("u1", "", vec, pred, scope="u1"),
+          Query("u3", "", vec, pred, scope="u3")]  # fmt: skip
+    assert predicate_slots(mem, qs, 10) == {"all": 3, "u1": 2, "u3": 0}
+    assert predicate_slots(mem.drop("scope_id"), qs[:1], 1) == {"all": 1}

@@ -75,3 +75,17 @@ def like_pattern(term: str) -> str:
     """
     esc = term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"%{esc}%"
+
+
+def is_utf8(value: str) -> bool:
+    r"""Whether ``value`` encodes as UTF-8 (False for a lone surrogate such as ``"\ud800"``).
+
+    Such a string reaches Python from JSON (``"\ud800"`` escapes) or from a command line
+    holding bytes that are not UTF-8 (``surrogateescape``). No engine can store it, so no
+    stored value equals it; the drivers (apsw, psycopg, polars) raise when it is bound.
+    """
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

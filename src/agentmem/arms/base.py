@@ -359,8 +359,9 @@ def prepare_memories(memories: pl.DataFrame, vectors: Embeddings, owner: str) ->
     Raises:
         ArmError: naming ``owner`` and the first offending column or id, when a required
             column is missing or null, a value cannot be cast to its dtype, an id repeats
-            within the batch, a memory supersedes itself, or an embedding is missing, not
-            ``VECTOR_DIM`` values or not finite.
+            within the batch, a memory supersedes itself, a ``scope_id`` is ``""`` (no
+            :class:`Query` can ask for that scope; null is "no scope"), or an embedding is
+            missing, not ``VECTOR_DIM`` values or not finite.
     """
     from agentmem.tokens import count_tokens
 
@@ -390,6 +391,12 @@ def prepare_memories(memories: pl.DataFrame, vectors: Embeddings, owner: str) ->
     except pl.exceptions.PolarsError as exc:
         raise ArmError(f"{owner}: remember: a value has the wrong type: {exc}") from exc
     ids = frame.get_column("memory_id")
+    empty_scope = ids.filter(frame.get_column("scope_id") == "")
+    if empty_scope.len():
+        raise ArmError(
+            f"{owner}: remember: memory {empty_scope.item(0)!r} has an empty scope_id "
+            "(null for no scope; no query can ask for scope '')"
+        )
     if ids.n_unique() != n:
         dup = ids.filter(ids.is_duplicated()).item(0)
         raise ArmError(f"{owner}: remember: memory id {dup!r} appears twice in the batch")

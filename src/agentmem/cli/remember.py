@@ -15,6 +15,7 @@ from agentmem.cli.common import (
     new_arm,
     text_embedding,
 )
+from agentmem.text import is_utf8
 
 #: Largest ``created_day`` a memory can hold (the column is a 32-bit integer).
 _MAX_DAY = 2**31 - 1
@@ -54,6 +55,11 @@ def _cmd_remember(args: argparse.Namespace) -> int:
 
     if not args.text.strip():
         return fail("the memory text is empty", EXIT_USAGE)
+    given = [("the memory text", args.text), ("--id", args.id), ("--session", args.session)]
+    given += [("--scope", args.scope), *(("--supersedes", v) for v in args.supersedes or ())]
+    for what, value in given:
+        if value is not None and not is_utf8(value):  # bytes that are not UTF-8 in argv
+            return fail(f"{what} is not valid UTF-8", EXIT_USAGE)
     if args.id is not None and (problem := _id_problem(args.id)):
         return fail(f"--id {args.id[:40]!r}: {problem}", EXIT_USAGE)
     arm, code = new_arm(args.arm)

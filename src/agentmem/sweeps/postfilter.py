@@ -104,20 +104,23 @@ def predicate_slots(memories: pl.DataFrame, queries: Iterable[Query], k: int) ->
 
     Args:
         memories: the corpus memories (must hold the predicate columns created_day,
-            session_id, fact_id, superseded_by).
+            session_id, fact_id, superseded_by; ``scope_id`` when a query has a scope).
         queries: queries with a predicate (queries without one are skipped).
         k: cut-off.
 
     Returns:
-        ``{query_id: min(k, number of memories satisfying the predicate)}``.
+        ``{query_id: min(k, number of memories in the query's scope satisfying the
+        predicate)}`` (every arm applies the scope, so a slot outside it cannot be filled).
     """
-    rows = memories.select("created_day", "session_id", "fact_id", "superseded_by").to_dicts()
+    cols = ["created_day", "session_id", "fact_id", "superseded_by"]
+    cols += ["scope_id"] if "scope_id" in memories.columns else []
+    rows = memories.select(cols).to_dicts()
     out: dict[str, int] = {}
     for q in queries:
         if q.predicate is None:
             continue
-        pred = q.predicate
-        out[q.query_id] = min(k, sum(1 for r in rows if pred.matches(r)))
+        filters = q.filters
+        out[q.query_id] = min(k, sum(1 for r in rows if all(p.matches(r) for p in filters)))
     return out
 
 

@@ -14,6 +14,7 @@ import numpy as np
 import polars as pl
 
 from agentmem.arms.files.reader import SCAN_SCHEMA, SCOPED_SCAN_SCHEMA, read_store
+from agentmem.text import is_utf8
 
 
 def scan(path: Path, terms: list[str], k: int, scope: str | None = None) -> list[str]:
@@ -49,7 +50,8 @@ def top_terms(table: pl.DataFrame, terms: list[str], k: int, scope: str | None =
         terms: distinct lower-cased search terms, used as literal substrings.
         k: result length (``k <= 0`` gives ``[]``).
         scope: when set, lines whose ``scope_id`` is not equal to it (null included)
-            score 0, so they are never returned; the value is compared, never parsed.
+            score 0, so they are never returned; the value is compared, never parsed (a
+            scope that is not UTF-8 returns no ids: no line can hold it).
 
     Returns:
         Up to ``k`` memory ids: score (terms contained) desc, ``created_day`` desc,
@@ -66,6 +68,8 @@ def top_terms(table: pl.DataFrame, terms: list[str], k: int, scope: str | None =
     score = body.str.contains(terms[0], literal=True).cast(pl.UInt8)
     for term in terms[1:]:
         score = score + body.str.contains(term, literal=True)
+    if scope is not None and not is_utf8(scope):  # no line can hold it (polars cannot encode it)
+        return []
     if scope is not None:  # out of scope (or no scope): score 0, dropped like a miss
         in_scope = table.get_column("scope_id").eq(scope).fill_null(False)
         score = score * in_scope.cast(pl.UInt8)

@@ -67,7 +67,7 @@ class RememberMixin(GraphStore):
             The new node's ``memory_id``.
 
         Raises:
-            ValueError: on an empty body, bad confidence or embedding shape.
+            ValueError: on an empty body, bad confidence, embedding shape or an empty scope_id.
             ArmError: when the store is not open, the id exists, or SQLite fails.
         """
         job = self._node_job(
@@ -253,6 +253,8 @@ class RememberMixin(GraphStore):
             raise ValueError("a memory body must be a non-empty string")
         if not 0.0 <= float(confidence) <= 1.0:
             raise ValueError(f"confidence must be in [0, 1], got {confidence}")
+        if scope_id is not None and (not isinstance(scope_id, str) or not scope_id):
+            raise ValueError(f"scope_id must be a non-empty string or None, got {scope_id!r}")
         day = int(day)
         vec: bytes | None = None
         if embedding is not None:

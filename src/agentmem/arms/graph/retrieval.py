@@ -18,7 +18,7 @@ from agentmem.arms.graph.connections import GraphStore
 from agentmem.arms.graph.schema import MEMORY_COLUMNS
 from agentmem.arms.rows import memory_frame, memory_rows_frame
 from agentmem.arms.sqlite import format_plan, predicate_sql
-from agentmem.text import fts5_match
+from agentmem.text import fts5_match, is_utf8
 
 #: How a query treats superseded nodes (``hide_superseded``).
 HIDE_MODES: tuple[str, ...] = ("visible", "always")
@@ -53,7 +53,8 @@ class RetrievalMixin(GraphStore):
                 "SELECT count(*) FROM edges AS e JOIN nodes AS d ON d.id = e.src "
                 "WHERE e.dst = x.ent AND e.type = 'entity' AND d.scope_id = :scope"
             )
-            params = {**params, "scope": q.scope}
+            # a scope that is not UTF-8 matches no node (the filters bind it as NULL too)
+            params = {**params, "scope": q.scope if is_utf8(q.scope) else None}
         match = fts5_match(q.text)
         ctes = []
         union = "SELECT id, rnk FROM vec"

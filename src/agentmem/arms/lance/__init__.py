@@ -11,7 +11,14 @@ Modules: :mod:`~agentmem.arms.lance.arm` (the table, ``lancedb``) and
 ``pyarrow`` at import time.
 """
 
-from agentmem.arms.lance.arm import DB_DIR, TABLE, LanceDbArm, lance_filter, query_filter
+from agentmem.arms.lance.arm import (
+    DB_DIR,
+    TABLE,
+    LanceDbArm,
+    lance_filter,
+    query_filter,
+    sql_string,
+)
 from agentmem.arms.lance.hybrid import FTS_COLUMN, LanceDbHybridArm
 
 __all__ = [
@@ -22,4 +29,5 @@ __all__ = [
     "LanceDbHybridArm",
     "lance_filter",
     "query_filter",
+    "sql_string",
 ]

@@ -8,8 +8,6 @@ is built: at 8,000-33,000 rows LanceDB's flat search is exact and fast (docs/arm
 
 from __future__ import annotations
 
-import functools
-import operator
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -41,7 +39,7 @@ from agentmem.arms.product import (
 from agentmem.errors import ArmError
 from agentmem.types import VECTOR_DIM
 
-__all__ = ["DB_DIR", "TABLE", "LanceDbArm", "lance_filter", "query_filter"]
+__all__ = ["DB_DIR", "TABLE", "LanceDbArm", "lance_filter", "query_filter", "sql_string"]
 
 #: the database directory under ``store_dir`` (the URI given to ``lancedb.connect``)
 DB_DIR = "lancedb"
@@ -56,9 +54,8 @@ _T = TypeVar("_T")
 def lance_filter(pred: Predicate | None) -> str | None:
     """The LanceDB SQL filter for ``pred``, or ``None`` for "no predicate".
 
-    The expression is built with LanceDB's own type-safe builder (``lancedb.expr.col`` /
-    ``lit``) and serialised with its ``Expr.to_sql()``, which quotes string values (a
-    ``'`` is doubled), so an untrusted id never changes the expression's structure.
+    String values are written by :func:`sql_string` (single-quoted, every ``'``
+    doubled), so an untrusted id never changes the expression's structure.
 
     Args:
         pred: the predicate. ``is_null`` on an id field is ``= ''`` (ids are stored with
@@ -75,50 +72,57 @@ def lance_filter(pred: Predicate | None) -> str | None:
         e.g. ``"(created_day <= 11)"``, ``"(session_id = 'S''1')"``,
         ``"(superseded_by = '')"``, ``"true"`` or ``"false"``.
     """
-    return None if pred is None else _expr(pred).to_sql()
+    return None if pred is None else _condition(pred)
 
 
 def query_filter(q: Query) -> str | None:
     """The LanceDB SQL filter for every filter of ``q`` (scope, then predicate), AND-ed.
 
     The scope is ``scope_id = '<scope>'`` (memories without a scope store ``''``, which
-    no scope equals), quoted by ``Expr.to_sql()`` as :func:`lance_filter` quotes ids; a
-    scope and a predicate are one ``Expr`` joined with ``&``. A filter that matches
-    nothing (``false``) makes the whole filter ``"false"``.
+    no scope equals), quoted by :func:`sql_string` as :func:`lance_filter` quotes ids; a
+    scope and a predicate are joined with ``AND``. A filter that matches nothing
+    (``false``) makes the whole filter ``"false"``.
 
     Returns:
         ``None`` for an unscoped query without a predicate; else e.g.
         ``"((scope_id = 'u''1') AND (superseded_by = ''))"``.
     """
-    exprs = [_expr(p) for p in q.filters]
-    if not exprs:
+    conds = [_condition(p) for p in q.filters]
+    if not conds:
         return None
-    if any(e.to_sql() == "false" for e in exprs):
+    if "false" in conds:
         return "false"
-    return functools.reduce(operator.and_, exprs).to_sql()
+    return conds[0] if len(conds) == 1 else "(" + " AND ".join(conds) + ")"
 
 
-def _expr(pred: Predicate) -> Any:
-    """``pred`` as a ``lancedb.expr.Expr`` (rules in :func:`lance_filter`)."""
-    from lancedb.expr import col, lit
+def sql_string(value: str) -> str:
+    r"""``value`` as a LanceDB SQL string literal: single-quoted, every ``'`` doubled.
 
+    LanceDB's SQL parser reads a backslash inside a literal as itself and ``''`` as one
+    quote, so this is the whole escape. ``lancedb.expr.lit(value).to_sql()`` is not
+    used: it leaves a quote that follows a backslash (or another quote) undoubled, so
+    ``' OR true) --`` would end the literal and widen the filter to every row.
+    """
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _condition(pred: Predicate) -> str:
+    """``pred`` as one LanceDB SQL condition (rules in :func:`lance_filter`)."""
     if pred.op == "is_null":
         if pred.field == "created_day":
-            return lit(False)
-        return col(pred.field) == lit(NO_ID)
+            return "false"
+        return f"({pred.field} = {sql_string(NO_ID)})"
     if pred.field == "created_day":
         day = int(pred.value)  # type: ignore[arg-type]
         if pred.op == "<=" and day > _INT32_MAX:
-            return lit(True)
+            return "true"
         if day < _INT32_MIN or day > _INT32_MAX:
-            return lit(False)
-        if pred.op == "<=":
-            return col(pred.field) <= lit(day)
-        return col(pred.field) == lit(day)
+            return "false"
+        return f"(created_day {'<=' if pred.op == '<=' else '='} {day})"
     value = str(pred.value)
     if matchless_id(value):
-        return lit(False)
-    return col(pred.field) == lit(value)
+        return "false"
+    return f"({pred.field} = {sql_string(value)})"
 
 
 def _schema() -> Any:
@@ -438,10 +442,8 @@ class LanceDbArm(ProductArm):
             if old not in in_batch:
                 by_new.setdefault(new, []).append(old)
         if by_new:
-            from lancedb.expr import col
-
             for new, old_ids in by_new.items():
-                where = col("memory_id").isin(old_ids).to_sql()
+                where = f"memory_id IN ({', '.join(sql_string(i) for i in old_ids)})"
                 self._lance(
                     "update",
                     lambda w=where, n=new: table.update(where=w, values={"superseded_by": n}),

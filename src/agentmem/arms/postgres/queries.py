@@ -19,7 +19,7 @@ from psycopg import sql
 
 from agentmem.arms.base import PREDICATE_FIELDS, ArmError, Predicate
 from agentmem.arms.postgres.schema import TS_CONFIG
-from agentmem.text import query_terms
+from agentmem.text import is_utf8, query_terms
 
 #: ``ts_rank_cd`` normalization flag: 1 divides the rank by 1 + log(document length)
 #: (PostgreSQL manual, "Ranking Search Results"), the length normalisation BM25 also has.
@@ -31,8 +31,9 @@ TS_RANK_NORMALIZATION = 1
 def _one_condition(pred: Predicate, name: str) -> tuple[sql.Composable, dict[str, Any]]:
     """Translate one predicate, its value bound as ``name``.
 
-    A text value holding NUL matches nothing (PostgreSQL ``text`` cannot store NUL, so
-    no stored value equals it): the condition is ``FALSE`` and nothing is bound.
+    A text value holding NUL or not UTF-8 (:func:`~agentmem.text.is_utf8`) matches
+    nothing (PostgreSQL ``text`` cannot store either, so no stored value equals it, and
+    psycopg cannot send the second): the condition is ``FALSE`` and nothing is bound.
 
     Raises:
         ArmError: for a field or op outside the supported set.
@@ -44,7 +45,7 @@ def _one_condition(pred: Predicate, name: str) -> tuple[sql.Composable, dict[str
         return sql.SQL("{} IS NULL").format(col), {}
     if pred.op not in ("<=", "="):
         raise ArmError(f"unsupported predicate op {pred.op!r}")
-    if isinstance(pred.value, str) and "\x00" in pred.value:
+    if isinstance(pred.value, str) and ("\x00" in pred.value or not is_utf8(pred.value)):
         return sql.SQL("FALSE"), {}
     cmp = sql.SQL("{} <= {}") if pred.op == "<=" else sql.SQL("{} = {}")
     return cmp.format(col, sql.Placeholder(name)), {name: pred.value}
@@ -66,7 +67,7 @@ def predicate_sql(
         joined by ``AND``, each column an :class:`~psycopg.sql.Identifier` from
         :data:`~agentmem.arms.base.PREDICATE_FIELDS` and the ``i``-th value bound as
         ``pv<i>``, never spliced (a hostile scope or id is only ever a value); a value
-        holding NUL gives ``FALSE`` (no stored text can hold NUL).
+        holding NUL or not UTF-8 gives ``FALSE`` (no stored text can hold it).
 
     Raises:
         ArmError: for a field or op outside the supported set.

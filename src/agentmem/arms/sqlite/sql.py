@@ -13,6 +13,7 @@ from typing import Any
 import apsw
 
 from agentmem.arms.base import ArmError, Predicate
+from agentmem.text import is_utf8
 
 #: Predicate (field, op) -> SQL on alias ``m``; ``{v}`` is the bound value's parameter name.
 _PREDICATE_SQL: dict[tuple[str, str], str] = {
@@ -43,7 +44,9 @@ def predicate_sql(
     Returns:
         ``(condition, params)``; ``("1", {})`` without filters. The ``i``-th filter's
         value is bound as ``:pv<i>``, never spliced (a hostile scope or id is only ever
-        a value); column names come from a fixed table.
+        a value); a string that is not UTF-8 (:func:`~agentmem.text.is_utf8`), which no
+        stored value equals and apsw cannot bind, is bound as NULL (``= NULL`` is never
+        true). Column names come from a fixed table.
 
     Raises:
         ArmError: for a (field, op) pair outside :data:`_PREDICATE_SQL`.
@@ -61,7 +64,8 @@ def predicate_sql(
             raise ArmError(f"unsupported predicate {pred.field} {pred.op}") from None
         conds.append(template.format(v=f"pv{i}"))
         if pred.op != "is_null":
-            params[f"pv{i}"] = pred.value
+            value = pred.value
+            params[f"pv{i}"] = None if isinstance(value, str) and not is_utf8(value) else value
     if not conds:
         return "1", {}
     return (conds[0] if len(conds) == 1 else "(" + " AND ".join(conds) + ")"), params

@@ -24,7 +24,7 @@ from agentmem.arms.sqlite import predicate_sql as sqlite_predicate_sql
 from agentmem.arms.three_tier.records import elapsed_ms
 from agentmem.arms.three_tier.schema import TIERS
 from agentmem.arms.three_tier.store import TierStore
-from agentmem.text import fts5_match, query_terms
+from agentmem.text import fts5_match, is_utf8, query_terms
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,8 @@ class RetrievalMixin(TierStore):
                     " AND l2_fts.rowid IN (SELECT n.node_id FROM l2_nodes AS n "
                     "WHERE n.scope_id = :scope)"
                 )
-                sparams = {"scope": q.scope}
+                # a scope that is not UTF-8 is no node's (bound as NULL, as the filters bind it)
+                sparams = {"scope": q.scope if is_utf8(q.scope) else None}
             out.append(
                 _Stmt(
                     "L2",
