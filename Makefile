@@ -51,9 +51,11 @@ lint: $(STAMP)  ## ruff, snakefmt --check, snakemake --lint (any lint fails the 
 	@rm -f .lint.out; echo "snakemake --lint: clean"
 
 # Two pytest processes side by side: the whole-workflow tests (smoke run, SLURM, cluster
-# executor), whose jobs are mostly other processes, and everything else, which runs on one
-# core; the first's report is printed after the second's. Each has its own basetemp.
-WORKFLOW_TESTS := tests/test_e2e.py tests/test_slurm.py tests/test_cluster.py
+# executor; test_metrics too, whose trec_eval cross-check reads the smoke run), whose jobs
+# are mostly other processes, and everything else, which runs on one core; the first's
+# report is printed after the second's. Each has its own basetemp, and the smoke run is
+# built once, in the first.
+WORKFLOW_TESTS := tests/test_e2e.py tests/test_slurm.py tests/test_cluster.py tests/test_metrics.py
 PYTEST_TMP := $(or $(TMPDIR),/tmp)/agentmem-pytest-$(shell id -u)
 
 test: lint chromium  ## lint, then pytest (unit, arm conformance, bad input, end-to-end smoke run)
