@@ -1,7 +1,7 @@
 """``example-bag``: an agentmem arm in a package of its own (the plug-in example).
 
 The whole store is one JSON document, ``bag.json``: the memory rows and their
-embeddings. ``query`` keeps the rows the predicate admits, scores them by cosine
+embeddings. ``query`` keeps the rows its scope and predicate admit, scores them by cosine
 similarity to the query embedding (numpy, brute force) and returns the best ``k``, ties
 broken by ``memory_id``. ``remember`` appends rows, marks corrected rows superseded and
 rewrites the document atomically (temporary file, then rename), so a reader never sees
@@ -127,7 +127,7 @@ class ExampleBagArm(ArmBase):
         self._rows, self._vectors, self._index = rows, vecs, index
 
     def query(self, q: Query, k: int) -> Result:
-        """Top ``k`` rows the predicate admits, by cosine to ``q.embedding``."""
+        """Top ``k`` rows the scope and predicate admit, by cosine to ``q.embedding``."""
         self._open_path()
         if q.embedding is None:
             raise ArmError(f"{self.name}: query {q.query_id!r} has no embedding")
@@ -138,9 +138,7 @@ class ExampleBagArm(ArmBase):
             )
         if k <= 0:
             return Result([])
-        keep = [
-            i for i, r in enumerate(self._rows) if q.predicate is None or q.predicate.matches(r)
-        ]
+        keep = [i for i, r in enumerate(self._rows) if all(p.matches(r) for p in q.filters)]
         scores = self._vectors[keep] @ v if keep else np.zeros(0, np.float32)
         ranked = sorted(
             zip(scores.tolist(), keep, strict=True),
@@ -157,7 +155,8 @@ class ExampleBagArm(ArmBase):
     def explain(self, q: Query, k: int = 10) -> str:
         """Describe the scan (there is no engine plan)."""
         self._open_path()
-        where = "every row" if q.predicate is None else f"rows where {q.predicate}"
+        cond = " and ".join(str(p) for p in q.filters)
+        where = f"rows where {cond}" if cond else "every row"
         return (
             f"scan {len(self._rows)} rows of {STORE_FILE}; score {where} by cosine "
             f"(numpy dot product); sort by score, then memory_id; keep {k}"
