@@ -19,6 +19,11 @@ rule embed_texts:
         memories="results/corpus/{size}/memories.parquet",
         queries="results/corpus/{size}/queries.parquet",
         encoder=encoder_model,
+        # a size above the main one is embedded after the main size: on one core it would
+        # otherwise hold off the two-thread encoder of the critical path
+        after_main=lambda wc: (
+            [f"results/embeddings/{MAIN}.parquet"] if above_main(wc.size) else []
+        ),
     output:
         "results/embeddings/{size}.parquet",
     log:

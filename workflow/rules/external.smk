@@ -66,6 +66,8 @@ rule embed_external:
         memories="results/external/{dataset}/corpus/memories.parquet",
         queries="results/external/{dataset}/corpus/queries.parquet",
         encoder=encoder_model,
+        # after the main size's encoder, which is on the timing jobs' critical path
+        after_main=f"results/embeddings/{MAIN}.parquet",
     output:
         "results/external/{dataset}/embeddings.parquet",
     log:
