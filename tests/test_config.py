@@ -48,6 +48,19 @@ def test_schema_file_matches_model():
         ),
         ({"scaling_arms": ["sqlite-fts", "nope"]}, "scaling_arms: unknown arm 'nope'"),
         (
+            {"external": {"locomo": {"arms": ["sqlite-fts", "nope"]}}},
+            "external.locomo.arms: unknown arm 'nope'",
+        ),
+        (
+            {"external": {"locomo": {"arms": ["pg-gin", "pg-gin"]}}},
+            "external.locomo: arms: duplicate names",
+        ),
+        (
+            {"arms": ["pg-gin"], "external": {"locomo": {"arms": ["sqlite-fts"]}}},
+            "external.locomo.arms: none of ['sqlite-fts'] is among arms ['pg-gin']",
+        ),
+        ({"external": {"locomo": {"arms": []}}}, "external.locomo.arms"),
+        (
             {"external": {"mine": {"path": "d"}}},
             "external.mine: expected `format: locomo` or `format: agentmem-memory`",
         ),
@@ -142,15 +155,28 @@ def test_external_datasets_and_their_ids():
     cfg = load_config({"external": {"locomo": {"limit_conversations": 2}}})
     assert cfg.external["locomo"] == LocomoConfig(limit_conversations=2)
     assert load_config({}).external["locomo"].path == "data/external/locomo10.json"
-    smoke = external_runs(load_config(REPO / "config/smoke.yaml"))
+    assert obs.arms == tuple(default.arms)  # no `arms` in the entry: every arm
+    smoke_cfg = load_config(REPO / "config/smoke.yaml")
+    smoke = external_runs(smoke_cfg)
     assert list(smoke) == ["locomo-turns", "tiny"]
     tiny = smoke["tiny"]
-    assert (tiny.format, tiny.unit, tiny.source, tiny.settings) == (
+    assert (tiny.format, tiny.unit, tiny.source, tiny.settings, tiny.arms) == (
         "agentmem-memory",
         None,
         "tests/data/tiny-memory",
         ("scoped",),
+        tuple(smoke_cfg.arms),
     )
+    # an entry's arms: those of them that are configured, in the order of `arms`
+    narrowed = load_config(
+        {
+            "arms": ["file-jsonl", "pg-gin", "sqlite-fts"],
+            "external": {
+                "locomo": {"units": ["turns"], "arms": ["sqlite-fts", "pg-hnsw", "file-jsonl"]}
+            },
+        }
+    )
+    assert external_runs(narrowed)["locomo-turns"].arms == ("file-jsonl", "sqlite-fts")
 
 
 def test_schema_checks_each_external_entry_by_its_format():
@@ -172,6 +198,7 @@ def test_schema_checks_each_external_entry_by_its_format():
         "path": "d",
         "warmup": 0,
         "repeats": 1,
+        "arms": None,
     }
     assert data["external"]["locomo"]["format"] == "locomo"
     bad = {"external": {"mine": {"format": "agentmem-memory", "path": "d", "units": ["turns"]}}}

@@ -11,7 +11,7 @@ import pytest
 from support.paths import LOCOMO, REPO
 from support.workflow import copy_workflow_config, run_snakemake
 
-from agentmem.config import load_config
+from agentmem.config import external_runs, load_config
 from agentmem.corpus.queries import QUERY_CLASSES
 from agentmem.external import score_dataset
 from agentmem.external.score import LEVELS, SCORE_COLUMNS
@@ -235,35 +235,42 @@ def test_tiny_dataset_known_queries(smoke_run):
 
 def test_scoped_runs_stay_in_scope(smoke_run):
     """Scoped: every memory an arm retrieves for a query is in the query's scope."""
-    cfg = load_config(REPO / "config/smoke.yaml")
+    runs_of = external_runs(load_config(REPO / "config/smoke.yaml"))
     for dataset in EXTERNAL:
         d = smoke_run / "results/external" / dataset
         memories = pl.read_parquet(d / "corpus/memories.parquet")
         queries = pl.read_parquet(d / "corpus/queries.parquet")
         scope_of = dict(memories.select("memory_id", "scope_id").rows())
         query_scope = dict(queries.select("query_id", "scope_id").rows())
-        for arm in cfg.arms:
+        for arm in runs_of[dataset].arms:
             runs = pl.read_parquet(d / f"runs/scoped/{arm}.parquet")
+            # an empty answer is one row with a null memory_id (a lexical arm finding none
+            # of a question's words): nothing retrieved, nothing out of scope
+            assert runs.filter(pl.col("memory_id").is_null())["rank"].null_count() == (
+                runs["memory_id"].null_count()
+            ), (dataset, arm)
             out = [
                 (q, m)
                 for q, m in runs.select("query_id", "memory_id").rows()
-                if scope_of[m] != query_scope[q]
+                if m is not None and scope_of[m] != query_scope[q]
             ]
             assert out == [], (dataset, arm, len(out), out[:3])
 
 
 def test_locomo_turns(smoke_run, tmp_path):
-    """LoCoMo's first two conversations as dialog turns, scoped, through every arm; one
-    unscoped run (sqlite-fts) asked for by its target, scored beside its scoped run."""
+    """LoCoMo's first two conversations as dialog turns, scoped, through the arms of its
+    entry; one unscoped run (sqlite-fts) asked for by its target, scored beside its scoped
+    run."""
     if not LOCOMO.is_file():
         pytest.skip(f"LoCoMo file {LOCOMO} absent (a user's clone has no ../shared)")
-    cfg = load_config(REPO / "config/smoke.yaml")
+    turns = external_runs(load_config(REPO / "config/smoke.yaml"))["locomo-turns"]
     d = smoke_run / "results/external/locomo-turns"
     t = pl.read_csv(d / "scores.csv", infer_schema_length=None)
     assert tuple(t.columns) == SCORE_COLUMNS
     assert t.select("setting", "arm").unique(maintain_order=True).rows() == [
-        ("scoped", a) for a in cfg.arms
+        ("scoped", a) for a in turns.arms
     ]
+    assert "sqlite-fts" in turns.arms and "pg-hnsw" not in turns.arms  # the entry's arms
     cats = ["multi-hop", "temporal", "open-domain", "single-hop", "adversarial", "all"]
     assert t["category"].unique(maintain_order=True).to_list() == cats
     ev = t.filter((pl.col("level") == "evidence") & (pl.col("category") == "all"))

@@ -231,11 +231,19 @@ class _ExternalBase(_Strict):
 
     warmup: int = Field(0, ge=0, le=10, description="untimed calls per query before the run")
     repeats: int = Field(1, ge=1, le=50, description="calls per query (quality only, untimed)")
+    arms: list[str] | None = Field(
+        None,
+        min_length=1,
+        description="arms run on this dataset (those of them in arms, in the order of arms); "
+        "null: every arm",
+    )
 
     @model_validator(mode="after")
     def _unique_settings(self) -> _ExternalBase:
         if len(set(self.settings)) != len(self.settings):  # type: ignore[attr-defined]
             raise ValueError(f"settings: duplicate names in {self.settings}")  # type: ignore
+        if self.arms is not None and len(set(self.arms)) != len(self.arms):
+            raise ValueError(f"arms: duplicate names in {self.arms}")
         return self
 
 
@@ -322,6 +330,8 @@ class ExternalRun:
         source: the agentmem-memory directory the workflow prepares: ``path``, or for a
             LoCoMo unit the converter's output ``results/external/<name>/source/<unit>``.
         settings: the retrieval settings (:data:`EXTERNAL_SETTINGS`) it runs.
+        arms: the arms it runs: its entry's ``arms`` that are in ``arms``, in the order of
+            ``arms`` (every arm if the entry has none).
     """
 
     id: str
@@ -331,19 +341,22 @@ class ExternalRun:
     path: str
     source: str
     settings: tuple[str, ...]
+    arms: tuple[str, ...]
 
 
 def external_runs(cfg: Config) -> dict[str, ExternalRun]:
     """Every configured external dataset by id, in config order (a LoCoMo entry's in unit order)."""
     out: dict[str, ExternalRun] = {}
     for name, d in cfg.external.items():
+        arms = tuple(a for a in cfg.arms if d.arms is None or a in d.arms)
+        settings = tuple(d.settings)
         if isinstance(d, LocomoConfig):
             for unit in d.units:
                 rid = f"{name}-{unit}"
                 source = f"results/external/{name}/source/{unit}"
-                out[rid] = ExternalRun(rid, name, d.format, unit, d.path, source, tuple(d.settings))
+                out[rid] = ExternalRun(rid, name, d.format, unit, d.path, source, settings, arms)
         else:
-            out[name] = ExternalRun(name, name, d.format, None, d.path, d.path, tuple(d.settings))
+            out[name] = ExternalRun(name, name, d.format, None, d.path, d.path, settings, arms)
     return out
 
 
@@ -424,7 +437,8 @@ class Config(_Strict):
         default_factory=lambda: {"locomo": LocomoConfig()},
         description="external datasets by name: format locomo (converted into one dataset "
         "per memory unit) or agentmem-memory (docs/DATASETS.md); every configured arm runs "
-        "on each. The entry named locomo is format locomo unless it says otherwise",
+        "on each unless the entry's arms names fewer. The entry named locomo is format "
+        "locomo unless it says otherwise",
     )
 
     @model_validator(mode="before")
@@ -467,6 +481,16 @@ class Config(_Strict):
                 raise ValueError(
                     f"seed_systems.conversation.arms: unknown arm {name!r}; "
                     f"known arms: {sorted(ARMS)}"
+                )
+        for dname, d in self.external.items():
+            for name in d.arms or ():
+                if name not in ARMS:
+                    raise ValueError(
+                        f"external.{dname}.arms: unknown arm {name!r}; known arms: {sorted(ARMS)}"
+                    )
+            if d.arms is not None and not set(d.arms) & set(self.arms):
+                raise ValueError(
+                    f"external.{dname}.arms: none of {d.arms} is among arms {self.arms}"
                 )
         conv = self.seed_systems.conversation.arms
         if len(set(conv)) != len(conv):

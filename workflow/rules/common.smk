@@ -299,11 +299,12 @@ def external_scoped(wildcards):
 
 
 def external_runs_of(wildcards):
-    """The runs Parquet of every setting x arm of the {dataset} wildcard (settings outer)."""
+    """The runs Parquet of every setting x arm of the {dataset} wildcard (settings outer;
+    the arms of its entry, :class:`agentmem.config.ExternalRun`)."""
     return [
         f"results/external/{wildcards.dataset}/runs/{setting}/{arm}.parquet"
         for setting in external_run(wildcards).settings
-        for arm in ARM_NAMES
+        for arm in external_run(wildcards).arms
     ]
 
 
@@ -312,7 +313,7 @@ def external_run_keys(wildcards):
     return [
         [setting, arm]
         for setting in external_run(wildcards).settings
-        for arm in ARM_NAMES
+        for arm in external_run(wildcards).arms
     ]
 
 
