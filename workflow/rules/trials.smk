@@ -54,11 +54,13 @@ rule run_lost_update_trials:
         "results/logs/run_lost_update_trials.log",
     benchmark:
         "results/benchmarks/run_lost_update_trials.tsv"
-    # a timing job: the chain of them bounds the run, so it goes before untimed jobs
+    # a timing job: the chain of them bounds the run, so it goes before untimed jobs; one
+    # thread (its writer processes are not pinned), since a 2-thread job waits until both
+    # cores are free at once, which on 2 cores happened only at the end of a run
     priority: 20
     conda:
         "../../envs/agentmem.yaml"
-    threads: 2
+    threads: 1
     resources:
         bench_slot=1,
         mem_mb=2000,
