@@ -331,7 +331,8 @@ class ExternalRun:
             LoCoMo unit the converter's output ``results/external/<name>/source/<unit>``.
         settings: the retrieval settings (:data:`EXTERNAL_SETTINGS`) it runs.
         arms: the arms it runs: its entry's ``arms`` that are in ``arms``, in the order of
-            ``arms`` (every arm if the entry has none).
+            ``arms`` (every arm if the entry has none); empty when none of them is (a second
+            ``--configfile`` narrowing ``arms``), and then the workflow skips the dataset.
     """
 
     id: str
@@ -488,10 +489,6 @@ class Config(_Strict):
                     raise ValueError(
                         f"external.{dname}.arms: unknown arm {name!r}; known arms: {sorted(ARMS)}"
                     )
-            if d.arms is not None and not set(d.arms) & set(self.arms):
-                raise ValueError(
-                    f"external.{dname}.arms: none of {d.arms} is among arms {self.arms}"
-                )
         conv = self.seed_systems.conversation.arms
         if len(set(conv)) != len(conv):
             raise ValueError(f"seed_systems.conversation.arms: duplicate names in {conv}")

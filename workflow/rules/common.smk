@@ -243,8 +243,9 @@ if workflow.is_main_process:
                 validate_dataset(CFG.external[_name].path)
             except DatasetError as exc:
                 sys.exit(f"agentmem: external.{_name}: {exc}")
-#: ids of the datasets the default target builds (those whose source exists)
-EXTERNAL_IDS = [i for i, r in EXTERNAL.items() if r.name in EXTERNAL_PRESENT]
+#: ids of the datasets the default target builds (those whose source exists and that
+#: run some configured arm)
+EXTERNAL_IDS = [i for i, r in EXTERNAL.items() if r.name in EXTERNAL_PRESENT and r.arms]
 
 
 def external_run(wildcards):

@@ -114,8 +114,8 @@ rule run_arm_external:
     threads: 1
     # external datasets report retrieval quality only (no latency figure or table reads
     # these runs), so this is not a timing job: no bench_slot, one untimed pass per query
-    # by default, at nice 19, one heavy background job at a time (background_slot); k is
-    # the deepest recall cut-off scored (R@50)
+    # by default, at nice 19, a heavy background job (one background_slot); k is the
+    # deepest recall cut-off scored (R@50)
     resources:
         background_slot=1,
         mem_mb=4000,
