@@ -50,23 +50,36 @@ lint: $(STAMP)  ## ruff, snakefmt --check, snakemake --lint (any lint fails the 
 	@if grep -q "Lints for" .lint.out; then cat .lint.out; rm -f .lint.out; exit 1; fi
 	@rm -f .lint.out; echo "snakemake --lint: clean"
 
-# Two pytest processes side by side: the whole-workflow tests (smoke run, SLURM, cluster
-# executor; test_metrics too, whose trec_eval cross-check reads the smoke run), whose jobs
-# are mostly other processes, and everything else, which runs on one core; the first's
-# report is printed after the second's. Each has its own basetemp, and the smoke run is
-# built once, in the first.
-WORKFLOW_TESTS := tests/test_e2e.py tests/test_slurm.py tests/test_cluster.py tests/test_metrics.py
+# Three pytest processes side by side, each with its own basetemp: the smoke run and the
+# tests reading it (test_metrics' trec_eval cross-check too; the smoke run is built once);
+# the workflow runs through executors and with other configurations (SLURM, the cluster
+# executor, plug-in arms, an external PostgreSQL); and everything else. The workflow runs'
+# jobs are mostly other processes waiting on each other, so the three share 2 cores well.
+# The first two reports are printed after the third's. The encoder's ONNX export is made
+# once, before them: every test working directory starts with it (tests/support/workflow.py).
+E2E_TESTS := tests/test_e2e.py tests/test_metrics.py
+EXECUTOR_TESTS := tests/test_slurm.py tests/test_cluster.py tests/test_plugins.py \
+  tests/test_external_pg.py
 PYTEST_TMP := $(or $(TMPDIR),/tmp)/agentmem-pytest-$(shell id -u)
+TEST_ONNX := $(PYTEST_TMP)/encoder
 
 test: lint chromium  ## lint, then pytest (unit, arm conformance, bad input, end-to-end smoke run)
-	@mkdir -p $(PYTEST_TMP)
-	@$(BIN)/pytest -q -p no:cacheprovider --durations=8 --basetemp=$(PYTEST_TMP)/workflow \
-	  $(WORKFLOW_TESTS) > $(PYTEST_TMP)/workflow.log 2>&1 & wf=$$!; \
+	@rm -rf $(TEST_ONNX) && mkdir -p $(TEST_ONNX)
+	@HF_HUB_OFFLINE=1 $(BIN)/python -c "import sys; from agentmem.config import load_config; \
+	  from agentmem.encoder import export_onnx; \
+	  m = load_config('config/smoke.yaml').embedding.model; \
+	  print(export_onnx(f'{sys.argv[1]}/{m}.onnx'))" $(TEST_ONNX) > $(TEST_ONNX)/path
+	@export AGENTMEM_TEST_ONNX=$$(cat $(TEST_ONNX)/path); \
+	$(BIN)/pytest -q -p no:cacheprovider --durations=8 --basetemp=$(PYTEST_TMP)/e2e \
+	  $(E2E_TESTS) > $(PYTEST_TMP)/e2e.log 2>&1 & e2e=$$!; \
+	$(BIN)/pytest -q -p no:cacheprovider --durations=8 --basetemp=$(PYTEST_TMP)/executors \
+	  $(EXECUTOR_TESTS) > $(PYTEST_TMP)/executors.log 2>&1 & ex=$$!; \
 	$(BIN)/pytest -q --durations=15 --basetemp=$(PYTEST_TMP)/rest \
-	  $(addprefix --ignore=,$(WORKFLOW_TESTS)); rest=$$?; \
-	wait $$wf; workflow=$$?; \
-	echo; echo "== $(WORKFLOW_TESTS)"; cat $(PYTEST_TMP)/workflow.log; \
-	test $$rest = 0 && test $$workflow = 0
+	  $(addprefix --ignore=,$(E2E_TESTS) $(EXECUTOR_TESTS)); rest=$$?; \
+	wait $$e2e; e2e=$$?; wait $$ex; ex=$$?; \
+	echo; echo "== $(E2E_TESTS)"; cat $(PYTEST_TMP)/e2e.log; \
+	echo; echo "== $(EXECUTOR_TESTS)"; cat $(PYTEST_TMP)/executors.log; \
+	test $$rest = 0 && test $$e2e = 0 && test $$ex = 0
 
 chromium:  ## install Debian's chromium for the report's browser test (as root; else it is skipped)
 	@command -v chromium >/dev/null 2>&1 || { \

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -15,15 +16,27 @@ from .paths import REPO
 SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
 
 
-def copy_workflow_config(wd: Path) -> Path:
+#: an ONNX export of the encoder made once for the whole test session (``make test`` sets
+#: it): each working directory starts with it, so its workflow runs no export_encoder job
+ONNX_ENV = "AGENTMEM_TEST_ONNX"
+
+
+def copy_workflow_config(wd: Path, encoder: bool = True) -> Path:
     """Copy the repository's config/ and profiles/ into ``wd`` (created if missing); ``wd``.
 
     A config's relative ``external.<name>.path`` is relative to the working directory (the
     repository, run as documented); in the copies, one that exists from the repository is
     made absolute (the smoke config's LoCoMo file and tiny dataset), a missing one is kept.
+    With ``encoder`` and ``$AGENTMEM_TEST_ONNX`` naming a file, that export is copied to
+    ``results/cache/encoder/`` (where export_encoder writes it; a rule without inputs is
+    not rerun for an output that exists).
     """
     for d in ("config", "profiles"):
         shutil.copytree(REPO / d, wd / d)
+    onnx = Path(os.environ.get(ONNX_ENV, ""))
+    if encoder and onnx.name and onnx.is_file():
+        (wd / "results/cache/encoder").mkdir(parents=True, exist_ok=True)
+        shutil.copy2(onnx, wd / "results/cache/encoder" / onnx.name)
     for f in (wd / "config").glob("*.yaml"):
         data = yaml.safe_load(f.read_text()) or {}
         found = {
