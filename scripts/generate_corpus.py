@@ -1,6 +1,6 @@
 from agentmem.jobs import corpus_dir, start_job
 
-start_job(snakemake)  # not a timing job: yield the CPU to those (DESIGN §5)
+start_job(snakemake, background=False)  # every timing job waits for a corpus: full priority
 
 # One corpus size (agentmem.corpus.write_corpus): output.* are the files it writes.
 from agentmem.config import CorpusConfig, SizeConfig

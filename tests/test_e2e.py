@@ -169,7 +169,7 @@ def test_second_run_does_nothing(smoke_run):
 
 
 def test_bad_config_stops_before_any_job(tmp_path):
-    wd = copy_workflow_config(tmp_path)
+    wd = copy_workflow_config(tmp_path, encoder=False)
     (wd / "config" / "bad.yaml").write_text("run: {k: 0}\nbogus_key: 1\n")
     proc = run_snakemake(wd, config="config/bad.yaml")
     assert proc.returncode != 0
@@ -183,7 +183,7 @@ def test_bad_config_stops_before_any_job(tmp_path):
 )
 def test_resources_flag_without_bench_slot_1_stops_before_any_job(tmp_path, resources, got):
     """--resources replaces the profile's list; the cap that keeps timing jobs apart must stay."""
-    wd = copy_workflow_config(tmp_path)
+    wd = copy_workflow_config(tmp_path, encoder=False)
     proc = run_snakemake(wd, "--resources", *resources)
     assert proc.returncode != 0
     assert f"bench_slot must be 1 (got {got})" in proc.stderr
@@ -337,7 +337,7 @@ def test_locomo_target_without_file_says_where_to_get_it(tmp_path):
 
 def test_malformed_dataset_stops_before_any_job(tmp_path):
     """A configured agentmem-memory dataset with a bad field stops the workflow at parse time."""
-    wd = copy_workflow_config(tmp_path / "wd")
+    wd = copy_workflow_config(tmp_path / "wd", encoder=False)
     bad = tmp_path / "bad"
     shutil.copytree(REPO / "tests/data/tiny-memory", bad)
     lines = (bad / "corpus.jsonl").read_text().splitlines()

@@ -267,8 +267,8 @@ def test_check_arm_refuses_unknown_and_broken_arms(broken_sites):
 
 
 # -------------------------------------------------------------------- the workflow
-def _workdir(tmp: Path, arms: list[str]) -> Path:
-    copy_workflow_config(tmp)
+def _workdir(tmp: Path, arms: list[str], encoder: bool = True) -> Path:
+    copy_workflow_config(tmp, encoder=encoder)  # without: nothing in results/ before a run
     (tmp / "config" / "plugin.yaml").write_text(f"arms: {json.dumps(arms)}\n")
     return tmp
 
@@ -310,7 +310,7 @@ def test_plugin_runs_through_the_smoke_workflow(example_site, tmp_path):
 @pytest.mark.parametrize("kind", sorted(BROKEN))
 def test_broken_plugin_stops_the_workflow_before_any_job(kind, example_site, broken_sites,
                                                          tmp_path):  # fmt: skip
-    wd = _workdir(tmp_path, ["example-bag"])
+    wd = _workdir(tmp_path, ["example-bag"], encoder=False)
     env = _env(example_site, broken_sites[kind])
     proc = _snakemake(wd, env, "results/tables/by_class.csv")
     assert proc.returncode == 1

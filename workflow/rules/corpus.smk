@@ -18,6 +18,9 @@ rule generate_corpus:
         "results/logs/generate_corpus/{size}.log",
     benchmark:
         "results/benchmarks/generate_corpus/{size}.tsv"
+    # untimed, seconds: every encoder and timing job waits for a corpus, so it goes first
+    # (before the untimed jobs that need no input) and is not niced
+    priority: 50
     conda:
         "../../envs/agentmem.yaml"
     threads: 1
