@@ -3,6 +3,7 @@ import re
 import sys
 from pathlib import Path
 
+from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from agentmem.config import (
@@ -122,6 +123,22 @@ def library_package(relpath, pattern="*.py"):
 # the exported ONNX encoder (agentmem.encoder.export_onnx), read by the encoder jobs when
 # embedding.backend is onnx
 ONNX_ENCODER = f"results/cache/encoder/{CFG.embedding.model}.onnx"
+
+
+def encoder_threads(wildcards):
+    """Threads of the {size} wildcard's encoder: 1 above the main size (a background job);
+    else 2, but 1 in a local run with --cores 2 or fewer, where a 2-thread job waits until
+    both cores are free at once while 1-thread untimed jobs keep taking the one that frees
+    up (the smoke run's encoder waited 80 s so). On a cluster, the profile's set-threads."""
+    if above_main(wildcards.size):
+        return 1
+    if not (workflow.local_exec and workflow.is_main_process):  # a cluster, or its job
+        return 2
+    try:
+        cores = workflow.cores
+    except WorkflowError:  # no --cores given
+        return 2
+    return 1 if cores <= 2 else 2
 
 
 def encoder_model(wildcards=None):

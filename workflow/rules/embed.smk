@@ -38,7 +38,7 @@ rule embed_texts:
     priority: 50
     conda:
         "../../envs/agentmem.yaml"
-    threads: lambda wc: 1 if above_main(wc.size) else 2
+    threads: encoder_threads
     resources:
         bench_slot=lambda wc: 0 if above_main(wc.size) else 1,
         background_slot=lambda wc: 1 if above_main(wc.size) else 0,
