@@ -56,7 +56,8 @@ lint: $(STAMP)  ## ruff, snakefmt --check, snakemake --lint (any lint fails the 
 # executor, plug-in arms, an external PostgreSQL); and everything else. The workflow runs'
 # jobs are mostly other processes waiting on each other, so the three share 2 cores well.
 # The first two reports are printed after the third's. The encoder's ONNX export is made
-# once, before them: every test working directory starts with it (tests/support/workflow.py).
+# once, before them (the config allows one model): every test working directory that runs
+# the workflow starts with it (tests/support/workflow.py).
 E2E_TESTS := tests/test_e2e.py tests/test_metrics.py
 EXECUTOR_TESTS := tests/test_slurm.py tests/test_cluster.py tests/test_plugins.py \
   tests/test_external_pg.py
@@ -65,11 +66,9 @@ TEST_ONNX := $(PYTEST_TMP)/encoder
 
 test: lint chromium  ## lint, then pytest (unit, arm conformance, bad input, end-to-end smoke run)
 	@rm -rf $(TEST_ONNX) && mkdir -p $(TEST_ONNX)
-	@HF_HUB_OFFLINE=1 $(BIN)/python -c "import sys; from agentmem.config import load_config; \
-	  from agentmem.encoder import export_onnx; \
-	  m = load_config('config/smoke.yaml').embedding.model; \
-	  print(export_onnx(f'{sys.argv[1]}/{m}.onnx'))" $(TEST_ONNX) > $(TEST_ONNX)/path
-	@export AGENTMEM_TEST_ONNX=$$(cat $(TEST_ONNX)/path); \
+	@HF_HUB_OFFLINE=1 $(BIN)/python -c "import sys; from agentmem.encoder import export_onnx; \
+	  export_onnx(sys.argv[1])" $(TEST_ONNX)/all-MiniLM-L6-v2.onnx
+	@export AGENTMEM_TEST_ONNX=$(TEST_ONNX)/all-MiniLM-L6-v2.onnx; \
 	$(BIN)/pytest -q -p no:cacheprovider --durations=8 --basetemp=$(PYTEST_TMP)/e2e \
 	  $(E2E_TESTS) > $(PYTEST_TMP)/e2e.log 2>&1 & e2e=$$!; \
 	$(BIN)/pytest -q -p no:cacheprovider --durations=8 --basetemp=$(PYTEST_TMP)/executors \

@@ -52,7 +52,7 @@ def tiny() -> tuple[Corpus, Embeddings]:
 @pytest.fixture(scope="session")
 def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The whole workflow on config/smoke.yaml, run once per session; its working directory."""
-    wd = copy_workflow_config(tmp_path_factory.mktemp("e2e"))
+    wd = copy_workflow_config(tmp_path_factory.mktemp("e2e"), encoder=True)
     # the default profile's slots, as a user's `snakemake` gets them
     proc = run_snakemake(wd)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]

@@ -90,7 +90,7 @@ def workdir():
     terminated by its recorded pid before the directory is removed.
     """
     wd = Path(tempfile.mkdtemp(prefix="agentmem-cluster-"))
-    copy_workflow_config(wd)
+    copy_workflow_config(wd, encoder=True)
     (wd / "config" / "cluster.yaml").write_text(CLUSTER_CONFIG)
     yield wd
     for pid in _job_pids(wd / ".cluster-state"):

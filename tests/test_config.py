@@ -55,7 +55,6 @@ def test_schema_file_matches_model():
             {"external": {"locomo": {"arms": ["pg-gin", "pg-gin"]}}},
             "external.locomo: arms: duplicate names",
         ),
-        ({"external": {"locomo": {"arms": []}}}, "external.locomo.arms"),
         (
             {"external": {"mine": {"path": "d"}}},
             "external.mine: expected `format: locomo` or `format: agentmem-memory`",
@@ -176,6 +175,8 @@ def test_external_datasets_and_their_ids():
     # `arms` narrowed past the entry's (a second --configfile): the dataset runs no arm
     apart = narrowed.model_copy(update={"arms": ["pg-gin"]})
     assert external_runs(apart)["locomo-turns"].arms == ()
+    off = load_config({"external": {"locomo": {"units": ["turns"], "arms": []}}})
+    assert external_runs(off)["locomo-turns"].arms == ()  # []: switched off
 
 
 def test_schema_checks_each_external_entry_by_its_format():

@@ -168,8 +168,29 @@ def test_second_run_does_nothing(smoke_run):
     assert "Nothing to be done" in proc.stdout + proc.stderr
 
 
+def test_dataset_with_no_configured_arm_is_skipped_and_its_target_refused(tmp_path):
+    """An external entry whose arms are none of `arms` plans no job of it, says so, and
+    asking for its scores stops before any job with the key named."""
+    wd = copy_workflow_config(tmp_path)
+    tiny = REPO / "tests/data/tiny-memory"
+    (wd / "config" / "narrow.yaml").write_text(
+        "main_size: xs\nsizes: {xs: {facts: 40, queries_per_class: 4}}\nscaling_sizes: [xs]\n"
+        "arms: [file-jsonl, sqlite-fts]\n"
+        f"external: {{tiny: {{format: agentmem-memory, path: '{tiny}', arms: [pg-gin]}}}}\n"
+    )
+    proc = run_snakemake(wd, "-n", config="config/narrow.yaml")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout + proc.stderr
+    assert "external.tiny.arms ['pg-gin'] names none of arms: skipping its targets" in out
+    assert "run_arm_external" not in out and "rule run_arm:" in out
+    proc = run_snakemake(wd, "results/external/tiny/scores.csv", config="config/narrow.yaml")
+    assert proc.returncode != 0
+    assert "external.tiny.arms names none of the configured arms" in proc.stderr
+    assert not (wd / "results").exists()
+
+
 def test_bad_config_stops_before_any_job(tmp_path):
-    wd = copy_workflow_config(tmp_path, encoder=False)
+    wd = copy_workflow_config(tmp_path)
     (wd / "config" / "bad.yaml").write_text("run: {k: 0}\nbogus_key: 1\n")
     proc = run_snakemake(wd, config="config/bad.yaml")
     assert proc.returncode != 0
@@ -183,7 +204,7 @@ def test_bad_config_stops_before_any_job(tmp_path):
 )
 def test_resources_flag_without_bench_slot_1_stops_before_any_job(tmp_path, resources, got):
     """--resources replaces the profile's list; the cap that keeps timing jobs apart must stay."""
-    wd = copy_workflow_config(tmp_path, encoder=False)
+    wd = copy_workflow_config(tmp_path)
     proc = run_snakemake(wd, "--resources", *resources)
     assert proc.returncode != 0
     assert f"bench_slot must be 1 (got {got})" in proc.stderr
@@ -337,7 +358,7 @@ def test_locomo_target_without_file_says_where_to_get_it(tmp_path):
 
 def test_malformed_dataset_stops_before_any_job(tmp_path):
     """A configured agentmem-memory dataset with a bad field stops the workflow at parse time."""
-    wd = copy_workflow_config(tmp_path / "wd", encoder=False)
+    wd = copy_workflow_config(tmp_path / "wd")
     bad = tmp_path / "bad"
     shutil.copytree(REPO / "tests/data/tiny-memory", bad)
     lines = (bad / "corpus.jsonl").read_text().splitlines()

@@ -500,7 +500,7 @@ def test_workflow_with_external_dsn(
     run_arm builds the store's database; run_budget_sweep (another job, another process)
     reopens it. No embedded server is started and the password is written nowhere.
     """
-    copy_workflow_config(tmp_path)
+    copy_workflow_config(tmp_path, encoder=True)
     (tmp_path / "config" / "ext.yaml").write_text("arms: [pg-hnsw]\n")
     dsn = server.dsn("agentmem")
     env = {**os.environ, pg.ENV_DSN: dsn, "HF_HUB_OFFLINE": "1"}

@@ -268,7 +268,7 @@ def test_check_arm_refuses_unknown_and_broken_arms(broken_sites):
 
 # -------------------------------------------------------------------- the workflow
 def _workdir(tmp: Path, arms: list[str], encoder: bool = True) -> Path:
-    copy_workflow_config(tmp, encoder=encoder)  # without: nothing in results/ before a run
+    copy_workflow_config(tmp, encoder=encoder)  # encoder=False: no results/ before a run
     (tmp / "config" / "plugin.yaml").write_text(f"arms: {json.dumps(arms)}\n")
     return tmp
 

@@ -99,7 +99,7 @@ def _node_for_profile() -> Node:
 
 def _workdir(extra_config: str = "{}\n") -> Path:
     wd = Path(tempfile.mkdtemp(prefix="agentmem-slurm-"))
-    copy_workflow_config(wd, encoder=False)  # export_encoder is one of the SLURM jobs
+    copy_workflow_config(wd)  # no shared encoder export: export_encoder is a SLURM job
     (wd / "config" / "test.yaml").write_text(extra_config)
     return wd
 

@@ -233,13 +233,12 @@ class _ExternalBase(_Strict):
     repeats: int = Field(1, ge=1, le=50, description="calls per query (quality only, untimed)")
     arms: list[str] | None = Field(
         None,
-        min_length=1,
-        description="arms run on this dataset (those of them in arms, in the order of arms); "
-        "null: every arm",
+        description="arms to run on this dataset (only those also in arms, in the order of "
+        "arms); null: every arm; []: none (the dataset is skipped)",
     )
 
     @model_validator(mode="after")
-    def _unique_settings(self) -> _ExternalBase:
+    def _unique_names(self) -> _ExternalBase:
         if len(set(self.settings)) != len(self.settings):  # type: ignore[attr-defined]
             raise ValueError(f"settings: duplicate names in {self.settings}")  # type: ignore
         if self.arms is not None and len(set(self.arms)) != len(self.arms):

@@ -44,7 +44,7 @@ def text_sha256(text: str) -> str:
 def set_encoder_threads(threads: int, backend: Backend = "torch") -> int:
     """Use ``min(threads, usable CPUs)`` encoder threads from now on (:func:`encode`'s default).
 
-    The embedding rules ask for 2 threads (the cluster profile for 8); Snakemake passes that
+    The embedding rules ask for up to 2 threads (the cluster profile for 8); Snakemake passes that
     on as ``snakemake.threads``. Capping it at the CPUs this process may use
     (:func:`agentmem.encoder.usable_threads`) keeps a job from starting more encoder threads
     than there are cores (e.g. 8 on a 2-core node). For ``"torch"`` the torch thread count

@@ -84,7 +84,7 @@ def model_dir() -> Path:
 def usable_threads(threads: int | None = None) -> int:
     """``min(threads, CPUs this process may use)``, at least 1; all usable CPUs for ``None``.
 
-    The embedding rules ask for 2 threads (the cluster profile for 8); capping that at the
+    The embedding rules ask for up to 2 threads (the cluster profile for 8); capping that at the
     CPUs the process may use keeps a job from starting more encoder threads than there are
     cores (e.g. 8 on a 2-core node).
     """

@@ -38,7 +38,8 @@ def start_job(snakemake: Any, *, background: bool = True) -> None:
     Args:
         snakemake: the script's ``snakemake`` object; ``log[0]`` is the job's log file.
         background: ``False`` for the jobs that hold ``bench_slot`` (timing jobs and the
-            encoder), which keep their priority; otherwise the job runs at
+            encoder) and those every one of them waits for (corpus generation, the encoder
+            export), which keep their priority; otherwise the job runs at
             :data:`agentmem.io.BACKGROUND_NICENESS` (:func:`agentmem.io.run_in_background`),
             so it cannot slow a timing job down much.
     """

@@ -21,22 +21,28 @@ SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
 ONNX_ENV = "AGENTMEM_TEST_ONNX"
 
 
-def copy_workflow_config(wd: Path, encoder: bool = True) -> Path:
+def copy_workflow_config(wd: Path, encoder: bool = False) -> Path:
     """Copy the repository's config/ and profiles/ into ``wd`` (created if missing); ``wd``.
 
     A config's relative ``external.<name>.path`` is relative to the working directory (the
     repository, run as documented); in the copies, one that exists from the repository is
     made absolute (the smoke config's LoCoMo file and tiny dataset), a missing one is kept.
-    With ``encoder`` and ``$AGENTMEM_TEST_ONNX`` naming a file, that export is copied to
-    ``results/cache/encoder/`` (where export_encoder writes it; a rule without inputs is
-    not rerun for an output that exists).
+    With ``encoder`` (for a test that runs the workflow) and ``$AGENTMEM_TEST_ONNX`` set,
+    that export is copied to ``results/cache/encoder/`` (where export_encoder writes it; a
+    rule without inputs is not rerun for an output that exists); without, ``wd`` has no
+    ``results/``.
+
+    Raises:
+        FileNotFoundError: when ``$AGENTMEM_TEST_ONNX`` is set but names no file.
     """
     for d in ("config", "profiles"):
         shutil.copytree(REPO / d, wd / d)
-    onnx = Path(os.environ.get(ONNX_ENV, ""))
-    if encoder and onnx.name and onnx.is_file():
+    onnx = os.environ.get(ONNX_ENV)
+    if encoder and onnx:
+        if not Path(onnx).is_file():
+            raise FileNotFoundError(f"${ONNX_ENV} is {onnx!r}, which is not a file")
         (wd / "results/cache/encoder").mkdir(parents=True, exist_ok=True)
-        shutil.copy2(onnx, wd / "results/cache/encoder" / onnx.name)
+        shutil.copy2(onnx, wd / "results/cache/encoder" / Path(onnx).name)
     for f in (wd / "config").glob("*.yaml"):
         data = yaml.safe_load(f.read_text()) or {}
         found = {

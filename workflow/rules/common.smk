@@ -129,7 +129,8 @@ def encoder_threads(wildcards):
     """Threads of the {size} wildcard's encoder: 1 above the main size (a background job);
     else 2, but 1 in a local run with --cores 2 or fewer, where a 2-thread job waits until
     both cores are free at once while 1-thread untimed jobs keep taking the one that frees
-    up (the smoke run's encoder waited 80 s so). On a cluster, the profile's set-threads."""
+    up (over a minute at the head of the smoke run). On a cluster, the profile's
+    set-threads."""
     if above_main(wildcards.size):
         return 1
     if not (workflow.local_exec and workflow.is_main_process):  # a cluster, or its job
@@ -223,8 +224,8 @@ def anomaly_tables():
 
 
 # External datasets (config `external`): each dataset id (<name> for an agentmem-memory
-# dataset, <name>-<unit> for a LoCoMo unit) is prepared, embedded, run by every arm in
-# each of its settings and scored under results/external/<id>/.
+# dataset, <name>-<unit> for a LoCoMo unit) is prepared, embedded, run by the arms of its
+# entry in each of its settings and scored under results/external/<id>/.
 
 
 def _external_present(entry):
@@ -263,6 +264,11 @@ if workflow.is_main_process:
 #: ids of the datasets the default target builds (those whose source exists and that
 #: run some configured arm)
 EXTERNAL_IDS = [i for i, r in EXTERNAL.items() if r.name in EXTERNAL_PRESENT and r.arms]
+for _name, _entry in CFG.external.items():
+    if _name in EXTERNAL_PRESENT and _entry.arms is not None:
+        if not any(r.arms for r in EXTERNAL.values() if r.name == _name):
+            _why = "is []" if not _entry.arms else f"{_entry.arms} names none of arms"
+            print(f"external.{_name}.arms {_why}: skipping its targets", file=sys.stderr)
 
 
 def external_run(wildcards):
@@ -318,7 +324,17 @@ def external_scoped(wildcards):
 
 def external_runs_of(wildcards):
     """The runs Parquet of every setting x arm of the {dataset} wildcard (settings outer;
-    the arms of its entry, :class:`agentmem.config.ExternalRun`)."""
+    the arms of its entry, :class:`agentmem.config.ExternalRun`).
+
+    Raises:
+        WorkflowError: when the entry runs no arm (none of its ``arms`` is configured).
+    """
+    run = external_run(wildcards)
+    if not run.arms:
+        raise WorkflowError(
+            f"{wildcards.dataset}: external.{run.name}.arms names none of the configured "
+            f"arms {ARM_NAMES}: nothing to score"
+        )
     return [
         f"results/external/{wildcards.dataset}/runs/{setting}/{arm}.parquet"
         for setting in external_run(wildcards).settings

@@ -20,7 +20,7 @@ rule embed_texts:
         queries="results/corpus/{size}/queries.parquet",
         encoder=encoder_model,
         # a size above the main one is embedded after the main size: on one core it would
-        # otherwise hold off the two-thread encoder of the critical path
+        # otherwise hold off the main size's encoder, the head of the critical path
         after_main=lambda wc: (
             [f"results/embeddings/{MAIN}.parquet"] if above_main(wc.size) else []
         ),
@@ -32,7 +32,7 @@ rule embed_texts:
         "results/benchmarks/embed_texts/{size}.tsv"
     # the encoder of the main size and the smaller ones is the critical path (every arm
     # run waits for its vectors): it holds bench_slot (no timing job, no other encoder
-    # beside it), all its threads, and goes first. A size above the main one is needed
+    # beside it), its threads (encoder_threads), and goes first. A size above the main one is needed
     # only after the main size's runs: its encoder takes one thread and background_slot
     # at nice 19 and runs beside those runs. The encoder gets min(threads, usable CPUs).
     priority: 50

@@ -1,6 +1,7 @@
 # External datasets (config `external`): LoCoMo converted into one agentmem-memory dataset
 # per memory unit, and datasets in that format (docs/DATASETS.md), each prepared into the
-# corpus contract, embedded, run by every arm in each of its settings and scored.
+# corpus contract, embedded, run by the arms of its entry (every arm by default) in each
+# of its settings and scored.
 
 
 rule convert_locomo:

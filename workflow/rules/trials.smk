@@ -56,7 +56,7 @@ rule run_lost_update_trials:
         "results/benchmarks/run_lost_update_trials.tsv"
     # a timing job: the chain of them bounds the run, so it goes before untimed jobs; one
     # thread (its writer processes are not pinned), since a 2-thread job waits until both
-    # cores are free at once, which on 2 cores happened only at the end of a run
+    # cores are free at once, which under --cores 2 happens only at a run's end
     priority: 20
     conda:
         "../../envs/agentmem.yaml"
