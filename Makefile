@@ -3,7 +3,9 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-CORES ?= 16
+# one job slot per CPU: more (--cores 16 on 2 CPUs) lets a dozen niced jobs share the core
+# that the background encoder of the largest size needs before its timing runs can start
+CORES ?= $(shell nproc 2>/dev/null || echo 2)
 STAMP := $(VENV)/.installed-stamp
 LOCK := requirements.lock
 
