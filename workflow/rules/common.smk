@@ -268,7 +268,9 @@ for _name, _entry in CFG.external.items():
     if _name in EXTERNAL_PRESENT and _entry.arms is not None:
         if not any(r.arms for r in EXTERNAL.values() if r.name == _name):
             _why = "is []" if not _entry.arms else f"{_entry.arms} names none of arms"
-            print(f"external.{_name}.arms {_why}: skipping its targets", file=sys.stderr)
+            print(
+                f"external.{_name}.arms {_why}: skipping its targets", file=sys.stderr
+            )
 
 
 def external_run(wildcards):
