@@ -472,6 +472,7 @@ class Config(_Strict):
             ("arms", self.arms),
             ("arm_params", list(self.arm_params)),
             ("scaling_arms", list(self.scaling_arms or ())),
+            *((f"external.{n}.arms", list(d.arms or ())) for n, d in self.external.items()),
         ):
             for name in names:
                 if name not in ARMS:
@@ -482,12 +483,6 @@ class Config(_Strict):
                     f"seed_systems.conversation.arms: unknown arm {name!r}; "
                     f"known arms: {sorted(ARMS)}"
                 )
-        for dname, d in self.external.items():
-            for name in d.arms or ():
-                if name not in ARMS:
-                    raise ValueError(
-                        f"external.{dname}.arms: unknown arm {name!r}; known arms: {sorted(ARMS)}"
-                    )
         conv = self.seed_systems.conversation.arms
         if len(set(conv)) != len(conv):
             raise ValueError(f"seed_systems.conversation.arms: duplicate names in {conv}")
