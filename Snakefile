@@ -22,6 +22,7 @@ include: "workflow/rules/sweeps.smk"
 include: "workflow/rules/external.smk"
 include: "workflow/rules/seed_systems.smk"
 include: "workflow/rules/tables.smk"
+include: "workflow/rules/robustness.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/report.smk"
 

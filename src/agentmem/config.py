@@ -52,7 +52,9 @@ class SizeConfig(_Strict):
 class RestatementConfig(_Strict):
     """How many memories each fact is rendered into (REFERENCE §1: every 11th fact heavy)."""
 
-    every_nth_heavy: int = Field(11, ge=1, description="every n-th fact gets heavy restatement")
+    every_nth_heavy: int = Field(
+        11, ge=0, description="every n-th fact gets heavy restatement; 0: none (light only)"
+    )
     heavy_min: int = Field(6, ge=1)
     heavy_max: int = Field(14, ge=1)
     light_min: int = Field(1, ge=1)
@@ -80,6 +82,14 @@ class CorpusConfig(_Strict):
     days: int = Field(365, ge=30, description="length of the simulated year in days")
     memories_per_session: int = Field(25, ge=2, le=1000)
     temporal_cutoff_day: int = Field(160, ge=1, description="'before day N' in temporal queries")
+    restated_after_correction: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="share of corrected facts restated once more with their old value after "
+        "the correction (a stale memory newer than the correction: recency is then not "
+        "currency); 0 keeps every correction the newest memory of its fact",
+    )
 
     @model_validator(mode="after")
     def _days(self) -> CorpusConfig:
@@ -381,6 +391,45 @@ class ReportConfig(_Strict):
     n_boot: int = Field(2000, ge=1, description="bootstrap resamples (intervals, paired tests)")
 
 
+#: the design variants the robustness check runs by default: name -> corpus overrides
+DEFAULT_VARIANTS: dict[str, dict[str, Any]] = {
+    "distractors-none": {"distractor_ratio": 0.0},
+    "distractors-double": {"distractor_ratio": 0.344},
+    "restatements-light": {"restatements": {"every_nth_heavy": 0}},
+    "superseded-0.05": {"superseded_fraction": 0.05},
+    "superseded-0.25": {"superseded_fraction": 0.25},
+    "corrections-restated": {"restated_after_correction": 0.5},
+}
+
+
+class RobustnessConfig(_Strict):
+    """Further corpora the study's findings are checked on (docs/ROBUSTNESS.md)."""
+
+    arms: list[str] | None = Field(
+        None,
+        description="arms run on every further corpus (those of them in arms, in the order "
+        "of arms); null: the study's ten arms",
+    )
+    seeds: list[int] = Field(
+        default_factory=lambda: [20260810, 20260811],
+        description="further corpus seeds: each is a corpus at seed_size with the default "
+        "options (corpus.seed is the headline corpus); [] runs none",
+    )
+    seed_size: Literal[SIZE_NAMES] | None = Field(  # type: ignore[valid-type]
+        None, description="size of the seed corpora; null: main_size"
+    )
+    variant_size: Literal[SIZE_NAMES] | None = Field(  # type: ignore[valid-type]
+        "s",
+        description="size of the design variants (and of their baseline, the default "
+        "options at that size); null: main_size",
+    )
+    variants: dict[str, dict[str, Any]] = Field(
+        default_factory=lambda: {k: dict(v) for k, v in DEFAULT_VARIANTS.items()},
+        description="design variants: name -> corpus options that differ from `corpus` "
+        "(merged key by key); {} runs none",
+    )
+
+
 def _default_sizes() -> dict[str, SizeConfig]:
     return {
         "xs": SizeConfig(facts=180, queries_per_class=12),
@@ -433,6 +482,7 @@ class Config(_Strict):
     )
     trials: TrialsConfig = TrialsConfig()
     report: ReportConfig = ReportConfig()
+    robustness: RobustnessConfig = RobustnessConfig()
     external: dict[str, ExternalDataset] = Field(
         default_factory=lambda: {"locomo": LocomoConfig()},
         description="external datasets by name: format locomo (converted into one dataset "
@@ -472,6 +522,7 @@ class Config(_Strict):
             ("arms", self.arms),
             ("arm_params", list(self.arm_params)),
             ("scaling_arms", list(self.scaling_arms or ())),
+            ("robustness.arms", list(self.robustness.arms or ())),
             *((f"external.{n}.arms", list(d.arms or ())) for n, d in self.external.items()),
         ):
             for name in names:
@@ -495,6 +546,7 @@ class Config(_Strict):
                     )
             if a == b:
                 raise ValueError(f"report.paired_tests: [{a}, {b}] pairs an arm with itself")
+        self._check_robustness()
         for name, params in self.arm_params.items():
             try:
                 inspect.signature(ARMS[name]).bind(**(params or {}))
@@ -503,6 +555,38 @@ class Config(_Strict):
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"arm_params.{name}: bad parameters {params!r}: {exc}") from None
         return self
+
+    def _check_robustness(self) -> None:
+        """Sizes known, seeds distinct (and not the headline seed), variants valid options."""
+        rob = self.robustness
+        for key in ("seed_size", "variant_size"):
+            size = getattr(rob, key)
+            if size is not None and size not in self.sizes:
+                raise ValueError(
+                    f"robustness.{key} {size!r} is not among sizes {sorted(self.sizes)}"
+                )
+        if len(set(rob.seeds)) != len(rob.seeds):
+            raise ValueError(f"robustness.seeds: duplicate seeds in {rob.seeds}")
+        if self.corpus.seed in rob.seeds:
+            raise ValueError(
+                f"robustness.seeds: {self.corpus.seed} is corpus.seed, the headline corpus"
+            )
+        arms = rob.arms or ()
+        if len(set(arms)) != len(arms):
+            raise ValueError(f"robustness.arms: duplicate names in {list(arms)}")
+        for name, overrides in rob.variants.items():
+            if not _DATASET_NAME.fullmatch(name) or name.startswith(("seed-", "default")):
+                raise ValueError(
+                    f"robustness.variants: name {name!r} is not path-safe or is reserved: use "
+                    "up to 64 letters, digits, '.', '_' and '-', not starting with 'seed-' "
+                    "or 'default'"
+                )
+            try:
+                variant_options(self.corpus, overrides)
+            except ValidationError as exc:
+                raise ValueError(
+                    f"robustness.variants.{name}: " + "; ".join(_error_lines(exc))
+                ) from None
 
     @field_validator("external")
     @classmethod
@@ -533,6 +617,22 @@ def _check_external(external: dict[str, Any]) -> None:
             owner[rid] = where
 
 
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def variant_options(corpus: CorpusConfig, overrides: dict[str, Any]) -> CorpusConfig:
+    """``corpus`` with ``overrides`` merged in key by key (nested mappings merged too).
+
+    Raises:
+        pydantic.ValidationError: when the merged options are not valid corpus options.
+    """
+    return CorpusConfig.model_validate(_merge(corpus.model_dump(), overrides))
+
+
 def conversation_arms(cfg: Config) -> list[str]:
     """The ``seed_systems.conversation.arms`` that are configured in ``arms``, in order."""
     have = set(cfg.arms)
@@ -557,7 +657,8 @@ def paired_tests(cfg: Config) -> list[list[str]]:
     return [[a, b] for a, b in cfg.report.paired_tests if a in have and b in have]
 
 
-def _format_errors(exc: ValidationError) -> str:
+def _error_lines(exc: ValidationError) -> list[str]:
+    """One ``loc: message (got X)`` line per error of ``exc``."""
     lines = []
     for err in exc.errors():
         parts = list(err["loc"])
@@ -568,8 +669,12 @@ def _format_errors(exc: ValidationError) -> str:
         if err["type"] == "extra_forbidden":
             msg = "unknown key"
         got = "" if not err["loc"] else f" (got {err.get('input')!r})"
-        lines.append(f"  {loc}: {msg}{got}")
-    return "invalid configuration:\n" + "\n".join(lines)
+        lines.append(f"{loc}: {msg}{got}")
+    return lines
+
+
+def _format_errors(exc: ValidationError) -> str:
+    return "invalid configuration:\n" + "\n".join(f"  {line}" for line in _error_lines(exc))
 
 
 def load_config(data: dict[str, Any] | str | Path) -> Config:

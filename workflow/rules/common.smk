@@ -19,6 +19,8 @@ from agentmem.external import DatasetError, validate_dataset
 from agentmem.external.format import DATASET_FILES
 from agentmem.external.score import RUN_K
 from agentmem.jobs import CORPUS_FILES, CORPUS_TABLES
+from agentmem.report.reference import ANOMALY_ARM
+from agentmem.robustness import robustness_arms, robustness_corpora
 from agentmem.sweeps.postfilter import postfilter_roles
 
 # 0) plug-in arms (entry-point group agentmem.arms) that clash with another arm's name, fail
@@ -72,6 +74,10 @@ SCALING_ENTRIES = [(a, s) for s in CFG.scaling_sizes for a in SCALING_ARMS]
 POSTFILTER_ARMS = [a for role in postfilter_roles(ARM_NAMES) for a in role]
 #: arms the conversation sweep drives (seed_systems.conversation.arms that are configured)
 CONVERSATION_ARMS = conversation_arms(CFG)
+#: the further corpora the findings are re-checked on, by id (agentmem.robustness)
+ROBUSTNESS = robustness_corpora(CFG)
+#: the arms run on each of them (untimed)
+ROBUSTNESS_ARMS = robustness_arms(CFG)
 #: the external datasets by id (agentmem.config.ExternalRun), whether present or not
 EXTERNAL = external_runs(CFG)
 #: the configured LoCoMo entries (format locomo) by name
@@ -86,6 +92,7 @@ wildcard_constraints:
     setting="|".join(EXTERNAL_SETTINGS),
     locomo="|".join(re.escape(n) for n in LOCOMO_NAMES),
     unit="|".join(LOCOMO_UNITS),
+    variant="|".join(re.escape(i) for i in ROBUSTNESS) or "(?!)",
 
 
 FIGURE_NAMES = (
@@ -104,6 +111,7 @@ FIGURE_NAMES = (
     "capabilities",
     "conversation",
     "decay",
+    "findings",
 )
 FIGURES = [f"results/figures/{name}.svg" for name in FIGURE_NAMES]
 
@@ -413,6 +421,8 @@ def all_targets():
         "results/capture.json",
         "results/tables/vs_reference.md",
         "results/tables/paired_bootstrap.csv",
+        "results/tables/findings.csv",
+        "results/tables/findings.md",
         "results/report/index.html",
         *FIGURES,
         *external_targets(),

@@ -320,3 +320,22 @@ use rule plot_ndcg_heatmap as plot_external with:
     params:
         figure="external",
         options=external_figure_options,
+
+
+use rule plot_ndcg_heatmap as plot_findings with:
+    input:
+        table="results/tables/findings.csv",
+        code=library_file("agentmem/report/figures/findings.py"),
+    output:
+        svg=report(
+            "results/figures/findings.svg",
+            caption="../report/findings_figure.rst",
+            category="Reference",
+        ),
+        png="results/figures/findings.png",
+    log:
+        "results/logs/plot_findings.log",
+    benchmark:
+        "results/benchmarks/plot_findings.tsv"
+    params:
+        figure="findings",

@@ -3,7 +3,9 @@
 Pipeline: world (:mod:`.world`: services, records, one fact per record) → 1..N
 renderings per fact (identifier-bearing and paraphrase forms) → distractors (mention an
 identifier, assert nothing) → supersessions (a correction memory on ``correction_day``
-marks every earlier rendering ``superseded_by`` it) → memories ordered in time and cut
+marks every earlier rendering ``superseded_by`` it; with ``restated_after_correction`` a
+share of corrected facts is restated once more, with the old value, after the correction,
+and superseded too) → memories ordered in time and cut
 into sessions → queries of eight classes with definitional qrels (:mod:`.queries`).
 
 How many memories a fact gets (:func:`light_restatements`, every n-th fact heavy), which
@@ -174,6 +176,27 @@ def _source_and_prefix(rng: random.Random) -> tuple[str, str]:
     return source, rng.choice(T.SOURCE_PREFIXES[source])
 
 
+def _stale_restatement(rng: random.Random, f: Fact, opts: CorpusConfig) -> Mem:
+    """An identifier-bearing restatement of ``f``'s old value written after its correction.
+
+    It is superseded (the correction holds the current value) yet newer than the correction,
+    so a ranking that takes the newest memory for the current one returns it.
+    """
+    source, prefix = _source_and_prefix(rng)
+    return Mem(
+        prefix + render_id(rng, f),
+        rng.randint(opts.correction_day + 1, opts.days - 1),
+        RECORD_TYPES[f.rtype][2],
+        f.fact_id,
+        source,
+        round(rng.uniform(0.5, 1.0), 3),
+        [f.rid, f.sid],
+        "id",
+        rng.random(),
+        True,
+    )
+
+
 @dataclass
 class Generated:
     """Everything the generator produced, as DataFrames ready to write."""
@@ -205,7 +228,7 @@ def generate(size: SizeConfig, opts: CorpusConfig) -> Generated:
     superseded_ids = {f.fact_id for f in rng.sample(facts, n_sup)}
     mems: list[Mem] = []
     for i, f in enumerate(facts):
-        heavy = (i + 1) % rs.every_nth_heavy == 0
+        heavy = rs.every_nth_heavy > 0 and (i + 1) % rs.every_nth_heavy == 0
         n = (
             rng.randint(rs.heavy_min, rs.heavy_max)
             if heavy
@@ -254,6 +277,9 @@ def generate(size: SizeConfig, opts: CorpusConfig) -> Generated:
                     rng.random(),
                 )
             )
+            # drawn only when asked for, so that the default corpus keeps its bytes
+            if opts.restated_after_correction > 0 and rng.random() < opts.restated_after_correction:
+                mems.append(_stale_restatement(rng, f, opts))
 
     n_distractors = round(len(mems) * opts.distractor_ratio)
     for _ in range(n_distractors):

@@ -29,18 +29,22 @@ class OurResults:
     - ``("queries", class)``: manifest ``queries_by_class``;
     - ``("size", size, "memories"|"queries")``: ``corpus/{size}/manifest.json``, else
       ``sweeps/scaling.csv``;
-    - ``("validation", class, column)``: ``tables/validation.csv``;
+    - ``("validation", class, column)``: ``tables/validation.csv`` (else
+      ``tables/validation_{m}.csv``);
     - ``("probe", stat)``: ``tables/dense_probe_{m}.csv``;
-    - ``("by_class", arm, class, column)``: ``tables/by_class.csv``;
+    - ``("by_class", arm, class, column)``: ``tables/by_class.csv`` (else
+      ``tables/by_class_{m}.csv``);
     - ``("build", arm, key)``, ``("param", arm, name)``: ``builds/{m}/{arm}.json``;
     - ``("budget", arm, k, column)``: ``sweeps/budget.csv``;
-    - ``("postfilter", arm, overfetch, column)``: ``sweeps/postfilter.csv``;
+    - ``("postfilter", arm, overfetch, column)``: ``sweeps/postfilter.csv`` (else
+      ``sweeps/postfilter_{m}.csv``);
     - ``("fill", arm, column)``: ``tables/fill_rate.csv``;
     - ``("scaling", arm, size, column)``: ``sweeps/scaling.csv`` (``storage_mb``,
       ``ingest_s``, ``index_s`` derived);
     - ``("crash", family, stat)``: ``trials/crash.csv``;
     - ``("lost", store, mode, column)``: ``trials/lost_update.csv`` (``lost_share`` derived);
-    - ``("anomaly", arm, column)``, ``("anomaly_k",)``: ``trials/anomaly.csv``;
+    - ``("anomaly", arm, column)``, ``("anomaly_k",)``: ``trials/anomaly.csv`` (else
+      ``trials/anomaly_{m}.csv``);
     - ``("ci", arm, class, metric)``: ``tables/bootstrap_ci.csv`` -> ``(low, high)``.
 
     Args:
@@ -174,8 +178,19 @@ class OurResults:
         return self._cell(t, what, size=size)
 
     # --- §2 ---
+    def _sized(self, rel: str) -> Any:
+        """``results/<rel>``, else its main-size twin ``<stem>_{m}<suffix>``.
+
+        The twin is the layout of a further corpus's tree (:mod:`agentmem.robustness`).
+        """
+        p = Path(rel)
+        twin = str(p.with_name(f"{p.stem}_{self.main}{p.suffix}"))
+        if (self.root / rel).is_file() or not (self.root / twin).is_file():
+            return self._load(rel)
+        return self._load(twin)
+
     def _get_validation(self, cls: str, col: str) -> Any:
-        return self._cell(self._load("tables/validation.csv"), col, query_class=cls)
+        return self._cell(self._sized("tables/validation.csv"), col, query_class=cls)
 
     def _get_probe(self, stat: str) -> Any:
         t = self._load(f"tables/dense_probe_{self.main}.csv")
@@ -192,7 +207,7 @@ class OurResults:
 
     # --- §3 ---
     def _get_by_class(self, arm: str, cls: str, col: str) -> Any:
-        return self._cell(self._load("tables/by_class.csv"), col, arm=arm, query_class=cls)
+        return self._cell(self._sized("tables/by_class.csv"), col, arm=arm, query_class=cls)
 
     def _get_build(self, arm: str, key: str) -> Any:
         b = self._load(f"builds/{self.main}/{arm}.json")
@@ -207,7 +222,7 @@ class OurResults:
 
     # --- §4 ---
     def _get_postfilter(self, arm: str, x: int, col: str) -> Any:
-        t = self._load("sweeps/postfilter.csv")
+        t = self._sized("sweeps/postfilter.csv")
         return self._cell(t, col, arm=arm, overfetch=x)
 
     def _get_fill(self, arm: str, col: str) -> Any:
@@ -254,7 +269,7 @@ class OurResults:
         return self._cell(t, col, store=store, mode=mode)
 
     def _get_anomaly(self, arm: str, col: str) -> Any:
-        return self._cell(self._load("trials/anomaly.csv"), col, arm=arm)
+        return self._cell(self._sized("trials/anomaly.csv"), col, arm=arm)
 
     def _get_anomaly_k(self) -> Any:
         # the probe's k is the run's k; the anomaly CSV does not record it, the capture does

@@ -1,0 +1,565 @@
+"""The study's twelve headline findings (REFERENCE §7) as checks on our outputs.
+
+Each :class:`HeadlineFinding` computes one statistic from a lookup (``ref -> value``, the
+keys of :class:`agentmem.report.reference.OurResults`), on the published numbers (the
+study's value) and on each of our result trees alike, and decides a verdict by a stated
+rule: **holds** (the finding's direction with at least the stated margin), **flips** (the
+opposite direction) or **weakens** (in between). A finding whose inputs a run lacks is
+``n/a``.
+
+:func:`findings_table` evaluates them on the headline run and on every further corpus of
+config ``robustness`` (:mod:`agentmem.robustness`): corpus seeds, design variants and the
+variants' baseline. Three findings do not depend on the corpus (the file-jsonl scaling
+sweep, the crash and the lost-update trials read no corpus seed or variant); their value
+on a further corpus is the headline run's, marked ``carried``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+from scipy import stats as sps
+
+from agentmem.io import write_csv
+from agentmem.report.reference import (
+    ANOMALY_ARM,
+    DBMS_ARMS,
+    FILE_ARMS,
+    POSTFILTER_ARM,
+    REFERENCE_ARMS,
+    OurResults,
+    published_lookup,
+)
+from agentmem.report.reference.lookups import ndcg, need
+from agentmem.report.reference.records import Lookup
+
+#: the five structural classes (REFERENCE §2: they need a predicate, a join or a count)
+STRUCTURAL = ("temporal", "provenance", "currency", "aggregate", "negation")
+VERDICTS = ("holds", "weakens", "flips", "n/a")
+
+Stat = Callable[[Lookup], float | None]
+
+
+@dataclass(frozen=True)
+class HeadlineFinding:
+    """One of the twelve findings of REFERENCE §7.
+
+    Attributes:
+        number: its number in REFERENCE §7 (1-12).
+        claim: the finding in words.
+        statistic: what the number is.
+        stat: computes the statistic from a lookup (None when an input is missing).
+        rule: the verdict rule in words.
+        holds: True when the finding holds (given the lookup; None when unknown).
+        flips: True when the opposite holds.
+        corpus_dependent: False for a finding whose inputs read no corpus (its value on a
+            further corpus is the headline run's).
+    """
+
+    number: int
+    claim: str
+    statistic: str
+    stat: Stat
+    rule: str
+    holds: Callable[[Lookup], bool | None]
+    flips: Callable[[Lookup], bool | None]
+    corpus_dependent: bool = True
+
+    def verdict(self, v: Lookup) -> str:
+        """``holds``, ``flips``, ``weakens`` or ``n/a`` (an input is missing)."""
+        if self.stat(v) is None:
+            return "n/a"
+        h, f = self.holds(v), self.flips(v)
+        if h is None or f is None:
+            return "n/a"
+        return "holds" if h else ("flips" if f else "weakens")
+
+
+def _known(vals: Sequence[float | None]) -> list[float]:
+    return [x for x in vals if x is not None]
+
+
+def _mean(vals: Sequence[float | None]) -> float | None:
+    k = _known(vals)
+    return sum(k) / len(k) if len(k) == len(vals) and k else None
+
+
+def _on(stat: Stat, test: Callable[[float], bool]) -> Callable[[Lookup], bool | None]:
+    """``test`` applied to the statistic (None when it is unknown)."""
+
+    def f(v: Lookup) -> bool | None:
+        x = stat(v)
+        return None if x is None else test(x)
+
+    return f
+
+
+def _lexical_gap(v: Lookup) -> float | None:
+    a, b = v(ndcg("sqlite-fts", "lexical")), v(ndcg("file-vec", "lexical"))
+    return a - b if need(a, b) else None
+
+
+def _structural_recovery(v: Lookup) -> float | None:
+    inside = _mean([v(ndcg("pg-hnsw", c)) for c in STRUCTURAL])
+    alone = _mean([v(ndcg("file-vec", c)) for c in STRUCTURAL])
+    return inside - alone if need(inside, alone) else None
+
+
+def _currency_drop(v: Lookup) -> float | None:
+    gaps = []
+    for hybrid, btree in (("sqlite-hybrid", "sqlite-btree"), ("pg-hybrid", "pg-btree")):
+        a, b = v(ndcg(hybrid, "currency")), v(ndcg(btree, "currency"))
+        if need(a, b):
+            gaps.append(a - b)
+    return max(gaps) if gaps else None
+
+
+def _exact_count_gap(v: Lookup) -> float | None:
+    key = "exact_count_rate"
+    dbms = _known([v(("by_class", a, "aggregate", key)) for a in DBMS_ARMS])
+    files = _known([v(("by_class", a, "aggregate", key)) for a in FILE_ARMS])
+    return min(dbms) - max(files) if dbms and files else None
+
+
+def _fts_share_of_best(v: Lookup) -> float | None:
+    overall = _known([v(ndcg(a)) for a in REFERENCE_ARMS])
+    fts = v(ndcg("sqlite-fts"))
+    return fts / max(overall) if fts is not None and overall and max(overall) > 0 else None
+
+
+def _storage_ratio(v: Lookup) -> float | None:
+    big, fts = (
+        v(("build", "pg-hybrid", "bytes_per_memory")),
+        v(("build", "sqlite-fts", "bytes_per_memory")),
+    )
+    return big / fts if need(big, fts) and fts else None
+
+
+def _fts_best_holds(v: Lookup) -> bool | None:
+    share, ratio = _fts_share_of_best(v), _storage_ratio(v)
+    return None if not need(share, ratio) else share >= 0.95 and ratio >= 2
+
+
+def _fts_best_flips(v: Lookup) -> bool | None:
+    share, ratio = _fts_share_of_best(v), _storage_ratio(v)
+    return None if not need(share, ratio) else share < 0.85 or ratio < 1
+
+
+def _fill_at_one(v: Lookup) -> float | None:
+    return v(("postfilter", POSTFILTER_ARM, 1, "fill_rate"))
+
+
+def _jsonl_slope(v: Lookup) -> float | None:
+    """Log-log slope of file-jsonl's p50 against the corpus size, smallest to largest size."""
+    p0, p1 = (
+        v(("scaling", "file-jsonl", "xs", "p50_ms")),
+        v(("scaling", "file-jsonl", "l", "p50_ms")),
+    )
+    n0, n1 = v(("size", "xs", "memories")), v(("size", "l", "memories"))
+    if not need(p0, p1, n0, n1) or min(p0, p1, n0, n1) <= 0 or n1 == n0:
+        return None
+    return math.log(p1 / p0) / math.log(n1 / n0)
+
+
+def _safe_unreadable(v: Lookup) -> float | None:
+    vals = [v(("crash", f, "unreadable")) for f in ("file-append", "sqlite", "postgres-writer")]
+    return sum(vals) if need(*vals) else None
+
+
+def _rewrite_unreadable(v: Lookup) -> float | None:
+    return v(("crash", "file-rewrite", "unreadable"))
+
+
+def _crash_holds(v: Lookup) -> bool | None:
+    safe, bad = _safe_unreadable(v), _rewrite_unreadable(v)
+    return None if not need(safe, bad) else safe == 0 and bad >= 1
+
+
+def _crash_flips(v: Lookup) -> bool | None:
+    safe = _safe_unreadable(v)
+    return None if safe is None else safe > 0
+
+
+def _json_lost(v: Lookup) -> float | None:
+    return v(("lost", "json-file", "threads", "lost_share"))
+
+
+def _dbms_lost(v: Lookup) -> float | None:
+    vals = [v(("lost", s, "threads", "lost")) for s in ("sqlite-update", "postgres-update")]
+    return sum(vals) if need(*vals) else None
+
+
+def _lost_holds(v: Lookup) -> bool | None:
+    j, d = _json_lost(v), _dbms_lost(v)
+    return None if not need(j, d) else j >= 0.5 and d == 0
+
+
+def _lost_flips(v: Lookup) -> bool | None:
+    j, d = _json_lost(v), _dbms_lost(v)
+    return None if not need(j, d) else d > 0 or j == 0
+
+
+def _stale_after_repair(v: Lookup) -> float | None:
+    return v(("anomaly", ANOMALY_ARM, "stale_fraction"))
+
+
+def _cosine(v: Lookup, cls: str) -> float | None:
+    return v(("validation", cls, "mean_cosine"))
+
+
+def _lexical_cosine_gap(v: Lookup) -> float | None:
+    lex, rnd = _cosine(v, "lexical"), _cosine(v, "random_pairs")
+    return lex - rnd if need(lex, rnd) else None
+
+
+def _semantic_cosine_gap(v: Lookup) -> float | None:
+    sem, rnd = _cosine(v, "semantic"), _cosine(v, "random_pairs")
+    return sem - rnd if need(sem, rnd) else None
+
+
+def _cosine_holds(v: Lookup) -> bool | None:
+    lex, sem = _lexical_cosine_gap(v), _semantic_cosine_gap(v)
+    return None if not need(lex, sem) else abs(lex) <= 0.10 and sem >= 0.30
+
+
+def _cosine_flips(v: Lookup) -> bool | None:
+    lex, sem = _lexical_cosine_gap(v), _semantic_cosine_gap(v)
+    return None if not need(lex, sem) else lex >= sem or sem <= 0.10
+
+
+HEADLINE_FINDINGS: tuple[HeadlineFinding, ...] = (
+    HeadlineFinding(
+        1,
+        "Dense retrieval is near-random on identifier (lexical) queries; an inverted index is not",
+        "lexical nDCG@10, sqlite-fts − file-vec",
+        _lexical_gap,
+        "holds ≥ 0.50; flips ≤ 0",
+        _on(_lexical_gap, lambda x: x >= 0.50),
+        _on(_lexical_gap, lambda x: x <= 0),
+    ),
+    HeadlineFinding(
+        2,
+        "Pure similarity collapses on the five structural classes; the same vectors inside "
+        "a DBMS recover",
+        "mean structural-class nDCG@10, pg-hnsw − file-vec",
+        _structural_recovery,
+        "holds ≥ 0.20; flips ≤ 0",
+        _on(_structural_recovery, lambda x: x >= 0.20),
+        _on(_structural_recovery, lambda x: x <= 0),
+    ),
+    HeadlineFinding(
+        3,
+        "Hybrid fusion lowers currency below the B-tree arms",
+        "currency nDCG@10, hybrid − B-tree (the larger of sqlite and pg)",
+        _currency_drop,
+        "holds ≤ −0.10; flips ≥ 0",
+        _on(_currency_drop, lambda x: x <= -0.10),
+        _on(_currency_drop, lambda x: x >= 0),
+    ),
+    HeadlineFinding(
+        4,
+        "Every DBMS arm returns the exact count on aggregates; the file arms never do",
+        "exact-count rate, least DBMS arm − best file arm",
+        _exact_count_gap,
+        "holds = 1; flips ≤ 0",
+        _on(_exact_count_gap, lambda x: x >= 1 - 1e-9),
+        _on(_exact_count_gap, lambda x: x <= 0),
+    ),
+    HeadlineFinding(
+        5,
+        "sqlite-fts is about as good overall as the best of the study's arms at a fraction "
+        "of pg-hybrid's storage",
+        "overall nDCG@10, sqlite-fts ÷ best study arm (storage ratio in the rule)",
+        _fts_share_of_best,
+        "holds ≥ 0.95 with pg-hybrid ≥ 2× sqlite-fts bytes per memory; flips < 0.85 or < 1×",
+        _fts_best_holds,
+        _fts_best_flips,
+    ),
+    HeadlineFinding(
+        6,
+        "Post-filtering at overfetch ×1 leaves result slots empty",
+        f"fill rate at ×1 ({POSTFILTER_ARM})",
+        _fill_at_one,
+        "holds ≤ 0.75; flips ≥ 0.95",
+        _on(_fill_at_one, lambda x: x <= 0.75),
+        _on(_fill_at_one, lambda x: x >= 0.95),
+    ),
+    HeadlineFinding(
+        7,
+        "file-jsonl recall latency grows linearly with the corpus",
+        "log-log slope of file-jsonl p50 against memories, smallest to largest size",
+        _jsonl_slope,
+        "holds 0.7–1.3; flips < 0.3 (flat, like an index)",
+        _on(_jsonl_slope, lambda x: 0.7 <= x <= 1.3),
+        _on(_jsonl_slope, lambda x: x < 0.3),
+        corpus_dependent=False,
+    ),
+    HeadlineFinding(
+        8,
+        "Rewriting one JSON document can lose everything on a crash; JSONL and the DBMS "
+        "arms never do",
+        "file-rewrite trials left unreadable (append, SQLite, Postgres in the rule)",
+        _rewrite_unreadable,
+        "holds ≥ 1 with 0 for file-append + sqlite + postgres-writer; flips if those > 0",
+        _crash_holds,
+        _crash_flips,
+        corpus_dependent=False,
+    ),
+    HeadlineFinding(
+        9,
+        "The file store loses most concurrent increments; the DBMS arms lose none",
+        "lost share, JSON file, threads (SQL stores' losses in the rule)",
+        _json_lost,
+        "holds ≥ 0.5 with 0 lost by sqlite-update + postgres-update; flips if those lose "
+        "any or the file none",
+        _lost_holds,
+        _lost_flips,
+        corpus_dependent=False,
+    ),
+    HeadlineFinding(
+        10,
+        "A top-10 repair leaves most restatements stale",
+        f"stale share after a top-10 repair ({ANOMALY_ARM})",
+        _stale_after_repair,
+        "holds ≥ 0.40; flips ≤ 0.10",
+        _on(_stale_after_repair, lambda x: x >= 0.40),
+        _on(_stale_after_repair, lambda x: x <= 0.10),
+    ),
+    HeadlineFinding(
+        11,
+        "Most of the workload needs a predicate, a join or an aggregate",
+        "share of queries not answerable by similarity alone",
+        lambda v: v(("predicate_share",)),
+        "holds ≥ 0.50; flips < 0.40",
+        _on(lambda v: v(("predicate_share",)), lambda x: x >= 0.50),
+        _on(lambda v: v(("predicate_share",)), lambda x: x < 0.40),
+    ),
+    HeadlineFinding(
+        12,
+        "Lexical queries sit at random-pair cosine; semantic queries far above",
+        "mean cosine, lexical − random pairs (semantic − random in the rule)",
+        _lexical_cosine_gap,
+        "holds |x| ≤ 0.10 with semantic − random ≥ 0.30; flips if lexical ≥ semantic or "
+        "semantic − random ≤ 0.10",
+        _cosine_holds,
+        _cosine_flips,
+    ),
+)
+"""The twelve findings of REFERENCE §7, in its order."""
+
+
+FINDINGS_SCHEMA: dict[str, pl.DataType] = {
+    "finding": pl.Int64,
+    "claim": pl.String,
+    "statistic": pl.String,
+    "rule": pl.String,
+    "corpus": pl.String,
+    "kind": pl.String,
+    "size": pl.String,
+    "value": pl.Float64,
+    "verdict": pl.String,
+    "carried": pl.Boolean,
+}
+"""Columns of :func:`findings_table` (one row per finding × corpus)."""
+
+
+@dataclass(frozen=True)
+class Tree:
+    """One result tree the findings are evaluated on.
+
+    Attributes:
+        corpus: column name (``study``, ``default``, ``seed-<n>``, a variant, ``default-<size>``).
+        kind: ``study``, ``headline``, ``seed``, ``variant`` or ``baseline``.
+        size: its corpus size (None for the study).
+        root: the results directory (None for the study).
+    """
+
+    corpus: str
+    kind: str
+    size: str | None
+    root: str | Path | None
+
+
+def _lookup(tree: Tree, headline: OurResults) -> Lookup:
+    if tree.root is None:
+        pub = published_lookup()
+        return lambda ref: pub.get(ref)
+    ours = headline if tree.kind == "headline" else OurResults(tree.root, tree.size)
+    return ours.get
+
+
+def findings_table(
+    trees: Sequence[Tree], headline_root: str | Path, main_size: str
+) -> pl.DataFrame:
+    """Every finding of :data:`HEADLINE_FINDINGS` on every tree (columns :data:`FINDINGS_SCHEMA`).
+
+    Args:
+        trees: the trees in column order; include a ``Tree("study", "study", None, None)``
+            for the published values and the headline run as kind ``headline``.
+        headline_root: the headline ``results`` directory (read for the findings that do
+            not depend on the corpus).
+        main_size: the headline run's main size.
+    """
+    headline = OurResults(headline_root, main_size)
+    rows = []
+    for tree in trees:
+        v = _lookup(tree, headline)
+        for f in HEADLINE_FINDINGS:
+            carried = tree.kind in ("seed", "variant", "baseline") and not f.corpus_dependent
+            use = headline.get if carried else v
+            rows.append(
+                {
+                    "finding": f.number,
+                    "claim": f.claim,
+                    "statistic": f.statistic,
+                    "rule": f.rule,
+                    "corpus": tree.corpus,
+                    "kind": tree.kind,
+                    "size": tree.size,
+                    "value": f.stat(use),
+                    "verdict": f.verdict(use),
+                    "carried": carried,
+                }
+            )
+    return pl.DataFrame(rows, schema=FINDINGS_SCHEMA)
+
+
+def seed_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float] | None:
+    """Student-t interval of the mean of ``values`` (one per corpus seed).
+
+    ``mean ± t_{(1+level)/2, n-1} · s / √n`` with ``s`` the sample standard deviation
+    (``scipy.stats.t.interval``); None for fewer than two values. Equal values give a
+    zero-width interval.
+    """
+    vals = [float(x) for x in values if x is not None and not math.isnan(x)]
+    if len(vals) < 2:
+        return None
+    mean = sum(vals) / len(vals)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in vals) / (len(vals) - 1))
+    if sd == 0:
+        return (mean, mean)
+    lo, hi = sps.t.interval(level, len(vals) - 1, loc=mean, scale=sd / math.sqrt(len(vals)))
+    return (float(lo), float(hi))
+
+
+def across_seeds(table: pl.DataFrame) -> pl.DataFrame:
+    """Per finding: mean and 95 % t-interval of the value over the headline run and seeds.
+
+    Returns:
+        Columns ``finding``, ``n_seeds``, ``seed_mean``, ``seed_ci_low``, ``seed_ci_high``,
+        ``seed_verdicts`` (e.g. ``3 holds``, ``2 holds, 1 weakens``); findings that do not
+        depend on the corpus count as carried values.
+    """
+    rows = []
+    seeds = table.filter(pl.col("kind").is_in(["headline", "seed"]))
+    for (num,), g in seeds.group_by(["finding"], maintain_order=True):
+        vals = [x for x in g["value"].to_list() if x is not None]
+        ci = seed_interval(vals)
+        counts = g.group_by("verdict", maintain_order=True).len()
+        summary = ", ".join(
+            f"{n} {v}" for v, n in sorted(counts.iter_rows(), key=lambda r: VERDICTS.index(r[0]))
+        )
+        rows.append(
+            {
+                "finding": num,
+                "n_seeds": g.height,
+                "seed_mean": sum(vals) / len(vals) if vals else None,
+                "seed_ci_low": ci[0] if ci else None,
+                "seed_ci_high": ci[1] if ci else None,
+                "seed_verdicts": summary,
+            }
+        )
+    return pl.DataFrame(
+        rows,
+        schema={
+            "finding": pl.Int64,
+            "n_seeds": pl.Int64,
+            "seed_mean": pl.Float64,
+            "seed_ci_low": pl.Float64,
+            "seed_ci_high": pl.Float64,
+            "seed_verdicts": pl.String,
+        },
+    )
+
+
+def _cell(value: float | None, verdict: str, carried: bool) -> str:
+    if value is None:
+        return "n/a"
+    num = f"{value:.3g}" if abs(value) >= 10 else f"{value:.3f}"
+    return f"{num} {verdict}" + (" (carried)" if carried else "")
+
+
+def findings_markdown(table: pl.DataFrame, seeds: pl.DataFrame) -> str:
+    """The findings as Markdown: a row per finding, a column per corpus, the seed interval.
+
+    Then each finding's statistic and verdict rule.
+    """
+    corpora = list(dict.fromkeys(table["corpus"].to_list()))
+    sizes = dict(zip(table["corpus"], table["size"], strict=True))
+    head = ["#", "finding", *[f"{c} ({sizes[c]})" if sizes[c] else c for c in corpora]]
+    head.append("across seeds: mean [95 % CI]")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    by_seed = {r["finding"]: r for r in seeds.iter_rows(named=True)}
+    for (num,), g in table.group_by(["finding"], maintain_order=True):
+        cells = {
+            r["corpus"]: _cell(r["value"], r["verdict"], r["carried"])
+            for r in g.iter_rows(named=True)
+        }
+        s = by_seed.get(num)
+        if s and s["seed_mean"] is not None and s["seed_ci_low"] is not None:
+            spread = (
+                f"{s['seed_mean']:.3f} [{s['seed_ci_low']:.3f}, {s['seed_ci_high']:.3f}]; "
+                f"{s['seed_verdicts']}"
+            )
+        else:
+            spread = "n/a"
+        lines.append(
+            "| "
+            + " | ".join([str(num), g["claim"][0], *[cells[c] for c in corpora], spread])
+            + " |"
+        )
+    lines += ["", "| # | statistic | verdict rule |", "|---|---|---|"]
+    for f in HEADLINE_FINDINGS:
+        lines.append(f"| {f.number} | {f.statistic} | {f.rule} |")
+    lines += [
+        "",
+        "Verdicts: holds (the finding's direction with the stated margin), flips (the "
+        "opposite), weakens (in between), n/a (an input is missing). A value marked "
+        "(carried) is the headline run's: that finding reads no corpus (docs/ROBUSTNESS.md).",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def write_findings(
+    trees: Sequence[Tree],
+    headline_root: str | Path,
+    main_size: str,
+    csv_out: str | Path,
+    md_out: str | Path,
+    seeds_out: str | Path,
+) -> pl.DataFrame:
+    """Write ``findings.csv``, ``findings.md`` and the across-seed summary CSV.
+
+    See :func:`findings_table` and :func:`across_seeds`; returns the findings table.
+    """
+    table = findings_table(trees, headline_root, main_size)
+    seeds = across_seeds(table)
+    write_csv(csv_out, table)
+    write_csv(seeds_out, seeds)
+    Path(md_out).write_text(findings_markdown(table, seeds))
+    return table
+
+
+def trees_from(
+    corpora: Mapping[str, tuple[str, str, str]], headline_root: str | Path, main_size: str
+) -> list[Tree]:
+    """The study, the headline run, then ``corpora`` (id -> (kind, size, root)) in order."""
+    return [
+        Tree("study", "study", None, None),
+        Tree("default", "headline", main_size, headline_root),
+        *(Tree(c, kind, size, root) for c, (kind, size, root) in corpora.items()),
+    ]

@@ -1,0 +1,203 @@
+"""The further corpora the study's findings are re-checked on (config ``robustness``).
+
+Each :class:`RobustnessCorpus` is one corpus the workflow generates, embeds, runs the
+robustness arms on (untimed, one call per query) and scores under
+``results/robustness/<id>/``, in the same layout as ``results/`` itself (``corpus/<size>/``,
+``tables/by_class.csv``, ``builds/<size>/<arm>.json``, ...), so that
+:class:`agentmem.report.reference.OurResults` reads it as it reads the headline run:
+
+- ``seed-<n>``: the default options with corpus seed ``n``, at ``robustness.seed_size``;
+- ``<variant>``: the default options with the variant's overrides, at
+  ``robustness.variant_size``;
+- ``default-<size>``: the default options at the variants' size, their baseline, when that
+  size is not the main size (at the main size the headline run is the baseline).
+
+docs/ROBUSTNESS.md describes the variants and why each is there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import polars as pl
+
+from agentmem.config import Config, CorpusConfig, variant_options
+
+Kind = Literal["seed", "variant", "baseline"]
+
+
+@dataclass(frozen=True)
+class RobustnessCorpus:
+    """One further corpus.
+
+    Attributes:
+        id: its directory name under ``results/robustness/`` (``seed-<n>``, the variant's
+            name, or ``default-<size>``).
+        kind: ``seed``, ``variant`` or ``baseline`` (the variants' default-options corpus).
+        size: the corpus size it is generated at (a key of ``sizes``).
+        options: the generator options.
+        overrides: what differs from ``corpus`` (``{"seed": n}`` for a seed corpus).
+    """
+
+    id: str
+    kind: Kind
+    size: str
+    options: CorpusConfig
+    overrides: dict
+
+    @property
+    def root(self) -> str:
+        """Its results directory, ``results/robustness/<id>``."""
+        return f"results/robustness/{self.id}"
+
+
+def robustness_corpora(cfg: Config) -> dict[str, RobustnessCorpus]:
+    """Every further corpus by id: the seed corpora, the baseline (if any), the variants.
+
+    The baseline ``default-<size>`` is there when variants are configured at a size other
+    than the main size.
+    """
+    rob = cfg.robustness
+    out: dict[str, RobustnessCorpus] = {}
+    seed_size = rob.seed_size or cfg.main_size
+    for seed in rob.seeds:
+        opts = cfg.corpus.model_copy(update={"seed": seed})
+        out[f"seed-{seed}"] = RobustnessCorpus(
+            f"seed-{seed}", "seed", seed_size, opts, {"seed": seed}
+        )
+    variant_size = rob.variant_size or cfg.main_size
+    if rob.variants and variant_size != cfg.main_size:
+        rid = f"default-{variant_size}"
+        out[rid] = RobustnessCorpus(rid, "baseline", variant_size, cfg.corpus, {})
+    for name, overrides in rob.variants.items():
+        opts = variant_options(cfg.corpus, overrides)
+        out[name] = RobustnessCorpus(name, "variant", variant_size, opts, dict(overrides))
+    return out
+
+
+def robustness_arms(cfg: Config) -> list[str]:
+    """The arms run on every further corpus, in the order of ``arms``.
+
+    ``robustness.arms`` that are configured in ``arms``; when it is null, the study's ten
+    arms (:data:`agentmem.report.reference.REFERENCE_ARMS`) that are.
+    """
+    if cfg.robustness.arms is None:
+        from agentmem.report.reference import REFERENCE_ARMS
+
+        wanted = set(REFERENCE_ARMS)
+    else:
+        wanted = set(cfg.robustness.arms)
+    return [a for a in cfg.arms if a in wanted]
+
+
+def check_corpus(
+    arms: Sequence[str],
+    arm_params: Mapping[str, Mapping[str, Any]],
+    corpus_dir: str | Path,
+    embeddings: str | Path,
+    stores_dir: str | Path,
+    outputs: Mapping[str, Any],
+    k: int = 10,
+    anomaly: Mapping[str, Any] | None = None,
+    postfilter: Mapping[str, Any] | None = None,
+) -> pl.DataFrame:
+    """Run the robustness arms on one further corpus and the probes the findings read.
+
+    Each arm is built from scratch in ``stores_dir/<arm>`` and answers every query once,
+    untimed (:func:`agentmem.runner.run_arm`, no warm-up, one call); its run is scored
+    with the corpus's qrels and memories (:func:`agentmem.report.tables.score_run_file`)
+    and the scores tabulated by class. Then, on the stores just built, the update-anomaly
+    probe (:func:`agentmem.trials.anomaly.run_anomaly_probe`) and the post-filter sweep
+    (:func:`agentmem.sweeps.postfilter.postfilter_sweep`).
+
+    Args:
+        arms: arm names, in table order.
+        arm_params: constructor parameters by arm (config ``arm_params``).
+        corpus_dir: the corpus directory (memories, sessions, facts, entities, queries, qrels).
+        embeddings: the corpus's embeddings Parquet.
+        stores_dir: the directory of the arms' stores (created).
+        outputs: ``runs``, ``builds``, ``plans``, ``metrics`` (one path per arm each, in the
+            order of ``arms``), ``by_class_csv``, ``by_class_md``, and ``anomaly`` and
+            ``postfilter`` (CSV paths; a probe that does not run leaves a header-only file).
+        k: result list length.
+        anomaly: ``{"arms": [...], "facts": n, "k": k}``, or None (no probe).
+        postfilter: ``{"arms": [...], "overfetch": [...]}``, or None (no sweep).
+
+    Returns:
+        The by-class table.
+
+    Raises:
+        ValueError: when an ``outputs`` list does not have one path per arm.
+    """
+    from agentmem.io import write_csv
+    from agentmem.report.tables import score_run_file, write_by_class
+    from agentmem.runner import run_arm
+    from agentmem.sweeps.postfilter import postfilter_sweep
+    from agentmem.trials.anomaly import run_anomaly_probe
+
+    for key in ("runs", "builds", "plans", "metrics"):
+        if len(outputs[key]) != len(arms):
+            raise ValueError(f"outputs[{key!r}] has {len(outputs[key])} paths for {len(arms)} arms")
+    corpus, stores = Path(corpus_dir), Path(stores_dir)
+    stores.mkdir(parents=True, exist_ok=True)
+    for i, arm in enumerate(arms):
+        run_arm(
+            arm,
+            dict(arm_params.get(arm, {})),
+            corpus,
+            embeddings,
+            stores / arm,
+            outputs["runs"][i],
+            outputs["builds"][i],
+            outputs["plans"][i],
+            k=k,
+            warmup=0,
+            repeats=1,
+        )
+        score_run_file(
+            outputs["runs"][i],
+            corpus / "queries.parquet",
+            corpus / "qrels.parquet",
+            outputs["metrics"][i],
+            k=k,
+            memories=corpus / "memories.parquet",
+        )
+    table = write_by_class(
+        dict(zip(arms, outputs["metrics"], strict=True)),
+        outputs["by_class_csv"],
+        outputs["by_class_md"],
+    )
+    if anomaly is not None:
+        rows = []
+        for arm in anomaly["arms"]:
+            out = stores / f".anomaly-{arm}.csv"
+            run_anomaly_probe(
+                arm,
+                dict(arm_params.get(arm, {})),
+                stores / arm,
+                corpus,
+                embeddings,
+                out,
+                facts=anomaly["facts"],
+                k=anomaly["k"],
+            )
+            rows.append(pl.read_csv(out))
+        write_csv(outputs["anomaly"], pl.concat(rows, how="diagonal_relaxed"))
+    elif "anomaly" in outputs:
+        write_csv(outputs["anomaly"], pl.DataFrame(schema={"arm": pl.String}))
+    if postfilter is not None:
+        sweep = postfilter_sweep(
+            corpus,
+            embeddings,
+            {a: stores / a for a in postfilter["arms"]},
+            overfetch=postfilter["overfetch"],
+            k=k,
+            arm_params={a: dict(p) for a, p in arm_params.items()},
+        )
+        write_csv(outputs["postfilter"], sweep)
+    elif "postfilter" in outputs:
+        write_csv(outputs["postfilter"], pl.DataFrame(schema={"arm": pl.String}))
+    return table

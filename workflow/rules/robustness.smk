@@ -1,0 +1,218 @@
+# The further corpora (config `robustness`, agentmem.robustness): corpus seeds and design
+# variants, each generated, embedded, run by the robustness arms (untimed, one call per
+# query), scored and validated under results/robustness/<id>/ in the layout of results/,
+# then the study's twelve findings checked on every one of them (results/tables/findings.*).
+# Every job here is untimed and runs in the background lane, at nice 19.
+
+ROB = "results/robustness/{variant}"
+
+
+def robustness_size(variant):
+    """The corpus size of robustness corpus ``variant``."""
+    return ROBUSTNESS[variant].size
+
+
+def robustness_options(wildcards):
+    """Generator options of the {variant} wildcard's corpus (a dict)."""
+    return ROBUSTNESS[wildcards.variant].options.model_dump()
+
+
+def robustness_files(variant, *patterns):
+    """``patterns`` (relative to the corpus's root, with ``{size}`` and ``{arm}``) of corpus
+    ``variant`` at its size, for every robustness arm when a pattern names ``{arm}``."""
+    root = ROBUSTNESS[variant].root
+    return [
+        f
+        for p in patterns
+        for f in expand(
+            f"{root}/{p}", size=robustness_size(variant), arm=ROBUSTNESS_ARMS, allow_missing=True
+        )
+    ]
+
+
+def robustness_swept_arms():
+    """The post-filtering arms among the robustness arms (the post-filter sweep's subjects)."""
+    return postfilter_roles(ROBUSTNESS_ARMS)[0]
+
+
+def robustness_anomaly_arms():
+    """The arm the study ran its update-anomaly probe on, if it is a robustness arm."""
+    return [a for a in ROBUSTNESS_ARMS if a == ANOMALY_ARM]
+
+
+def robustness_inputs(variant):
+    """Every file of corpus ``variant`` the findings table reads."""
+    return robustness_files(
+        variant,
+        "corpus/{size}/manifest.json",
+        "tables/by_class_{size}.csv",
+        "tables/validation_{size}.csv",
+        "trials/anomaly_{size}.csv",
+        "sweeps/postfilter_{size}.csv",
+        "builds/{size}/{arm}.json",
+    )
+
+
+use rule generate_corpus as generate_robustness_corpus with:
+    output:
+        memories=f"{ROB}/corpus/{{size}}/memories.parquet",
+        facts=f"{ROB}/corpus/{{size}}/facts.parquet",
+        entities=f"{ROB}/corpus/{{size}}/entities.parquet",
+        sessions=f"{ROB}/corpus/{{size}}/sessions.parquet",
+        agents=f"{ROB}/corpus/{{size}}/agents.parquet",
+        queries=f"{ROB}/corpus/{{size}}/queries.parquet",
+        qrels=f"{ROB}/corpus/{{size}}/qrels.parquet",
+        manifest=f"{ROB}/corpus/{{size}}/manifest.json",
+    log:
+        "results/logs/generate_robustness_corpus/{variant}/{size}.log",
+    benchmark:
+        "results/benchmarks/generate_robustness_corpus/{variant}/{size}.tsv"
+    priority: 0
+    params:
+        size=size_params,
+        corpus=robustness_options,
+
+
+use rule embed_external as embed_robustness with:
+    input:
+        memories=f"{ROB}/corpus/{{size}}/memories.parquet",
+        queries=f"{ROB}/corpus/{{size}}/queries.parquet",
+        encoder=encoder_model,
+        after_main=f"results/embeddings/{MAIN}.parquet",
+    output:
+        f"{ROB}/embeddings/{{size}}.parquet",
+    log:
+        "results/logs/embed_robustness/{variant}/{size}.log",
+    benchmark:
+        "results/benchmarks/embed_robustness/{variant}/{size}.tsv"
+    priority: 0
+
+
+def robustness_outputs(pattern):
+    """``pattern`` (under a corpus's root, with ``{arm}``) for every robustness arm, the
+    {variant} and {size} wildcards kept."""
+    return expand(f"{ROB}/{pattern}", arm=ROBUSTNESS_ARMS, allow_missing=True)
+
+
+def robustness_arm_sources(wildcards=None):
+    """Source files of every robustness arm and the runner (editing one reruns the runs)."""
+    from agentmem.arms import ARMS
+
+    files = dict.fromkeys(f for a in ROBUSTNESS_ARMS for f in arm_files(ARMS[a]))
+    return [*files, library_file("agentmem/runner.py"), library_file("agentmem/robustness.py")]
+
+
+rule check_robustness_corpus:
+    input:
+        **corpus_files(*CORPUS_TABLES, "queries", "qrels", corpus=f"{ROB}/corpus/{{size}}"),
+        embeddings=f"{ROB}/embeddings/{{size}}.parquet",
+        sources=robustness_arm_sources,
+    output:
+        stores=directory("results/stores/robustness/{variant}/{size}"),
+        runs=robustness_outputs("runs/{size}/{arm}.parquet"),
+        builds=robustness_outputs("builds/{size}/{arm}.json"),
+        plans=robustness_outputs("plans/{size}/{arm}.json"),
+        metrics=robustness_outputs("metrics/{size}/{arm}.parquet"),
+        by_class_csv=f"{ROB}/tables/by_class_{{size}}.csv",
+        by_class_md=f"{ROB}/tables/by_class_{{size}}.md",
+        anomaly=f"{ROB}/trials/anomaly_{{size}}.csv",
+        postfilter=f"{ROB}/sweeps/postfilter_{{size}}.csv",
+    log:
+        "results/logs/check_robustness_corpus/{variant}/{size}.log",
+    benchmark:
+        "results/benchmarks/check_robustness_corpus/{variant}/{size}.tsv"
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    # quality only (the findings read no latency of these runs): one untimed call per query
+    # of every arm, then the anomaly probe and the post-filter sweep on the stores built;
+    # one job per corpus (a job per arm and probe would triple the run's job count)
+    resources:
+        background_slot=1,
+        mem_mb=4000,
+    params:
+        arms=ROBUSTNESS_ARMS,
+        arm_params=dict(CFG.arm_params),
+        k=CFG.run.k,
+        anomaly={
+            "arms": robustness_anomaly_arms(),
+            "facts": CFG.trials.anomaly.facts,
+            "k": CFG.trials.anomaly.k,
+        },
+        # the findings read the fill rate at the least and the most overfetch
+        postfilter={
+            "arms": robustness_swept_arms(),
+            "overfetch": sorted(
+                {min(CFG.sweeps.overfetch), max(CFG.sweeps.overfetch)}
+            ),
+        },
+    script:
+        "../../scripts/check_robustness_corpus.py"
+
+
+use rule validate_corpus as validate_robustness_corpus with:
+    input:
+        memories=f"{ROB}/corpus/{{size}}/memories.parquet",
+        queries=f"{ROB}/corpus/{{size}}/queries.parquet",
+        qrels=f"{ROB}/corpus/{{size}}/qrels.parquet",
+        manifest=f"{ROB}/corpus/{{size}}/manifest.json",
+        embeddings=f"{ROB}/embeddings/{{size}}.parquet",
+        code=library_file("agentmem/corpus/validation.py"),
+        spec=library_file("agentmem/corpus/spec.py"),
+    output:
+        table=f"{ROB}/tables/validation_{{size}}.csv",
+        probe=f"{ROB}/tables/dense_probe_{{size}}.csv",
+        spec=f"{ROB}/tables/corpus_spec_{{size}}.csv",
+    log:
+        "results/logs/validate_robustness_corpus/{variant}/{size}.log",
+    benchmark:
+        "results/benchmarks/validate_robustness_corpus/{variant}/{size}.tsv"
+    params:
+        random_pairs=CFG.validation.random_pairs,
+        seed=lambda wc: ROBUSTNESS[wc.variant].options.seed,
+
+
+def findings_corpora():
+    """Further corpus id -> [kind, size, results directory], in config order."""
+    return {i: [c.kind, c.size, c.root] for i, c in ROBUSTNESS.items()}
+
+
+rule tabulate_findings:
+    input:
+        # the headline run's files the findings read (agentmem.report.headline)
+        manifests=expand("results/corpus/{size}/manifest.json", size=CORPUS_SIZES),
+        by_class="results/tables/by_class.csv",
+        builds=main_builds(),
+        validation="results/tables/validation.csv",
+        postfilter="results/sweeps/postfilter.csv",
+        scaling="results/sweeps/scaling.csv",
+        crash="results/trials/crash.csv",
+        lost_update="results/trials/lost_update.csv",
+        anomaly="results/trials/anomaly.csv",
+        further=[f for i in ROBUSTNESS for f in robustness_inputs(i)],
+        code=[
+            library_file("agentmem/report/headline.py"),
+            *library_package("agentmem/report/reference"),
+        ],
+    output:
+        csv=report(
+            "results/tables/findings.csv",
+            caption="../report/findings.rst",
+            category="Reference",
+        ),
+        md="results/tables/findings.md",
+        seeds="results/tables/findings_seeds.csv",
+    log:
+        "results/logs/tabulate_findings.log",
+    benchmark:
+        "results/benchmarks/tabulate_findings.tsv"
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+    params:
+        corpora=findings_corpora(),
+        main_size=MAIN,
+    script:
+        "../../scripts/tabulate_findings.py"
