@@ -86,6 +86,7 @@ def test_by_class_table_long_form(smoke_run):
     assert stale["sqlite-fts"] == 0.0 and stale["file-jsonl"] > 0
     html = (smoke_run / "results/report/index.html").read_text()
     assert "sqlite-fts" in html and "nDCG@10 by query class" in html
+    assert "Stale exposure by query class" in html
     # figures embedded: the study's and one per external dataset
     assert html.count("data:image/svg+xml;base64,") == len(FIGURES) + len(EXTERNAL)
 

@@ -1,11 +1,15 @@
-"""score_run_file and the by-class table, by hand."""
+"""score_run_file, the by-class table and the report's stale-exposure table, by hand."""
 
+import json
+import re
 from pathlib import Path
 
 import polars as pl
 import pytest
 
-from agentmem.report.tables import BY_CLASS_COLUMNS, by_class, score_run_file
+from agentmem.corpus.queries import QUERY_CLASSES
+from agentmem.report.html import render_report
+from agentmem.report.tables import BY_CLASS_COLUMNS, by_class, score_run_file, write_by_class
 
 # m1 and m2 are superseded (by m5 and m6)
 MEMORIES = {"m1": "m5", "m2": "m6", "m3": None, "m4": None, "m5": None, "m6": None}
@@ -100,3 +104,37 @@ def test_by_class_stale_exposure_by_hand(scored):
     assert got[("B", "all")] == 0.5
     n = {(r["arm"], r["query_class"]): r["n_queries"] for r in t.iter_rows(named=True)}
     assert n[("A", "lexical")] == 2 and n[("B", "all")] == 4
+
+
+def test_report_shows_stale_exposure_by_class(scored, tmp_path):
+    csv, md = tmp_path / "by_class.csv", tmp_path / "by_class.md"
+    write_by_class(scored, csv, md)
+    assert "| precision_at_10 | stale_exposure | exact_count_rate |" in md.read_text()
+    caps = tmp_path / "capabilities.md"
+    caps.write_text("| arm | predicate |\n|---|---|\n| A | ✓ |\n")
+    corpus_keys = ("memories", "facts", "sessions", "queries", "distractors", "superseded")
+    doc = {
+        "generated_utc": "2026-01-01T00:00:00Z",
+        "main_size": "xs",
+        "environment": {
+            "python": "3.11",
+            "platform": "linux",
+            "cpus": 2,
+            "packages": {"sqlite": "3"},
+        },
+        "corpus": dict.fromkeys((*corpus_keys, "tokens_per_memory"), 1),
+        "by_class": pl.read_csv(csv).to_dicts(),  # as capture.json holds it
+        "builds": [],
+    }
+    capture = tmp_path / "capture.json"
+    capture.write_text(json.dumps(doc))
+    render_report(capture, caps, tmp_path / "index.html")
+    html = (tmp_path / "index.html").read_text()
+    table = html.split("Stale exposure by query class", 1)[1].split("</table>", 1)[0]
+    rows = {}
+    for tr in re.findall(r"<tr><td>(.*?)</td>(.*?)</tr>", table, flags=re.S):
+        rows[tr[0]] = re.findall(r"<td>(.*?)</td>", tr[1])
+    classes = [*QUERY_CLASSES, "all"]
+    want_a = dict.fromkeys(classes, "–") | {"lexical": "0.500", "currency": "0.125", "all": "0.250"}
+    want_b = dict.fromkeys(classes, "–") | {"currency": "0.500", "all": "0.500"}
+    assert rows == {"A": [want_a[c] for c in classes], "B": [want_b[c] for c in classes]}
