@@ -10,4 +10,5 @@ score_run_file(
     snakemake.input.qrels,
     snakemake.output[0],
     k=snakemake.params.k,
+    memories=snakemake.input.memories,
 )

@@ -69,17 +69,24 @@ def test_by_class_table_long_form(smoke_run):
         "recall_at_10",
         "mrr",
         "precision_at_10",
+        "stale_exposure",
         "exact_count_rate",
         "p50_ms",
         "p95_ms",
     ]
     assert t.height == len(cfg.arms) * (len(QUERY_CLASSES) + 1)
     assert t["ndcg_at_10"].is_between(0, 1).all()
+    assert t["stale_exposure"].drop_nulls().is_between(0, 1).all()
     agg = t.filter(pl.col("query_class") == "aggregate")
     rates = dict(zip(agg["arm"], agg["exact_count_rate"], strict=True))
     assert rates["sqlite-fts"] == 1.0 and rates["file-jsonl"] == 0.0
+    cur = t.filter(pl.col("query_class") == "currency")
+    stale = dict(zip(cur["arm"], cur["stale_exposure"], strict=True))
+    # currency's predicate (superseded_by IS NULL) in the engine; file-jsonl has none
+    assert stale["sqlite-fts"] == 0.0 and stale["file-jsonl"] > 0
     html = (smoke_run / "results/report/index.html").read_text()
     assert "sqlite-fts" in html and "nDCG@10 by query class" in html
+    assert "Stale exposure by query class" in html
     # figures embedded: the study's and one per external dataset
     assert html.count("data:image/svg+xml;base64,") == len(FIGURES) + len(EXTERNAL)
 

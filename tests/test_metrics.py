@@ -16,7 +16,9 @@ from agentmem.metrics import (
     precision_at_k,
     recall_at_k,
     reciprocal_rank,
+    stale_exposure,
     summarize,
+    superseded_ids,
 )
 
 
@@ -116,6 +118,65 @@ def test_per_query_rejects_missing_run():
     )
     with pytest.raises(ValueError, match="q2 has no rows"):
         per_query(runs, qrels, queries)
+
+
+def test_stale_exposure_two_of_four_superseded():
+    # s1 and s2 are superseded; z is superseded but not returned
+    assert stale_exposure(["a", "s1", "b", "s2"], {"s1", "s2", "z"}) == 0.5
+    assert stale_exposure(["a", "b"], {"s1"}) == 0.0
+    assert stale_exposure(["s1"], {"s1"}) == 1.0
+
+
+def test_stale_exposure_respects_the_cutoff():
+    ranked = ["a", "b", "s1", "s2"]
+    assert stale_exposure(ranked, {"s1", "s2"}, k=2) == 0.0  # both stale ones below k
+    assert stale_exposure(ranked, {"s1", "s2"}, k=3) == pytest.approx(1 / 3)
+    assert stale_exposure(ranked, {"s1", "s2"}, k=10) == 0.5  # fewer than k: ÷ returned
+    assert stale_exposure(["s1", "a", "b"], {"s1"}, k=1) == 1.0
+
+
+def test_stale_exposure_of_an_empty_result_is_undefined():
+    assert math.isnan(stale_exposure([], {"s1"}))
+    assert math.isnan(stale_exposure(["s1"], {"s1"}, k=0))
+
+
+def test_superseded_ids_are_the_rows_with_superseded_by():
+    mem = pl.DataFrame(
+        {"memory_id": ["m1", "m2", "m3"], "superseded_by": ["m3", None, None]},
+        schema_overrides={"superseded_by": pl.String},
+    )
+    assert superseded_ids(mem) == {"m1"}
+
+
+def test_per_query_stale_exposure_excludes_empty_results_from_the_mean():
+    runs = pl.DataFrame(
+        {
+            "query_id": ["q1", "q1", "q1", "q1", "q2", "q3", "q3"],
+            "rank": [1, 2, 3, 4, None, 1, 2],
+            "memory_id": ["s1", "a", "s2", "b", None, "a", "b"],
+            "count": [None] * 7,
+            "latency_ms": [1.0] * 7,
+        },
+        schema_overrides={"rank": pl.Int32, "count": pl.Int64},
+    )
+    qrels = pl.DataFrame({"query_id": ["q1", "q2", "q3"], "memory_id": ["a", "a", "a"]})
+    queries = pl.DataFrame(
+        {"query_id": ["q1", "q2", "q3"], "class": ["currency"] * 3, "expected_count": [None] * 3},
+        schema_overrides={"expected_count": pl.Int32},
+    )
+    s = per_query(runs, qrels, queries, superseded={"s1", "s2"})
+    stale = dict(zip(s["query_id"], s["stale_exposure"], strict=True))
+    assert stale == {"q1": 0.5, "q2": None, "q3": 0.0}
+    summ = {r["query_class"]: r for r in summarize(s).iter_rows(named=True)}
+    # (0.5 + 0.0) / 2 over the two queries that returned something, not / 3
+    assert summ["currency"]["stale_exposure"] == 0.25
+    assert summ["all"]["stale_exposure"] == 0.25
+    assert summ["currency"]["n_queries"] == 3
+    # k = 1 cuts q1 to [s1]
+    s1 = per_query(runs, qrels, queries, k=1, superseded={"s1", "s2"})
+    assert s1.filter(pl.col("query_id") == "q1")["stale_exposure"].item() == 1.0
+    # without the superseded set the metric is not measured
+    assert per_query(runs, qrels, queries)["stale_exposure"].null_count() == 3
 
 
 def test_bootstrap_ci_brackets_mean_and_is_seeded():

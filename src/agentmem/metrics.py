@@ -11,6 +11,13 @@ conventions for precision):
   min(|relevant|, k) relevant results ranked first — Järvelin & Kekäläinen (2002).
 - exact-count rate: share of aggregate queries whose returned count equals the expected
   count (a missing count is not exact).
+- stale exposure@k = |superseded ∩ returned[:k]| / |returned[:k]|: the share of the
+  returned top-``k`` whose memory is superseded (``superseded_by`` not null in the corpus's
+  ``memories.parquet``). Undefined (NaN; null in the per-query frame) when nothing is
+  returned, and left out of the means, so an empty answer neither hides nor adds stale
+  memories. A public Graphiti pull request (getzep/graphiti #1804) measured on a
+  78,515-edge production graph that 52.7 % of fact-search candidates were already-
+  invalidated facts.
 - Bootstrap CIs: percentile bootstrap over queries (Efron & Tibshirani 1993), seeded.
 """
 
@@ -70,8 +77,37 @@ def ndcg_at_k(ranked: Sequence[str], relevant: set[str], k: int = 10) -> float:
     return dcg / ideal
 
 
+def stale_exposure(ranked: Sequence[str], superseded: set[str], k: int = 10) -> float:
+    """Share of the returned top-``k`` whose memory is superseded (÷ number returned).
+
+    Args:
+        ranked: the run's memory ids, best first (each position counts once).
+        superseded: ids of the memories whose ``superseded_by`` is not null (any other
+            id counts as current).
+        k: cut-off.
+
+    Returns:
+        A value in [0, 1]; NaN when nothing is returned (0/0). Graphiti's pull request
+        getzep/graphiti #1804 found 52.7 % already-invalidated facts among fact-search
+        candidates on a 78,515-edge production graph.
+    """
+    top = list(ranked)[:k]
+    if not top:
+        return math.nan
+    return sum(1 for m in top if m in superseded) / len(top)
+
+
+def superseded_ids(memories: pl.DataFrame) -> set[str]:
+    """Ids (``memory_id``) of the memories whose ``superseded_by`` is not null."""
+    return set(memories.filter(pl.col("superseded_by").is_not_null())["memory_id"].to_list())
+
+
 def per_query(
-    runs: pl.DataFrame, qrels: pl.DataFrame, queries: pl.DataFrame, k: int = 10
+    runs: pl.DataFrame,
+    qrels: pl.DataFrame,
+    queries: pl.DataFrame,
+    k: int = 10,
+    superseded: set[str] | None = None,
 ) -> pl.DataFrame:
     """Score every query of one arm's run.
 
@@ -81,11 +117,14 @@ def per_query(
         qrels: query_id, memory_id (grade ignored: binary).
         queries: query_id, class, expected_count.
         k: cut-off.
+        superseded: ids of the superseded memories (:func:`superseded_ids`); None leaves
+            ``stale_exposure`` null for every query (not measured).
 
     Returns:
         One row per query: query_id, query_class, ndcg_at_10, recall_at_10, mrr,
-        precision_at_10, returned, exact_count (bool or null for non-aggregates),
-        latency_ms. (Column names keep ``_at_10`` for the default k.)
+        precision_at_10, stale_exposure (null when nothing is returned), returned,
+        exact_count (bool or null for non-aggregates), latency_ms. (Column names keep
+        ``_at_10`` for the default k.)
 
     Raises:
         ValueError: when a query in ``queries`` has no run rows or no qrels.
@@ -112,6 +151,7 @@ def per_query(
             raise ValueError(f"query {qid} has no qrels")
         r, R = ranked[qid], rel[qid]
         exp = row["expected_count"]
+        stale = None if superseded is None else stale_exposure(r, superseded, k)
         out.append(
             {
                 "query_id": qid,
@@ -120,6 +160,7 @@ def per_query(
                 "recall_at_10": recall_at_k(r, R, k),
                 "mrr": reciprocal_rank(r, R, k),
                 "precision_at_10": precision_at_k(r, R, k),
+                "stale_exposure": None if stale is None or math.isnan(stale) else stale,
                 "returned": min(len(r), k),
                 "exact_count": None if exp is None else (count[qid] == exp),
                 "latency_ms": lat[qid],
@@ -134,6 +175,7 @@ def per_query(
             "recall_at_10": pl.Float64,
             "mrr": pl.Float64,
             "precision_at_10": pl.Float64,
+            "stale_exposure": pl.Float64,
             "returned": pl.Int32,
             "exact_count": pl.Boolean,
             "latency_ms": pl.Float64,
@@ -146,11 +188,13 @@ def summarize(scores: pl.DataFrame) -> pl.DataFrame:
 
     Returns:
         query_class, n_queries, ndcg_at_10, recall_at_10, mrr, precision_at_10,
-        exact_count_rate (null when the group has no aggregate query), p50_ms, p95_ms.
+        stale_exposure (mean over the queries that returned something; null when none
+        did), exact_count_rate (null when the group has no aggregate query), p50_ms, p95_ms.
     """
     aggs = [
         pl.len().alias("n_queries"),
         *[pl.col(m).mean().alias(m) for m in METRICS],
+        pl.col("stale_exposure").mean().alias("stale_exposure"),  # nulls (empty results) skipped
         pl.col("exact_count").cast(pl.Float64).mean().alias("exact_count_rate"),
         pl.col("latency_ms").quantile(0.5, "linear").alias("p50_ms"),
         pl.col("latency_ms").quantile(0.95, "linear").alias("p95_ms"),

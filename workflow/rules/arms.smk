@@ -35,6 +35,7 @@ rule score_run:
         runs="results/runs/{size}/{arm}.parquet",
         queries="results/corpus/{size}/queries.parquet",
         qrels="results/corpus/{size}/qrels.parquet",
+        memories="results/corpus/{size}/memories.parquet",
     output:
         "results/metrics/{size}/{arm}.parquet",
     log:

@@ -158,6 +158,12 @@ Python {{ env.python }}, SQLite {{ env.packages.sqlite }}, {{ env.cpus }} CPUs.<
 {% for arm, row in grid.items() %}<tr><td>{{ arm }}</td>{% for c in classes %}
 <td style="background:{{ shade(row.get(c)) }}">{{ f(row.get(c)) }}</td>{% endfor %}</tr>
 {% endfor %}</table>
+<table><caption>Stale exposure by query class: share of the returned top 10 that is superseded
+(lower = better; mean over queries that returned something, – if none did)</caption>
+<tr><th>arm</th>{% for c in classes %}<th>{{ c }}</th>{% endfor %}</tr>
+{% for arm, row in stale.items() %}<tr><td>{{ arm }}</td>{% for c in classes %}
+<td>{{ f(row.get(c)) }}</td>{% endfor %}</tr>
+{% endfor %}</table>
 {% elif s.anchor == "storage" %}
 <table><caption>Bytes on disk and build time</caption>
 <tr><th>arm</th><th>bytes</th><th>bytes/memory</th><th>source</th>
@@ -335,8 +341,10 @@ def render_report(
     t = pl.DataFrame(doc["by_class"])
     overall = t.filter(pl.col("query_class") == "all").to_dicts()
     grid: dict[str, dict[str, float]] = {}
+    stale: dict[str, dict[str, float | None]] = {}
     for r in t.iter_rows(named=True):
         grid.setdefault(r["arm"], {})[r["query_class"]] = r["ndcg_at_10"]
+        stale.setdefault(r["arm"], {})[r["query_class"]] = r.get("stale_exposure")
     figs = {
         Path(f).stem: {"src": _data_uri(f), "caption": _caption(Path(f).stem)}
         for f in (figures or [])
@@ -394,6 +402,7 @@ def render_report(
         ],
         overall=overall,
         grid=grid,
+        stale=stale,
         ci=ci,
         classes=[*QUERY_CLASSES, "all"],
         builds=doc["builds"],

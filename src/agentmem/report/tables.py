@@ -11,7 +11,7 @@ import polars as pl
 
 from agentmem.corpus.queries import QUERY_CLASSES
 from agentmem.io import write_csv, write_parquet, write_text
-from agentmem.metrics import per_query, summarize
+from agentmem.metrics import per_query, summarize, superseded_ids
 
 BY_CLASS_COLUMNS = [
     "arm",
@@ -21,6 +21,7 @@ BY_CLASS_COLUMNS = [
     "recall_at_10",
     "mrr",
     "precision_at_10",
+    "stale_exposure",
     "exact_count_rate",
     "p50_ms",
     "p95_ms",
@@ -28,13 +29,31 @@ BY_CLASS_COLUMNS = [
 
 
 def score_run_file(
-    runs: str | Path, queries: str | Path, qrels: str | Path, out: str | Path, k: int = 10
+    runs: str | Path,
+    queries: str | Path,
+    qrels: str | Path,
+    out: str | Path,
+    k: int = 10,
+    memories: str | Path | None = None,
 ) -> pl.DataFrame:
     """Score one arm's run (``results/runs/{size}/{arm}.parquet``) into per-query metrics.
 
+    ``memories`` is the corpus's ``memories.parquet``: its ``superseded_by`` column gives
+    the stale-exposure score (without the file, ``stale_exposure`` is null).
     Writes ``out`` (Parquet, one row per query; see :func:`agentmem.metrics.per_query`).
     """
-    scores = per_query(pl.read_parquet(runs), pl.read_parquet(qrels), pl.read_parquet(queries), k=k)
+    superseded = None
+    if memories is not None:
+        superseded = superseded_ids(
+            pl.read_parquet(memories, columns=["memory_id", "superseded_by"])
+        )
+    scores = per_query(
+        pl.read_parquet(runs),
+        pl.read_parquet(qrels),
+        pl.read_parquet(queries),
+        k=k,
+        superseded=superseded,
+    )
     write_parquet(out, scores)
     return scores
 
@@ -90,8 +109,10 @@ def write_by_class(
     md = [
         "# Retrieval by arm and query class",
         "",
-        "Binary relevance, k = 10; precision divides by the number returned; latency is the "
-        "median of 3 timed runs after one warm-up (ms).",
+        "Binary relevance, k = 10; precision divides by the number returned; stale exposure "
+        "is the share of the returned top 10 that is superseded, averaged over the queries "
+        "that returned something; latency is the median of 3 timed runs after one warm-up "
+        "(ms).",
         "",
         "## Overall",
         "",
