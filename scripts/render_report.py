@@ -19,4 +19,7 @@ render_report(
     bootstrap_csv=snakemake.input.bootstrap,
     external_scores={Path(p).parent.name: p for p in snakemake.input.external},
     external_units=snakemake.params.external_units,
+    findings_csv=snakemake.input.findings,
+    findings_seeds_csv=snakemake.input.findings_seeds,
+    seed_spread_csv=snakemake.input.seed_spread,
 )

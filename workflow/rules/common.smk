@@ -423,6 +423,7 @@ def all_targets():
         "results/tables/paired_bootstrap.csv",
         "results/tables/findings.csv",
         "results/tables/findings.md",
+        "results/tables/by_class_seeds.csv",
         "results/report/index.html",
         *FIGURES,
         *external_targets(),

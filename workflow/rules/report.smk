@@ -94,6 +94,9 @@ rule render_report:
         bootstrap="results/tables/bootstrap_ci.csv",
         paired="results/tables/paired_bootstrap.csv",
         external=external_scores(),
+        findings="results/tables/findings.csv",
+        findings_seeds="results/tables/findings_seeds.csv",
+        seed_spread="results/tables/by_class_seeds.csv",
     output:
         "results/report/index.html",
     log:

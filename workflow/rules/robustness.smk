@@ -216,3 +216,42 @@ rule tabulate_findings:
         main_size=MAIN,
     script:
         "../../scripts/tabulate_findings.py"
+
+
+def seed_by_class():
+    """Seed label -> by-class CSV: the headline run (when the seeds are at the main size)
+    and each seed corpus."""
+    seeds = {i: c for i, c in ROBUSTNESS.items() if c.kind == "seed"}
+    out = {}
+    if not seeds or any(c.size == MAIN for c in seeds.values()):
+        out[f"seed-{CFG.corpus.seed}"] = "results/tables/by_class.csv"
+    for i, c in seeds.items():
+        out[i] = f"{c.root}/tables/by_class_{c.size}.csv"
+    return out
+
+
+rule tabulate_seed_spread:
+    input:
+        by_class=list(seed_by_class().values()),
+        bootstrap="results/tables/bootstrap_ci.csv",
+        code=library_file("agentmem/report/stats.py"),
+    output:
+        report(
+            "results/tables/by_class_seeds.csv",
+            caption="../report/by_class_seeds.rst",
+            category="Reference",
+        ),
+    log:
+        "results/logs/tabulate_seed_spread.log",
+    benchmark:
+        "results/benchmarks/tabulate_seed_spread.tsv"
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+    params:
+        labels=list(seed_by_class()),
+        arms=ROBUSTNESS_ARMS,
+    script:
+        "../../scripts/tabulate_seed_spread.py"

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
-from scipy import stats as sps
 
 from agentmem.io import write_csv
 from agentmem.report.reference import (
@@ -36,6 +35,7 @@ from agentmem.report.reference import (
 )
 from agentmem.report.reference.lookups import ndcg, need
 from agentmem.report.reference.records import Lookup
+from agentmem.report.stats import seed_interval
 
 #: the five structural classes (REFERENCE §2: they need a predicate, a join or a count)
 STRUCTURAL = ("temporal", "provenance", "currency", "aggregate", "negation")
@@ -428,24 +428,6 @@ def findings_table(
     return pl.DataFrame(rows, schema=FINDINGS_SCHEMA)
 
 
-def seed_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float] | None:
-    """Student-t interval of the mean of ``values`` (one per corpus seed).
-
-    ``mean ± t_{(1+level)/2, n-1} · s / √n`` with ``s`` the sample standard deviation
-    (``scipy.stats.t.interval``); None for fewer than two values. Equal values give a
-    zero-width interval.
-    """
-    vals = [float(x) for x in values if x is not None and not math.isnan(x)]
-    if len(vals) < 2:
-        return None
-    mean = sum(vals) / len(vals)
-    sd = math.sqrt(sum((x - mean) ** 2 for x in vals) / (len(vals) - 1))
-    if sd == 0:
-        return (mean, mean)
-    lo, hi = sps.t.interval(level, len(vals) - 1, loc=mean, scale=sd / math.sqrt(len(vals)))
-    return (float(lo), float(hi))
-
-
 def across_seeds(table: pl.DataFrame) -> pl.DataFrame:
     """Per finding: mean and 95 % t-interval of the value over the headline run and seeds.
 
@@ -563,3 +545,60 @@ def trees_from(
         Tree("default", "headline", main_size, headline_root),
         *(Tree(c, kind, size, root) for c, (kind, size, root) in corpora.items()),
     ]
+
+
+def by_class_seeds(
+    by_class: Mapping[str, str | Path], arms: Sequence[str], bootstrap_csv: str | Path | None
+) -> pl.DataFrame:
+    """nDCG@10 per arm × class across corpus seeds, beside the headline run's bootstrap.
+
+    Args:
+        by_class: seed label -> that corpus's by-class CSV (the headline run's first when it
+            is one of the seeds).
+        arms: the arms to keep (those run on every seed), in table order.
+        bootstrap_csv: the headline run's ``bootstrap_ci.csv`` (None: no bootstrap columns).
+
+    Returns:
+        :func:`agentmem.report.stats.seed_spread`'s columns (mean, min, max, standard
+        deviation and 95 % Student-t interval over seeds) plus ``boot_mean``,
+        ``boot_ci_low``, ``boot_ci_high``: the headline run's nDCG@10 and its 95 %
+        percentile bootstrap interval over queries (null without ``bootstrap_csv``).
+    """
+    from agentmem.report.stats import seed_spread
+
+    spread = seed_spread(by_class).filter(pl.col("arm").is_in(list(arms)))
+    order = {a: i for i, a in enumerate(arms)}
+    spread = spread.sort(
+        pl.col("arm").replace_strict(order, return_dtype=pl.Int64), maintain_order=True
+    )
+    boot = pl.DataFrame(
+        schema={
+            "arm": pl.String,
+            "query_class": pl.String,
+            "boot_mean": pl.Float64,
+            "boot_ci_low": pl.Float64,
+            "boot_ci_high": pl.Float64,
+        }
+    )
+    if bootstrap_csv is not None:
+        b = pl.read_csv(bootstrap_csv).filter(pl.col("metric") == "ndcg_at_10")
+        boot = b.select(
+            "arm",
+            "query_class",
+            pl.col("mean").cast(pl.Float64).alias("boot_mean"),
+            pl.col("ci_low").cast(pl.Float64).alias("boot_ci_low"),
+            pl.col("ci_high").cast(pl.Float64).alias("boot_ci_high"),
+        )
+    return spread.join(boot, on=["arm", "query_class"], how="left", maintain_order="left")
+
+
+def write_by_class_seeds(
+    by_class: Mapping[str, str | Path],
+    arms: Sequence[str],
+    bootstrap_csv: str | Path | None,
+    out: str | Path,
+) -> pl.DataFrame:
+    """Write :func:`by_class_seeds` to ``out`` (CSV) and return it."""
+    table = by_class_seeds(by_class, arms, bootstrap_csv)
+    write_csv(out, table)
+    return table

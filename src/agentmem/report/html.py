@@ -79,6 +79,15 @@ SECTIONS: list[tuple[str, str, str, tuple[str, ...]]] = [
         "Three-tier memory over long conversations; graph memory forgetting over a year.",
         ("conversation", "decay"),
     ),
+    (
+        "robustness",
+        "9. Do the findings survive other seeds and corpus designs?",
+        "The study's twelve headline findings computed on the headline corpus, on further "
+        "corpus seeds and on design variants of the corpus (one generator choice changed "
+        "each), with a verdict per corpus: holds, weakens or flips by the stated rule "
+        "(docs/ROBUSTNESS.md).",
+        ("findings",),
+    ),
 ]
 
 CAPTIONS = {
@@ -107,6 +116,9 @@ CAPTIONS = {
     "conversation": "Context tokens per turn and cumulative for append-everything and each "
     "configured arm (remember every turn, then recall), beside the seed's claims.",
     "decay": "Graph memory under Ebbinghaus decay over a simulated year.",
+    "findings": "The twelve headline findings (rows) per corpus (columns): green holds, amber "
+    "weakens, red flips, grey n/a; each cell shows the finding's statistic (italics: carried "
+    "from the headline run).",
 }
 
 TEMPLATE = """<!doctype html>
@@ -120,7 +132,7 @@ th:first-child,td:first-child{text-align:left}
 caption{text-align:left;font-weight:600;padding:.3em 0}
 figure{margin:1.5em 0} figure img{max-width:100%}
 .note{color:#555;font-size:.9em} nav a{margin-right:.8em}
-.ok{color:#1e7e34} .bad{color:#b02a37} .na{color:#777}
+.ok{color:#1e7e34} .bad{color:#b02a37} .na{color:#777} .warn{color:#a86400}
 code{background:#f4f4f4;padding:0 .2em}
 .wide{overflow-x:auto} tr.published td{font-style:italic;background:#f6f6f6}
 </style></head><body>
@@ -133,7 +145,7 @@ Python {{ env.python }}, SQLite {{ env.packages.sqlite }}, {{ env.cpus }} CPUs.<
 {% for name, version in versions %}<tr><td>{{ name }}</td><td>{{ version or "–" }}</td></tr>
 {% endfor %}</table></details>
 <nav>{% for s in sections %}<a href="#{{ s.anchor }}">{{ s.title }}</a>{% endfor %}
-<a href="#reference">9. The published study beside ours</a></nav>
+<a href="#reference">10. The published study beside ours</a></nav>
 
 {% for s in sections %}
 <h2 id="{{ s.anchor }}">{{ s.title }}</h2>
@@ -176,6 +188,29 @@ Python {{ env.python }}, SQLite {{ env.packages.sqlite }}, {{ env.cpus }} CPUs.<
 <tr>{% for h in capabilities[0] %}<th>{{ h }}</th>{% endfor %}</tr>
 {% for row in capabilities[1:] %}<tr>{% for v in row %}<td>{{ v }}</td>{% endfor %}</tr>
 {% endfor %}</table>
+{% elif s.anchor == "robustness" %}
+{% if findings %}<div class="wide"><table><caption>The twelve findings per corpus: the
+statistic and its verdict (carried: the finding reads no corpus; the headline run's value)
+</caption>
+<tr><th>finding</th>{% for c in findings.corpora %}<th>{{ c }}</th>{% endfor %}
+<th>across seeds: mean [95% CI]</th></tr>
+{% for r in findings.rows %}<tr><td>{{ r.number }}. {{ r.claim }}</td>
+{% for c in r.cells %}<td class="{{ c.css }}">{{ c.text }}</td>{% endfor %}
+<td>{{ r.seeds }}</td></tr>{% endfor %}</table></div>
+<table><caption>Statistic and verdict rule of each finding</caption>
+<tr><th>finding</th><th>statistic</th><th>rule</th></tr>
+{% for r in findings.rows %}<tr><td>{{ r.number }}</td><td>{{ r.statistic }}</td>
+<td>{{ r.rule }}</td></tr>{% endfor %}</table>
+{% else %}<p class="note">(no findings table)</p>{% endif %}
+{% if seed_spread %}<table><caption>Overall nDCG@10 across corpus seeds (95% Student-t
+interval over {{ seed_spread[0].n_seeds }} seeds) beside the headline run's 95% bootstrap
+interval over queries</caption>
+<tr><th>arm</th><th>mean over seeds</th><th>seed interval</th><th>range</th>
+<th>headline</th><th>bootstrap interval</th></tr>
+{% for r in seed_spread %}<tr><td>{{ r.arm }}</td><td>{{ f(r.ndcg_mean) }}</td>
+<td>[{{ f(r.ndcg_ci_low) }}, {{ f(r.ndcg_ci_high) }}]</td>
+<td>{{ f(r.ndcg_min) }}–{{ f(r.ndcg_max) }}</td><td>{{ f(r.boot_mean) }}</td>
+<td>[{{ f(r.boot_ci_low) }}, {{ f(r.boot_ci_high) }}]</td></tr>{% endfor %}</table>{% endif %}
 {% elif s.anchor == "external" %}
 {% if not external %}<p class="note">(no external dataset present: see config
 <code>external</code> and docs/DATASETS.md)</p>{% endif %}
@@ -204,7 +239,7 @@ Python {{ env.python }}, SQLite {{ env.packages.sqlite }}, {{ env.cpus }} CPUs.<
 {% endfor %}</table>{% endif %}{% endfor %}
 {% endfor %}
 
-<h2 id="reference">9. The published study beside ours</h2>
+<h2 id="reference">10. The published study beside ours</h2>
 {% if reference %}<p>{{ reference_summary }}</p>
 {% for section, rows in reference.items() %}
 <table><caption>{{ section }}</caption>
@@ -313,6 +348,55 @@ def _versions(env: dict[str, Any]) -> list[tuple[str, str | None]]:
     return rows
 
 
+_VERDICT_CSS = {"holds": "ok", "weakens": "warn", "flips": "bad"}
+
+
+def _findings_view(findings_csv: str | Path | None, seeds_csv: str | Path | None) -> dict | None:
+    """Rows of the findings table for the template (None without ``findings.csv``)."""
+    if not findings_csv or not Path(findings_csv).is_file():
+        return None
+    t = pl.read_csv(findings_csv)
+    seeds = {}
+    if seeds_csv and Path(seeds_csv).is_file():
+        for r in pl.read_csv(seeds_csv).iter_rows(named=True):
+            if r["seed_mean"] is None:
+                text = "–"
+            elif r["seed_ci_low"] is None:
+                text = f"{_f(r['seed_mean'])}; {r['seed_verdicts']}"
+            else:
+                text = (
+                    f"{_f(r['seed_mean'])} [{_f(r['seed_ci_low'])}, {_f(r['seed_ci_high'])}]; "
+                    f"{r['seed_verdicts']}"
+                )
+            seeds[r["finding"]] = text
+    corpora = list(dict.fromkeys(t["corpus"].to_list()))
+    rows = []
+    for (num,), g in t.group_by(["finding"], maintain_order=True):
+        by = {r["corpus"]: r for r in g.iter_rows(named=True)}
+        cells = []
+        for c in corpora:
+            r = by.get(c)
+            if r is None or r["value"] is None:
+                cells.append({"text": "n/a", "css": "na"})
+                continue
+            text = f"{_f(float(r['value']))} {r['verdict']}" + (
+                " (carried)" if r["carried"] else ""
+            )
+            cells.append({"text": text, "css": _VERDICT_CSS.get(r["verdict"], "na")})
+        first = g.row(0, named=True)
+        rows.append(
+            {
+                "number": num,
+                "claim": first["claim"],
+                "statistic": first["statistic"],
+                "rule": first["rule"],
+                "cells": cells,
+                "seeds": seeds.get(num, "–"),
+            }
+        )
+    return {"corpora": corpora, "rows": rows}
+
+
 def render_report(
     capture: str | Path,
     capabilities: str | Path,
@@ -322,6 +406,9 @@ def render_report(
     bootstrap_csv: str | Path | None = None,
     external_scores: Mapping[str, str | Path] | None = None,
     external_units: Mapping[str, str | None] | None = None,
+    findings_csv: str | Path | None = None,
+    findings_seeds_csv: str | Path | None = None,
+    seed_spread_csv: str | Path | None = None,
 ) -> None:
     """Render ``index.html``.
 
@@ -330,12 +417,17 @@ def render_report(
         capabilities: ``results/tables/capabilities.md``.
         out: the HTML file to write (atomically).
         figures: figure SVGs; each is embedded in its section by file stem.
-        reference_csv: ``results/tables/vs_reference.csv`` (section 9), optional.
+        reference_csv: ``results/tables/vs_reference.csv`` (section 10), optional.
         bootstrap_csv: ``results/tables/bootstrap_ci.csv`` (nDCG intervals), optional.
         external_scores: dataset id -> its ``scores.csv`` (section 7, in this order;
             :func:`external_tables`); its figure is ``external-<id>.svg`` among ``figures``.
         external_units: dataset id -> the LoCoMo unit whose published figures to show
             beside it (missing or None: no published figures).
+        findings_csv: ``results/tables/findings.csv`` (section 9,
+            :mod:`agentmem.report.headline`), optional.
+        findings_seeds_csv: ``results/tables/findings_seeds.csv`` (the across-seed column of
+            that table), optional.
+        seed_spread_csv: ``results/tables/by_class_seeds.csv`` (section 9), optional.
     """
     doc = json.loads(Path(capture).read_text())
     t = pl.DataFrame(doc["by_class"])
@@ -374,6 +466,9 @@ def render_report(
             reference.setdefault(r["section"], []).append(r)
         counts = ref.group_by("verdict").len().sort("len", descending=True)
         summary = "Verdicts: " + ", ".join(f"{v} {n}" for v, n in counts.iter_rows()) + "."
+    seed_spread = []
+    if seed_spread_csv and Path(seed_spread_csv).is_file():
+        seed_spread = pl.read_csv(seed_spread_csv).filter(pl.col("query_class") == "all").to_dicts()
     sections = [
         {
             "anchor": a,
@@ -417,6 +512,8 @@ def render_report(
         ],
         reference=reference,
         reference_summary=summary,
+        findings=_findings_view(findings_csv, findings_seeds_csv),
+        seed_spread=seed_spread,
         f=_f,
         shade=_shade,
         verdict_class=_verdict_class,

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+from scipy import stats as sps
 
 from agentmem.corpus.queries import QUERY_CLASSES
 from agentmem.io import write_csv
@@ -57,6 +58,8 @@ SPREAD_SCHEMA: dict[str, pl.DataType] = {
     "ndcg_min": pl.Float64,
     "ndcg_max": pl.Float64,
     "ndcg_std": pl.Float64,
+    "ndcg_ci_low": pl.Float64,
+    "ndcg_ci_high": pl.Float64,
 }
 """Columns of :func:`seed_spread`."""
 
@@ -245,7 +248,8 @@ def seed_spread(by_class_csvs: Mapping[int | str, str | Path | pl.DataFrame]) ->
     Returns:
         Columns :data:`SPREAD_SCHEMA`, one row per (arm, query_class) in first-seen order:
         mean, min, max and sample standard deviation (``ddof = 1``; null with a single
-        seed) of nDCG@10 over the seeds that have the row; ``n_seeds`` counts them.
+        seed) of nDCG@10 over the seeds that have the row, and the 95 % Student-t interval
+        of the mean (:func:`seed_interval`; null with a single seed); ``n_seeds`` counts them.
 
     Raises:
         ValueError: when ``by_class_csvs`` is empty.
@@ -271,7 +275,33 @@ def seed_spread(by_class_csvs: Mapping[int | str, str | Path | pl.DataFrame]) ->
     out = out.with_columns(
         ndcg_std=pl.when(pl.col("n_seeds") > 1).then(pl.col("ndcg_std")).otherwise(None)
     )
+    values = long.group_by("arm", "query_class", maintain_order=True).agg(pl.col("ndcg_at_10"))
+    ci = [seed_interval(v) for v in values["ndcg_at_10"].to_list()]
+    out = out.with_columns(
+        ndcg_ci_low=pl.Series([c[0] if c else None for c in ci], dtype=pl.Float64),
+        ndcg_ci_high=pl.Series([c[1] if c else None for c in ci], dtype=pl.Float64),
+    )
     return out.select(list(SPREAD_SCHEMA)).cast(SPREAD_SCHEMA)
+
+
+def seed_interval(
+    values: Sequence[float | None], level: float = 0.95
+) -> tuple[float, float] | None:
+    """Student-t interval of the mean of ``values`` (one per corpus seed; None, NaN skipped).
+
+    ``mean ± t_{(1+level)/2, n-1} · s / √n``, ``s`` the sample standard deviation
+    (``scipy.stats.t.interval``; Student 1908). None for fewer than two values; equal values
+    give a zero-width interval.
+    """
+    vals = [float(x) for x in values if x is not None and not math.isnan(x)]
+    if len(vals) < 2:
+        return None
+    mean = sum(vals) / len(vals)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in vals) / (len(vals) - 1))
+    if sd == 0:
+        return (mean, mean)
+    lo, hi = sps.t.interval(level, len(vals) - 1, loc=mean, scale=sd / math.sqrt(len(vals)))
+    return (float(lo), float(hi))
 
 
 def write_bootstrap(
