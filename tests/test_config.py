@@ -91,6 +91,46 @@ def test_schema_file_matches_model():
             {"external": {"locomo": {"limit_conversations": 0}}},
             "external.locomo.limit_conversations",
         ),
+        ({"robustness": {"arms": ["sqlite-fts", "nope"]}}, "robustness.arms: unknown arm 'nope'"),
+        ({"robustness": {"arms": ["pg-gin", "pg-gin"]}}, "robustness.arms: duplicate names"),
+        ({"robustness": {"seeds": [5, 5]}}, "robustness.seeds: duplicate seeds in [5, 5]"),
+        (
+            {"robustness": {"seeds": [20260809]}},
+            "robustness.seeds: 20260809 is corpus.seed, the headline corpus",
+        ),
+        ({"robustness": {"seed_size": "xl"}}, "robustness.seed_size"),
+        (
+            {
+                "sizes": {"m": {"facts": 100, "queries_per_class": 2}},
+                "scaling_sizes": ["m"],
+                "robustness": {"variant_size": "s"},
+            },
+            "robustness.variant_size 's' is not among sizes ['m']",
+        ),
+        (
+            {"robustness": {"variants": {"v": {"distractor_ratio": 5}}}},
+            "robustness.variants.v: distractor_ratio: Input should be less than or equal to 2",
+        ),
+        (
+            {"robustness": {"variants": {"v": {"distractors": 0.1}}}},
+            "robustness.variants.v: distractors: unknown key",
+        ),
+        (
+            {"robustness": {"variants": {"v": {"restatements": {"heavy_min": 20}}}}},
+            "robustness.variants.v: restatements: heavy_min 20 > heavy_max 14",
+        ),
+        (
+            {"robustness": {"variants": {"seed-7": {"distractor_ratio": 0.1}}}},
+            "robustness.variants: name 'seed-7' is not path-safe or is reserved",
+        ),
+        (
+            {"robustness": {"variants": {"a/b": {"distractor_ratio": 0.1}}}},
+            "robustness.variants: name 'a/b' is not path-safe",
+        ),
+        (
+            {"robustness": {"variants": {"v": "double"}}},
+            "robustness.variants.v: Input should be a valid dictionary",
+        ),
     ],
 )
 def test_bad_values_are_named(data, needle):
@@ -204,3 +244,35 @@ def test_schema_checks_each_external_entry_by_its_format():
     bad = {"external": {"mine": {"format": "agentmem-memory", "path": "d", "units": ["turns"]}}}
     with pytest.raises(WorkflowError, match="'units' was unexpected"):
         validate(bad, schema)
+
+
+def test_robustness_corpora_seeds_baseline_variants():
+    from agentmem.robustness import robustness_arms, robustness_corpora
+
+    cfg = load_config(
+        {
+            "arms": ["sqlite-fts", "file-vec", "chroma"],
+            "robustness": {
+                "arms": None,
+                "seeds": [3, 4],
+                "variant_size": "s",
+                "variants": {"thin": {"distractor_ratio": 0.0, "restatements": {"light_max": 2}}},
+            },
+        }
+    )
+    corpora = robustness_corpora(cfg)
+    assert list(corpora) == ["seed-3", "seed-4", "default-s", "thin"]
+    assert [c.kind for c in corpora.values()] == ["seed", "seed", "baseline", "variant"]
+    assert [c.size for c in corpora.values()] == ["m", "m", "s", "s"]
+    assert corpora["seed-4"].options.seed == 4
+    assert corpora["seed-4"].options.distractor_ratio == cfg.corpus.distractor_ratio
+    thin = corpora["thin"].options
+    assert (thin.distractor_ratio, thin.restatements.light_max) == (0.0, 2)
+    assert thin.restatements.every_nth_heavy == cfg.corpus.restatements.every_nth_heavy
+    assert thin.seed == cfg.corpus.seed
+    assert corpora["thin"].root == "results/robustness/thin"
+    # null arms: the study's arms among the configured ones, in the order of arms
+    assert robustness_arms(cfg) == ["sqlite-fts", "file-vec"]
+    # variants at the main size: the headline run is their baseline
+    at_main = load_config({"robustness": {"seeds": []}})
+    assert [c.kind for c in robustness_corpora(at_main).values()] == ["variant"] * 6

@@ -214,3 +214,41 @@ def test_main_size_table5_matches_the_study(main_dir, request, tmp_path):
     assert abs(rows["lexical"]["mean_cosine"] - rows["random_pairs"]["mean_cosine"]) < 0.05
     assert rows["semantic"]["mean_cosine"] > rows["random_pairs"]["mean_cosine"] + 0.4
     assert rows["semantic"]["identifier_overlap"] == 0.0
+
+
+def test_light_only_restatements_and_stale_restatements_after_the_correction():
+    from agentmem.config import variant_options
+    from agentmem.corpus.generate import generate
+
+    light = generate(
+        SMALL, variant_options(CorpusConfig(), {"restatements": {"every_nth_heavy": 0}})
+    )
+    per_fact = light.memories.filter(pl.col("form").is_in(["id", "para"])).group_by("fact_id").len()
+    assert per_fact["len"].max() <= CorpusConfig().restatements.light_max
+    opts = variant_options(CorpusConfig(), {"restated_after_correction": 1.0})
+    g = generate(SMALL, opts)
+    mem = g.memories
+    corrected = g.facts.filter(pl.col("correction_memory_id").is_not_null())
+    late = mem.filter(
+        pl.col("superseded_by").is_not_null() & (pl.col("created_day") > opts.correction_day)
+    )
+    # share 1.0: every corrected fact gets one stale restatement, newer than its correction,
+    # identifier-bearing, and superseded by that correction
+    assert late.height == corrected.height > 0
+    assert set(late["form"]) == {"id"}
+    joined = late.join(corrected, on="fact_id")
+    assert (joined["superseded_by"] == joined["correction_memory_id"]).all()
+    assert (
+        joined.join(
+            mem.select("memory_id", pl.col("created_day").alias("fixed")),
+            left_on="superseded_by",
+            right_on="memory_id",
+        )
+        .select((pl.col("created_day") > pl.col("fixed")).all())
+        .item()
+    )
+    # the default share draws nothing extra: no memory after the correction is superseded
+    default = generate(SMALL, CorpusConfig()).memories
+    assert default.filter(
+        pl.col("superseded_by").is_not_null() & (pl.col("created_day") > 320)
+    ).is_empty()

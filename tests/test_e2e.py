@@ -34,6 +34,7 @@ FIGURES = (
     "capabilities",
     "conversation",
     "decay",
+    "findings",
 )
 #: the external datasets of the smoke run: the tiny one, and LoCoMo's turns when present
 EXTERNAL = ["tiny", *(["locomo-turns"] if LOCOMO.is_file() else [])]
@@ -380,3 +381,74 @@ def test_malformed_dataset_stops_before_any_job(tmp_path):
         proc.stderr
     )
     assert not (wd / "results").exists()
+
+
+def test_findings_across_corpora(smoke_run):
+    """The twelve findings on the study, the headline run and each further corpus."""
+    res = smoke_run / "results"
+    t = pl.read_csv(res / "tables/findings.csv")
+    corpora = [
+        "study",
+        "default",
+        "seed-20260810",
+        "corrections-restated",
+        "model-paraphrase-MiniLM-L3-v2",
+    ]
+    assert list(dict.fromkeys(t["corpus"])) == corpora
+    assert t.height == 12 * len(corpora)
+    assert set(t["verdict"]) <= {"holds", "weakens", "flips", "n/a"}
+    assert set(t.filter(corpus="study")["verdict"]) == {"holds"}
+    # finding 1 on the headline run, by hand from its by-class table
+    bc = pl.read_csv(res / "tables/by_class.csv").filter(query_class="lexical")
+    lex = dict(zip(bc["arm"], bc["ndcg_at_10"], strict=True))
+    one = t.filter(finding=1, corpus="default").row(0, named=True)
+    assert one["value"] == pytest.approx(lex["sqlite-fts"] - lex["file-vec"])
+    # ... and on the seed corpus from that corpus's own table
+    sbc = pl.read_csv(res / "robustness/seed-20260810/tables/by_class_xs.csv")
+    slex = dict(zip(*sbc.filter(query_class="lexical").select("arm", "ndcg_at_10"), strict=True))
+    seed_one = t.filter(finding=1, corpus="seed-20260810")["value"][0]
+    assert seed_one == pytest.approx(slex["sqlite-fts"] - slex["file-vec"])
+    # the findings that read no corpus carry the headline run's value
+    for num in (8, 9):
+        default = t.filter(finding=num, corpus="default").row(0, named=True)
+        for c in corpora[2:]:
+            row = t.filter(finding=num, corpus=c).row(0, named=True)
+            assert row["carried"] and row["value"] == default["value"], (num, c)
+    assert not t.filter(corpus="default")["carried"].any()
+
+    # the further corpora: the seed's own seed, the model's corpus the headline corpus
+    # itself, stale restatements after the correction in the corrections variant
+    def manifest(c):
+        return json.loads((res / f"robustness/{c}/corpus/xs/manifest.json").read_text())
+
+    assert manifest("seed-20260810")["options"]["corpus"]["seed"] == 20260810
+    head = json.loads((res / "corpus/xs/manifest.json").read_text())
+    assert manifest("model-paraphrase-MiniLM-L3-v2")["files"] == head["files"]
+    mem = pl.read_parquet(res / "robustness/corrections-restated/corpus/xs/memories.parquet")
+    late = mem.filter(pl.col("superseded_by").is_not_null() & (pl.col("created_day") > 320))
+    assert late.height > 0
+    # the model corpus's vectors are not the headline model's
+    a = pl.read_parquet(res / "embeddings/xs.parquet").sort("id")
+    b = pl.read_parquet(res / "robustness/model-paraphrase-MiniLM-L3-v2/embeddings/xs.parquet")
+    b = b.sort("id")
+    assert a["id"].to_list() == b["id"].to_list()
+    cos = (a["vector"].to_numpy() * b["vector"].to_numpy()).sum(axis=1)
+    assert cos.mean() < 0.99
+    # across seeds: the headline run and the one seed, nDCG@10 by hand
+    spread = pl.read_csv(res / "tables/by_class_seeds.csv").filter(query_class="all")
+    cfg = load_config(REPO / "config/smoke.yaml")
+    assert spread["arm"].to_list() == list(cfg.robustness.arms)
+    assert set(spread["n_seeds"]) == {2}
+    allh = pl.read_csv(res / "tables/by_class.csv").filter(query_class="all")
+    alls = sbc.filter(query_class="all")
+    fts = spread.filter(arm="sqlite-fts").row(0, named=True)
+    want = (
+        allh.filter(arm="sqlite-fts")["ndcg_at_10"][0]
+        + alls.filter(arm="sqlite-fts")["ndcg_at_10"][0]
+    ) / 2
+    assert fts["ndcg_mean"] == pytest.approx(want)
+    assert fts["ndcg_ci_low"] <= fts["ndcg_mean"] <= fts["ndcg_ci_high"]
+    assert fts["boot_ci_low"] <= fts["boot_mean"] <= fts["boot_ci_high"]
+    html = (res / "report/index.html").read_text()
+    assert "9. Do the findings survive other seeds and corpus designs?" in html
+    assert "model-paraphrase-MiniLM-L3-v2" in html

@@ -419,9 +419,14 @@ class RobustnessConfig(_Strict):
         None, description="size of the seed corpora; null: main_size"
     )
     variant_size: Literal[SIZE_NAMES] | None = Field(  # type: ignore[valid-type]
-        "s",
+        None,
         description="size of the design variants (and of their baseline, the default "
         "options at that size); null: main_size",
+    )
+    models: list[Literal["paraphrase-MiniLM-L3-v2"]] = Field(
+        default_factory=lambda: ["paraphrase-MiniLM-L3-v2"],
+        description="further embedding models: each embeds the headline corpus (main size) "
+        "for the robustness arms (docs/EMBEDDINGS.md); [] runs none",
     )
     variants: dict[str, dict[str, Any]] = Field(
         default_factory=lambda: {k: dict(v) for k, v in DEFAULT_VARIANTS.items()},
@@ -567,6 +572,8 @@ class Config(_Strict):
                 )
         if len(set(rob.seeds)) != len(rob.seeds):
             raise ValueError(f"robustness.seeds: duplicate seeds in {rob.seeds}")
+        if len(set(rob.models)) != len(rob.models):
+            raise ValueError(f"robustness.models: duplicate names in {rob.models}")
         if self.corpus.seed in rob.seeds:
             raise ValueError(
                 f"robustness.seeds: {self.corpus.seed} is corpus.seed, the headline corpus"
@@ -575,11 +582,11 @@ class Config(_Strict):
         if len(set(arms)) != len(arms):
             raise ValueError(f"robustness.arms: duplicate names in {list(arms)}")
         for name, overrides in rob.variants.items():
-            if not _DATASET_NAME.fullmatch(name) or name.startswith(("seed-", "default")):
+            if not _DATASET_NAME.fullmatch(name) or name.startswith(("seed-", "model-", "default")):
                 raise ValueError(
                     f"robustness.variants: name {name!r} is not path-safe or is reserved: use "
-                    "up to 64 letters, digits, '.', '_' and '-', not starting with 'seed-' "
-                    "or 'default'"
+                    "up to 64 letters, digits, '.', '_' and '-', not starting with 'seed-', "
+                    "'model-' or 'default'"
                 )
             try:
                 variant_options(self.corpus, overrides)

@@ -29,7 +29,15 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from agentmem.encoder import BACKENDS, Backend, Encoder, get_encoder, usable_threads
+from agentmem.encoder import (
+    BACKENDS,
+    DEFAULT_MODEL,
+    PACKAGED_MODELS,
+    Backend,
+    Encoder,
+    get_encoder,
+    usable_threads,
+)
 from agentmem.types import VECTOR_DIM as DIM
 from agentmem.types import Embeddings
 
@@ -69,13 +77,20 @@ def set_encoder_threads(threads: int, backend: Backend = "torch") -> int:
 _THREADS: int | None = None
 
 
-def encoder_for(backend: Backend = "torch", onnx_model: str | Path | None = None) -> Encoder:
+def encoder_for(
+    backend: Backend = "torch", onnx_model: str | Path | None = None, model: str | None = None
+) -> Encoder:
     """The (cached) encoder of ``backend``; ``onnx_model`` is the exported graph for ``"onnx"``.
+
+    ``model`` names a further model (:data:`agentmem.encoder.PACKAGED_MODELS`), which brings
+    its own graph; None is all-MiniLM-L6-v2.
 
     Raises:
         ValueError: on an unknown backend, or ``"onnx"`` without ``onnx_model``.
         agentmem.encoder.EncoderError: when the ONNX model is missing or unusable.
     """
+    if model not in (None, DEFAULT_MODEL):
+        return get_encoder("onnx", None, _THREADS, model)
     path = str(onnx_model) if onnx_model is not None and backend == "onnx" else None
     return get_encoder(backend, path, _THREADS)
 
@@ -86,6 +101,7 @@ def encode(
     progress: bool = False,
     backend: Backend = "torch",
     onnx_model: str | Path | None = None,
+    model: str | None = None,
 ) -> np.ndarray:
     """Encode ``texts`` to a float32 ``(len(texts), 384)`` array of unit vectors.
 
@@ -96,22 +112,31 @@ def encode(
         backend: ``"torch"`` (sentence-transformers, the default of library callers) or
             ``"onnx"`` (the workflow's default, ``embedding.backend``).
         onnx_model: the exported graph (:func:`agentmem.encoder.export_onnx`), for ``"onnx"``.
+        model: a further model (see :func:`encoder_for`); None: all-MiniLM-L6-v2.
 
     Raises:
         ValueError: see :func:`encoder_for`.
     """
     if not texts:
         return np.zeros((0, DIM), dtype=np.float32)
-    enc = encoder_for(backend, onnx_model)
+    enc = encoder_for(backend, onnx_model, model)
     return enc.encode(list(texts), batch_size=batch_size, progress=progress)
 
 
-def cache_subdir(cache_dir: str | Path, backend: Backend) -> Path:
-    """The backend's shard directory inside the embedding cache (``cache_dir/<backend>``).
+def cache_subdir(cache_dir: str | Path, backend: Backend, model: str | None = None) -> Path:
+    """The encoder's shard directory inside the embedding cache.
 
-    The cache is keyed by text alone, so each backend has its own directory: vectors of the
-    two backends never mix.
+    ``cache_dir/<backend>`` for all-MiniLM-L6-v2, ``cache_dir/<model>`` for a further model.
+    The cache is keyed by text alone, so each encoder has its own directory: vectors of two
+    backends or models never mix.
+
+    Raises:
+        ValueError: on an unknown backend or model.
     """
+    if model not in (None, DEFAULT_MODEL):
+        if model not in PACKAGED_MODELS:
+            raise ValueError(f"unknown model {model!r}; known: {[DEFAULT_MODEL, *PACKAGED_MODELS]}")
+        return Path(cache_dir) / model
     if backend not in BACKENDS:
         raise ValueError(f"unknown encoder backend {backend!r}; known: {list(BACKENDS)}")
     return Path(cache_dir) / backend
@@ -174,6 +199,7 @@ def embed_texts(
     progress: bool = True,
     backend: Backend = "torch",
     onnx_model: str | Path | None = None,
+    model: str | None = None,
 ) -> dict[str, int]:
     """Embed ``texts`` (through the cache) and write ``out_path`` (id, sha256, vector).
 
@@ -186,6 +212,7 @@ def embed_texts(
         progress: show a progress bar while encoding.
         backend: the encoder backend (see :func:`encode`).
         onnx_model: the exported graph, for ``backend="onnx"``.
+        model: a further model (:func:`encoder_for`); its shards go to ``cache_dir/<model>``.
 
     Returns:
         ``{"texts": n, "cached": hits, "encoded": misses}``.
@@ -197,7 +224,7 @@ def embed_texts(
         raise ValueError(f"{len(ids)} ids but {len(texts)} texts")
     if len(set(ids)) != len(ids):
         raise ValueError("ids passed to embed_texts are not unique")
-    cache_path = cache_subdir(cache_dir, backend)
+    cache_path = cache_subdir(cache_dir, backend, model)
     cache = read_cache(cache_path)
     keys = [text_sha256(t) for t in texts]
     todo: dict[str, str] = {}
@@ -212,6 +239,7 @@ def embed_texts(
             progress=progress,
             backend=backend,
             onnx_model=onnx_model,
+            model=model,
         )
         cache_path.mkdir(parents=True, exist_ok=True)
         _write_table(
@@ -250,6 +278,7 @@ def embed_corpus(
     progress: bool = True,
     backend: Backend = "torch",
     onnx_model: str | Path | None = None,
+    model: str | None = None,
 ) -> dict[str, int]:
     """Embed every memory body and query text of a corpus directory (one shared table).
 
@@ -269,4 +298,5 @@ def embed_corpus(
         progress=progress,
         backend=backend,
         onnx_model=onnx_model,
+        model=model,
     )

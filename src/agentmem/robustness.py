@@ -10,7 +10,8 @@ robustness arms on (untimed, one call per query) and scores under
 - ``<variant>``: the default options with the variant's overrides, at
   ``robustness.variant_size``;
 - ``default-<size>``: the default options at the variants' size, their baseline, when that
-  size is not the main size (at the main size the headline run is the baseline).
+  size is not the main size (at the main size the headline run is the baseline);
+- ``model-<name>``: the headline corpus embedded by a further model (``robustness.models``).
 
 docs/ROBUSTNESS.md describes the variants and why each is there.
 """
@@ -26,7 +27,7 @@ import polars as pl
 
 from agentmem.config import Config, CorpusConfig, variant_options
 
-Kind = Literal["seed", "variant", "baseline"]
+Kind = Literal["seed", "variant", "baseline", "model"]
 
 
 @dataclass(frozen=True)
@@ -36,10 +37,12 @@ class RobustnessCorpus:
     Attributes:
         id: its directory name under ``results/robustness/`` (``seed-<n>``, the variant's
             name, or ``default-<size>``).
-        kind: ``seed``, ``variant`` or ``baseline`` (the variants' default-options corpus).
+        kind: ``seed``, ``variant``, ``baseline`` (the variants' default-options corpus) or
+            ``model`` (the headline corpus, another embedding model).
         size: the corpus size it is generated at (a key of ``sizes``).
         options: the generator options.
         overrides: what differs from ``corpus`` (``{"seed": n}`` for a seed corpus).
+        model: the embedding model, None for the headline one (``embedding.model``).
     """
 
     id: str
@@ -47,6 +50,7 @@ class RobustnessCorpus:
     size: str
     options: CorpusConfig
     overrides: dict
+    model: str | None = None
 
     @property
     def root(self) -> str:
@@ -55,7 +59,7 @@ class RobustnessCorpus:
 
 
 def robustness_corpora(cfg: Config) -> dict[str, RobustnessCorpus]:
-    """Every further corpus by id: the seed corpora, the baseline (if any), the variants.
+    """Every further corpus by id: seeds, the baseline (if any), variants, further models.
 
     The baseline ``default-<size>`` is there when variants are configured at a size other
     than the main size.
@@ -75,6 +79,9 @@ def robustness_corpora(cfg: Config) -> dict[str, RobustnessCorpus]:
     for name, overrides in rob.variants.items():
         opts = variant_options(cfg.corpus, overrides)
         out[name] = RobustnessCorpus(name, "variant", variant_size, opts, dict(overrides))
+    for model in rob.models:
+        rid = f"model-{model}"
+        out[rid] = RobustnessCorpus(rid, "model", cfg.main_size, cfg.corpus, {}, model)
     return out
 
 

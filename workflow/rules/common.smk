@@ -428,3 +428,98 @@ def all_targets():
         *FIGURES,
         *external_targets(),
     ]
+
+
+# Further corpora (config `robustness`, agentmem.robustness): under results/robustness/<id>/
+#: the results tree of the {variant} wildcard's corpus
+ROB = "results/robustness/{variant}"
+
+
+def robustness_size(variant):
+    """The corpus size of robustness corpus ``variant``."""
+    return ROBUSTNESS[variant].size
+
+
+def robustness_options(wildcards):
+    """Generator options of the {variant} wildcard's corpus (a dict)."""
+    return ROBUSTNESS[wildcards.variant].options.model_dump()
+
+
+def robustness_files(variant, *patterns):
+    """``patterns`` (relative to the corpus's root, with ``{size}`` and ``{arm}``) of corpus
+    ``variant`` at its size, for every robustness arm when a pattern names ``{arm}``."""
+    root = ROBUSTNESS[variant].root
+    return [
+        f
+        for p in patterns
+        for f in expand(
+            f"{root}/{p}",
+            size=robustness_size(variant),
+            arm=ROBUSTNESS_ARMS,
+            allow_missing=True,
+        )
+    ]
+
+
+def robustness_swept_arms():
+    """The post-filtering arms among the robustness arms (the post-filter sweep's subjects)."""
+    return postfilter_roles(ROBUSTNESS_ARMS)[0]
+
+
+def robustness_anomaly_arms():
+    """The arm the study ran its update-anomaly probe on, if it is a robustness arm."""
+    return [a for a in ROBUSTNESS_ARMS if a == ANOMALY_ARM]
+
+
+def robustness_inputs(variant):
+    """Every file of corpus ``variant`` the findings table reads."""
+    return robustness_files(
+        variant,
+        "corpus/{size}/manifest.json",
+        "tables/by_class_{size}.csv",
+        "tables/validation_{size}.csv",
+        "trials/anomaly_{size}.csv",
+        "sweeps/postfilter_{size}.csv",
+        "builds/{size}/{arm}.json",
+    )
+
+
+def robustness_encoder(wildcards):
+    """The exported model the {variant}'s encoder reads (none for a further model, which
+    ships its own graph)."""
+    return [] if ROBUSTNESS[wildcards.variant].model else encoder_model()
+
+
+def robustness_outputs(pattern):
+    """``pattern`` (under a corpus's root, with ``{arm}``) for every robustness arm, the
+    {variant} and {size} wildcards kept."""
+    return expand(f"{ROB}/{pattern}", arm=ROBUSTNESS_ARMS, allow_missing=True)
+
+
+def robustness_arm_sources(wildcards=None):
+    """Source files of every robustness arm and the runner (editing one reruns the runs)."""
+    from agentmem.arms import ARMS
+
+    files = dict.fromkeys(f for a in ROBUSTNESS_ARMS for f in arm_files(ARMS[a]))
+    return [
+        *files,
+        library_file("agentmem/runner.py"),
+        library_file("agentmem/robustness.py"),
+    ]
+
+
+def findings_corpora():
+    """Further corpus id -> [kind, size, results directory], in config order."""
+    return {i: [c.kind, c.size, c.root] for i, c in ROBUSTNESS.items()}
+
+
+def seed_by_class():
+    """Seed label -> by-class CSV: the headline run (when the seeds are at the main size)
+    and each seed corpus."""
+    seeds = {i: c for i, c in ROBUSTNESS.items() if c.kind == "seed"}
+    out = {}
+    if not seeds or any(c.size == MAIN for c in seeds.values()):
+        out[f"seed-{CFG.corpus.seed}"] = "results/tables/by_class.csv"
+    for i, c in seeds.items():
+        out[i] = f"{c.root}/tables/by_class_{c.size}.csv"
+    return out

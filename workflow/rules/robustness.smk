@@ -4,54 +4,6 @@
 # then the study's twelve findings checked on every one of them (results/tables/findings.*).
 # Every job here is untimed and runs in the background lane, at nice 19.
 
-ROB = "results/robustness/{variant}"
-
-
-def robustness_size(variant):
-    """The corpus size of robustness corpus ``variant``."""
-    return ROBUSTNESS[variant].size
-
-
-def robustness_options(wildcards):
-    """Generator options of the {variant} wildcard's corpus (a dict)."""
-    return ROBUSTNESS[wildcards.variant].options.model_dump()
-
-
-def robustness_files(variant, *patterns):
-    """``patterns`` (relative to the corpus's root, with ``{size}`` and ``{arm}``) of corpus
-    ``variant`` at its size, for every robustness arm when a pattern names ``{arm}``."""
-    root = ROBUSTNESS[variant].root
-    return [
-        f
-        for p in patterns
-        for f in expand(
-            f"{root}/{p}", size=robustness_size(variant), arm=ROBUSTNESS_ARMS, allow_missing=True
-        )
-    ]
-
-
-def robustness_swept_arms():
-    """The post-filtering arms among the robustness arms (the post-filter sweep's subjects)."""
-    return postfilter_roles(ROBUSTNESS_ARMS)[0]
-
-
-def robustness_anomaly_arms():
-    """The arm the study ran its update-anomaly probe on, if it is a robustness arm."""
-    return [a for a in ROBUSTNESS_ARMS if a == ANOMALY_ARM]
-
-
-def robustness_inputs(variant):
-    """Every file of corpus ``variant`` the findings table reads."""
-    return robustness_files(
-        variant,
-        "corpus/{size}/manifest.json",
-        "tables/by_class_{size}.csv",
-        "tables/validation_{size}.csv",
-        "trials/anomaly_{size}.csv",
-        "sweeps/postfilter_{size}.csv",
-        "builds/{size}/{arm}.json",
-    )
-
 
 use rule generate_corpus as generate_robustness_corpus with:
     output:
@@ -77,7 +29,7 @@ use rule embed_external as embed_robustness with:
     input:
         memories=f"{ROB}/corpus/{{size}}/memories.parquet",
         queries=f"{ROB}/corpus/{{size}}/queries.parquet",
-        encoder=encoder_model,
+        encoder=robustness_encoder,
         after_main=f"results/embeddings/{MAIN}.parquet",
     output:
         f"{ROB}/embeddings/{{size}}.parquet",
@@ -86,25 +38,19 @@ use rule embed_external as embed_robustness with:
     benchmark:
         "results/benchmarks/embed_robustness/{variant}/{size}.tsv"
     priority: 0
-
-
-def robustness_outputs(pattern):
-    """``pattern`` (under a corpus's root, with ``{arm}``) for every robustness arm, the
-    {variant} and {size} wildcards kept."""
-    return expand(f"{ROB}/{pattern}", arm=ROBUSTNESS_ARMS, allow_missing=True)
-
-
-def robustness_arm_sources(wildcards=None):
-    """Source files of every robustness arm and the runner (editing one reruns the runs)."""
-    from agentmem.arms import ARMS
-
-    files = dict.fromkeys(f for a in ROBUSTNESS_ARMS for f in arm_files(ARMS[a]))
-    return [*files, library_file("agentmem/runner.py"), library_file("agentmem/robustness.py")]
+    params:
+        background=True,
+        cache_dir="results/cache/embeddings",
+        batch_size=CFG.embedding.batch_size,
+        backend=CFG.embedding.backend,
+        model=lambda wc: ROBUSTNESS[wc.variant].model,
 
 
 rule check_robustness_corpus:
     input:
-        **corpus_files(*CORPUS_TABLES, "queries", "qrels", corpus=f"{ROB}/corpus/{{size}}"),
+        **corpus_files(
+            *CORPUS_TABLES, "queries", "qrels", corpus=f"{ROB}/corpus/{{size}}"
+        ),
         embeddings=f"{ROB}/embeddings/{{size}}.parquet",
         sources=robustness_arm_sources,
     output:
@@ -172,11 +118,6 @@ use rule validate_corpus as validate_robustness_corpus with:
         seed=lambda wc: ROBUSTNESS[wc.variant].options.seed,
 
 
-def findings_corpora():
-    """Further corpus id -> [kind, size, results directory], in config order."""
-    return {i: [c.kind, c.size, c.root] for i, c in ROBUSTNESS.items()}
-
-
 rule tabulate_findings:
     input:
         # the headline run's files the findings read (agentmem.report.headline)
@@ -216,18 +157,6 @@ rule tabulate_findings:
         main_size=MAIN,
     script:
         "../../scripts/tabulate_findings.py"
-
-
-def seed_by_class():
-    """Seed label -> by-class CSV: the headline run (when the seeds are at the main size)
-    and each seed corpus."""
-    seeds = {i: c for i, c in ROBUSTNESS.items() if c.kind == "seed"}
-    out = {}
-    if not seeds or any(c.size == MAIN for c in seeds.values()):
-        out[f"seed-{CFG.corpus.seed}"] = "results/tables/by_class.csv"
-    for i, c in seeds.items():
-        out[i] = f"{c.root}/tables/by_class_{c.size}.csv"
-    return out
 
 
 rule tabulate_seed_spread:

@@ -8,10 +8,11 @@ opposite direction) or **weakens** (in between). A finding whose inputs a run la
 ``n/a``.
 
 :func:`findings_table` evaluates them on the headline run and on every further corpus of
-config ``robustness`` (:mod:`agentmem.robustness`): corpus seeds, design variants and the
-variants' baseline. Three findings do not depend on the corpus (the file-jsonl scaling
-sweep, the crash and the lost-update trials read no corpus seed or variant); their value
-on a further corpus is the headline run's, marked ``carried``.
+config ``robustness`` (:mod:`agentmem.robustness`): corpus seeds, design variants, the
+variants' baseline and further embedding models. Three findings do not depend on the corpus
+or the model (the file-jsonl scaling sweep, the crash and the lost-update trials are not
+re-run per corpus); their value on a further corpus is the headline run's, marked
+``carried``.
 """
 
 from __future__ import annotations
@@ -189,8 +190,13 @@ def _json_lost(v: Lookup) -> float | None:
 
 
 def _dbms_lost(v: Lookup) -> float | None:
-    vals = [v(("lost", s, "threads", "lost")) for s in ("sqlite-update", "postgres-update")]
-    return sum(vals) if need(*vals) else None
+    """Increments lost by the single-statement SQL stores: threads, plus processes if run."""
+    stores = ("sqlite-update", "postgres-update")
+    threads = [v(("lost", s, "threads", "lost")) for s in stores]
+    if not need(*threads):
+        return None
+    procs = _known([v(("lost", s, "processes", "lost")) for s in stores])
+    return sum(threads) + sum(procs)
 
 
 def _lost_holds(v: Lookup) -> bool | None:
@@ -314,8 +320,8 @@ HEADLINE_FINDINGS: tuple[HeadlineFinding, ...] = (
         "The file store loses most concurrent increments; the DBMS arms lose none",
         "lost share, JSON file, threads (SQL stores' losses in the rule)",
         _json_lost,
-        "holds ≥ 0.5 with 0 lost by sqlite-update + postgres-update; flips if those lose "
-        "any or the file none",
+        "holds ≥ 0.5 with 0 lost by sqlite-update + postgres-update (threads and "
+        "processes); flips if those lose any or the file none",
         _lost_holds,
         _lost_flips,
         corpus_dependent=False,
@@ -373,7 +379,8 @@ class Tree:
 
     Attributes:
         corpus: column name (``study``, ``default``, ``seed-<n>``, a variant, ``default-<size>``).
-        kind: ``study``, ``headline``, ``seed``, ``variant`` or ``baseline``.
+        kind: ``study``, ``headline``, or the :class:`agentmem.robustness.RobustnessCorpus`
+            kind (``seed``, ``variant``, ``baseline``, ``model``).
         size: its corpus size (None for the study).
         root: the results directory (None for the study).
     """
@@ -409,7 +416,7 @@ def findings_table(
     for tree in trees:
         v = _lookup(tree, headline)
         for f in HEADLINE_FINDINGS:
-            carried = tree.kind in ("seed", "variant", "baseline") and not f.corpus_dependent
+            carried = tree.kind not in ("study", "headline") and not f.corpus_dependent
             use = headline.get if carried else v
             rows.append(
                 {

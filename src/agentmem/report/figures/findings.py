@@ -49,7 +49,9 @@ def plot(findings_csv: str | Path, out_svg: str | Path) -> None:
     claims = dict(zip(t["finding"], t["claim"], strict=False))
     ylabels = [f"{n}. {claims[n][:46]}{'…' if len(claims[n]) > 46 else ''}" for n in numbers]
     ax.set_yticks(range(len(numbers)), ylabels, fontsize=7)
-    ax.set_xticks(range(len(corpora)), corpora, rotation=35, ha="right")
+    sizes = dict(zip(t["corpus"], t["size"], strict=False))
+    xlabels = [f"{c} ({sizes[c]})" if sizes.get(c) else c for c in corpora]
+    ax.set_xticks(range(len(corpora)), xlabels, rotation=35, ha="right")
     ax.set_xticks(np.arange(-0.5, len(corpora)), minor=True)
     ax.set_yticks(np.arange(-0.5, len(numbers)), minor=True)
     ax.grid(which="minor", color="white", lw=1.5)
@@ -58,9 +60,8 @@ def plot(findings_csv: str | Path, out_svg: str | Path) -> None:
         handles=[Patch(color=c, label=v) for v, c in COLOURS.items()],
         frameon=False,
         fontsize=7,
-        ncols=4,
-        loc="upper center",
-        bbox_to_anchor=(0.5, -0.18),
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
     )
     ax.set_title("Do the study's findings survive other seeds and corpus designs?")
     save(fig, out_svg)

@@ -1,0 +1,176 @@
+"""The twelve headline findings: the study's values by hand, verdict rules, carried values."""
+
+from __future__ import annotations
+
+import math
+
+import polars as pl
+import pytest
+
+from agentmem.report.headline import (
+    HEADLINE_FINDINGS,
+    across_seeds,
+    by_class_seeds,
+    findings_table,
+    trees_from,
+)
+from agentmem.report.reference import published_lookup
+from agentmem.report.stats import seed_interval
+
+FINDING = {f.number: f for f in HEADLINE_FINDINGS}
+
+
+def lookup(values: dict) -> callable:
+    return lambda ref: values.get(ref)
+
+
+def test_twelve_findings_in_reference_order():
+    assert [f.number for f in HEADLINE_FINDINGS] == list(range(1, 13))
+    assert {f.number for f in HEADLINE_FINDINGS if not f.corpus_dependent} == {7, 8, 9}
+
+
+def test_the_study_values_by_hand_and_every_one_holds():
+    pub = published_lookup()
+    v = lookup(pub)
+    expected = {
+        1: 0.791 - 0.002,  # sqlite-fts − file-vec, lexical
+        # pg-hnsw (.231 + 1 + .043 + 1 + .009) / 5 − file-vec (.164 + 0 + .074 + .015 + .034) / 5
+        2: 2.283 / 5 - 0.287 / 5,
+        3: 0.651 - 1.0,  # sqlite-hybrid − sqlite-btree (pg: .621 − 1, lower)
+        4: 1.0,
+        5: 0.723 / 0.726,
+        6: 0.489,
+        7: math.log(131 / 3.0) / math.log(33197 / 609),
+        8: 1.0,
+        9: 0.875,
+        10: 0.639,
+        11: 0.617,
+        12: 0.277 - 0.266,
+    }
+    for num, want in expected.items():
+        assert FINDING[num].stat(v) == pytest.approx(want, abs=1e-9), num
+        assert FINDING[num].verdict(v) == "holds", num
+
+
+def test_verdict_rules_hold_weaken_flip():
+    f1 = FINDING[1]
+    key = lambda arm: ("by_class", arm, "lexical", "ndcg_at_10")  # noqa: E731
+    assert f1.verdict(lookup({key("sqlite-fts"): 0.8, key("file-vec"): 0.1})) == "holds"
+    assert f1.verdict(lookup({key("sqlite-fts"): 0.4, key("file-vec"): 0.1})) == "weakens"
+    assert f1.verdict(lookup({key("sqlite-fts"): 0.1, key("file-vec"): 0.2})) == "flips"
+    assert f1.verdict(lookup({key("sqlite-fts"): 0.8})) == "n/a"
+    # hybrid currency equal to the B-tree twin's: the drop is gone, the finding flips
+    cur = lambda arm: ("by_class", arm, "currency", "ndcg_at_10")  # noqa: E731
+    both = {cur("sqlite-hybrid"): 1.0, cur("sqlite-btree"): 1.0}
+    assert FINDING[3].stat(lookup(both)) == 0.0
+    assert FINDING[3].verdict(lookup(both)) == "flips"
+    # the larger gap of the two pairs decides: sqlite −0.05, pg −0.4 -> −0.05, weakens
+    mixed = {**both, cur("sqlite-hybrid"): 0.95, cur("pg-hybrid"): 0.6, cur("pg-btree"): 1.0}
+    assert FINDING[3].stat(lookup(mixed)) == pytest.approx(-0.05)
+    assert FINDING[3].verdict(lookup(mixed)) == "weakens"
+
+
+def test_compound_rules():
+    bpm = lambda arm: ("build", arm, "bytes_per_memory")  # noqa: E731
+    overall = lambda arm: ("by_class", arm, "all", "ndcg_at_10")  # noqa: E731
+    base = {overall("sqlite-fts"): 0.76, overall("pg-hybrid"): 0.70, bpm("sqlite-fts"): 500}
+    # sqlite-fts is the best arm (share 1) but pg-hybrid is only 1.5x its bytes: weakens
+    assert FINDING[5].stat(lookup({**base, bpm("pg-hybrid"): 750})) == 1.0
+    assert FINDING[5].verdict(lookup({**base, bpm("pg-hybrid"): 750})) == "weakens"
+    assert FINDING[5].verdict(lookup({**base, bpm("pg-hybrid"): 4000})) == "holds"
+    assert FINDING[5].verdict(lookup({**base, bpm("pg-hybrid"): 400})) == "flips"
+    crash = lambda fam: ("crash", fam, "unreadable")  # noqa: E731
+    safe = {crash("file-append"): 0, crash("sqlite"): 0, crash("postgres-writer"): 0}
+    assert FINDING[8].verdict(lookup({**safe, crash("file-rewrite"): 3})) == "holds"
+    assert FINDING[8].verdict(lookup({**safe, crash("file-rewrite"): 0})) == "weakens"
+    assert FINDING[8].verdict(lookup({**safe, crash("sqlite"): 1, crash("file-rewrite"): 3})) == (
+        "flips"
+    )
+    cos = lambda cls: ("validation", cls, "mean_cosine")  # noqa: E731
+    near = {cos("lexical"): 0.30, cos("semantic"): 0.70, cos("random_pairs"): 0.27}
+    assert FINDING[12].verdict(lookup(near)) == "holds"
+    assert FINDING[12].verdict(lookup({**near, cos("lexical"): 0.45})) == "weakens"
+    assert FINDING[12].verdict(lookup({**near, cos("lexical"): 0.75})) == "flips"
+
+
+def test_seed_interval_by_hand():
+    # mean 2, s = 1, t(0.975, 2) = 4.302653: 2 ± 4.302653 / sqrt(3)
+    lo, hi = seed_interval([1.0, 2.0, 3.0])
+    assert lo == pytest.approx(2 - 4.302653 / math.sqrt(3), abs=1e-5)
+    assert hi == pytest.approx(2 + 4.302653 / math.sqrt(3), abs=1e-5)
+    assert seed_interval([0.5, 0.5]) == (0.5, 0.5)
+    assert seed_interval([0.5]) is None
+    assert seed_interval([0.5, None, float("nan")]) is None
+
+
+def _tree(root, size: str, fts_lexical: float) -> None:
+    tables = root / "tables"
+    tables.mkdir(parents=True)
+    rows = [
+        ("sqlite-fts", "lexical", fts_lexical),
+        ("file-vec", "lexical", 0.05),
+    ]
+    pl.DataFrame(rows, schema=["arm", "query_class", "ndcg_at_10"], orient="row").write_csv(
+        tables / f"by_class_{size}.csv" if size else tables / "by_class.csv"
+    )
+
+
+def test_findings_table_on_trees_and_carried_findings(tmp_path):
+    head, seed = tmp_path / "results", tmp_path / "results" / "robustness" / "seed-1"
+    _tree(head, "", 0.80)
+    _tree(seed, "m", 0.30)
+    trials = head / "trials"
+    trials.mkdir()
+    pl.DataFrame(
+        {
+            "family": ["file-append", "file-rewrite", "sqlite", "postgres-writer"],
+            "readable": [True, False, True, True],
+            "integrity_ok": [True, True, True, True],
+            "missing_committed": [0, 50, 0, 0],
+        }
+    ).write_csv(trials / "crash.csv")
+    trees = trees_from({"seed-1": ("seed", "m", seed)}, head, "m")
+    t = findings_table(trees, head, "m")
+    assert t.height == 12 * 3
+    cell = lambda num, corpus: t.filter(finding=num, corpus=corpus).row(0, named=True)  # noqa: E731
+    assert cell(1, "study")["value"] == pytest.approx(0.789)
+    assert cell(1, "default")["value"] == pytest.approx(0.75)
+    assert cell(1, "default")["verdict"] == "holds"
+    assert cell(1, "seed-1")["value"] == pytest.approx(0.25)
+    assert cell(1, "seed-1")["verdict"] == "weakens"
+    # the crash finding reads no corpus: the seed column carries the headline run's value
+    assert cell(8, "default")["value"] == 1.0 and not cell(8, "default")["carried"]
+    assert cell(8, "seed-1")["value"] == 1.0 and cell(8, "seed-1")["carried"]
+    assert cell(8, "seed-1")["verdict"] == "holds"
+    assert cell(2, "seed-1")["verdict"] == "n/a"  # no structural classes in these tables
+    seeds = across_seeds(t).filter(finding=1).row(0, named=True)
+    assert seeds["n_seeds"] == 2
+    assert seeds["seed_mean"] == pytest.approx(0.5)
+    assert seeds["seed_verdicts"] == "1 holds, 1 weakens"
+    # two values 0.75 and 0.25: s = 0.353553, t(0.975, 1) = 12.7062
+    half = 12.7062 * 0.353553 / math.sqrt(2)
+    assert seeds["seed_ci_low"] == pytest.approx(0.5 - half, abs=1e-3)
+
+
+def test_by_class_seeds_beside_the_bootstrap(tmp_path):
+    def table(v):
+        return pl.DataFrame({"arm": ["a", "b"], "query_class": ["all", "all"], "ndcg_at_10": v})
+
+    boot = tmp_path / "boot.csv"
+    pl.DataFrame(
+        {
+            "arm": ["a"],
+            "query_class": ["all"],
+            "metric": ["ndcg_at_10"],
+            "mean": [0.6],
+            "ci_low": [0.5],
+            "ci_high": [0.7],
+            "n": [40],
+        }
+    ).write_csv(boot)
+    t = by_class_seeds({"1": table([0.6, 0.2]), "2": table([0.8, 0.4])}, ["b", "a"], boot)
+    assert t["arm"].to_list() == ["b", "a"]
+    a = t.filter(arm="a").row(0, named=True)
+    assert a["ndcg_mean"] == pytest.approx(0.7)
+    assert (a["boot_mean"], a["boot_ci_low"], a["boot_ci_high"]) == (0.6, 0.5, 0.7)
+    assert t.filter(arm="b")["boot_mean"][0] is None
