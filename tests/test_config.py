@@ -261,9 +261,12 @@ def test_robustness_corpora_seeds_baseline_variants():
         }
     )
     corpora = robustness_corpora(cfg)
-    assert list(corpora) == ["seed-3", "seed-4", "default-s", "thin"]
-    assert [c.kind for c in corpora.values()] == ["seed", "seed", "baseline", "variant"]
-    assert [c.size for c in corpora.values()] == ["m", "m", "s", "s"]
+    model = "model-paraphrase-MiniLM-L3-v2"
+    assert list(corpora) == ["seed-3", "seed-4", "default-s", "thin", model]
+    assert [c.kind for c in corpora.values()] == ["seed", "seed", "baseline", "variant", "model"]
+    assert [c.size for c in corpora.values()] == ["m", "m", "s", "s", "m"]
+    assert corpora[model].model == "paraphrase-MiniLM-L3-v2"
+    assert corpora[model].options == cfg.corpus
     assert corpora["seed-4"].options.seed == 4
     assert corpora["seed-4"].options.distractor_ratio == cfg.corpus.distractor_ratio
     thin = corpora["thin"].options
@@ -274,5 +277,5 @@ def test_robustness_corpora_seeds_baseline_variants():
     # null arms: the study's arms among the configured ones, in the order of arms
     assert robustness_arms(cfg) == ["sqlite-fts", "file-vec"]
     # variants at the main size: the headline run is their baseline
-    at_main = load_config({"robustness": {"seeds": []}})
+    at_main = load_config({"robustness": {"seeds": [], "models": []}})
     assert [c.kind for c in robustness_corpora(at_main).values()] == ["variant"] * 6
