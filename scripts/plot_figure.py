@@ -8,6 +8,7 @@ start_job(snakemake)  # not a timing job: yield the CPU to those (DESIGN §5)
 #               neither: a figure of the code alone (the ER diagram, the capability grid)
 # params.figure the module under agentmem.report.figures
 # params.arms   optional: arm names, in drawing order
+# input.seeds   optional: the across-seed table (results/tables/by_class_seeds.csv)
 # params.options  optional: further keyword arguments of the figure's plot (a dict)
 # output.svg    the figure (a PNG is written beside it)
 from importlib import import_module
@@ -19,4 +20,6 @@ if "builds" in inputs.keys():
     data.append(list(inputs.builds))
 options = {"arms": list(p.arms)} if "arms" in p.keys() else {}
 options.update(p.options if "options" in p.keys() else {})
+if "seeds" in inputs.keys():
+    options["seeds"] = inputs.seeds
 plot(*data, out_svg=snakemake.output.svg, **options)

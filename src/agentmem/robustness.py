@@ -176,6 +176,7 @@ def check_corpus(
         dict(zip(arms, outputs["metrics"], strict=True)),
         outputs["by_class_csv"],
         outputs["by_class_md"],
+        latency_note="latency is one untimed call per query (ms; not a timing run)",
     )
     if anomaly is not None:
         rows = []

@@ -497,7 +497,8 @@ def robustness_outputs(pattern):
 
 
 def robustness_arm_sources(wildcards=None):
-    """Source files of every robustness arm and the runner (editing one reruns the runs)."""
+    """Source files of every robustness arm, the runner and the probes (editing one reruns
+    the further corpora's runs)."""
     from agentmem.arms import ARMS
 
     files = dict.fromkeys(f for a in ROBUSTNESS_ARMS for f in arm_files(ARMS[a]))
@@ -505,6 +506,8 @@ def robustness_arm_sources(wildcards=None):
         *files,
         library_file("agentmem/runner.py"),
         library_file("agentmem/robustness.py"),
+        library_file("agentmem/trials/anomaly.py"),
+        library_file("agentmem/sweeps/postfilter.py"),
     ]
 
 

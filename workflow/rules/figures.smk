@@ -32,6 +32,7 @@ rule plot_ndcg_heatmap:
 use rule plot_ndcg_heatmap as plot_overall with:
     input:
         table="results/tables/bootstrap_ci.csv",
+        seeds="results/tables/by_class_seeds.csv",
         code=library_file("agentmem/report/figures/overall.py"),
     output:
         svg=report(

@@ -3,7 +3,9 @@
 Each panel is one metric: a dot per arm at its mean over all queries, a bar for the 95 %
 percentile-bootstrap interval over queries (:func:`agentmem.report.stats.bootstrap_table`),
 and a red diamond at the published value where the arm is one of the study's ten
-(REFERENCE §3, :data:`agentmem.report.reference.OVERALL`).
+(REFERENCE §3, :data:`agentmem.report.reference.OVERALL`). With the across-seed table
+(``results/tables/by_class_seeds.csv``) the nDCG@10 panel also shows, just below each arm
+run on every seed, the mean over corpus seeds and its 95 % Student-t interval.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ def plot(
     out_svg: str | Path,
     metrics: Sequence[str] = tuple(PANELS),
     query_class: str = "all",
+    seeds: str | Path | None = None,
 ) -> None:
     """One panel per metric: arm means with 95 % bootstrap intervals and published markers.
 
@@ -35,6 +38,8 @@ def plot(
         out_svg: SVG path; a PNG is written beside it.
         metrics: metric columns to show, one panel each (keys of :data:`PANELS`).
         query_class: the class whose rows are shown (``"all"``: every query).
+        seeds: ``results/tables/by_class_seeds.csv`` (optional; its rows with an interval
+            are drawn in the nDCG@10 panel).
 
     Raises:
         ValueError: when the table has no row for ``query_class``.
@@ -66,6 +71,8 @@ def plot(
             capsize=0,
             label="ours (95 % bootstrap CI)",
         )
+        if m == "ndcg_at_10" and seeds is not None:
+            _seed_bars(ax, seeds, arms, y, query_class)
         pub = overall_published(m)
         py = [yy for a, yy in zip(arms, y, strict=True) if a in pub]
         px = [pub[a] for a in arms if a in pub]
@@ -89,3 +96,31 @@ def plot(
     what = "all queries" if query_class == "all" else f"{query_class} queries"
     fig.suptitle(f"Retrieval quality per arm, {what} (k = 10)", fontsize=10)
     save(fig, out_svg)
+
+
+def _seed_bars(ax: plt.Axes, seeds: str | Path, arms: list[str], y: np.ndarray, cls: str) -> None:
+    """The across-seed mean and 95 % t-interval of each arm that has one, below its row."""
+    t = pl.read_csv(seeds).filter(
+        (pl.col("query_class") == cls) & pl.col("ndcg_ci_low").is_not_null()
+    )
+    row = {r["arm"]: r for r in t.iter_rows(named=True)}
+    pts = [(yy - 0.28, row[a]) for a, yy in zip(arms, y, strict=True) if a in row]
+    if not pts:
+        return
+    ys = np.array([p[0] for p in pts])
+    mean = np.array([p[1]["ndcg_mean"] for p in pts])
+    lo = np.array([p[1]["ndcg_ci_low"] for p in pts])
+    hi = np.array([p[1]["ndcg_ci_high"] for p in pts])
+    n = int(t["n_seeds"].max())
+    ax.errorbar(
+        mean,
+        ys,
+        xerr=[mean - np.clip(lo, 0, None), np.clip(hi, None, 1) - mean],
+        fmt="s",
+        color="#b9770e",
+        ecolor="#f0b27a",
+        elinewidth=1.6,
+        markersize=3,
+        capsize=0,
+        label=f"mean over {n} corpus seeds (95 % t-interval)",
+    )
