@@ -215,3 +215,38 @@ def test_each_backend_has_its_own_cache(tmp_path, onnx_model):
     assert again == {"texts": 2, "cached": 2, "encoded": 0}
     with pytest.raises(ValueError, match="unknown encoder backend"):
         cache_subdir(cache, "tf")  # type: ignore[arg-type]
+
+
+def test_the_second_model_encodes_offline_with_the_packaged_tokenizer(encoders):
+    """paraphrase-MiniLM-L3-v2 from its package: unit 384-d vectors, its own space, 128 tokens."""
+    from agentmem.encoder import PackagedOnnxEncoder
+
+    enc = PackagedOnnxEncoder("paraphrase-MiniLM-L3-v2", threads=1)
+    texts = [
+        "The billing service times out after 30 seconds.",
+        "billing-api has a thirty second timeout",
+        "Alice owns the payments runbook.",
+    ]
+    v = enc.encode(texts)
+    assert v.shape == (3, 384) and v.dtype == np.float32
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+    sim = v @ v.T
+    assert sim[0, 1] > sim[0, 2] + 0.2  # the paraphrase is nearer than the unrelated text
+    # another model: the same text lands elsewhere than all-MiniLM-L6-v2 puts it
+    base = encoders[1].encode(texts)
+    assert float((v * base).sum(axis=1).max()) < 0.9
+    # one batch and one text at a time agree (padding does not leak into the mean)
+    one = np.stack([enc.encode([t])[0] for t in texts])
+    assert np.allclose(one, v, atol=1e-5)
+    assert enc.tokenize(["word " * 400])["input_ids"].shape[1] == 128
+    with pytest.raises(EncoderError, match="unknown model 'nope'"):
+        PackagedOnnxEncoder("nope")
+
+
+def test_the_second_model_has_its_own_cache(tmp_path):
+    assert cache_subdir(tmp_path, "onnx", "paraphrase-MiniLM-L3-v2") == (
+        tmp_path / "paraphrase-MiniLM-L3-v2"
+    )
+    assert cache_subdir(tmp_path, "onnx", "all-MiniLM-L6-v2") == tmp_path / "onnx"
+    with pytest.raises(ValueError, match="unknown model"):
+        cache_subdir(tmp_path, "onnx", "nope")

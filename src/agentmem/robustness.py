@@ -36,7 +36,7 @@ class RobustnessCorpus:
 
     Attributes:
         id: its directory name under ``results/robustness/`` (``seed-<n>``, the variant's
-            name, or ``default-<size>``).
+            name, ``default-<size>`` or ``model-<name>``).
         kind: ``seed``, ``variant``, ``baseline`` (the variants' default-options corpus) or
             ``model`` (the headline corpus, another embedding model).
         size: the corpus size it is generated at (a key of ``sizes``).
