@@ -108,28 +108,56 @@ def test_schema_file_matches_model():
             "robustness.variant_size 's' is not among sizes ['m']",
         ),
         (
-            {"robustness": {"variants": {"v": {"distractor_ratio": 5}}}},
-            "robustness.variants.v: distractor_ratio: Input should be less than or equal to 2",
+            {"robustness": {"variants": [{"name": "v", "options": {"distractor_ratio": 5}}]}},
+            "robustness.variants (v): options.distractor_ratio: Input should be less than or "
+            "equal to 2",
         ),
         (
-            {"robustness": {"variants": {"v": {"distractors": 0.1}}}},
-            "robustness.variants.v: distractors: unknown key",
+            {"robustness": {"variants": [{"name": "v", "options": {"distractors": 0.1}}]}},
+            "robustness.variants (v): options.distractors: unknown key",
         ),
         (
-            {"robustness": {"variants": {"v": {"restatements": {"heavy_min": 20}}}}},
-            "robustness.variants.v: restatements: heavy_min 20 > heavy_max 14",
+            {"robustness": {"variants": [{"name": "v", "options": {"days": 100}}]}},
+            "robustness.variants (v): need temporal_cutoff_day < correction_day < days",
         ),
         (
-            {"robustness": {"variants": {"seed-7": {"distractor_ratio": 0.1}}}},
-            "robustness.variants: name 'seed-7' is not path-safe or is reserved",
+            {"robustness": {"variants": [{"name": "v", "options": {"seed": 3}}]}},
+            "robustness.variants (v): options.seed: a variant changes a design option",
         ),
         (
-            {"robustness": {"variants": {"a/b": {"distractor_ratio": 0.1}}}},
-            "robustness.variants: name 'a/b' is not path-safe",
+            {"robustness": {"variants": [{"name": "v", "options": {"distractor_ratio": 0.172}}]}},
+            "robustness.variants (v): options {'distractor_ratio': 0.172} change nothing",
         ),
         (
-            {"robustness": {"variants": {"v": "double"}}},
-            "robustness.variants.v: Input should be a valid dictionary",
+            {"robustness": {"variants": [{"name": "seed-7", "options": {"days": 300}}]}},
+            "robustness.variants (seed-7): the name is not path-safe or is reserved",
+        ),
+        (
+            {"robustness": {"variants": [{"name": "a/b", "options": {"days": 300}}]}},
+            "robustness.variants (a/b): the name is not path-safe",
+        ),
+        (
+            {
+                "robustness": {
+                    "variants": [
+                        {"name": "v", "options": {"days": 300}},
+                        {"name": "v", "options": {"days": 330}},
+                    ]
+                }
+            },
+            "robustness.variants: duplicate names in ['v', 'v']",
+        ),
+        (
+            {"robustness": {"variants": {"v": {"distractor_ratio": 0.1}}}},
+            "robustness.variants: Input should be a valid list",
+        ),
+        ({"robustness": {"variants": [{"name": "v"}]}}, "robustness.variants.0.options: Field"),
+        ({"robustness": {"seeds": [-3]}}, "robustness.seeds.0: Input should be greater than"),
+        ({"robustness": {"seeds": ["12345"]}}, "robustness.seeds.0: Input should be a valid int"),
+        ({"robustness": {"models": ["nope"]}}, "robustness.models.0: Input should be"),
+        (
+            {"robustness": {"models": ["paraphrase-MiniLM-L3-v2"] * 2}},
+            "robustness.models: duplicate names",
         ),
     ],
 )
@@ -256,7 +284,12 @@ def test_robustness_corpora_seeds_baseline_variants():
                 "arms": None,
                 "seeds": [3, 4],
                 "variant_size": "s",
-                "variants": {"thin": {"distractor_ratio": 0.0, "restatements": {"light_max": 2}}},
+                "variants": [
+                    {
+                        "name": "thin",
+                        "options": {"distractor_ratio": 0.0, "restatements": {"light_max": 2}},
+                    }
+                ],
             },
         }
     )

@@ -143,7 +143,15 @@ def test_findings_table_on_trees_and_carried_findings(tmp_path):
     assert cell(8, "seed-1")["value"] == 1.0 and cell(8, "seed-1")["carried"]
     assert cell(8, "seed-1")["verdict"] == "holds"
     assert cell(2, "seed-1")["verdict"] == "n/a"  # no structural classes in these tables
-    seeds = across_seeds(t).filter(finding=1).row(0, named=True)
+    spread = across_seeds(t)
+    # a finding that reads no corpus has no spread over seeds
+    eight = spread.filter(finding=8).row(0, named=True)
+    assert (eight["seed_verdicts"], eight["seed_mean"], eight["seed_ci_low"]) == (
+        "carried",
+        1.0,
+        None,
+    )
+    seeds = spread.filter(finding=1).row(0, named=True)
     assert seeds["n_seeds"] == 2
     assert seeds["seed_mean"] == pytest.approx(0.5)
     assert seeds["seed_verdicts"] == "1 holds, 1 weakens"
@@ -174,3 +182,15 @@ def test_by_class_seeds_beside_the_bootstrap(tmp_path):
     assert a["ndcg_mean"] == pytest.approx(0.7)
     assert (a["boot_mean"], a["boot_ci_low"], a["boot_ci_high"]) == (0.6, 0.5, 0.7)
     assert t.filter(arm="b")["boot_mean"][0] is None
+
+
+def test_seeds_at_another_size_leave_the_headline_run_out_of_the_spread(tmp_path):
+    head = tmp_path / "results"
+    _tree(head, "", 0.80)
+    for i, v in enumerate((0.6, 0.4)):
+        _tree(head / "robustness" / f"seed-{i}", "s", v)
+    corpora = {f"seed-{i}": ("seed", "s", head / "robustness" / f"seed-{i}") for i in range(2)}
+    t = findings_table(trees_from(corpora, head, "m"), head, "m")
+    one = across_seeds(t).filter(finding=1).row(0, named=True)
+    assert one["n_seeds"] == 2
+    assert one["seed_mean"] == pytest.approx((0.55 + 0.35) / 2)

@@ -24,6 +24,7 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
+    StrictInt,
     Tag,
     ValidationError,
     field_validator,
@@ -72,7 +73,7 @@ class RestatementConfig(_Strict):
 class CorpusConfig(_Strict):
     """Generator options (REFERENCE §1); defaults reproduce the study's main corpus."""
 
-    seed: int = Field(20260809, description="RNG seed; same seed -> byte-identical corpus")
+    seed: int = Field(20260809, ge=0, description="RNG seed; same seed -> byte-identical corpus")
     restatements: RestatementConfig = RestatementConfig()
     distractor_ratio: float = Field(
         0.172, ge=0.0, le=2.0, description="distractors per rendered memory"
@@ -396,15 +397,26 @@ class ReportConfig(_Strict):
     n_boot: int = Field(2000, ge=1, description="bootstrap resamples (intervals, paired tests)")
 
 
-#: the design variants the robustness check runs by default: name -> corpus overrides
-DEFAULT_VARIANTS: dict[str, dict[str, Any]] = {
-    "distractors-none": {"distractor_ratio": 0.0},
-    "distractors-double": {"distractor_ratio": 0.344},
-    "restatements-light": {"restatements": {"every_nth_heavy": 0}},
-    "superseded-0.05": {"superseded_fraction": 0.05},
-    "superseded-0.25": {"superseded_fraction": 0.25},
-    "corrections-restated": {"restated_after_correction": 0.5},
-}
+class VariantConfig(_Strict):
+    """One design variant of the corpus: a name and the corpus options that differ."""
+
+    name: str = Field(description="its directory under results/robustness/ (path-safe)")
+    options: dict[str, Any] = Field(
+        min_length=1,
+        description="corpus options that differ from `corpus` (merged key by key; not seed: "
+        "further seeds are robustness.seeds)",
+    )
+
+
+#: the design variants the robustness check runs by default (docs/ROBUSTNESS.md)
+DEFAULT_VARIANTS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("distractors-none", {"distractor_ratio": 0.0}),
+    ("distractors-double", {"distractor_ratio": 0.344}),
+    ("restatements-light", {"restatements": {"every_nth_heavy": 0}}),
+    ("superseded-0.05", {"superseded_fraction": 0.05}),
+    ("superseded-0.25", {"superseded_fraction": 0.25}),
+    ("corrections-restated", {"restated_after_correction": 0.5}),
+)
 
 
 class RobustnessConfig(_Strict):
@@ -415,7 +427,7 @@ class RobustnessConfig(_Strict):
         description="arms run on every further corpus (those of them in arms, in the order "
         "of arms); null: the study's ten arms",
     )
-    seeds: list[int] = Field(
+    seeds: list[Annotated[StrictInt, Field(ge=0, le=2**63 - 1)]] = Field(
         default_factory=lambda: [20260810, 20260811],
         description="further corpus seeds: each is a corpus at seed_size with the default "
         "options (corpus.seed is the headline corpus); [] runs none",
@@ -433,10 +445,10 @@ class RobustnessConfig(_Strict):
         description="further embedding models: each embeds the headline corpus (main size) "
         "for the robustness arms (docs/EMBEDDINGS.md); [] runs none",
     )
-    variants: dict[str, dict[str, Any]] = Field(
-        default_factory=lambda: {k: dict(v) for k, v in DEFAULT_VARIANTS.items()},
-        description="design variants: name -> corpus options that differ from `corpus` "
-        "(merged key by key); {} runs none",
+    variants: list[VariantConfig] = Field(
+        default_factory=lambda: [VariantConfig(name=n, options=o) for n, o in DEFAULT_VARIANTS],
+        description="design variants, each {name, options}: the corpus options that differ "
+        "from `corpus` (a list, replaced whole by a second --configfile); [] runs none",
     )
 
 
@@ -586,19 +598,36 @@ class Config(_Strict):
         arms = rob.arms or ()
         if len(set(arms)) != len(arms):
             raise ValueError(f"robustness.arms: duplicate names in {list(arms)}")
-        for name, overrides in rob.variants.items():
-            if not _DATASET_NAME.fullmatch(name) or name.startswith(("seed-", "model-", "default")):
+        names = [v.name for v in rob.variants]
+        if len(set(names)) != len(names):
+            raise ValueError(f"robustness.variants: duplicate names in {names}")
+        base = self.corpus.model_dump()
+        for v in rob.variants:
+            where = f"robustness.variants ({v.name})"
+            if not _DATASET_NAME.fullmatch(v.name) or v.name.startswith(
+                ("seed-", "model-", "default-")
+            ):
                 raise ValueError(
-                    f"robustness.variants: name {name!r} is not path-safe or is reserved: use "
-                    "up to 64 letters, digits, '.', '_' and '-', not starting with 'seed-', "
-                    "'model-' or 'default'"
+                    f"{where}: the name is not path-safe or is reserved: use up to 64 letters, "
+                    "digits, '.', '_' and '-', not starting with 'seed-', 'model-' or 'default-'"
+                )
+            if "seed" in v.options:
+                raise ValueError(
+                    f"{where}: options.seed: a variant changes a design option of the default "
+                    "corpus; further seeds are robustness.seeds"
                 )
             try:
-                variant_options(self.corpus, overrides)
+                opts = variant_options(self.corpus, v.options)
             except ValidationError as exc:
-                raise ValueError(
-                    f"robustness.variants.{name}: " + "; ".join(_error_lines(exc))
-                ) from None
+                lines = [
+                    line[len("(top level): ") :]
+                    if line.startswith("(top level): ")
+                    else f"options.{line}"
+                    for line in _error_lines(exc)
+                ]
+                raise ValueError(f"{where}: " + "; ".join(lines)) from None
+            if opts.model_dump() == base:
+                raise ValueError(f"{where}: options {v.options} change nothing in `corpus`")
 
     @field_validator("external")
     @classmethod
@@ -681,6 +710,9 @@ def _error_lines(exc: ValidationError) -> list[str]:
         if err["type"] == "extra_forbidden":
             msg = "unknown key"
         got = "" if not err["loc"] else f" (got {err.get('input')!r})"
+        if not parts and re.match(r"[a-z_]+", msg).group(0) in Config.model_fields:
+            lines.append(msg)  # a cross-field check whose message names its key already
+            continue
         lines.append(f"{loc}: {msg}{got}")
     return lines
 

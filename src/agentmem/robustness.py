@@ -2,9 +2,9 @@
 
 Each :class:`RobustnessCorpus` is one corpus the workflow generates, embeds, runs the
 robustness arms on (untimed, one call per query) and scores under
-``results/robustness/<id>/``, in the same layout as ``results/`` itself (``corpus/<size>/``,
-``tables/by_class.csv``, ``builds/<size>/<arm>.json``, ...), so that
-:class:`agentmem.report.reference.OurResults` reads it as it reads the headline run:
+``results/robustness/<id>/``, in the layout of ``results/`` itself (``corpus/<size>/``,
+``builds/<size>/<arm>.json``, ...; its tables carry the size, ``tables/by_class_<size>.csv``),
+so that :class:`agentmem.report.reference.OurResults` reads it as it reads the headline run:
 
 - ``seed-<n>``: the default options with corpus seed ``n``, at ``robustness.seed_size``;
 - ``<variant>``: the default options with the variant's overrides, at
@@ -76,9 +76,9 @@ def robustness_corpora(cfg: Config) -> dict[str, RobustnessCorpus]:
     if rob.variants and variant_size != cfg.main_size:
         rid = f"default-{variant_size}"
         out[rid] = RobustnessCorpus(rid, "baseline", variant_size, cfg.corpus, {})
-    for name, overrides in rob.variants.items():
-        opts = variant_options(cfg.corpus, overrides)
-        out[name] = RobustnessCorpus(name, "variant", variant_size, opts, dict(overrides))
+    for v in rob.variants:
+        opts = variant_options(cfg.corpus, v.options)
+        out[v.name] = RobustnessCorpus(v.name, "variant", variant_size, opts, dict(v.options))
     for model in rob.models:
         rid = f"model-{model}"
         out[rid] = RobustnessCorpus(rid, "model", cfg.main_size, cfg.corpus, {}, model)

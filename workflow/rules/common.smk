@@ -74,10 +74,17 @@ SCALING_ENTRIES = [(a, s) for s in CFG.scaling_sizes for a in SCALING_ARMS]
 POSTFILTER_ARMS = [a for role in postfilter_roles(ARM_NAMES) for a in role]
 #: arms the conversation sweep drives (seed_systems.conversation.arms that are configured)
 CONVERSATION_ARMS = conversation_arms(CFG)
-#: the further corpora the findings are re-checked on, by id (agentmem.robustness)
-ROBUSTNESS = robustness_corpora(CFG)
-#: the arms run on each of them (untimed)
+#: the arms run on each further corpus (untimed)
 ROBUSTNESS_ARMS = robustness_arms(CFG)
+#: the further corpora the findings are re-checked on, by id (agentmem.robustness); none
+#: when no robustness arm is configured (a second --configfile narrowing `arms`)
+ROBUSTNESS = robustness_corpora(CFG) if ROBUSTNESS_ARMS else {}
+if robustness_corpora(CFG) and not ROBUSTNESS_ARMS:
+    print(
+        "robustness.arms names none of the configured arms: skipping the further corpora "
+        "(the findings table then has the study's and the headline run's columns only)",
+        file=sys.stderr,
+    )
 #: the external datasets by id (agentmem.config.ExternalRun), whether present or not
 EXTERNAL = external_runs(CFG)
 #: the configured LoCoMo entries (format locomo) by name
@@ -441,8 +448,20 @@ def robustness_size(variant):
 
 
 def robustness_options(wildcards):
-    """Generator options of the {variant} wildcard's corpus (a dict)."""
-    return ROBUSTNESS[wildcards.variant].options.model_dump()
+    """Generator options of the {variant} wildcard's corpus (a dict).
+
+    Raises:
+        WorkflowError: when {size} is not the size the corpus is configured at.
+    """
+    corpus = ROBUSTNESS[wildcards.variant]
+    if wildcards.size != corpus.size:
+        key = {"seed": "robustness.seed_size", "model": "main_size"}.get(
+            corpus.kind, "robustness.variant_size"
+        )
+        raise WorkflowError(
+            f"{corpus.id} is configured at size {corpus.size} ({key}), not {wildcards.size}"
+        )
+    return corpus.options.model_dump()
 
 
 def robustness_files(variant, *patterns):

@@ -436,17 +436,39 @@ def findings_table(
 
 
 def across_seeds(table: pl.DataFrame) -> pl.DataFrame:
-    """Per finding: mean and 95 % t-interval of the value over the headline run and seeds.
+    """Per finding: mean and 95 % t-interval of the value over the corpus seeds.
+
+    The seeds are the seed corpora, and the headline run when they are at its size (a
+    corpus of another size is not a draw of the same population). A finding that reads no
+    corpus has no spread over seeds: its row carries the headline value, no interval and
+    the verdict ``carried``.
 
     Returns:
         Columns ``finding``, ``n_seeds``, ``seed_mean``, ``seed_ci_low``, ``seed_ci_high``,
-        ``seed_verdicts`` (e.g. ``3 holds``, ``2 holds, 1 weakens``); findings that do not
-        depend on the corpus count as carried values.
+        ``seed_verdicts`` (e.g. ``3 holds``, ``2 holds, 1 weakens``).
     """
+    seed_sizes = set(table.filter(pl.col("kind") == "seed")["size"].to_list())
+    head = table.filter(pl.col("kind") == "headline")
+    kinds = ["seed"]
+    if not seed_sizes or seed_sizes == set(head["size"].to_list()):
+        kinds.append("headline")
+    dependent = {f.number for f in HEADLINE_FINDINGS if f.corpus_dependent}
     rows = []
-    seeds = table.filter(pl.col("kind").is_in(["headline", "seed"]))
+    seeds = table.filter(pl.col("kind").is_in(kinds))
     for (num,), g in seeds.group_by(["finding"], maintain_order=True):
         vals = [x for x in g["value"].to_list() if x is not None]
+        if num not in dependent:
+            rows.append(
+                {
+                    "finding": num,
+                    "n_seeds": 1,
+                    "seed_mean": vals[0] if vals else None,
+                    "seed_ci_low": None,
+                    "seed_ci_high": None,
+                    "seed_verdicts": "carried",
+                }
+            )
+            continue
         ci = seed_interval(vals)
         counts = g.group_by("verdict", maintain_order=True).len()
         summary = ", ".join(
@@ -499,7 +521,9 @@ def findings_markdown(table: pl.DataFrame, seeds: pl.DataFrame) -> str:
             for r in g.iter_rows(named=True)
         }
         s = by_seed.get(num)
-        if s and s["seed_mean"] is not None and s["seed_ci_low"] is not None:
+        if s and s["seed_verdicts"] == "carried":
+            spread = "carried (reads no corpus)"
+        elif s and s["seed_mean"] is not None and s["seed_ci_low"] is not None:
             spread = (
                 f"{s['seed_mean']:.3f} [{s['seed_ci_low']:.3f}, {s['seed_ci_high']:.3f}]; "
                 f"{s['seed_verdicts']}"

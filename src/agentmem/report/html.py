@@ -359,7 +359,9 @@ def _findings_view(findings_csv: str | Path | None, seeds_csv: str | Path | None
     seeds = {}
     if seeds_csv and Path(seeds_csv).is_file():
         for r in pl.read_csv(seeds_csv).iter_rows(named=True):
-            if r["seed_mean"] is None:
+            if r["seed_verdicts"] == "carried":
+                text = "carried (reads no corpus)"
+            elif r["seed_mean"] is None:
                 text = "–"
             elif r["seed_ci_low"] is None:
                 text = f"{_f(r['seed_mean'])}; {r['seed_verdicts']}"
