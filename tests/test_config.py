@@ -100,6 +100,12 @@ def test_schema_file_matches_model():
         ),
         ({"robustness": {"seed_size": "xl"}}, "robustness.seed_size"),
         (
+            {"robustness": {"seeds": [20260810]}},
+            "robustness.seeds: 20260810 is 20260809 + 1, the random stream the corpus of "
+            "seed 20260809 draws its questions from",
+        ),
+        ({"robustness": {"seeds": [7, 8]}}, "robustness.seeds: 8 is 7 + 1"),
+        (
             {
                 "sizes": {"m": {"facts": 100, "queries_per_class": 2}},
                 "scaling_sizes": ["m"],
@@ -282,7 +288,7 @@ def test_robustness_corpora_seeds_baseline_variants():
             "arms": ["sqlite-fts", "file-vec", "chroma"],
             "robustness": {
                 "arms": None,
-                "seeds": [3, 4],
+                "seeds": [3, 5],
                 "variant_size": "s",
                 "variants": [
                     {
@@ -295,13 +301,13 @@ def test_robustness_corpora_seeds_baseline_variants():
     )
     corpora = robustness_corpora(cfg)
     model = "model-paraphrase-MiniLM-L3-v2"
-    assert list(corpora) == ["seed-3", "seed-4", "default-s", "thin", model]
+    assert list(corpora) == ["seed-3", "seed-5", "default-s", "thin", model]
     assert [c.kind for c in corpora.values()] == ["seed", "seed", "baseline", "variant", "model"]
     assert [c.size for c in corpora.values()] == ["m", "m", "s", "s", "m"]
     assert corpora[model].model == "paraphrase-MiniLM-L3-v2"
     assert corpora[model].options == cfg.corpus
-    assert corpora["seed-4"].options.seed == 4
-    assert corpora["seed-4"].options.distractor_ratio == cfg.corpus.distractor_ratio
+    assert corpora["seed-5"].options.seed == 5
+    assert corpora["seed-5"].options.distractor_ratio == cfg.corpus.distractor_ratio
     thin = corpora["thin"].options
     assert (thin.distractor_ratio, thin.restatements.light_max) == (0.0, 2)
     assert thin.restatements.every_nth_heavy == cfg.corpus.restatements.every_nth_heavy

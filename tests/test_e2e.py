@@ -390,7 +390,7 @@ def test_findings_across_corpora(smoke_run):
     corpora = [
         "study",
         "default",
-        "seed-20260810",
+        "seed-20260811",
         "corrections-restated",
         "model-paraphrase-MiniLM-L3-v2",
     ]
@@ -404,9 +404,9 @@ def test_findings_across_corpora(smoke_run):
     one = t.filter(finding=1, corpus="default").row(0, named=True)
     assert one["value"] == pytest.approx(lex["sqlite-fts"] - lex["file-vec"])
     # ... and on the seed corpus from that corpus's own table
-    sbc = pl.read_csv(res / "robustness/seed-20260810/tables/by_class_xs.csv")
+    sbc = pl.read_csv(res / "robustness/seed-20260811/tables/by_class_xs.csv")
     slex = dict(zip(*sbc.filter(query_class="lexical").select("arm", "ndcg_at_10"), strict=True))
-    seed_one = t.filter(finding=1, corpus="seed-20260810")["value"][0]
+    seed_one = t.filter(finding=1, corpus="seed-20260811")["value"][0]
     assert seed_one == pytest.approx(slex["sqlite-fts"] - slex["file-vec"])
     # the findings that read no corpus carry the headline run's value
     for num in (8, 9):
@@ -421,7 +421,7 @@ def test_findings_across_corpora(smoke_run):
     def manifest(c):
         return json.loads((res / f"robustness/{c}/corpus/xs/manifest.json").read_text())
 
-    assert manifest("seed-20260810")["options"]["corpus"]["seed"] == 20260810
+    assert manifest("seed-20260811")["options"]["corpus"]["seed"] == 20260811
     head = json.loads((res / "corpus/xs/manifest.json").read_text())
     assert manifest("model-paraphrase-MiniLM-L3-v2")["files"] == head["files"]
     mem = pl.read_parquet(res / "robustness/corrections-restated/corpus/xs/memories.parquet")

@@ -428,7 +428,7 @@ class RobustnessConfig(_Strict):
         "of arms); null: the study's ten arms",
     )
     seeds: list[Annotated[StrictInt, Field(ge=0, le=2**63 - 1)]] = Field(
-        default_factory=lambda: [20260810, 20260811],
+        default_factory=lambda: [20260811, 20260813],
         description="further corpus seeds: each is a corpus at seed_size with the default "
         "options (corpus.seed is the headline corpus); [] runs none",
     )
@@ -595,6 +595,16 @@ class Config(_Strict):
             raise ValueError(
                 f"robustness.seeds: {self.corpus.seed} is corpus.seed, the headline corpus"
             )
+        # a corpus of seed n draws its questions from Random(n + 1)
+        # (agentmem.corpus.queries): that stream must not be another corpus's world
+        worlds = {self.corpus.seed, *rob.seeds}
+        for seed in sorted(worlds):
+            if seed + 1 in worlds:
+                raise ValueError(
+                    f"robustness.seeds: {seed + 1} is {seed} + 1, the random stream the "
+                    f"corpus of seed {seed} draws its questions from; keep the seeds (and "
+                    "corpus.seed) at least two apart"
+                )
         arms = rob.arms or ()
         if len(set(arms)) != len(arms):
             raise ValueError(f"robustness.arms: duplicate names in {list(arms)}")
