@@ -435,6 +435,17 @@ def findings_table(
     return pl.DataFrame(rows, schema=FINDINGS_SCHEMA)
 
 
+SEEDS_SCHEMA: dict[str, pl.DataType] = {
+    "finding": pl.Int64,
+    "n_seeds": pl.Int64,
+    "seed_mean": pl.Float64,
+    "seed_ci_low": pl.Float64,
+    "seed_ci_high": pl.Float64,
+    "seed_verdicts": pl.String,
+}
+"""Columns of :func:`across_seeds`."""
+
+
 def across_seeds(table: pl.DataFrame) -> pl.DataFrame:
     """Per finding: mean and 95 % t-interval of the value over the corpus seeds.
 
@@ -444,8 +455,7 @@ def across_seeds(table: pl.DataFrame) -> pl.DataFrame:
     the verdict ``carried``.
 
     Returns:
-        Columns ``finding``, ``n_seeds``, ``seed_mean``, ``seed_ci_low``, ``seed_ci_high``,
-        ``seed_verdicts`` (e.g. ``3 holds``, ``2 holds, 1 weakens``).
+        Columns :data:`SEEDS_SCHEMA`; ``seed_verdicts`` e.g. ``3 holds``, ``2 holds, 1 weakens``.
     """
     seed_sizes = set(table.filter(pl.col("kind") == "seed")["size"].to_list())
     head = table.filter(pl.col("kind") == "headline")
@@ -457,44 +467,24 @@ def across_seeds(table: pl.DataFrame) -> pl.DataFrame:
     seeds = table.filter(pl.col("kind").is_in(kinds))
     for (num,), g in seeds.group_by(["finding"], maintain_order=True):
         vals = [x for x in g["value"].to_list() if x is not None]
-        if num not in dependent:
-            rows.append(
-                {
-                    "finding": num,
-                    "n_seeds": 1,
-                    "seed_mean": vals[0] if vals else None,
-                    "seed_ci_low": None,
-                    "seed_ci_high": None,
-                    "seed_verdicts": "carried",
-                }
-            )
-            continue
-        ci = seed_interval(vals)
-        counts = g.group_by("verdict", maintain_order=True).len()
-        summary = ", ".join(
-            f"{n} {v}" for v, n in sorted(counts.iter_rows(), key=lambda r: VERDICTS.index(r[0]))
-        )
+        if num in dependent:
+            ci = seed_interval(vals)
+            counts = g.group_by("verdict", maintain_order=True).len()
+            order = sorted(counts.iter_rows(), key=lambda r: VERDICTS.index(r[0]))
+            n, summary = g.height, ", ".join(f"{c} {v}" for v, c in order)
+        else:
+            ci, n, summary, vals = None, 1, "carried", vals[:1]
         rows.append(
             {
                 "finding": num,
-                "n_seeds": g.height,
+                "n_seeds": n,
                 "seed_mean": sum(vals) / len(vals) if vals else None,
                 "seed_ci_low": ci[0] if ci else None,
                 "seed_ci_high": ci[1] if ci else None,
                 "seed_verdicts": summary,
             }
         )
-    return pl.DataFrame(
-        rows,
-        schema={
-            "finding": pl.Int64,
-            "n_seeds": pl.Int64,
-            "seed_mean": pl.Float64,
-            "seed_ci_low": pl.Float64,
-            "seed_ci_high": pl.Float64,
-            "seed_verdicts": pl.String,
-        },
-    )
+    return pl.DataFrame(rows, schema=SEEDS_SCHEMA)
 
 
 def _cell(value: float | None, verdict: str, carried: bool) -> str:
