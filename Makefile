@@ -57,9 +57,7 @@ lint: $(STAMP)  ## ruff, snakefmt --check, snakemake --lint (any lint fails the 
 # the workflow runs through executors and with other configurations (SLURM, the cluster
 # executor, plug-in arms, an external PostgreSQL); and everything else. The workflow runs'
 # jobs are mostly other processes waiting on each other, so the three share 2 cores well.
-# The smoke run is the longest of the three, so the other two run at nice 5: they yield
-# the CPU to it and still finish first. The first two reports are printed after the
-# third's. The encoder's ONNX export is made
+# The first two reports are printed after the third's. The encoder's ONNX export is made
 # once, before them (the config allows one model): every test working directory that runs
 # the workflow starts with it (tests/support/workflow.py).
 E2E_TESTS := tests/test_e2e.py tests/test_metrics.py
@@ -75,10 +73,9 @@ test: lint chromium  ## lint, then pytest (unit, arm conformance, bad input, end
 	@export AGENTMEM_TEST_ONNX=$(TEST_ONNX)/all-MiniLM-L6-v2.onnx; \
 	$(BIN)/pytest -q -p no:cacheprovider --durations=8 --basetemp=$(PYTEST_TMP)/e2e \
 	  $(E2E_TESTS) > $(PYTEST_TMP)/e2e.log 2>&1 & e2e=$$!; \
-	nice -n 5 $(BIN)/pytest -q -p no:cacheprovider --durations=8 \
-	  --basetemp=$(PYTEST_TMP)/executors $(EXECUTOR_TESTS) > $(PYTEST_TMP)/executors.log 2>&1 & \
-	ex=$$!; \
-	nice -n 5 $(BIN)/pytest -q --durations=15 --basetemp=$(PYTEST_TMP)/rest \
+	$(BIN)/pytest -q -p no:cacheprovider --durations=8 --basetemp=$(PYTEST_TMP)/executors \
+	  $(EXECUTOR_TESTS) > $(PYTEST_TMP)/executors.log 2>&1 & ex=$$!; \
+	$(BIN)/pytest -q --durations=15 --basetemp=$(PYTEST_TMP)/rest \
 	  $(addprefix --ignore=,$(E2E_TESTS) $(EXECUTOR_TESTS)); rest=$$?; \
 	wait $$e2e; e2e=$$?; wait $$ex; ex=$$?; \
 	echo; echo "== $(E2E_TESTS)"; cat $(PYTEST_TMP)/e2e.log; \
