@@ -250,3 +250,17 @@ def test_the_second_model_has_its_own_cache(tmp_path):
     assert cache_subdir(tmp_path, "onnx", "all-MiniLM-L6-v2") == tmp_path / "onnx"
     with pytest.raises(ValueError, match="unknown model"):
         cache_subdir(tmp_path, "onnx", "nope")
+
+
+def test_embed_texts_with_the_second_model_fills_its_own_cache(tmp_path):
+    texts = ["The billing service times out after 30 seconds.", "Alice owns the runbook."]
+    out = tmp_path / "emb.parquet"
+    stats = embed_texts(["a", "b"], texts, out, tmp_path / "cache", model="paraphrase-MiniLM-L3-v2")
+    assert stats == {"texts": 2, "cached": 0, "encoded": 2}
+    assert len(list((tmp_path / "cache" / "paraphrase-MiniLM-L3-v2").glob("*.parquet"))) == 1
+    assert not (tmp_path / "cache" / "onnx").exists()
+    again = embed_texts(["a", "b"], texts, out, tmp_path / "cache", model="paraphrase-MiniLM-L3-v2")
+    assert again["cached"] == 2
+    vec = pl.read_parquet(out)["vector"].to_numpy()
+    assert vec.shape == (2, 384)
+    assert np.allclose(np.linalg.norm(vec, axis=1), 1.0, atol=1e-5)
