@@ -14,6 +14,7 @@ write_capture(
     trials={
         "crash": snakemake.input.crash,
         "lost_update": snakemake.input.lost_update,
+        "fleet": snakemake.input.fleet,
         "anomaly": snakemake.input.anomaly,
     },
     restatements=snakemake.input.restatements,

@@ -22,6 +22,7 @@ FIGURES = (
     "ndcg_heatmap",
     "crash",
     "lost_update",
+    "fleet",
     "anomaly",
     "postfilter",
     "budget",
@@ -50,6 +51,7 @@ def test_outputs_exist(smoke_run):
         "results/report/index.html",
         "results/trials/crash.csv",
         "results/trials/lost_update.csv",
+        "results/trials/fleet.csv",
     ):
         assert (smoke_run / rel).is_file(), rel
     for arm in cfg.arms:
@@ -57,6 +59,22 @@ def test_outputs_exist(smoke_run):
         assert build["storage_bytes"] > 0 and build["bytes_per_memory"] > 0
         plans = json.loads((smoke_run / f"results/plans/xs/{arm}.json").read_text())
         assert set(plans["plans"]) == set(QUERY_CLASSES)
+
+
+def test_fleet_table(smoke_run):
+    cfg = load_config(REPO / "config/smoke.yaml")
+    t = pl.read_csv(smoke_run / "results/trials/fleet.csv", infer_schema_length=None)
+    fleet = cfg.trials.fleet
+    assert list(dict.fromkeys(t["arm"].to_list())) == fleet.arms
+    for arm in ("sqlite-fts", "pg-gin"):  # the DBMS arms: every run and the SIGKILL run
+        s = t.filter(pl.col("arm") == arm)
+        assert s["processes"].to_list() == [*fleet.processes, fleet.kill_processes]
+        assert (s["lost"] == 0).all() and (s["duplicated"] == 0).all()
+        assert not s["corrupt"].any() and (s["acknowledged"] > 0).all()
+    milvus = t.filter(pl.col("arm") == "milvus-lite").row(0, named=True)
+    assert milvus["supported"] is False and "one process" in milvus["reason"]
+    html = (smoke_run / "results/report/index.html").read_text()
+    assert "fleet" in html and "ops_per_s" in html
 
 
 def test_by_class_table_long_form(smoke_run):

@@ -153,13 +153,65 @@ class AnomalyConfig(_Strict):
     k: int = Field(10, ge=1)
 
 
+class FleetMix(_Strict):
+    """Shares of a fleet agent's operations (summing to 1)."""
+
+    recall: float = Field(0.70, ge=0, le=1, description="recall of a corpus query")
+    remember: float = Field(0.25, ge=0, le=1, description="remember of a new memory")
+    correction: float = Field(
+        0.05, ge=0, le=1, description="remember superseding every memory of one fact"
+    )
+
+    @model_validator(mode="after")
+    def _sums_to_one(self) -> FleetMix:
+        total = self.recall + self.remember + self.correction
+        if abs(total - 1.0) > 1e-9:
+            raise ValueError(f"the mix's shares must sum to 1, got {total:g}")
+        return self
+
+
+class FleetConfig(_Strict):
+    """Fleet trial: N agent processes on one store (docs/experiments/fleet.md)."""
+
+    arms: list[str] | None = Field(
+        None, description="arms the fleet runs (only those also in arms); null: every arm"
+    )
+    size: Literal[SIZE_NAMES] | None = Field(  # type: ignore[valid-type]
+        "xs", description="corpus size the stores are built from; null: main_size"
+    )
+    processes: list[Annotated[int, Field(ge=1, le=64)]] = Field(
+        default_factory=lambda: [1, 2, 4, 8, 16], min_length=1, description="fleet sizes N"
+    )
+    operations: int = Field(20, ge=1, le=100_000, description="operations per agent per run")
+    mix: FleetMix = FleetMix()
+    kill_processes: int = Field(
+        2, ge=0, le=64, description="agents of the SIGKILL run (0: no SIGKILL run)"
+    )
+    kill_operations: int = Field(
+        100,
+        ge=1,
+        le=1_000_000,
+        description="operations per agent planned in the SIGKILL run (the kill comes after "
+        "20-60 % of its writes)",
+    )
+    k: int = Field(10, ge=1, description="results per recall")
+    retries: int = Field(3, ge=0, le=100, description="retries of a failed call")
+
+    @model_validator(mode="after")
+    def _distinct(self) -> FleetConfig:
+        if len(set(self.processes)) != len(self.processes):
+            raise ValueError(f"processes repeats a fleet size: {self.processes}")
+        return self
+
+
 class TrialsConfig(_Strict):
-    """The integrity trials (crash, lost update, update anomaly)."""
+    """The integrity trials (crash, lost update, update anomaly, fleet)."""
 
     seed: int = 7
     crash: CrashConfig = CrashConfig()
     lost_update: LostUpdateConfig = LostUpdateConfig()
     anomaly: AnomalyConfig = AnomalyConfig()
+    fleet: FleetConfig = FleetConfig()
 
 
 class SweepsConfig(_Strict):
@@ -545,6 +597,7 @@ class Config(_Strict):
             ("arm_params", list(self.arm_params)),
             ("scaling_arms", list(self.scaling_arms or ())),
             ("robustness.arms", list(self.robustness.arms or ())),
+            ("trials.fleet.arms", list(self.trials.fleet.arms or ())),
             *((f"external.{n}.arms", list(d.arms or ())) for n, d in self.external.items()),
         ):
             for name in names:
@@ -569,6 +622,7 @@ class Config(_Strict):
             if a == b:
                 raise ValueError(f"report.paired_tests: [{a}, {b}] pairs an arm with itself")
         self._check_robustness()
+        self._check_fleet()
         for name, params in self.arm_params.items():
             try:
                 inspect.signature(ARMS[name]).bind(**(params or {}))
@@ -577,6 +631,26 @@ class Config(_Strict):
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"arm_params.{name}: bad parameters {params!r}: {exc}") from None
         return self
+
+    def _check_fleet(self) -> None:
+        """The fleet's size is known and its plans need fewer corrections than facts."""
+        fleet = self.trials.fleet
+        size = fleet.size or self.main_size
+        if size not in self.sizes:
+            raise ValueError(f"trials.fleet.size {size!r} is not among sizes {sorted(self.sizes)}")
+        if fleet.arms is not None and len(set(fleet.arms)) != len(fleet.arms):
+            raise ValueError(f"trials.fleet.arms: duplicate names in {fleet.arms}")
+        # each correction supersedes one uncorrected fact, at most once in the whole trial
+        total_ops = fleet.operations * sum(fleet.processes)
+        total_ops += fleet.kill_operations * fleet.kill_processes
+        wanted = 1.5 * fleet.mix.correction * total_ops
+        facts = self.sizes[size].facts * (1 - self.corpus.superseded_fraction)
+        if wanted > facts:
+            raise ValueError(
+                f"trials.fleet: about {wanted / 1.5:.0f} corrections for ~{facts:.0f} "
+                f"uncorrected facts at size {size}: lower operations or mix.correction, or "
+                "use a larger size"
+            )
 
     def _check_robustness(self) -> None:
         """Sizes known, seeds distinct (and not the headline seed), variants valid options."""

@@ -65,6 +65,11 @@ def above_main(size):
 #: sizes whose corpus the workflow builds: the main size and the scaling sizes
 CORPUS_SIZES = list(dict.fromkeys([MAIN, *CFG.scaling_sizes]))
 ARM_NAMES = list(CFG.arms)
+# the fleet trial's arms (config trials.fleet.arms, in the order of arms) and corpus size
+FLEET_ARMS = [
+    a for a in ARM_NAMES if CFG.trials.fleet.arms is None or a in CFG.trials.fleet.arms
+]
+FLEET_SIZE = CFG.trials.fleet.size or MAIN
 CRASH_FAMILIES = list(CFG.trials.crash.families)
 #: arms the scaling sweep runs at every scaling size (the others at the main size only)
 SCALING_ARMS = scaling_arms(CFG)
@@ -106,6 +111,7 @@ FIGURE_NAMES = (
     "ndcg_heatmap",
     "crash",
     "lost_update",
+    "fleet",
     "anomaly",
     "postfilter",
     "budget",
@@ -211,6 +217,14 @@ def conversation_sources():
 
     files = dict.fromkeys(f for a in CONVERSATION_ARMS for f in arm_files(ARMS[a]))
     return [*library_package("agentmem/sweeps/conversation"), *files]
+
+
+def fleet_sources():
+    """The fleet trial's package and the source files of the arms it runs."""
+    from agentmem.arms import ARMS
+
+    files = dict.fromkeys(f for a in FLEET_ARMS for f in arm_files(ARMS[a]))
+    return [*library_package("agentmem/trials/fleet"), *files]
 
 
 def postfilter_stores():
@@ -417,6 +431,7 @@ def all_targets():
         f"results/tables/hnsw_recall_{MAIN}.json",
         "results/trials/crash.csv",
         "results/trials/lost_update.csv",
+        "results/trials/fleet.csv",
         "results/trials/anomaly.csv",
         f"results/trials/restatements/{MAIN}.json",
         "results/tables/validation.csv",

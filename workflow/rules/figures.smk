@@ -106,6 +106,25 @@ use rule plot_ndcg_heatmap as plot_lost_update with:
         figure="lost_update",
 
 
+use rule plot_ndcg_heatmap as plot_fleet with:
+    input:
+        table="results/trials/fleet.csv",
+        code=library_file("agentmem/report/figures/fleet.py"),
+    output:
+        svg=report(
+            "results/figures/fleet.svg",
+            caption="../report/fleet.rst",
+            category="Integrity trials",
+        ),
+        png="results/figures/fleet.png",
+    log:
+        "results/logs/plot_fleet.log",
+    benchmark:
+        "results/benchmarks/plot_fleet.tsv"
+    params:
+        figure="fleet",
+
+
 use rule plot_ndcg_heatmap as plot_anomaly with:
     input:
         table="results/trials/anomaly.csv",

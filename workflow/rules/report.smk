@@ -9,6 +9,7 @@ rule write_capture:
         manifest=f"results/corpus/{MAIN}/manifest.json",
         crash="results/trials/crash.csv",
         lost_update="results/trials/lost_update.csv",
+        fleet="results/trials/fleet.csv",
         anomaly="results/trials/anomaly.csv",
         restatements=f"results/trials/restatements/{MAIN}.json",
         fill_rate="results/tables/fill_rate.csv",

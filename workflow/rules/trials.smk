@@ -72,6 +72,42 @@ rule run_lost_update_trials:
         "../../scripts/run_lost_update_trials.py"
 
 
+rule run_fleet_trials:
+    input:
+        **corpus_files(*CORPUS_TABLES, "queries", corpus=f"results/corpus/{FLEET_SIZE}"),
+        embeddings=f"results/embeddings/{FLEET_SIZE}.parquet",
+        sources=fleet_sources(),
+    output:
+        table="results/trials/fleet.csv",
+        work_dir=directory("results/stores/trials/fleet"),
+    log:
+        "results/logs/run_fleet_trials.log",
+    benchmark:
+        "results/benchmarks/run_fleet_trials.tsv"
+    # a timing job (throughput and latency); its agent processes take every core there is,
+    # which is what N > cores measures (contention), so it holds bench_slot like the others
+    priority: 20
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        bench_slot=1,
+        mem_mb=8000,
+    params:
+        arms=FLEET_ARMS,
+        arm_params={a: dict(CFG.arm_params.get(a, {})) for a in FLEET_ARMS},
+        processes=list(CFG.trials.fleet.processes),
+        operations=CFG.trials.fleet.operations,
+        mix=CFG.trials.fleet.mix.model_dump(),
+        kill_processes=CFG.trials.fleet.kill_processes,
+        kill_operations=CFG.trials.fleet.kill_operations,
+        k=CFG.trials.fleet.k,
+        retries=CFG.trials.fleet.retries,
+        seed=CFG.trials.seed,
+    script:
+        "../../scripts/run_fleet_trials.py"
+
+
 rule probe_update_anomaly:
     input:
         **corpus_files(*CORPUS_TABLES, "queries", "qrels"),

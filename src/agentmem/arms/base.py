@@ -290,6 +290,19 @@ class ArmBase:
     #: of them at once, or one beside a timing job, never meet the lock
     exclusive_store: ClassVar[bool] = False
 
+    def integrity_check(self) -> tuple[str, list[str]]:
+        """Run the engine's own consistency check on the open store.
+
+        Returns:
+            ``(what was checked, problems found)``, ``[]`` when the store is intact. This
+            default checks nothing beyond the store having opened (``"opens"``); arms
+            whose engine has a check override it (``PRAGMA integrity_check``, ...).
+
+        Raises:
+            ArmError: when the store is not open or the check cannot run.
+        """
+        return "opens", []
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         for attr, value in list(vars(cls).items()):

@@ -167,7 +167,7 @@ def write_capture(
         out: target path.
         config: the validated config (as JSON-able dict).
         main_size: the size the headline tables use.
-        trials: name -> CSV path of trial tables (crash, lost_update, anomaly).
+        trials: name -> CSV path of trial tables (crash, lost_update, fleet, anomaly).
         restatements: JSON of restatement statistics (update anomaly).
         extra_tables: name -> CSV of further tables (fill rates, ...), stored as rows.
         extra_json: name -> JSON documents (HNSW recall, ...), stored as they are.

@@ -60,9 +60,10 @@ SECTIONS: list[tuple[str, str, str, tuple[str, ...]]] = [
     (
         "integrity",
         "6. Integrity: crashes, concurrent writers, changing facts",
-        "Real processes killed with SIGKILL; writers as threads and as processes; a fact restated "
-        "many times and then corrected.",
-        ("crash", "lost_update", "anomaly"),
+        "Real processes killed with SIGKILL; writers as threads and as processes; a fleet of "
+        "agent processes reading and writing one store at once (N above the core count "
+        "measures contention); a fact restated many times and then corrected.",
+        ("crash", "lost_update", "fleet", "anomaly"),
     ),
     (
         "external",
@@ -109,6 +110,9 @@ CAPTIONS = {
     "integrity check, or lost records the writer had reported committed.",
     "lost_update": "Concurrent increments of one record: share of updates lost, writers as "
     "threads and as processes.",
+    "fleet": "N agent processes on one store (70 % recall, 25 % remember, 5 % correction): "
+    "operations per second of the fleet and recall p99 against N; hollow markers lost or "
+    "duplicated an acknowledged write or left the store corrupt.",
     "anomaly": "Restatements of a fact reached by a top-10 repair search; the rest stay stale.",
     "external": "Evidence recall@10 per arm and question category, recall@k against k, and "
     "recall@10 per setting; black: the DRAGON retriever's published values (LoCoMo paper, "
@@ -256,7 +260,7 @@ interval over queries</caption>
 SECTION_TABLES = {
     "corpus": ("validation", "restatements"),
     "sweeps": ("fill_rate", "hnsw_recall", "postfilter", "scaling_exponents"),
-    "integrity": ("crash_summary", "lost_update", "anomaly"),
+    "integrity": ("crash_summary", "lost_update", "fleet_summary", "anomaly"),
     "seeds": ("conversation_summary", "conversation_tiers", "decay"),
 }
 
@@ -311,6 +315,34 @@ def _crash_summary(rows: list[dict]) -> list[dict]:
         )
         .to_dicts()
     )
+
+
+#: columns of the report's fleet table (results/trials/fleet.csv has more)
+FLEET_SUMMARY = (
+    "arm",
+    "variant",
+    "processes",
+    "ops_per_s",
+    "recall_p99_ms",
+    "remember_p99_ms",
+    "acknowledged",
+    "lost",
+    "duplicated",
+    "corrupt",
+    "errors",
+    "read_your_writes",
+    "reason",
+)
+
+
+def _fleet_summary(rows: list[dict]) -> list[dict]:
+    """The fleet table's rows with its errors summed over kinds (:data:`FLEET_SUMMARY`)."""
+    out = []
+    for r in rows:
+        errors = [v for k, v in r.items() if k.startswith("errors_") and v is not None]
+        row = {**r, "errors": sum(errors) if errors else None}
+        out.append({k: row.get(k) for k in FLEET_SUMMARY})
+    return out
 
 
 def _caption(stem: str) -> str:
@@ -452,6 +484,7 @@ def render_report(
     tables = {k: v for k, v in doc.items() if isinstance(v, list) and v and isinstance(v[0], dict)}
     tables.update({k: v for k, v in doc.get("trials", {}).items()})
     tables["crash_summary"] = _crash_summary(doc.get("trials", {}).get("crash", []))
+    tables["fleet_summary"] = _fleet_summary(doc.get("trials", {}).get("fleet", []))
     if doc.get("restatements"):
         tables["restatements"] = [doc["restatements"]]
     if doc.get("hnsw_recall"):

@@ -369,6 +369,18 @@ class FileJsonlArm(ArmBase):
             counts={"memories": store.table.height, "unreadable_lines": store.unreadable_lines},
         )
 
+    def integrity_check(self) -> tuple[str, list[str]]:
+        """Every line of ``memories.jsonl`` parses as a memory (re-read now).
+
+        Raises:
+            ArmError: when the arm is not open or the file cannot be read.
+        """
+        store = read_store(self._require_open())
+        bad = store.unreadable_lines
+        return "every line parses", [
+            f"{bad} unreadable lines ({store.unreadable_bytes} bytes)"
+        ] if bad else []
+
     def raw_ingest(self) -> RawIngest:
         """The raw bulk path: every memory serialised, then one write of all lines."""
         return RawIngest("jsonl", beyond="one buffered write call per memory")

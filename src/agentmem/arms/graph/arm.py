@@ -46,7 +46,11 @@ from agentmem.arms.graph.schema import (
     SCHEMA,
     node_type_of,
 )
-from agentmem.arms.sqlite.connection import remove_database
+from agentmem.arms.sqlite.connection import (
+    INTEGRITY_CHECK,
+    integrity_problems,
+    remove_database,
+)
 
 
 class SqliteGraphArm(RememberMixin, DecayMixin, RetrievalMixin):
@@ -258,6 +262,14 @@ class SqliteGraphArm(RememberMixin, DecayMixin, RetrievalMixin):
             beyond="deriving the temporal/supersedes/causal edges in SQL and the confidence "
             "update; the hop to the single writer thread",
         )
+
+    def integrity_check(self) -> tuple[str, list[str]]:
+        """SQLite's ``PRAGMA integrity_check`` and FTS5's ``integrity-check``, on the writer.
+
+        Raises:
+            ArmError: when the store is not open or a check cannot run.
+        """
+        return INTEGRITY_CHECK, self._w().call(integrity_problems, transaction=False)
 
     # --------------------------------------------------------------------- storage
     def storage(self) -> StorageStats:

@@ -36,7 +36,12 @@ from agentmem.arms.base import (
     checked_vector,
     prepare_memories,
 )
-from agentmem.arms.postgres.catalog import explain_statements, relation_sizes
+from agentmem.arms.postgres.catalog import (
+    CONSISTENCY_CHECK,
+    consistency_problems,
+    explain_statements,
+    relation_sizes,
+)
 from agentmem.arms.postgres.ingest import bulk_load, copy_rows
 from agentmem.arms.postgres.queries import predicate_sql
 from agentmem.arms.postgres.remember import fetch_rows, nul_value, write_batch
@@ -439,6 +444,19 @@ class _PgArm(ArmBase):
         return StorageStats(
             total_bytes=sum(objects.values()), objects=objects, source="pg_total_relation_size"
         )
+
+    def integrity_check(self) -> tuple[str, list[str]]:
+        """Heap and B-tree agree, ids are distinct, supersession links resolve.
+
+        Raises:
+            ArmError: when the store is not open or a check query fails.
+        """
+        try:
+            return CONSISTENCY_CHECK, consistency_problems(self._conn())
+        except psycopg.Error as exc:
+            raise ArmError(
+                f"{self.name}: integrity check of {self._where()} failed: {exc}"
+            ) from exc
 
     def close(self) -> None:
         """Close the connection and stop the embedded server if this was its last user.

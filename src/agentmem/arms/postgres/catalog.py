@@ -90,3 +90,55 @@ def relation_sizes(conn: psycopg.Connection) -> dict[str, int]:
         ):
             objects[iname] = int(isize)
     return objects
+
+
+#: What :func:`consistency_problems` checks, as the fleet table names it.
+CONSISTENCY_CHECK = "heap vs B-tree count, distinct ids, supersession links"
+
+
+def consistency_problems(
+    conn: psycopg.Connection, table: str = "memories", *, indexed: bool = True, links: bool = True
+) -> list[str]:
+    """Problems in ``table``'s rows, ``[]`` when they are consistent.
+
+    Checks, in one read-only transaction: the rows a sequential scan counts against those
+    the B-tree on ``memory_id`` counts (``indexed``: an index-only scan forced by
+    switching the other scans off), ``memory_id`` held by more than one row, and
+    (``links``) ``superseded_by`` naming a memory the table does not hold. (pgserver
+    ships no ``amcheck``.)
+
+    Raises:
+        psycopg.Error: when a query fails.
+    """
+    t = sql.Identifier(table)
+    problems: list[str] = []
+    with conn.transaction():
+        conn.execute("SET LOCAL enable_indexscan = off")
+        conn.execute("SET LOCAL enable_indexonlyscan = off")
+        conn.execute("SET LOCAL enable_bitmapscan = off")
+        heap, distinct = conn.execute(
+            sql.SQL("SELECT count(*), count(DISTINCT memory_id) FROM {}").format(t)
+        ).fetchone() or (0, 0)
+        dangling = (
+            conn.execute(
+                sql.SQL(
+                    "SELECT count(*) FROM {t} AS a WHERE a.superseded_by IS NOT NULL AND NOT "
+                    "EXISTS (SELECT 1 FROM {t} AS b WHERE b.memory_id = a.superseded_by)"
+                ).format(t=t)
+            ).fetchone()
+            if links
+            else None
+        )
+        if indexed:
+            conn.execute("SET LOCAL enable_seqscan = off")
+            conn.execute("SET LOCAL enable_indexonlyscan = on")
+            (via_index,) = conn.execute(
+                sql.SQL("SELECT count(memory_id) FROM {} WHERE memory_id >= ''").format(t)
+            ).fetchone() or (0,)
+            if via_index != heap:
+                problems.append(f"{table}: the B-tree holds {via_index} ids, the heap {heap} rows")
+    if distinct != heap:
+        problems.append(f"{table}: {heap - distinct} rows repeat a memory_id")
+    if dangling and dangling[0]:
+        problems.append(f"{table}: {dangling[0]} rows superseded by a memory not stored")
+    return problems

@@ -83,3 +83,34 @@ def object_sizes(conn: apsw.Connection, path: Path | None) -> dict[str, int]:
     if wal.is_file() and os.path.getsize(wal) > 0:
         objects[wal.name] = os.path.getsize(wal)
     return objects
+
+
+#: What :func:`integrity_problems` checks, as the fleet table names it.
+INTEGRITY_CHECK = "PRAGMA integrity_check + FTS5 integrity-check"
+
+
+def integrity_problems(conn: apsw.Connection) -> list[str]:
+    """Problems SQLite finds in the open database, ``[]`` when it is intact.
+
+    ``PRAGMA integrity_check`` (b-trees, indexes, free list), then FTS5's
+    ``integrity-check`` command on every FTS5 table, with ``rank = 1`` so that an
+    external-content table's index is also compared with its content table.
+
+    Raises:
+        apsw.Error: when a check cannot run (other than finding corruption).
+    """
+    rows = [str(r[0]) for r in conn.execute("PRAGMA integrity_check")]
+    problems = [] if rows == ["ok"] else rows
+    fts = [
+        str(r[0])
+        for r in conn.execute(
+            "SELECT name FROM sqlite_schema WHERE type = 'table' AND sql LIKE '%USING fts5%'"
+        )
+    ]
+    for table in fts:
+        quoted = '"' + table.replace('"', '""') + '"'
+        try:
+            conn.execute(f"INSERT INTO {quoted}({quoted}, rank) VALUES ('integrity-check', 1)")
+        except apsw.CorruptError as exc:
+            problems.append(f"FTS5 {table}: {exc}")
+    return problems

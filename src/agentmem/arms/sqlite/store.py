@@ -33,7 +33,13 @@ from agentmem.arms.base import (
     prepare_memories,
 )
 from agentmem.arms.rows import fetch_ids
-from agentmem.arms.sqlite.connection import connect, object_sizes, remove_database
+from agentmem.arms.sqlite.connection import (
+    INTEGRITY_CHECK,
+    connect,
+    integrity_problems,
+    object_sizes,
+    remove_database,
+)
 from agentmem.arms.sqlite.rows import (
     bulk_load,
     entity_rows,
@@ -413,6 +419,17 @@ class SqliteArm(ArmBase):
         except apsw.Error as exc:
             raise ArmError(f"{self.name}: dbstat on {self._path} failed: {exc}") from exc
         return StorageStats(total_bytes=sum(objects.values()), objects=objects, source="dbstat")
+
+    def integrity_check(self) -> tuple[str, list[str]]:
+        """SQLite's ``PRAGMA integrity_check`` and FTS5's ``integrity-check`` on the file.
+
+        Raises:
+            ArmError: when the store is not open or a check cannot run.
+        """
+        try:
+            return INTEGRITY_CHECK, integrity_problems(self._db())
+        except apsw.Error as exc:
+            raise ArmError(f"{self.name}: integrity check of {self._path} failed: {exc}") from exc
 
     def close(self) -> None:
         """Close the connection; safe to call twice."""

@@ -25,8 +25,8 @@ from agentmem.arms.base import (
     StorageStats,
     checked_vector,
 )
-from agentmem.arms.postgres.catalog import relation_sizes
-from agentmem.arms.sqlite.connection import remove_database
+from agentmem.arms.postgres.catalog import consistency_problems, relation_sizes
+from agentmem.arms.sqlite.connection import integrity_problems, remove_database
 from agentmem.arms.three_tier.schema import (
     DB_NAME,
     L3_NAMES,
@@ -254,6 +254,27 @@ class TierStore(ArmBase):
             "l2_summary_tokens": int(stoks),
             "l3_rows": int(l3),
         }
+
+    def integrity_check(self) -> tuple[str, list[str]]:
+        """Both engines' checks: SQLite's and FTS5's on L1/L2, distinct ids in L3.
+
+        SQLite's ``PRAGMA integrity_check`` and FTS5's ``integrity-check``; in L3
+        (PostgreSQL) distinct ids only: L3 has no unique key (no heap-vs-index count), and a
+        correction superseding an L3 memory may live in L1 (no link check).
+
+        Raises:
+            ArmError: when the store is not open or a check cannot run.
+        """
+        path = Path(self._store_dir or ".") / DB_NAME
+        try:
+            problems = [f"sqlite: {p}" for p in integrity_problems(self._sqlite())]
+        except apsw.Error as exc:
+            raise ArmError(f"{self.name}: integrity check of {path} failed: {exc}") from exc
+        try:
+            problems += consistency_problems(self._pg(), "l3_memories", indexed=False, links=False)
+        except psycopg.Error as exc:
+            raise ArmError(f"{self.name}: integrity check of L3 failed: {exc}") from exc
+        return "SQLite integrity_check + FTS5; L3 distinct ids", problems
 
     def storage(self) -> StorageStats:
         """Return bytes per object of both engines, from their own accounting.

@@ -197,6 +197,17 @@ class HnswStore(ArmBase):
             )
         self._attach(store_dir, index, meta, dim)
 
+    def integrity_check(self) -> tuple[str, list[str]]:
+        """The manifest, metadata and index agree.
+
+        Checked by :meth:`open`, which refuses a store where they do not.
+
+        Raises:
+            ArmError: when the arm is not open.
+        """
+        self._require_open()
+        return "manifest, metadata and index agree (at open)", []
+
     def close(self) -> None:
         """Save memories remembered since the last save, then drop the index and metadata.
 

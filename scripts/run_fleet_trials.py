@@ -1,0 +1,35 @@
+from agentmem.jobs import start_job
+
+start_job(snakemake, background=False)  # a timing job (holds bench_slot): full priority
+
+# Fleet trial: N agent processes per arm on one store -> results/trials/fleet.csv
+# (docs/experiments/fleet.md). input: the fleet corpus (memories ...) and its embeddings;
+# params: arms, arm_params, processes, operations, mix, kill_processes, k, retries, seed
+# (config trials.fleet.*); output.work_dir: stores and agent logs.
+from pathlib import Path
+
+import polars as pl
+
+from agentmem.io import write_csv
+from agentmem.jobs import corpus_dir
+from agentmem.trials.fleet import FIELDS, run_fleet
+
+p = snakemake.params
+work_dir = Path(snakemake.output.work_dir)
+work_dir.mkdir(parents=True, exist_ok=True)
+rows = run_fleet(
+    arms=list(p.arms),
+    arm_params=dict(p.arm_params),
+    corpus_dir=corpus_dir(snakemake.input, "memories", "sessions", "facts", "entities", "queries"),
+    embeddings=snakemake.input.embeddings,
+    work_dir=work_dir,
+    processes=list(p.processes),
+    operations=int(p.operations),
+    mix=dict(p.mix),
+    kill_processes=int(p.kill_processes),
+    kill_operations=int(p.kill_operations),
+    k=int(p.k),
+    retries=int(p.retries),
+    seed=int(p.seed),
+)
+write_csv(snakemake.output.table, pl.DataFrame(rows, infer_schema_length=None).select(FIELDS))

@@ -1,0 +1,140 @@
+"""The checks after a fleet run, made by a process that took no part in it.
+
+:func:`check_store` opens the store with a new arm instance and asks, through the arm
+contract only: is every acknowledged write there (``fetch``), is any stored twice (the
+store's row count against the distinct ids it holds), is every acknowledged correction
+in force (the superseded memories' ``superseded_by`` names it) and returned by a
+current-only recall, does the engine's own integrity check pass
+(:meth:`~agentmem.arms.base.ArmBase.integrity_check`) and does the store still answer a
+query. Definitions: docs/experiments/fleet.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from agentmem.arms.base import ArmError
+from agentmem.trials.fleet.workload import FleetData
+from agentmem.types import Query
+
+__all__ = ["check_store", "stored_rows"]
+
+
+def stored_rows(arm: Any, data: FleetData) -> int | None:
+    """Rows the store holds, duplicates included, or ``None`` when it cannot say.
+
+    From the store's own count (``StorageStats.counts["memories"]``) where it reports
+    one, else from an exact ``COUNT`` (a count query without predicate) for an arm that
+    can aggregate.
+    """
+    counts = arm.storage().counts
+    if "memories" in counts:
+        return int(counts["memories"])
+    if getattr(arm.capabilities, "aggregate", False):
+        q = Query(
+            query_id="fleet-count",
+            text="",
+            embedding=data.queries[0].embedding,
+            wants_count=True,
+        )
+        n = arm.query(q, 1).count
+        return None if n is None else int(n)
+    return None
+
+
+def _found(arm: Any, ids: list[str]) -> set[str]:
+    found: set[str] = set()
+    for i in range(0, len(ids), 500):
+        found.update(arm.fetch(ids[i : i + 500]).get_column("memory_id").to_list())
+    return found
+
+
+def check_store(data: FleetData, msg: dict[str, Any]) -> dict[str, Any]:
+    """Check a store after a run (the ``check`` command of an agent process).
+
+    Args:
+        data: the fleet corpus the store was built from.
+        msg: ``arm``, ``params``, ``store``; ``acked`` (this run's acknowledged writes),
+            ``attempted`` (this run's writes tried), ``earlier`` (writes acknowledged
+            before this run), ``corrections`` (``[new id, superseded ids]`` of this
+            run's acknowledged corrections), ``k``.
+
+    Returns:
+        ``opened`` (bool) and ``open_error``; ``lost`` (acknowledged this run, not
+        found), ``lost_earlier`` (corpus memories and earlier runs' writes no longer
+        found), ``unacked_present`` (writes that failed but are stored), ``duplicated``
+        (rows beyond one per distinct id, ``None`` when the store cannot count),
+        ``corrections_in_force`` / ``corrections_returned``, ``integrity_check`` (what
+        the engine checked) and ``integrity`` (problems found, ``[]`` when intact).
+    """
+    from agentmem.runner import make_arm
+
+    acked: list[str] = list(msg.get("acked", []))
+    attempted: list[str] = list(msg.get("attempted", []))
+    earlier: list[str] = list(msg.get("earlier", []))
+    corrections: list[list[Any]] = list(msg.get("corrections", []))
+    out: dict[str, Any] = {"opened": False, "open_error": None}
+    arm = make_arm(msg["arm"], msg.get("params"))
+    try:
+        try:
+            arm.open(msg["store"])
+        except ArmError as exc:
+            out["open_error"] = str(exc)
+            out["integrity"] = [f"cannot open: {exc}"]
+            out["lost"] = len(acked)
+            return out
+        out["opened"] = True
+        problems: list[str] = []
+        try:
+            what, found_problems = arm.integrity_check()
+            problems.extend(found_problems)
+        except ArmError as exc:
+            what = "integrity check"
+            problems.append(f"integrity check failed: {exc}")
+        out["integrity_check"] = what
+        try:
+            arm.query(data.queries[0], int(msg.get("k", 10)))
+        except ArmError as exc:
+            problems.append(f"a recall fails: {exc}")
+        corpus_ids = data.memories.get_column("memory_id").to_list()
+        try:
+            known = list(dict.fromkeys(corpus_ids + earlier + attempted))
+            found = _found(arm, known)
+            rows = stored_rows(arm, data)
+        except ArmError as exc:
+            problems.append(f"reading the store back fails: {exc}")
+            out.update(integrity=problems, lost=len(acked))
+            return out
+        acked_set = set(acked)
+        out["lost"] = sum(1 for m in acked if m not in found)
+        out["lost_earlier"] = sum(1 for m in corpus_ids + earlier if m not in found)
+        out["unacked_present"] = sum(1 for m in attempted if m in found and m not in acked_set)
+        out["duplicated"] = None if rows is None else max(0, rows - len(found))
+        in_force = returned = 0
+        for new_id, olds in corrections:
+            if new_id not in found:
+                continue
+            stored = arm.fetch(olds)
+            by = stored.get_column("superseded_by").to_list()
+            if stored.height == len(olds) and all(b == new_id for b in by):
+                in_force += 1
+            source = olds[-1]  # the correction restates its fact's latest memory
+            q = data.current_query(new_id, data.body(source), data.vectors.get([source])[0])
+            ids = arm.query(q, int(msg.get("k", 10))).memory_ids
+            if new_id in ids and not set(olds) & set(ids):
+                returned += 1
+        out["corrections_in_force"] = in_force
+        out["corrections_returned"] = returned
+        out["integrity"] = problems
+        return out
+    except (ArmError, pl.exceptions.PolarsError) as exc:
+        out.setdefault("integrity", []).append(f"check failed: {exc}")
+        out.setdefault("lost", len(acked))
+        return out
+    finally:
+        try:
+            arm.close()
+        except ArmError as exc:
+            out.setdefault("integrity", []).append(f"close failed: {exc}")

@@ -1,0 +1,530 @@
+"""The fleet trial: N agent processes share one store; throughput, tail latency, nothing lost.
+
+:func:`run_fleet` builds each arm's store once from the fleet corpus and runs, for every
+N in ``processes``, N agent processes (:mod:`.agent`), each with its own arm instance
+and connection, released together on the same store; a separate process then checks the
+store (:mod:`.check`). Last, ``kill_processes`` agents run a long plan and are killed
+with SIGKILL mid-run, and the check asks whether every write they had acknowledged
+survived. Agent processes are started once and reused across arms and runs (each run
+opens the store anew); killed ones are replaced. The experiment, its columns and what
+"contention" means on a machine with fewer cores than agents: docs/experiments/fleet.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import random
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from agentmem.arms.base import ArmError
+from agentmem.procs import child_env, kill_group
+from agentmem.trials.common import TrialError, require_dir, trial_errors
+from agentmem.trials.fleet.agent import ERROR_KINDS
+from agentmem.trials.fleet.workload import FleetData, Op, plan_runs
+
+__all__ = ["FIELDS", "AgentPool", "run_fleet", "unsupported_reason"]
+
+FIELDS: tuple[str, ...] = (
+    "arm",
+    "variant",
+    "processes",
+    "cores",
+    "contention",
+    "supported",
+    "reason",
+    "operations",
+    "seconds",
+    "ops_per_s",
+    "recall_p50_ms",
+    "recall_p99_ms",
+    "remember_p50_ms",
+    "remember_p99_ms",
+    "acknowledged",
+    "lost",
+    "lost_earlier",
+    "duplicated",
+    "unacked_present",
+    "corrections",
+    "corrections_in_force",
+    "corrections_returned",
+    "read_your_writes",
+    *(f"errors_{k}" for k in ERROR_KINDS),
+    "retries",
+    "error_sample",
+    "integrity_check",
+    "corrupt",
+    "problems",
+)
+"""Columns of ``results/trials/fleet.csv``, in order (docs/experiments/fleet.md)."""
+
+_OPEN_TIMEOUT_S = 300.0
+_RUN_TIMEOUT_S = 900.0
+
+
+def unsupported_reason(arm_cls: type) -> str | None:
+    """Why an arm cannot share its store between processes, or ``None`` when it can.
+
+    Read from the arm's own declaration (``exclusive_store``: the product locks its store
+    to one process).
+    """
+    if getattr(arm_cls, "exclusive_store", False):
+        return "the product locks its store to one process (exclusive_store)"
+    return None
+
+
+class _Agent:
+    """One agent process and the thread that reads its stdout into a queue."""
+
+    def __init__(self, cmd: list[str], log: Path) -> None:
+        self.log = log
+        with open(log, "wb") as err:
+            self.proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                start_new_session=True,
+                env=child_env(),
+            )
+        self.lines: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.acks: list[str] = []
+        self.ready = False
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            try:
+                msg = json.loads(raw)
+            except ValueError:
+                continue
+            if "ack" in msg:
+                self.acks.append(str(msg["ack"]))
+            else:
+                self.lines.put(msg)
+        self.lines.put(None)  # EOF
+
+    def send(self, msg: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write((json.dumps(msg) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def recv(self, timeout: float) -> dict[str, Any]:
+        """The next message; TrialError when the process ends or ``timeout`` passes."""
+        try:
+            msg = self.lines.get(timeout=timeout)
+        except queue.Empty:
+            raise TrialError(
+                f"fleet agent {self.proc.pid} gave no answer in {timeout:.0f} s"
+            ) from None
+        if msg is None:
+            tail = self.log.read_text(errors="replace").strip()[-800:]
+            raise TrialError(f"fleet agent {self.proc.pid} exited: {tail}")
+        return msg
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self) -> None:
+        kill_group(self.proc)
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+
+
+class AgentPool:
+    """Agent processes, started ahead of use and replaced when killed.
+
+    Args:
+        corpus_dir: the fleet corpus; embeddings: its embeddings Parquet file.
+        log_dir: each process's stderr goes to ``log_dir/agent-<n>.log``.
+    """
+
+    def __init__(self, corpus_dir: str | Path, embeddings: str | Path, log_dir: Path) -> None:
+        self.cmd = [sys.executable, "-m", "agentmem.trials.fleet", "agent"]
+        self.cmd += ["--corpus", str(corpus_dir), "--embeddings", str(embeddings)]
+        self.log_dir = log_dir
+        self.agents: list[_Agent] = []
+        self._started = 0
+
+    def _spawn(self) -> _Agent:
+        self._started += 1
+        return _Agent(self.cmd, self.log_dir / f"agent-{self._started}.log")
+
+    def start(self, n: int) -> None:
+        """Have at least ``n`` live agents (replacing dead ones); does not wait for them."""
+        self.agents = [a if a.alive() else self._spawn() for a in self.agents]
+        while len(self.agents) < n:
+            self.agents.append(self._spawn())
+
+    def take(self, n: int) -> list[_Agent]:
+        """``n`` live agents that have loaded the corpus (started first if needed)."""
+        self.start(n)
+        out = [self.ready(a) for a in self.agents[:n]]
+        for a in out:
+            a.acks.clear()
+        return out
+
+    def spawn(self) -> _Agent:
+        """Start a new agent process outside the pool (the checker of one arm)."""
+        return self._spawn()
+
+    @staticmethod
+    def ready(a: _Agent) -> _Agent:
+        """Wait until ``a`` has loaded the corpus; returns it."""
+        if not a.ready:
+            msg = a.recv(_OPEN_TIMEOUT_S)
+            if not msg.get("ready"):
+                raise TrialError(f"fleet agent {a.proc.pid} did not start: {msg}")
+            a.ready = True
+        return a
+
+    def close(self) -> None:
+        """Kill every agent process (and anything it started)."""
+        for a in self.agents:
+            a.kill()
+        self.agents = []
+
+
+def _pct(xs: list[float], q: float) -> float | None:
+    return round(float(np.percentile(xs, q)), 3) if xs else None
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def _blank(arm: str, variant: str, n: int) -> dict[str, Any]:
+    row: dict[str, Any] = dict.fromkeys(FIELDS)
+    row.update(arm=arm, variant=variant, processes=n, cores=_cores(), supported=True)
+    row["contention"] = n > row["cores"]
+    return row
+
+
+def _open_all(agents: list[_Agent], arm: str, params: dict, store: Path) -> str | None:
+    for a in agents:
+        a.send({"cmd": "open", "arm": arm, "params": params, "store": str(store)})
+    errors = [a.recv(_OPEN_TIMEOUT_S).get("error") for a in agents]
+    return next((e for e in errors if e), None)
+
+
+def _apply_check(row: dict[str, Any], chk: dict[str, Any]) -> None:
+    for key in ("lost", "lost_earlier", "duplicated", "unacked_present"):
+        row[key] = chk.get(key)
+    row["corrections_in_force"] = chk.get("corrections_in_force")
+    row["corrections_returned"] = chk.get("corrections_returned")
+    row["integrity_check"] = chk.get("integrity_check")
+    problems = list(chk.get("integrity") or [])
+    row["corrupt"] = bool(problems)
+    row["problems"] = "; ".join(problems) or None
+
+
+def _run_stats(row: dict[str, Any], stats: list[dict[str, Any]]) -> None:
+    t0 = min(s["t0"] for s in stats)
+    t1 = max(s["t1"] for s in stats)
+    recall = [x for s in stats for x in s["recall_ms"]]
+    writes = [x for s in stats for x in s["remember_ms"] + s["correction_ms"]]
+    ops = len(recall) + len(writes)
+    row["operations"] = ops
+    row["seconds"] = round(t1 - t0, 3)
+    row["ops_per_s"] = round(ops / (t1 - t0), 1) if t1 > t0 else None
+    row["recall_p50_ms"], row["recall_p99_ms"] = _pct(recall, 50), _pct(recall, 99)
+    row["remember_p50_ms"], row["remember_p99_ms"] = _pct(writes, 50), _pct(writes, 99)
+    row["acknowledged"] = sum(len(s["acked"]) for s in stats)
+    row["corrections"] = sum(len(s["corrections"]) for s in stats)
+    checks = sum(s["ryw_checks"] for s in stats)
+    row["read_your_writes"] = (
+        round(sum(s["ryw_hits"] for s in stats) / checks, 4) if checks else None
+    )
+    for kind in ERROR_KINDS:
+        row[f"errors_{kind}"] = sum(s["errors"][kind] for s in stats)
+    row["retries"] = sum(s["retries"] for s in stats)
+    samples = {k: v for s in stats for k, v in s["error_samples"].items()}
+    row["error_sample"] = "; ".join(f"{k}: {v}" for k, v in sorted(samples.items())) or None
+
+
+def _writes(plans: list[list[Op]]) -> list[str]:
+    return [op[2] for ops in plans for op in ops if op[0] != "recall"]
+
+
+def _say(row: dict[str, Any]) -> None:
+    what = "SIGKILL" if row["variant"] == "sigkill" else f"{row['ops_per_s']} ops/s"
+    state = "corrupt: " + str(row["problems"]) if row["corrupt"] else "intact"
+    print(
+        f"fleet {row['arm']} N={row['processes']}: {what}, recall p99 {row['recall_p99_ms']} ms, "
+        f"acknowledged {row['acknowledged']}, lost {row['lost']}, duplicated "
+        f"{row['duplicated']}, {state}",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+class _ArmRuns:
+    """The runs of one arm on one store: the N runs, then the SIGKILL run."""
+
+    def __init__(
+        self, pool: AgentPool, name: str, params: dict, store: Path, k: int, retries: int
+    ) -> None:
+        self.pool, self.name, self.params, self.store = pool, name, params, store
+        self.k, self.retries = k, retries
+        self.earlier: list[str] = []  # writes acknowledged by earlier runs
+        self.checker: _Agent | None = None
+        #: seconds spent opening the store in the agents and checking it (progress lines)
+        self.phases = {"open": 0.0, "check": 0.0}
+
+    def check(
+        self, row: dict[str, Any], acked: list[str], attempted: list[str], corrections: list[Any]
+    ) -> None:
+        """Check the store from the arm's checker process and fill ``row``'s checks."""
+        assert self.checker is not None
+        self.checker.send(
+            {
+                "cmd": "check",
+                "arm": self.name,
+                "params": self.params,
+                "store": str(self.store),
+                "k": self.k,
+                "acked": acked,
+                "attempted": attempted,
+                "earlier": self.earlier,
+                "corrections": corrections,
+            }
+        )
+        _apply_check(row, self.checker.recv(_RUN_TIMEOUT_S)["checked"])
+        self.earlier += acked
+
+    def run(self, run: str, plans: list[list[Op]]) -> dict[str, Any]:
+        """One run: ``len(plans)`` agents open the store, run together, then the check."""
+        row = _blank(self.name, "run", len(plans))
+        t_open = time.monotonic()
+        agents = self.pool.take(len(plans))
+        err = _open_all(agents, self.name, self.params, self.store)
+        self.phases["open"] += time.monotonic() - t_open
+        if err:
+            for a in agents:  # whatever opened is dropped with its process
+                a.kill()
+            row.update(supported=False, reason=f"a second process cannot open the store: {err}")
+            return row
+        for i, (a, ops) in enumerate(zip(agents, plans, strict=True)):
+            a.send(
+                {
+                    "cmd": "run",
+                    "run": run,
+                    "agent": i,
+                    "ops": ops,
+                    "k": self.k,
+                    "retries": self.retries,
+                }
+            )
+        stats = [a.recv(_RUN_TIMEOUT_S)["done"] for a in agents]
+        _run_stats(row, stats)
+        t_check = time.monotonic()
+        self.check(
+            row,
+            [m for s in stats for m in s["acked"]],
+            [m for s in stats for m in s["attempted"]],
+            [c for s in stats for c in s["corrections"]],
+        )
+        self.phases["check"] += time.monotonic() - t_check
+        return row
+
+    def all(
+        self,
+        data: FleetData,
+        processes: Sequence[int],
+        plans: dict[str, list[list[Op]]],
+        kill_at: float | None,
+        progress: bool,
+    ) -> list[dict[str, Any]]:
+        """Build the store, run the warm-up, every N and (``kill_at``) the SIGKILL run.
+
+        The builder keeps its arm open until the runs end (an embedded server it started
+        serves every run); the store is deleted afterwards.
+
+        Raises:
+            TrialError: when the store cannot be built or an agent process fails.
+        """
+        from agentmem.runner import make_arm
+
+        if self.store.exists():
+            shutil.rmtree(self.store)
+        self.store.mkdir(parents=True)
+        owner = make_arm(self.name, self.params)
+        rows: list[dict[str, Any]] = []
+        checker = self.pool.spawn()  # loads its corpus while the store is built
+        try:
+            owner.build(data.corpus, data.vectors, self.store)
+            self.checker = self.pool.ready(checker)
+            t0 = time.monotonic()
+            for n in processes:
+                rows.append(self.run(f"n{n}", plans[f"n{n}"]))
+                if progress:
+                    _say(rows[-1])
+                if not rows[-1]["supported"]:
+                    return rows
+            if kill_at is not None:
+                rows.append(self.sigkill(plans["sigkill"], kill_at))
+                if progress:
+                    _say(rows[-1])
+            if progress:
+                print(
+                    f"fleet {self.name}: {time.monotonic() - t0:.1f} s (opening "
+                    f"{self.phases['open']:.1f} s, checks {self.phases['check']:.1f} s)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            return rows
+        except ArmError as exc:
+            raise TrialError(f"fleet: {self.name}: {exc}") from exc
+        finally:
+            checker.kill()
+            owner.close()
+            shutil.rmtree(self.store, ignore_errors=True)
+
+    def sigkill(self, plans: list[list[Op]], kill_at: float) -> dict[str, Any]:
+        """Agents run ``plans`` and are SIGKILLed mid-run; then the check.
+
+        The kill comes once the agents have acknowledged ``kill_at`` (a fraction) of the
+        plans' writes, so it lands mid-run on fast and slow stores alike.
+        """
+        row = _blank(self.name, "sigkill", len(plans))
+        agents = self.pool.take(len(plans))
+        err = _open_all(agents, self.name, self.params, self.store)
+        if err:
+            for a in agents:
+                a.kill()
+            row.update(supported=False, reason=f"a second process cannot open the store: {err}")
+            return row
+        for i, (a, ops) in enumerate(zip(agents, plans, strict=True)):
+            a.send(
+                {
+                    "cmd": "run",
+                    "run": "sigkill",
+                    "agent": i,
+                    "ops": ops,
+                    "k": self.k,
+                    "retries": self.retries,
+                    "acks": True,
+                }
+            )
+        target = max(1, int(kill_at * len(_writes(plans))))
+        t0 = time.monotonic()
+        while sum(len(a.acks) for a in agents) < target and time.monotonic() - t0 < _RUN_TIMEOUT_S:
+            if all(not a.lines.empty() or not a.alive() for a in agents):
+                break  # every agent finished or died: nothing left to interrupt
+            time.sleep(0.001)
+        finished = sum(1 for a in agents if not a.lines.empty())
+        for a in agents:
+            a.kill()  # SIGKILL to the process group
+        seconds = time.monotonic() - t0
+        self.pool.start(len(self.pool.agents))  # replacements load while the check runs
+        acked = [m for a in agents for m in a.acks]
+        row.update(seconds=round(seconds, 3), acknowledged=len(acked))
+        self.check(row, acked, _writes(plans), [])
+        if finished:
+            row["problems"] = "; ".join(
+                filter(None, [row["problems"], f"{finished} agents finished before the kill"])
+            )
+        return row
+
+
+@trial_errors
+def run_fleet(
+    arms: Sequence[str],
+    arm_params: dict[str, dict[str, Any]],
+    corpus_dir: str | Path,
+    embeddings: str | Path,
+    work_dir: str | Path,
+    *,
+    processes: Sequence[int] = (1, 2, 4, 8, 16),
+    operations: int = 20,
+    mix: dict[str, float] | None = None,
+    kill_processes: int = 2,
+    kill_operations: int = 100,
+    k: int = 10,
+    retries: int = 3,
+    seed: int = 7,
+    progress: bool = True,
+) -> list[dict[str, Any]]:
+    """Run the fleet trial on every arm; one row per arm x N, plus each arm's SIGKILL run.
+
+    Args:
+        arms: arm names, in running order.
+        arm_params: constructor parameters per arm name (missing: none).
+        corpus_dir: the fleet corpus.
+        embeddings: its embeddings (Parquet).
+        work_dir: an existing, writable directory; each arm's store is
+            ``work_dir/stores/<arm>`` (rebuilt), agent logs go to ``work_dir/logs``.
+        processes: the fleet sizes N, in running order.
+        operations: operations per agent per run.
+        mix: share of recall / remember / correction (default 0.70 / 0.25 / 0.05).
+        kill_processes: agents of the SIGKILL run (0: no SIGKILL run).
+        kill_operations: operations each of them plans (the kill comes after 20-60 %
+            of the planned writes are acknowledged).
+        k: results per recall.
+        retries: retries of a failed call before it counts as an error.
+        seed: the plans' seed (:func:`~agentmem.trials.fleet.workload.plan_runs`).
+        progress: print one line per run to stderr.
+
+    Returns:
+        Rows with the keys of :data:`FIELDS`. An arm that cannot share its store
+        (:func:`unsupported_reason`, or a second process failing to open it) has one row
+        with ``supported`` false and the ``reason``.
+
+    Raises:
+        TrialError: when ``work_dir`` is unusable, an agent process dies or does not
+            answer in time, or an arm's store cannot be built.
+        ValueError: for an unknown arm or a plan asking for more corrections than the
+            corpus has facts.
+    """
+    from agentmem.runner import make_arm
+
+    mix = mix or {"recall": 0.70, "remember": 0.25, "correction": 0.05}
+    root = require_dir(work_dir, what="fleet work directory")
+    for name in arms:
+        make_arm(name, arm_params.get(name))  # unknown arms fail before anything runs
+    data = FleetData.load(corpus_dir, embeddings)
+    runs = [(f"n{n}", n, operations) for n in processes]
+    if kill_processes:
+        runs.append(("sigkill", kill_processes, kill_operations))
+    plans = plan_runs(data, runs, mix, seed)
+    logs = root / "logs"
+    shutil.rmtree(logs, ignore_errors=True)
+    logs.mkdir(parents=True)
+    pool = AgentPool(corpus_dir, embeddings, logs)
+    rows: list[dict[str, Any]] = []
+    try:
+        pool.start(max([*processes, kill_processes]))
+        for name in arms:
+            params = dict(arm_params.get(name) or {})
+            reason = unsupported_reason(type(make_arm(name, params)))
+            if reason:
+                row = _blank(name, "run", 0)
+                row.update(supported=False, reason=reason)
+                rows.append(row)
+                if progress:
+                    print(f"fleet {name}: unsupported ({reason})", file=sys.stderr, flush=True)
+                continue
+            rng = random.Random(f"{seed}:kill:{name}")
+            kill_at = rng.uniform(0.2, 0.6) if kill_processes else None
+            runner = _ArmRuns(pool, name, params, root / "stores" / name, k, retries)
+            rows += runner.all(data, processes, plans, kill_at, progress)
+    finally:
+        pool.close()
+    return rows

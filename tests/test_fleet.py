@@ -1,0 +1,267 @@
+"""The fleet trial: plans, error kinds, the engines' integrity checks, real agent processes."""
+
+from __future__ import annotations
+
+import collections
+import os
+
+import apsw
+import polars as pl
+import psycopg
+import pytest
+from support.corpora import small_corpus
+
+from agentmem.arms.base import ArmError
+from agentmem.arms.postgres.catalog import consistency_problems
+from agentmem.arms.sqlite.connection import integrity_problems
+from agentmem.config import Config
+from agentmem.pg import EmbeddedServer
+from agentmem.report.html import _fleet_summary
+from agentmem.trials import TrialError
+from agentmem.trials.fleet import (
+    ERROR_KINDS,
+    FIELDS,
+    OPS,
+    FleetData,
+    error_kind,
+    plan_runs,
+    run_fleet,
+)
+
+MIX = {"recall": 0.70, "remember": 0.25, "correction": 0.05}
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    return small_corpus(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def data(corpus):
+    return FleetData.load(*corpus)
+
+
+# ------------------------------------------------------------------------------ plans
+def test_plans_are_seeded_unique_and_follow_the_mix(data):
+    runs = [("n1", 1, 40), ("n4", 4, 40), ("n8", 8, 40)]
+    plans = plan_runs(data, runs, MIX, seed=7)
+    assert plans == plan_runs(data, runs, MIX, seed=7)
+    assert plans != plan_runs(data, runs, MIX, seed=8)
+    assert [len(plans[r]) for r, _, _ in runs] == [1, 4, 8]
+    for r, _, _ in runs:  # each agent opens with its warm-up write
+        for a, agent in enumerate(plans[r]):
+            assert agent[0][0] == "remember" and agent[0][2] == f"fleet-{r}-a{a:02d}-warm"
+    ops = [op for r, _, _ in runs for agent in plans[r] for op in agent[1:]]
+    assert len(ops) == 13 * 40
+    kinds = collections.Counter(op[0] for op in ops)
+    assert set(kinds) <= set(OPS)
+    # 520 draws: each share within 4 binomial standard deviations
+    for kind, share in MIX.items():
+        sd = (520 * share * (1 - share)) ** 0.5
+        assert abs(kinds[kind] - 520 * share) < 4 * sd, (kind, kinds)
+    writes = [op[2] for op in ops if op[0] != "recall"]
+    assert len(writes) == len(set(writes))  # every new memory id once in the trial
+    corrected = [op[1] for op in ops if op[0] == "correction"]
+    assert len(corrected) == len(set(corrected))  # no fact corrected twice
+    assert set(corrected) <= set(data.fact_memories)
+    for kind, key, _ in ops:
+        if kind == "recall":
+            assert 0 <= int(key) < len(data.queries)
+
+
+def test_correction_frame_supersedes_every_memory_of_its_fact(data):
+    fact, olds = next(iter(data.fact_memories.items()))
+    frame, vecs, superseded = data.new_memory(("correction", fact, "fleet-x-1"), "n2", 1)
+    assert superseded == olds
+    assert frame.item(0, "supersedes").to_list() == olds
+    assert frame.item(0, "body") == data.body(olds[-1])
+    assert frame.item(0, "scope_id") == "fleet-n2-a01"
+    assert frame.item(0, "created_day") == data.new_day
+    assert vecs.ids == ["fleet-x-1"] and vecs.matrix.shape == (1, 384)
+    # every fact a correction may pick is current in the corpus
+    mem = data.memories.filter(pl.col("memory_id").is_in(olds))
+    assert mem.get_column("superseded_by").null_count() == len(olds)
+
+
+def test_plans_refuse_more_corrections_than_facts(data):
+    with pytest.raises(ValueError, match="more corrections than the corpus has uncorrected"):
+        plan_runs(data, [("n1", 1, 10 * len(data.fact_memories))], {"correction": 1.0}, 7)
+
+
+# ------------------------------------------------------------------------- error kinds
+def _chained(inner: BaseException) -> ArmError:
+    try:
+        try:
+            raise inner
+        except BaseException as exc:
+            raise ArmError("arm: remember failed") from exc
+    except ArmError as outer:
+        return outer
+
+
+def test_error_kinds_follow_the_chained_cause():
+    assert error_kind(_chained(apsw.BusyError("database is locked"))) == "busy"
+    assert error_kind(_chained(psycopg.errors.SerializationFailure("x"))) == "serialization"
+    assert error_kind(_chained(psycopg.errors.DeadlockDetected("deadlock detected"))) == (
+        "serialization"
+    )
+    assert error_kind(_chained(RuntimeError("Commit conflict for version 7"))) == "conflict"
+    assert error_kind(_chained(KeyError("memory_id"))) == "exception"
+    assert error_kind(ArmError("arm: memory 'm1' is already stored")) == "exception"
+
+
+# --------------------------------------------------------------------- integrity checks
+def test_sqlite_integrity_finds_a_damaged_fts_index(tmp_path):
+    path = tmp_path / "t.db"
+    conn = apsw.Connection(str(path))
+    conn.execute("CREATE TABLE m(id INTEGER PRIMARY KEY, body TEXT)")
+    conn.execute("CREATE VIRTUAL TABLE m_fts USING fts5(body, content='m', content_rowid='id')")
+    with conn:
+        for i in range(50):
+            conn.execute("INSERT INTO m VALUES (?, ?)", (i, f"memory number {i} about ADR-{i}"))
+        conn.execute("INSERT INTO m_fts(m_fts) VALUES ('rebuild')")
+    assert integrity_problems(conn) == []
+    conn.execute("DELETE FROM m WHERE id < 10")  # content gone, index still holds it
+    problems = integrity_problems(conn)
+    assert len(problems) == 1 and problems[0].startswith("FTS5 m_fts:"), problems
+    conn.close()
+
+
+def test_sqlite_integrity_finds_a_damaged_btree(tmp_path):
+    path = tmp_path / "t.db"
+    conn = apsw.Connection(str(path))
+    conn.execute("CREATE TABLE m(id INTEGER PRIMARY KEY, body TEXT)")
+    conn.execute("CREATE INDEX m_body ON m(body)")
+    with conn:
+        for i in range(2000):
+            conn.execute("INSERT INTO m VALUES (?, ?)", (i, f"body {i:05d} " * 4))
+    conn.close()
+    raw = bytearray(path.read_bytes())
+    page = 4096
+    for p in range(3, len(raw) // page - 1, 2):  # scribble over every other page's cells
+        raw[p * page + 200 : p * page + 400] = os.urandom(200)
+    path.write_bytes(bytes(raw))
+    conn = apsw.Connection(str(path))
+    try:
+        problems = integrity_problems(conn)
+    except apsw.CorruptError:
+        problems = ["corrupt"]
+    assert problems and problems != ["ok"]
+    conn.close()
+
+
+def test_pg_consistency_finds_repeats_and_dangling_links(tmp_path):
+    with EmbeddedServer(tmp_path / "pgdata") as srv, psycopg.connect(srv.uri()) as conn:
+        conn.execute("CREATE TABLE m(memory_id text, superseded_by text)")
+        conn.execute("CREATE INDEX m_id ON m(memory_id)")
+        conn.execute("INSERT INTO m VALUES ('a', NULL), ('b', 'a'), ('c', NULL)")
+        assert consistency_problems(conn, "m") == []
+        conn.execute("INSERT INTO m VALUES ('c', 'zz'), ('d', 'gone')")
+        problems = consistency_problems(conn, "m")
+        assert problems == [
+            "m: 1 rows repeat a memory_id",
+            "m: 2 rows superseded by a memory not stored",
+        ]
+        assert consistency_problems(conn, "m", indexed=False, links=False) == [problems[0]]
+
+
+# --------------------------------------------------------------------------- the trial
+@pytest.fixture(scope="module")
+def fleet_rows(corpus, tmp_path_factory):
+    work = tmp_path_factory.mktemp("fleet")
+    rows = run_fleet(
+        ["sqlite-fts", "file-vec", "milvus-lite"],
+        {},
+        *corpus,
+        work,
+        processes=[1, 2],
+        operations=12,
+        kill_processes=2,
+        kill_operations=60,
+        seed=3,
+        progress=False,
+    )
+    return pl.DataFrame(rows, infer_schema_length=None), work
+
+
+def test_fleet_rows_and_columns(fleet_rows):
+    t, work = fleet_rows
+    assert t.columns == list(FIELDS)
+    assert t.select("arm", "variant", "processes").rows() == [
+        ("sqlite-fts", "run", 1),
+        ("sqlite-fts", "run", 2),
+        ("sqlite-fts", "sigkill", 2),
+        ("file-vec", "run", 1),
+        ("file-vec", "run", 2),
+        ("file-vec", "sigkill", 2),
+        ("milvus-lite", "run", 0),
+    ]
+    assert not (work / "stores" / "sqlite-fts").exists()  # stores are removed afterwards
+    runs = t.filter(pl.col("variant") == "run", pl.col("supported"))
+    errors = sum(runs[f"errors_{k}"] for k in ERROR_KINDS)
+    assert (runs["operations"] + errors == runs["processes"] * 12).all()
+    assert (runs["ops_per_s"] > 0).all() and (runs["recall_p99_ms"] >= runs["recall_p50_ms"]).all()
+    assert (runs["contention"] == (runs["processes"] > runs["cores"])).all()
+
+
+def test_sqlite_fleet_loses_nothing_and_stays_intact(fleet_rows):
+    t, _ = fleet_rows
+    s = t.filter(pl.col("arm") == "sqlite-fts")
+    assert s["supported"].all()
+    assert (s["lost"] == 0).all() and (s["lost_earlier"] == 0).all()
+    assert (s["duplicated"] == 0).all() and (s["unacked_present"] == 0).all()
+    assert not s["corrupt"].any()
+    assert (s["integrity_check"] == "PRAGMA integrity_check + FTS5 integrity-check").all()
+    run = s.filter(pl.col("variant") == "run")
+    assert (run["acknowledged"] > 0).all()
+    assert (run["corrections_in_force"] == run["corrections"]).all()
+    assert (run["read_your_writes"] == 1.0).all()
+    kill = s.filter(pl.col("variant") == "sigkill").row(0, named=True)
+    # killed mid-run: some writes acknowledged, not all 2 x 60 x 30 % planned
+    assert 0 < kill["acknowledged"] < 0.9 * 2 * 60 * 0.30
+    assert kill["problems"] is None
+
+
+def test_unsupported_arm_is_listed_with_its_reason(fleet_rows):
+    t, _ = fleet_rows
+    m = t.filter(pl.col("arm") == "milvus-lite").row(0, named=True)
+    assert m["supported"] is False
+    assert "locks its store to one process" in m["reason"]
+
+
+def test_fleet_summary_sums_error_kinds():
+    row = dict.fromkeys(FIELDS)
+    row.update(
+        arm="a", errors_busy=2, errors_serialization=0, errors_conflict=1, errors_exception=4
+    )
+    (out,) = _fleet_summary([row])
+    assert out["errors"] == 7 and out["arm"] == "a" and "errors_busy" not in out
+
+
+def test_fleet_refuses_unknown_arms_and_bad_work_dir(corpus, tmp_path):
+    with pytest.raises(KeyError):
+        run_fleet(["no-such-arm"], {}, *corpus, tmp_path, progress=False)
+    with pytest.raises(TrialError, match="does not exist"):
+        run_fleet(["sqlite-fts"], {}, *corpus, tmp_path / "missing", progress=False)
+
+
+# ------------------------------------------------------------------------------ config
+@pytest.mark.parametrize(
+    ("fleet", "message"),
+    [
+        ({"mix": {"recall": 0.5, "remember": 0.25, "correction": 0.05}}, "sum to 1"),
+        ({"processes": [1, 2, 2]}, "repeats a fleet size"),
+        ({"arms": ["sqlite-fts", "nope"]}, "trials.fleet.arms: unknown arm 'nope'"),
+        ({"size": "m"}, "trials.fleet.size 'm' is not among sizes"),
+        ({"operations": 5000}, "corrections for"),
+    ],
+)
+def test_config_refuses_bad_fleet(fleet, message):
+    base = {
+        "main_size": "s",
+        "sizes": {"s": {"facts": 600, "queries_per_class": 4}},
+        "scaling_sizes": ["s"],
+        "arms": ["sqlite-fts"],
+    }
+    with pytest.raises(ValueError, match=message):
+        Config.model_validate({**base, "trials": {"fleet": fleet}})
