@@ -264,4 +264,4 @@ def test_config_refuses_bad_fleet(fleet, message):
         "arms": ["sqlite-fts"],
     }
     with pytest.raises(ValueError, match=message):
-        Config.model_validate({**base, "trials": {"fleet": fleet}})
+        Config.model_validate({**base, "trials": {"fleet": {"size": "s", **fleet}}})
