@@ -332,16 +332,29 @@ class _ArmRuns:
                     "retries": self.retries,
                 }
             )
-        stats = [a.recv(_RUN_TIMEOUT_S)["done"] for a in agents]
-        _run_stats(row, stats)
+        stats, attempted, died = [], [], []
+        for a, ops in zip(agents, plans, strict=True):
+            try:
+                stats.append(a.recv(_RUN_TIMEOUT_S)["done"])
+            except TrialError as exc:  # the agent died or hung: a finding, not a failure
+                a.kill()
+                died.append(str(exc))
+                attempted += _writes([ops])  # what it wrote is unknown: check its plan
+        if died:
+            self.pool.start(len(self.pool.agents))
+        if stats:
+            _run_stats(row, stats)
         t_check = time.monotonic()
         self.check(
             row,
             [m for s in stats for m in s["acked"]],
-            [m for s in stats for m in s["attempted"]],
+            [m for s in stats for m in s["attempted"]] + attempted,
             [c for s in stats for c in s["corrections"]],
         )
         self.phases["check"] += time.monotonic() - t_check
+        if died:
+            note = f"{len(died)} agent processes died or hung: {died[0][:300]}"
+            row["problems"] = "; ".join(filter(None, [row["problems"], note]))
         return row
 
     def all(
