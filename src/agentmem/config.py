@@ -177,7 +177,7 @@ class FleetConfig(_Strict):
         None, description="arms the fleet runs (only those also in arms); null: every arm"
     )
     size: Literal[SIZE_NAMES] | None = Field(  # type: ignore[valid-type]
-        "xs", description="corpus size the stores are built from; null: main_size"
+        None, description="corpus size the stores are built from; null: main_size"
     )
     processes: list[Annotated[int, Field(ge=1, le=64)]] = Field(
         default_factory=lambda: [1, 2, 4, 8, 16], min_length=1, description="fleet sizes N"
@@ -633,24 +633,13 @@ class Config(_Strict):
         return self
 
     def _check_fleet(self) -> None:
-        """The fleet's size is known and its plans need fewer corrections than facts."""
+        """The fleet's size is known and it names each arm once."""
         fleet = self.trials.fleet
         size = fleet.size or self.main_size
         if size not in self.sizes:
             raise ValueError(f"trials.fleet.size {size!r} is not among sizes {sorted(self.sizes)}")
         if fleet.arms is not None and len(set(fleet.arms)) != len(fleet.arms):
             raise ValueError(f"trials.fleet.arms: duplicate names in {fleet.arms}")
-        # each correction supersedes one uncorrected fact, at most once in the whole trial
-        total_ops = fleet.operations * sum(fleet.processes)
-        total_ops += fleet.kill_operations * fleet.kill_processes
-        wanted = 1.5 * fleet.mix.correction * total_ops
-        facts = self.sizes[size].facts * (1 - self.corpus.superseded_fraction)
-        if wanted > facts:
-            raise ValueError(
-                f"trials.fleet: about {wanted / 1.5:.0f} corrections for ~{facts:.0f} "
-                f"uncorrected facts at size {size}: lower operations or mix.correction, or "
-                "use a larger size"
-            )
 
     def _check_robustness(self) -> None:
         """Sizes known, seeds distinct (and not the headline seed), variants valid options."""

@@ -13,13 +13,16 @@ def plot(fleet_csv: str | Path, out_svg: str | Path) -> None:
     """Operations/s (left) and recall p99 in ms (right) against N, one line per arm.
 
     Reads ``results/trials/fleet.csv`` (the ``run`` rows of supported arms). A hollow
-    marker is a run that lost or duplicated an acknowledged write, or left the store
-    corrupt; the shaded band is N above the machine's cores, where the runs measure
+    marker is a run that lost or duplicated an acknowledged write (its own or an earlier
+    run's), or left the store corrupt; the shaded band is N above the machine's cores,
+    where the runs measure
     contention for CPU as much as for the store. Both axes are logarithmic.
     """
-    t = pl.read_csv(fleet_csv).filter(
-        (pl.col("variant") == "run") & pl.col("supported") & pl.col("ops_per_s").is_not_null()
-    )
+    t = pl.read_csv(fleet_csv, infer_schema_length=None)
+    if t.height:
+        t = t.filter(
+            (pl.col("variant") == "run") & pl.col("supported") & pl.col("ops_per_s").is_not_null()
+        )
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), sharex=True)
     if t.height == 0:
         for ax in axes:
@@ -35,6 +38,7 @@ def plot(fleet_csv: str | Path, out_svg: str | Path) -> None:
         sub = t.filter(pl.col("arm") == arm).sort("processes")
         bad = (
             (pl.col("lost").fill_null(0) > 0)
+            | (pl.col("lost_earlier").fill_null(0) > 0)
             | (pl.col("duplicated").fill_null(0) > 0)
             | pl.col("corrupt").fill_null(False)
         )
@@ -67,7 +71,7 @@ def plot(fleet_csv: str | Path, out_svg: str | Path) -> None:
                 fontsize=7,
                 color="0.35",
             )
-    axes[0].set_title("Throughput of the 70/25/5 recall/remember/correction mix")
+    axes[0].set_title("Throughput of the recall/remember/correction mix")
     axes[1].set_title("Recall tail latency")
     axes[1].legend(frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1))
     fig.text(

@@ -6,11 +6,12 @@ line (a protocol private to :mod:`agentmem.trials.fleet.runner`):
 
 * ``{"cmd": "open", "arm", "params", "store"}``: open the store with a new arm instance
   (its own connection); answers ``{"opened": true}`` or ``{"error": message}``.
-* ``{"cmd": "run", "run", "agent", "ops", "k", "retries", "acks"}``: run the
-  operations at once (the runner sends every agent its ``run`` together; the first one,
-  the warm-up write, untimed), then close the arm; with ``acks`` every acknowledged
-  write is printed as ``{"ack": id}`` the moment its ``remember`` returns (the SIGKILL
-  variant reads them). Answers ``{"done": stats}``.
+* ``{"cmd": "run", "run", "agent", "ops", "k", "retries", "acks"}``: prepare the
+  operations and run the first one (the warm-up write) untimed, answer
+  ``{"warmed": true}``, wait for the line ``{"cmd": "go"}`` (the runner sends it to every
+  agent once all are warmed), run the rest timed, then close the arm; with ``acks``
+  every acknowledged write is printed as ``{"ack": id}`` the moment its ``remember``
+  returns (the SIGKILL variant reads them). Answers ``{"done": stats}``.
 * ``{"cmd": "check", ...}``: the after-run checks (:func:`agentmem.trials.fleet.check.check_store`).
 * ``{"cmd": "exit"}``.
 
@@ -25,6 +26,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from agentmem.arms.base import ArmError
@@ -79,6 +81,7 @@ def run_ops(
     retries: int = 3,
     acks: bool = False,
     untimed: int = 1,
+    barrier: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """Run one agent's operations on an open arm; the arm is left open.
 
@@ -94,6 +97,9 @@ def run_ops(
         untimed: leading operations run before the clock starts (the warm-up write):
             their writes are attempted and acknowledged like the others, but no latency,
             error or read-your-writes recall of theirs is counted.
+        barrier: called after the untimed operations, before the clock starts (the
+            agent process reports "warmed" and waits for the runner's "go", so that
+            every agent's timed operations start together).
 
     Returns:
         ``t0`` / ``t1`` (``time.monotonic()`` seconds at the first call and after the
@@ -149,6 +155,8 @@ def run_ops(
             out["acked"].append(new_id)
             if acks:
                 _emit({"ack": new_id})
+    if barrier is not None:
+        barrier()
     out["t0"] = time.monotonic()
     for (kind, _key, new_id), payload in prepared[untimed:]:
         t = time.perf_counter_ns()
@@ -191,6 +199,11 @@ def agent_main(argv: list[str] | None = None) -> None:
 
     count_tokens(data.bodies[next(iter(data.bodies))])  # loads the tokenizer remember uses
     _emit({"ready": True})
+
+    def barrier() -> None:
+        _emit({"warmed": True})
+        sys.stdin.readline()  # the runner's {"cmd": "go"}, sent to every agent at once
+
     arm = None
     for line in sys.stdin:
         msg = json.loads(line)
@@ -220,11 +233,12 @@ def agent_main(argv: list[str] | None = None) -> None:
                 k=int(msg["k"]),
                 retries=int(msg["retries"]),
                 acks=bool(msg.get("acks")),
+                barrier=barrier,
             )
             t = time.perf_counter_ns()
             try:
                 arm.close()
-            except ArmError as exc:
+            except (ArmError, ValueError) as exc:
                 stats["errors"][error_kind(exc)] += 1
             stats["close_ms"] = (time.perf_counter_ns() - t) / 1e6
             arm = None

@@ -58,13 +58,15 @@ def check_store(data: FleetData, msg: dict[str, Any]) -> dict[str, Any]:
         data: the fleet corpus the store was built from.
         msg: ``arm``, ``params``, ``store``; ``acked`` (this run's acknowledged writes),
             ``attempted`` (this run's writes tried), ``earlier`` (writes acknowledged
-            before this run), ``corrections`` (``[new id, superseded ids]`` of this
+            before this run), ``earlier_attempted`` (every write tried before this
+            run), ``corrections`` (``[new id, superseded ids]`` of this
             run's acknowledged corrections), ``k``.
 
     Returns:
         ``opened`` (bool) and ``open_error``; ``lost`` (acknowledged this run, not
-        found), ``lost_earlier`` (corpus memories and earlier runs' writes no longer
-        found), ``unacked_present`` (writes that failed but are stored), ``duplicated``
+        found; ``None`` when the store cannot be read back), ``lost_earlier`` (corpus
+        memories and earlier runs' acknowledged writes no longer found),
+        ``unacked_present`` (writes that failed but are stored), ``duplicated``
         (rows beyond one per distinct id, ``None`` when the store cannot count),
         ``corrections_in_force`` / ``corrections_returned``, ``integrity_check`` (what
         the engine checked) and ``integrity`` (problems found, ``[]`` when intact).
@@ -74,40 +76,51 @@ def check_store(data: FleetData, msg: dict[str, Any]) -> dict[str, Any]:
     acked: list[str] = list(msg.get("acked", []))
     attempted: list[str] = list(msg.get("attempted", []))
     earlier: list[str] = list(msg.get("earlier", []))
+    earlier_attempted: list[str] = list(msg.get("earlier_attempted", earlier))
     corrections: list[list[Any]] = list(msg.get("corrections", []))
-    out: dict[str, Any] = {"opened": False, "open_error": None}
+    problems: list[str] = []
+    out: dict[str, Any] = dict.fromkeys(
+        (
+            "open_error",
+            "integrity_check",
+            "lost",
+            "lost_earlier",
+            "unacked_present",
+            "duplicated",
+            "corrections_in_force",
+            "corrections_returned",
+        )
+    )
+    out.update(opened=False, integrity=problems)
     arm = make_arm(msg["arm"], msg.get("params"))
     try:
         try:
             arm.open(msg["store"])
-        except ArmError as exc:
+        except (ArmError, ValueError) as exc:
             out["open_error"] = str(exc)
-            out["integrity"] = [f"cannot open: {exc}"]
-            out["lost"] = len(acked)
+            problems.append(f"cannot open: {exc}")
             return out
         out["opened"] = True
-        problems: list[str] = []
         try:
             # optional: a plug-in arm outside ArmBase may not have the engine check
             engine_check = getattr(arm, "integrity_check", lambda: ("opens", []))
             what, found_problems = engine_check()
             problems.extend(found_problems)
-        except ArmError as exc:
+        except (ArmError, ValueError) as exc:
             what = "integrity check"
             problems.append(f"integrity check failed: {exc}")
         out["integrity_check"] = what
         try:
             arm.query(data.queries[0], int(msg.get("k", 10)))
-        except ArmError as exc:
+        except (ArmError, ValueError) as exc:
             problems.append(f"a recall fails: {exc}")
         corpus_ids = data.memories.get_column("memory_id").to_list()
         try:
-            known = list(dict.fromkeys(corpus_ids + earlier + attempted))
+            known = list(dict.fromkeys(corpus_ids + earlier_attempted + attempted))
             found = _found(arm, known)
             rows = stored_rows(arm, data)
-        except ArmError as exc:
+        except (ArmError, ValueError) as exc:
             problems.append(f"reading the store back fails: {exc}")
-            out.update(integrity=problems, lost=len(acked))
             return out
         acked_set = set(acked)
         out["lost"] = sum(1 for m in acked if m not in found)
@@ -129,14 +142,12 @@ def check_store(data: FleetData, msg: dict[str, Any]) -> dict[str, Any]:
                 returned += 1
         out["corrections_in_force"] = in_force
         out["corrections_returned"] = returned
-        out["integrity"] = problems
         return out
-    except (ArmError, pl.exceptions.PolarsError) as exc:
-        out.setdefault("integrity", []).append(f"check failed: {exc}")
-        out.setdefault("lost", len(acked))
+    except (ArmError, ValueError, pl.exceptions.PolarsError) as exc:
+        problems.append(f"check failed: {exc}")
         return out
     finally:
         try:
             arm.close()
-        except ArmError as exc:
-            out.setdefault("integrity", []).append(f"close failed: {exc}")
+        except (ArmError, ValueError) as exc:
+            problems.append(f"close failed: {exc}")

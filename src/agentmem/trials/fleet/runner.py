@@ -101,7 +101,8 @@ class _Agent:
         self.lines: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.acks: list[str] = []
         self.ready = False
-        threading.Thread(target=self._read, daemon=True).start()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
@@ -117,14 +118,23 @@ class _Agent:
         self.lines.put(None)  # EOF
 
     def send(self, msg: dict[str, Any]) -> None:
+        """Write one command; TrialError when the process is gone (a broken pipe)."""
         assert self.proc.stdin is not None
-        self.proc.stdin.write((json.dumps(msg) + "\n").encode())
-        self.proc.stdin.flush()
-
-    def recv(self, timeout: float) -> dict[str, Any]:
-        """The next message; TrialError when the process ends or ``timeout`` passes."""
         try:
-            msg = self.lines.get(timeout=timeout)
+            self.proc.stdin.write((json.dumps(msg) + "\n").encode())
+            self.proc.stdin.flush()
+        except (OSError, ValueError) as exc:
+            raise TrialError(f"fleet agent {self.proc.pid} is gone: {exc}") from None
+
+    def recv(self, timeout: float, key: str | None = None) -> Any:
+        """The next message (its ``key`` entry when given).
+
+        Raises:
+            TrialError: when the process ends, ``timeout`` (s) passes, or the answer is
+                an error or lacks ``key``.
+        """
+        try:
+            msg = self.lines.get(timeout=max(timeout, 0.001))
         except queue.Empty:
             raise TrialError(
                 f"fleet agent {self.proc.pid} gave no answer in {timeout:.0f} s"
@@ -132,13 +142,19 @@ class _Agent:
         if msg is None:
             tail = self.log.read_text(errors="replace").strip()[-800:]
             raise TrialError(f"fleet agent {self.proc.pid} exited: {tail}")
-        return msg
+        if key is None:
+            return msg
+        if key not in msg:
+            raise TrialError(f"fleet agent {self.proc.pid} answered {str(msg)[:500]}")
+        return msg[key]
 
     def alive(self) -> bool:
         return self.proc.poll() is None
 
     def kill(self) -> None:
+        """SIGKILL the process group, then read what it had written (acks) to the end."""
         kill_group(self.proc)
+        self._reader.join(timeout=10)
         for stream in (self.proc.stdin, self.proc.stdout):
             if stream is not None:
                 with contextlib.suppress(OSError):
@@ -171,9 +187,15 @@ class AgentPool:
             self.agents.append(self._spawn())
 
     def take(self, n: int) -> list[_Agent]:
-        """``n`` live agents that have loaded the corpus (started first if needed)."""
+        """``n`` live agents that have loaded the corpus (started first if needed).
+
+        Waits for every agent of the pool, so that none is still loading (taking CPU)
+        while the ``n`` run.
+        """
         self.start(n)
-        out = [self.ready(a) for a in self.agents[:n]]
+        for a in self.agents:
+            self.ready(a)
+        out = self.agents[:n]
         for a in out:
             a.acks.clear()
         return out
@@ -284,6 +306,9 @@ class _ArmRuns:
         self.pool, self.name, self.params, self.store = pool, name, params, store
         self.k, self.retries = k, retries
         self.earlier: list[str] = []  # writes acknowledged by earlier runs
+        self.earlier_attempted: list[str] = []  # every write earlier runs tried
+        self.opened = False  # some run's agents opened the store
+        self.broken = False  # ... and a later run's could not: no run follows
         self.checker: _Agent | None = None
         #: seconds spent opening the store in the agents and checking it (progress lines)
         self.phases = {"open": 0.0, "check": 0.0}
@@ -293,68 +318,120 @@ class _ArmRuns:
     ) -> None:
         """Check the store from the arm's checker process and fill ``row``'s checks."""
         assert self.checker is not None
-        self.checker.send(
-            {
-                "cmd": "check",
-                "arm": self.name,
-                "params": self.params,
-                "store": str(self.store),
-                "k": self.k,
-                "acked": acked,
-                "attempted": attempted,
-                "earlier": self.earlier,
-                "corrections": corrections,
-            }
-        )
-        _apply_check(row, self.checker.recv(_RUN_TIMEOUT_S)["checked"])
+        t0 = time.monotonic()
+        msg = {
+            "cmd": "check",
+            "arm": self.name,
+            "params": self.params,
+            "store": str(self.store),
+            "k": self.k,
+            "acked": acked,
+            "attempted": attempted,
+            "earlier": self.earlier,
+            "earlier_attempted": self.earlier_attempted,
+            "corrections": corrections,
+        }
+        try:
+            self.checker.send(msg)
+            chk = self.checker.recv(_RUN_TIMEOUT_S, "checked")
+            _apply_check(row, chk)
+            self.broken = self.broken or not chk.get("opened")  # no later run can open it
+        except TrialError as exc:  # the checker died on this store: say so, start another
+            self.checker.kill()
+            self.checker = self.pool.ready(self.pool.spawn())
+            _note(row, f"the check failed: {exc}")
+            row["corrupt"] = True
         self.earlier += acked
+        self.earlier_attempted += attempted
+        self.phases["check"] += time.monotonic() - t0
+
+    def _open(self, row: dict[str, Any], agents: list[_Agent]) -> bool:
+        """Open the store in every agent; False (the row says why) when one cannot."""
+        t0 = time.monotonic()
+        try:
+            err = _open_all(agents, self.name, self.params, self.store)
+        except TrialError as exc:
+            err = str(exc)
+        self.phases["open"] += time.monotonic() - t0
+        if not err:
+            self.opened = True
+            return True
+        for a in agents:  # whatever opened is dropped with its process
+            a.kill()
+        self.pool.start(len(self.pool.agents))
+        if self.opened:  # an earlier run opened it: the store broke (its runs end here)
+            _note(row, f"the store no longer opens: {err}")
+            row["corrupt"] = self.broken = True
+        else:
+            row.update(supported=False, reason=f"a second process cannot open the store: {err}")
+        return False
+
+    def _launch(
+        self, run: str, agents: list[_Agent], plans: list[list[Op]], acks: bool = False
+    ) -> tuple[list[_Agent], list[str], list[str]]:
+        """Send every agent its plan, wait until all are warmed up, then release them.
+
+        Returns:
+            ``(agents running, messages of agents that died or hung, their planned
+            writes)``; the dead ones are killed.
+        """
+        deadline = time.monotonic() + _RUN_TIMEOUT_S
+        sent: list[tuple[_Agent, list[Op]]] = []
+        died: list[str] = []
+        lost_plans: list[list[Op]] = []
+        for i, (a, ops) in enumerate(zip(agents, plans, strict=True)):
+            msg = {"cmd": "run", "run": run, "agent": i, "ops": ops, "k": self.k}
+            msg.update(retries=self.retries, acks=acks)
+            try:
+                a.send(msg)
+                sent.append((a, ops))
+            except TrialError as exc:
+                died.append(str(exc))
+                lost_plans.append(ops)
+        warmed = []
+        for a, ops in sent:
+            try:
+                a.recv(deadline - time.monotonic(), "warmed")
+                warmed.append(a)
+            except TrialError as exc:
+                a.kill()
+                died.append(str(exc))
+                lost_plans.append(ops)
+        for a in warmed:  # the go line, to every agent at once
+            try:
+                a.send({"cmd": "go"})
+            except TrialError as exc:
+                died.append(str(exc))
+        return warmed, died, _writes(lost_plans)
 
     def run(self, run: str, plans: list[list[Op]]) -> dict[str, Any]:
         """One run: ``len(plans)`` agents open the store, run together, then the check."""
         row = _blank(self.name, "run", len(plans))
-        t_open = time.monotonic()
         agents = self.pool.take(len(plans))
-        err = _open_all(agents, self.name, self.params, self.store)
-        self.phases["open"] += time.monotonic() - t_open
-        if err:
-            for a in agents:  # whatever opened is dropped with its process
-                a.kill()
-            row.update(supported=False, reason=f"a second process cannot open the store: {err}")
+        if not self._open(row, agents):
             return row
-        for i, (a, ops) in enumerate(zip(agents, plans, strict=True)):
-            a.send(
-                {
-                    "cmd": "run",
-                    "run": run,
-                    "agent": i,
-                    "ops": ops,
-                    "k": self.k,
-                    "retries": self.retries,
-                }
-            )
-        stats, attempted, died = [], [], []
-        for a, ops in zip(agents, plans, strict=True):
+        live, died, attempted = self._launch(run, agents, plans)
+        deadline = time.monotonic() + _RUN_TIMEOUT_S
+        stats = []
+        for a in live:
             try:
-                stats.append(a.recv(_RUN_TIMEOUT_S)["done"])
+                stats.append(a.recv(deadline - time.monotonic(), "done"))
             except TrialError as exc:  # the agent died or hung: a finding, not a failure
                 a.kill()
                 died.append(str(exc))
-                attempted += _writes([ops])  # what it wrote is unknown: check its plan
+                attempted += _writes([plans[agents.index(a)]])  # what it wrote is unknown
         if died:
             self.pool.start(len(self.pool.agents))
         if stats:
             _run_stats(row, stats)
-        t_check = time.monotonic()
         self.check(
             row,
             [m for s in stats for m in s["acked"]],
             [m for s in stats for m in s["attempted"]] + attempted,
             [c for s in stats for c in s["corrections"]],
         )
-        self.phases["check"] += time.monotonic() - t_check
         if died:
-            note = f"{len(died)} agent processes died or hung: {died[0][:300]}"
-            row["problems"] = "; ".join(filter(None, [row["problems"], note]))
+            _note(row, f"{len(died)} agent processes died or hung: {died[0][:300]}")
         return row
 
     def all(
@@ -365,7 +442,7 @@ class _ArmRuns:
         kill_at: float | None,
         progress: bool,
     ) -> list[dict[str, Any]]:
-        """Build the store, run the warm-up, every N and (``kill_at``) the SIGKILL run.
+        """Build the store, run every N and (``kill_at``) the SIGKILL run, then delete it.
 
         The builder keeps its arm open until the runs end (an embedded server it started
         serves every run); the store is deleted afterwards.
@@ -389,7 +466,7 @@ class _ArmRuns:
                 rows.append(self.run(f"n{n}", plans[f"n{n}"]))
                 if progress:
                     _say(rows[-1])
-                if not rows[-1]["supported"]:
+                if not rows[-1]["supported"] or self.broken:
                     return rows
             if kill_at is not None:
                 rows.append(self.sigkill(plans["sigkill"], kill_at))
@@ -406,55 +483,51 @@ class _ArmRuns:
         except ArmError as exc:
             raise TrialError(f"fleet: {self.name}: {exc}") from exc
         finally:
-            checker.kill()
-            owner.close()
-            shutil.rmtree(self.store, ignore_errors=True)
+            try:
+                (self.checker or checker).kill()
+                checker.kill()
+            finally:
+                try:
+                    owner.close()
+                finally:
+                    shutil.rmtree(self.store, ignore_errors=True)
 
     def sigkill(self, plans: list[list[Op]], kill_at: float) -> dict[str, Any]:
         """Agents run ``plans`` and are SIGKILLed mid-run; then the check.
 
         The kill comes once the agents have acknowledged ``kill_at`` (a fraction) of the
-        plans' writes, so it lands mid-run on fast and slow stores alike.
+        plans' timed writes, so it lands mid-run on fast and slow stores alike.
         """
         row = _blank(self.name, "sigkill", len(plans))
         agents = self.pool.take(len(plans))
-        err = _open_all(agents, self.name, self.params, self.store)
-        if err:
-            for a in agents:
-                a.kill()
-            row.update(supported=False, reason=f"a second process cannot open the store: {err}")
+        if not self._open(row, agents):
             return row
-        for i, (a, ops) in enumerate(zip(agents, plans, strict=True)):
-            a.send(
-                {
-                    "cmd": "run",
-                    "run": "sigkill",
-                    "agent": i,
-                    "ops": ops,
-                    "k": self.k,
-                    "retries": self.retries,
-                    "acks": True,
-                }
-            )
-        target = max(1, int(kill_at * len(_writes(plans))))
+        live, died, _ = self._launch("sigkill", agents, plans, acks=True)
+        warm = len(agents)  # each agent's untimed warm-up write is acknowledged first
+        target = warm + max(1, int(kill_at * (len(_writes(plans)) - warm)))
         t0 = time.monotonic()
         while sum(len(a.acks) for a in agents) < target and time.monotonic() - t0 < _RUN_TIMEOUT_S:
-            if all(not a.lines.empty() or not a.alive() for a in agents):
+            if all(not a.lines.empty() or not a.alive() for a in live):
                 break  # every agent finished or died: nothing left to interrupt
             time.sleep(0.001)
-        finished = sum(1 for a in agents if not a.lines.empty())
+        finished = sum(1 for a in live if not a.lines.empty())
         for a in agents:
-            a.kill()  # SIGKILL to the process group
+            a.kill()  # SIGKILL to the process group; the acks it wrote are read to the end
         seconds = time.monotonic() - t0
         self.pool.start(len(self.pool.agents))  # replacements load while the check runs
         acked = [m for a in agents for m in a.acks]
         row.update(seconds=round(seconds, 3), acknowledged=len(acked))
         self.check(row, acked, _writes(plans), [])
         if finished:
-            row["problems"] = "; ".join(
-                filter(None, [row["problems"], f"{finished} agents finished before the kill"])
-            )
+            _note(row, f"{finished} agents finished before the kill")
+        if died:
+            _note(row, f"{len(died)} agent processes died or hung: {died[0][:300]}")
         return row
+
+
+def _note(row: dict[str, Any], note: str) -> None:
+    """Append ``note`` to the row's ``problems``."""
+    row["problems"] = "; ".join(filter(None, [row["problems"], note]))
 
 
 @trial_errors
@@ -503,8 +576,7 @@ def run_fleet(
     Raises:
         TrialError: when ``work_dir`` is unusable, an agent process dies or does not
             answer in time, or an arm's store cannot be built.
-        ValueError: for an unknown arm or a plan asking for more corrections than the
-            corpus has facts.
+        KeyError: for an unknown arm.
     """
     from agentmem.runner import make_arm
 

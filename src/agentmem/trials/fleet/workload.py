@@ -178,9 +178,8 @@ def plan_runs(
         remember, run untimed: a process's first write pays one-off costs), then
         ``operations`` operations drawn from the mix.
 
-    Raises:
-        ValueError: when the runs ask for more corrections than the corpus has facts
-            whose memories are all current (each fact is corrected at most once).
+    Each fact whose memories are all current is corrected at most once in the whole
+    trial; once every one has been, a correction drawn from the mix becomes a remember.
     """
     facts = list(data.fact_memories)
     random.Random(f"{seed}:facts").shuffle(facts)
@@ -199,15 +198,11 @@ def plan_runs(
                     ops.append((kind, str(rng.randrange(len(data.queries))), ""))
                 elif kind == "remember":
                     ops.append((kind, rng.choice(source_ids), new_id))
-                else:
-                    if next_fact >= len(facts):
-                        raise ValueError(
-                            f"the fleet's runs ask for more corrections than the corpus has "
-                            f"uncorrected facts ({len(facts)}): lower trials.fleet.operations "
-                            "or the correction share, or use a larger trials.fleet.size"
-                        )
+                elif next_fact < len(facts):
                     ops.append((kind, facts[next_fact], new_id))
                     next_fact += 1
+                else:  # every fact corrected once already: a plain remember instead
+                    ops.append(("remember", rng.choice(source_ids), new_id))
             plans.append(ops)
         out[run] = plans
     return out
