@@ -269,6 +269,7 @@ def test_fleet_summary_sums_error_kinds():
 
 
 def test_fleet_refuses_unknown_arms_and_bad_work_dir(corpus, tmp_path):
+    assert run_fleet([], {}, *corpus, tmp_path, progress=False) == []  # nothing to run
     with pytest.raises(KeyError):
         run_fleet(["no-such-arm"], {}, *corpus, tmp_path, progress=False)
     with pytest.raises(TrialError, match="does not exist"):

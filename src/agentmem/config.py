@@ -194,8 +194,13 @@ class FleetConfig(_Strict):
         description="operations per agent planned in the SIGKILL run (the kill comes after "
         "20-60 % of its writes)",
     )
-    k: int = Field(10, ge=1, description="results per recall")
-    retries: int = Field(3, ge=0, le=100, description="retries of a failed call")
+    k: int = Field(10, ge=1, description="results per recall (corpus and read-your-writes)")
+    retries: int = Field(
+        3,
+        ge=0,
+        le=20,
+        description="retries of a failed call (after 5, 10, 20 ... ms, at most 0.5 s)",
+    )
 
     @model_validator(mode="after")
     def _distinct(self) -> FleetConfig:

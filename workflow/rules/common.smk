@@ -70,6 +70,13 @@ FLEET_ARMS = [
     a for a in ARM_NAMES if CFG.trials.fleet.arms is None or a in CFG.trials.fleet.arms
 ]
 FLEET_SIZE = CFG.trials.fleet.size or MAIN
+_fleet_left_out = [a for a in CFG.trials.fleet.arms or () if a not in ARM_NAMES]
+if _fleet_left_out:
+    print(
+        f"trials.fleet.arms {_fleet_left_out} are not in arms: the fleet leaves them out"
+        + ("" if FLEET_ARMS else " (no arm is left: its table holds the columns only)"),
+        file=sys.stderr,
+    )
 CRASH_FAMILIES = list(CFG.trials.crash.families)
 #: arms the scaling sweep runs at every scaling size (the others at the main size only)
 SCALING_ARMS = scaling_arms(CFG)

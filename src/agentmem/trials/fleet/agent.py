@@ -16,7 +16,7 @@ line (a protocol private to :mod:`agentmem.trials.fleet.runner`):
 * ``{"cmd": "exit"}``.
 
 Errors an operation meets are classified by :func:`error_kind` and retried up to
-``retries`` times (after 5, 10, 20 ... ms); an operation that still fails is counted
+``retries`` times (after 5, 10, 20 ... ms, at most 0.5 s); an operation that still fails is counted
 once under its kind and its write is not acknowledged.
 """
 
@@ -142,7 +142,7 @@ def run_ops(
                     out["errors"][kind] += 1
                     return False, None
                 out["retries"] += 1
-                time.sleep(0.005 * 2**attempt)
+                time.sleep(min(0.005 * 2**attempt, 0.5))
         return False, None  # pragma: no cover - the loop always returns
 
     for (kind, _key, new_id), payload in prepared[:untimed]:

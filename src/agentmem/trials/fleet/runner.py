@@ -582,6 +582,8 @@ def run_fleet(
 
     mix = mix or {"recall": 0.70, "remember": 0.25, "correction": 0.05}
     root = require_dir(work_dir, what="fleet work directory")
+    if not arms:
+        return []
     for name in arms:
         make_arm(name, arm_params.get(name))  # unknown arms fail before anything runs
     data = FleetData.load(corpus_dir, embeddings)
