@@ -6,21 +6,16 @@ and connection, released together on the same store; a separate process then che
 store (:mod:`.check`). Last, ``kill_processes`` agents run a long plan and are killed
 with SIGKILL mid-run, and the check asks whether every write they had acknowledged
 survived. Agent processes are started once and reused across arms and runs (each run
-opens the store anew); killed ones are replaced. The experiment, its columns and what
+opens the store anew; :mod:`.pool`); killed ones are replaced. The experiment, its columns and what
 "contention" means on a machine with fewer cores than agents: docs/experiments/fleet.md.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-import queue
 import random
 import shutil
-import subprocess
 import sys
-import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,9 +24,9 @@ from typing import Any
 import numpy as np
 
 from agentmem.arms.base import ArmError
-from agentmem.procs import child_env, kill_group
 from agentmem.trials.common import TrialError, require_dir, trial_errors
 from agentmem.trials.fleet.agent import ERROR_KINDS
+from agentmem.trials.fleet.pool import OPEN_TIMEOUT_S, RUN_TIMEOUT_S, Agent, AgentPool
 from agentmem.trials.fleet.workload import FleetData, Op, plan_runs
 
 __all__ = ["FIELDS", "AgentPool", "run_fleet", "unsupported_reason"]
@@ -69,9 +64,6 @@ FIELDS: tuple[str, ...] = (
 )
 """Columns of ``results/trials/fleet.csv``, in order (docs/experiments/fleet.md)."""
 
-_OPEN_TIMEOUT_S = 300.0
-_RUN_TIMEOUT_S = 900.0
-
 
 def unsupported_reason(arm_cls: type) -> str | None:
     """Why an arm cannot share its store between processes, or ``None`` when it can.
@@ -82,143 +74,6 @@ def unsupported_reason(arm_cls: type) -> str | None:
     if getattr(arm_cls, "exclusive_store", False):
         return "the product locks its store to one process (exclusive_store)"
     return None
-
-
-class _Agent:
-    """One agent process and the thread that reads its stdout into a queue."""
-
-    def __init__(self, cmd: list[str], log: Path) -> None:
-        self.log = log
-        with open(log, "wb") as err:
-            self.proc = subprocess.Popen(
-                cmd,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=err,
-                start_new_session=True,
-                env=child_env(),
-            )
-        self.lines: queue.Queue[dict[str, Any] | None] = queue.Queue()
-        self.acks: list[str] = []
-        self.ready = False
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for raw in self.proc.stdout:
-            try:
-                msg = json.loads(raw)
-            except ValueError:
-                continue
-            if "ack" in msg:
-                self.acks.append(str(msg["ack"]))
-            else:
-                self.lines.put(msg)
-        self.lines.put(None)  # EOF
-
-    def send(self, msg: dict[str, Any]) -> None:
-        """Write one command; TrialError when the process is gone (a broken pipe)."""
-        assert self.proc.stdin is not None
-        try:
-            self.proc.stdin.write((json.dumps(msg) + "\n").encode())
-            self.proc.stdin.flush()
-        except (OSError, ValueError) as exc:
-            raise TrialError(f"fleet agent {self.proc.pid} is gone: {exc}") from None
-
-    def recv(self, timeout: float, key: str | None = None) -> Any:
-        """The next message (its ``key`` entry when given).
-
-        Raises:
-            TrialError: when the process ends, ``timeout`` (s) passes, or the answer is
-                an error or lacks ``key``.
-        """
-        try:
-            msg = self.lines.get(timeout=max(timeout, 0.001))
-        except queue.Empty:
-            raise TrialError(
-                f"fleet agent {self.proc.pid} gave no answer in {timeout:.0f} s"
-            ) from None
-        if msg is None:
-            tail = self.log.read_text(errors="replace").strip()[-800:]
-            raise TrialError(f"fleet agent {self.proc.pid} exited: {tail}")
-        if key is None:
-            return msg
-        if key not in msg:
-            raise TrialError(f"fleet agent {self.proc.pid} answered {str(msg)[:500]}")
-        return msg[key]
-
-    def alive(self) -> bool:
-        return self.proc.poll() is None
-
-    def kill(self) -> None:
-        """SIGKILL the process group, then read what it had written (acks) to the end."""
-        kill_group(self.proc)
-        self._reader.join(timeout=10)
-        for stream in (self.proc.stdin, self.proc.stdout):
-            if stream is not None:
-                with contextlib.suppress(OSError):
-                    stream.close()
-
-
-class AgentPool:
-    """Agent processes, started ahead of use and replaced when killed.
-
-    Args:
-        corpus_dir: the fleet corpus; embeddings: its embeddings Parquet file.
-        log_dir: each process's stderr goes to ``log_dir/agent-<n>.log``.
-    """
-
-    def __init__(self, corpus_dir: str | Path, embeddings: str | Path, log_dir: Path) -> None:
-        self.cmd = [sys.executable, "-m", "agentmem.trials.fleet", "agent"]
-        self.cmd += ["--corpus", str(corpus_dir), "--embeddings", str(embeddings)]
-        self.log_dir = log_dir
-        self.agents: list[_Agent] = []
-        self._started = 0
-
-    def _spawn(self) -> _Agent:
-        self._started += 1
-        return _Agent(self.cmd, self.log_dir / f"agent-{self._started}.log")
-
-    def start(self, n: int) -> None:
-        """Have at least ``n`` live agents (replacing dead ones); does not wait for them."""
-        self.agents = [a if a.alive() else self._spawn() for a in self.agents]
-        while len(self.agents) < n:
-            self.agents.append(self._spawn())
-
-    def take(self, n: int) -> list[_Agent]:
-        """``n`` live agents that have loaded the corpus (started first if needed).
-
-        Waits for every agent of the pool, so that none is still loading (taking CPU)
-        while the ``n`` run.
-        """
-        self.start(n)
-        for a in self.agents:
-            self.ready(a)
-        out = self.agents[:n]
-        for a in out:
-            a.acks.clear()
-        return out
-
-    def spawn(self) -> _Agent:
-        """Start a new agent process outside the pool (the checker of one arm)."""
-        return self._spawn()
-
-    @staticmethod
-    def ready(a: _Agent) -> _Agent:
-        """Wait until ``a`` has loaded the corpus; returns it."""
-        if not a.ready:
-            msg = a.recv(_OPEN_TIMEOUT_S)
-            if not msg.get("ready"):
-                raise TrialError(f"fleet agent {a.proc.pid} did not start: {msg}")
-            a.ready = True
-        return a
-
-    def close(self) -> None:
-        """Kill every agent process (and anything it started)."""
-        for a in self.agents:
-            a.kill()
-        self.agents = []
 
 
 def _pct(xs: list[float], q: float) -> float | None:
@@ -239,10 +94,10 @@ def _blank(arm: str, variant: str, n: int) -> dict[str, Any]:
     return row
 
 
-def _open_all(agents: list[_Agent], arm: str, params: dict, store: Path) -> str | None:
+def _open_all(agents: list[Agent], arm: str, params: dict, store: Path) -> str | None:
     for a in agents:
         a.send({"cmd": "open", "arm": arm, "params": params, "store": str(store)})
-    errors = [a.recv(_OPEN_TIMEOUT_S).get("error") for a in agents]
+    errors = [a.recv(OPEN_TIMEOUT_S).get("error") for a in agents]
     return next((e for e in errors if e), None)
 
 
@@ -309,7 +164,7 @@ class _ArmRuns:
         self.earlier_attempted: list[str] = []  # every write earlier runs tried
         self.opened = False  # some run's agents opened the store
         self.broken = False  # ... and a later run's could not: no run follows
-        self.checker: _Agent | None = None
+        self.checker: Agent | None = None
         #: seconds spent opening the store in the agents and checking it (progress lines)
         self.phases = {"open": 0.0, "check": 0.0}
 
@@ -333,7 +188,7 @@ class _ArmRuns:
         }
         try:
             self.checker.send(msg)
-            chk = self.checker.recv(_RUN_TIMEOUT_S, "checked")
+            chk = self.checker.recv(RUN_TIMEOUT_S, "checked")
             _apply_check(row, chk)
             self.broken = self.broken or not chk.get("opened")  # no later run can open it
         except TrialError as exc:  # the checker died on this store: say so, start another
@@ -345,7 +200,7 @@ class _ArmRuns:
         self.earlier_attempted += attempted
         self.phases["check"] += time.monotonic() - t0
 
-    def _open(self, row: dict[str, Any], agents: list[_Agent]) -> bool:
+    def _open(self, row: dict[str, Any], agents: list[Agent]) -> bool:
         """Open the store in every agent; False (the row says why) when one cannot."""
         t0 = time.monotonic()
         try:
@@ -367,16 +222,16 @@ class _ArmRuns:
         return False
 
     def _launch(
-        self, run: str, agents: list[_Agent], plans: list[list[Op]], acks: bool = False
-    ) -> tuple[list[_Agent], list[str], list[str]]:
+        self, run: str, agents: list[Agent], plans: list[list[Op]], acks: bool = False
+    ) -> tuple[list[Agent], list[str], list[str]]:
         """Send every agent its plan, wait until all are warmed up, then release them.
 
         Returns:
             ``(agents running, messages of agents that died or hung, their planned
             writes)``; the dead ones are killed.
         """
-        deadline = time.monotonic() + _RUN_TIMEOUT_S
-        sent: list[tuple[_Agent, list[Op]]] = []
+        deadline = time.monotonic() + RUN_TIMEOUT_S
+        sent: list[tuple[Agent, list[Op]]] = []
         died: list[str] = []
         lost_plans: list[list[Op]] = []
         for i, (a, ops) in enumerate(zip(agents, plans, strict=True)):
@@ -411,7 +266,7 @@ class _ArmRuns:
         if not self._open(row, agents):
             return row
         live, died, attempted = self._launch(run, agents, plans)
-        deadline = time.monotonic() + _RUN_TIMEOUT_S
+        deadline = time.monotonic() + RUN_TIMEOUT_S
         stats = []
         for a in live:
             try:
@@ -506,7 +361,7 @@ class _ArmRuns:
         warm = len(agents)  # each agent's untimed warm-up write is acknowledged first
         target = warm + max(1, int(kill_at * (len(_writes(plans)) - warm)))
         t0 = time.monotonic()
-        while sum(len(a.acks) for a in agents) < target and time.monotonic() - t0 < _RUN_TIMEOUT_S:
+        while sum(len(a.acks) for a in agents) < target and time.monotonic() - t0 < RUN_TIMEOUT_S:
             if all(not a.lines.empty() or not a.alive() for a in live):
                 break  # every agent finished or died: nothing left to interrupt
             time.sleep(0.001)
