@@ -1,4 +1,4 @@
-"""Tests for the SQLite arms (sqlite-fts, sqlite-btree, sqlite-hybrid) on real apsw databases.
+"""Tests for the SQLite arms (fts, btree, hybrid, gated) on real apsw databases.
 
 Expectations are hand-computed on the ``tiny`` corpus (tests/support/tiny.py):
 
@@ -33,10 +33,11 @@ from agentmem.arms.sqlite import (
     DB_NAME,
     SqliteBtreeArm,
     SqliteFtsArm,
+    SqliteGatedArm,
     SqliteHybridArm,
 )
 
-ARM_CLASSES = [SqliteFtsArm, SqliteBtreeArm, SqliteHybridArm]
+ARM_CLASSES = [SqliteFtsArm, SqliteBtreeArm, SqliteHybridArm, SqliteGatedArm]
 ALL_IDS = {"M1", "M2", "M3", "M4", "M5", "M6"}
 NOT_SUPERSEDED = Predicate("superseded_by", "is_null")
 
@@ -272,7 +273,7 @@ def test_hostile_texts(built, cls):
 @pytest.mark.parametrize("cls", ARM_CLASSES)
 def test_empty_text_gives_no_ranking_for_text_arms(built, cls):
     r = built[cls].query(q("   "), 10)
-    if cls is SqliteHybridArm:
+    if cls in (SqliteHybridArm, SqliteGatedArm):  # the vector branch alone answers
         assert set(r.memory_ids) == ALL_IDS
     else:
         assert r.memory_ids == []
@@ -336,9 +337,12 @@ def test_storage_from_dbstat(built, cls):
     assert s.total_bytes == sum(s.objects.values()) > 0
     assert {"memories", "memory_entities", "memories_fact_id_idx"} <= s.objects.keys()
     assert ("memories_fts_data" in s.objects) == (cls is not SqliteBtreeArm)
-    assert ("memory_vectors" in s.objects) == (cls is SqliteHybridArm)
+    assert ("memory_vectors" in s.objects) == (cls in (SqliteHybridArm, SqliteGatedArm))
     if cls is SqliteHybridArm:  # 6 vectors x 1536 bytes need more than one 4 KiB page
         assert s.objects["memory_vectors"] >= 6 * 384 * 4
+    if cls is SqliteGatedArm:  # 6 int8 vectors x 384 bytes fit in one page
+        assert s.objects["memory_vectors"] == 4096
+        assert "entity_names" in s.objects
 
 
 def test_explain_shows_real_plans(built):
@@ -363,7 +367,9 @@ def test_capabilities():
     assert SqliteHybridArm.capabilities.vector_access == "brute-force"
     assert SqliteFtsArm.capabilities.vector_access == "none"
     names = [c.name for c in ARM_CLASSES]
-    assert names == ["sqlite-fts", "sqlite-btree", "sqlite-hybrid"]
+    assert names == ["sqlite-fts", "sqlite-btree", "sqlite-hybrid", "sqlite-gated"]
+    assert SqliteGatedArm.capabilities.vector_access == "brute-force"
+    assert SqliteGatedArm.capabilities.text_access == "fts5-bm25"
 
 
 def test_rebuild_replaces_store(tmp_path):
@@ -507,6 +513,8 @@ def test_remember_then_fetch_every_column(tmp_path, cls):
         assert current.memory_ids == ["N1", "M3"]
     elif cls is SqliteFtsArm:  # the shorter body first (bm25): M3 has 9 tokens, N1 12
         assert current.memory_ids == ["M3", "N1"]
+    elif cls is SqliteGatedArm:  # both linked to CFG-799; N1 the correction and the newest
+        assert current.memory_ids == ["N1", "M3"]
     else:  # the vector branch adds every other current memory
         assert set(current.memory_ids) == {"N1", "M3", "M4", "M6"}
 
@@ -728,7 +736,7 @@ def test_scope_hooks_and_plans(scoped_built, cls):
         qq = scoped("CFG-799", "u1", NOT_SUPERSEDED, count=True)
         assert arm.raw_ids(arm.raw_query_call(qq, k)(), k) == arm.query(qq, k).memory_ids
     plan = arm.explain(scoped("CFG-799", "u1", count=True))
-    branches = 2 if cls is SqliteHybridArm else 1
+    branches = {SqliteHybridArm: 2, SqliteGatedArm: 3}.get(cls, 1)  # gated: keys, text, dense
     assert plan.count("m.scope_id = :pv0") == branches + 1  # every branch, and the count
     assert "memories_scope_id_idx" in plan  # the count reads the scope's partial index
 

@@ -24,7 +24,7 @@ from agentmem.arms.postgres import (
     PgHybridArm,
 )
 from agentmem.arms.registry import PluginProblem, discover, format_problems
-from agentmem.arms.sqlite import SqliteBtreeArm, SqliteFtsArm, SqliteHybridArm
+from agentmem.arms.sqlite import SqliteBtreeArm, SqliteFtsArm, SqliteGatedArm, SqliteHybridArm
 from agentmem.arms.three_tier import ThreeTierArm
 from agentmem.arms.vector import FileVecArm, FileVecMetaArm
 
@@ -38,6 +38,7 @@ BUILTIN_ARMS: dict[str, type[Arm]] = {
         SqliteFtsArm,
         SqliteBtreeArm,
         SqliteHybridArm,
+        SqliteGatedArm,
         PgBtreeArm,
         PgGinArm,
         PgHnswArm,

@@ -15,6 +15,7 @@ Modules: :mod:`~agentmem.arms.sqlite.schema` (DDL), :mod:`~agentmem.arms.sqlite.
 from agentmem.arms.sqlite.btree import SqliteBtreeArm
 from agentmem.arms.sqlite.connection import BUSY_TIMEOUT_MS
 from agentmem.arms.sqlite.fts import SqliteFtsArm
+from agentmem.arms.sqlite.gated import SqliteGatedArm
 from agentmem.arms.sqlite.hybrid import SqliteHybridArm
 from agentmem.arms.sqlite.schema import DB_NAME
 from agentmem.arms.sqlite.sql import format_plan, predicate_sql
@@ -26,6 +27,7 @@ __all__ = [
     "SqliteArm",
     "SqliteBtreeArm",
     "SqliteFtsArm",
+    "SqliteGatedArm",
     "SqliteHybridArm",
     "format_plan",
     "predicate_sql",

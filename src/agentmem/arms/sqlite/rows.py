@@ -8,7 +8,8 @@ the arm's layout needs (docs/arms/sqlite.md).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,26 +50,46 @@ def entity_rows(
     ]
 
 
-def vector_rows(matrix: np.ndarray, first_id: int) -> list[tuple[int, bytes]]:
+def vector_rows(matrix: np.ndarray, first_id: int) -> list[tuple[Any, ...]]:
     """``(id, float32 bytes)`` tuples of the rows of ``matrix``, ids from ``first_id``."""
     return [(first_id + i, matrix[i].tobytes()) for i in range(len(matrix))]
+
+
+@dataclass(frozen=True)
+class VectorLayout:
+    """How an SQLite arm stores one embedding per memory.
+
+    Attributes:
+        create_sql: DDL of the vector table (run after the B-tree indexes).
+        insert_sql: ``INSERT`` of one row, its parameters as :attr:`rows` makes them.
+        rows: ``(float32 matrix (n, 384), first id) -> parameter tuples``, one per row.
+    """
+
+    create_sql: str
+    insert_sql: str
+    rows: Callable[[np.ndarray, int], list[tuple[Any, ...]]]
+
+
+#: One float32 BLOB per memory (sqlite-hybrid).
+FLOAT32_VECTORS = VectorLayout(VECTORS_SQL, INSERT_VECTOR_SQL, vector_rows)
 
 
 def bulk_load(
     conn: apsw.Connection,
     rows: list[tuple[Any, ...]],
     ent_rows: list[tuple[str, str]],
-    vec_rows: list[tuple[int, bytes]] | None,
+    vec_rows: list[tuple[Any, ...]] | None,
     *,
     application_id: int,
     fts: bool,
+    vectors: VectorLayout = FLOAT32_VECTORS,
 ) -> tuple[float, float]:
     """Create a fresh store's tables, load its rows, then build its indexes.
 
     The tables, ``PRAGMA application_id`` and the memory and entity rows are written in
     one transaction with ``executemany``; the B-tree indexes, the FTS5 index (when
-    ``fts``), the vector table and its rows (when ``vec_rows`` is not ``None``) and
-    ``ANALYZE`` in a second.
+    ``fts``), the vector table of ``vectors`` and its rows (when ``vec_rows`` is not
+    ``None``) and ``ANALYZE`` in a second.
 
     Returns:
         ``(ingest_ms, index_ms)``: wall time of the two transactions in milliseconds.
@@ -88,8 +109,8 @@ def bulk_load(
         if fts:
             conn.execute(FTS_SQL)
         if vec_rows is not None:
-            conn.execute(VECTORS_SQL)
-            conn.executemany(INSERT_VECTOR_SQL, vec_rows)
+            conn.execute(vectors.create_sql)
+            conn.executemany(vectors.insert_sql, vec_rows)
         conn.execute("ANALYZE")
     t2 = time.perf_counter()
     return (t1 - t0) * 1e3, (t2 - t1) * 1e3
@@ -102,7 +123,7 @@ def write_remembered(
     arm: str,
     path: Path | None,
     fts: bool,
-    vectors: bool,
+    vectors: VectorLayout | None,
 ) -> None:
     """Write ``batch`` inside the caller's open transaction (``SqliteArm.remember``).
 
@@ -118,7 +139,7 @@ def write_remembered(
         arm: the arm's name, for messages.
         path: the database file, for messages.
         fts: the store keeps an FTS5 index.
-        vectors: the store keeps an embedding per memory.
+        vectors: how the store keeps an embedding per memory, or ``None`` (it keeps none).
 
     Raises:
         ArmError: when a new id is already stored or a superseded id is not.
@@ -139,8 +160,8 @@ def write_remembered(
             "INSERT INTO memories_fts(rowid, body) VALUES (?, ?)",
             list(zip(rowids, mem["body"].to_list(), strict=True)),
         )
-    if vectors:
-        conn.executemany(INSERT_VECTOR_SQL, vector_rows(batch.vectors, base + 1))
+    if vectors is not None:
+        conn.executemany(vectors.insert_sql, vectors.rows(batch.vectors, base + 1))
     for old, new in batch.supersessions:
         conn.execute("UPDATE memories SET superseded_by = ? WHERE memory_id = ?", (new, old))
         if conn.changes() != 1:

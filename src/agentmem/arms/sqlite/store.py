@@ -41,11 +41,12 @@ from agentmem.arms.sqlite.connection import (
     remove_database,
 )
 from agentmem.arms.sqlite.rows import (
+    FLOAT32_VECTORS,
+    VectorLayout,
     bulk_load,
     entity_rows,
     memory_rows,
     read_memories,
-    vector_rows,
     write_remembered,
 )
 from agentmem.arms.sqlite.schema import DB_NAME, MEMORY_COLUMNS
@@ -78,6 +79,9 @@ class SqliteArm(ArmBase):
         "execute + fetchall of the prepared ranking (and count) statements",
         "building the SQL text and bindings per call; the id list",
     )
+
+    #: How the store keeps its embeddings (arms with ``capabilities.vector_access``).
+    vector_layout: ClassVar[VectorLayout] = FLOAT32_VECTORS
 
     @property
     def _uses_vectors(self) -> bool:
@@ -138,7 +142,7 @@ class SqliteArm(ArmBase):
             raise ArmError(f"{self.name}: corpus memories lack columns {missing} ({path})")
         rows = memory_rows(mem, 1)
         ent_rows = entity_rows(mem["memory_id"].to_list(), mem["entity_ids"].to_list())
-        vec_rows: list[tuple[int, bytes]] = []
+        vec_rows: list[tuple[Any, ...]] = []
         if self._uses_vectors:
             ids = mem["memory_id"].to_list()
             try:
@@ -149,7 +153,7 @@ class SqliteArm(ArmBase):
                 raise ArmError(
                     f"{self.name}: embeddings have shape {mat.shape}, need (n, {VECTOR_DIM})"
                 )
-            vec_rows = vector_rows(mat, 1)
+            vec_rows = self.vector_layout.rows(mat, 1)
 
         conn = connect(path, create=True, sqlite_vec=self._uses_vectors, arm=self.name)
         self._conn, self._path = conn, path
@@ -161,6 +165,7 @@ class SqliteArm(ArmBase):
                 vec_rows if self._uses_vectors else None,
                 application_id=self._application_id(),
                 fts=self._uses_fts,
+                vectors=self.vector_layout,
             )
             conn.execute("PRAGMA synchronous=FULL")  # remember: durable on return
         except apsw.Error as exc:
@@ -261,7 +266,7 @@ class SqliteArm(ArmBase):
                     arm=self.name,
                     path=self._path,
                     fts=self._uses_fts,
-                    vectors=self._uses_vectors,
+                    vectors=self.vector_layout if self._uses_vectors else None,
                 )
                 conn.execute("COMMIT")
             except BaseException:

@@ -1,0 +1,421 @@
+"""``sqlite-gated``: keys, FTS5 bm25 and quantised vectors in one SQLite file, fused by score.
+
+The design the measurements recommend for one agent on one machine; each choice and the
+measurement behind it: docs/arms/sqlite-gated.md.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import apsw
+import numpy as np
+
+from agentmem.arms.base import (
+    VECTOR_DIM,
+    ArmError,
+    BareCall,
+    BuildStats,
+    Capabilities,
+    Corpus,
+    Embeddings,
+    Query,
+    Result,
+    checked_vector,
+)
+from agentmem.arms.sqlite.rows import VectorLayout
+from agentmem.arms.sqlite.sql import explain_statement, predicate_sql
+from agentmem.arms.sqlite.store import SqliteArm
+from agentmem.text import STOPWORDS, fts5_match, is_utf8
+
+#: Longest entity name (in words) looked up in the query text.
+MAX_NAME_WORDS = 4
+#: Words of the query text looked at for entity names and identifiers.
+MAX_KEY_WORDS = 64
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+# a hyphenated token (ADR-297, SVC-5345, billing-api): a candidate entity id as written
+_HYPHENATED = re.compile(r"[^\W_]+(?:-[^\W_]+)+", re.UNICODE)
+
+_VECTORS_SQL = """
+CREATE TABLE memory_vectors(
+    id INTEGER PRIMARY KEY REFERENCES memories(id),
+    embedding BLOB NOT NULL
+);
+"""
+_ENTITY_NAMES_SQL = """
+CREATE TABLE entity_names(
+    name TEXT NOT NULL,
+    entity_id TEXT NOT NULL,
+    PRIMARY KEY (name, entity_id)
+) WITHOUT ROWID;
+"""
+
+
+def quantise(matrix: np.ndarray) -> np.ndarray:
+    """int8 codes of float32 embeddings, each row scaled so its largest magnitude is 127.
+
+    Cosine is scale-free, so the per-row scale is not kept; the codes' cosine differs
+    from the float32 cosine by about 1e-4 (docs/arms/sqlite-gated.md).
+
+    Args:
+        matrix: float32 ``(n, 384)``.
+
+    Returns:
+        int8 ``(n, 384)``.
+    """
+    m = np.asarray(matrix, dtype=np.float32)
+    peak = np.abs(m).max(axis=1, keepdims=True)
+    peak[peak == 0] = 1.0
+    return np.rint(m / peak * 127.0).astype(np.int8)
+
+
+def _quantised_rows(matrix: np.ndarray, first_id: int) -> list[tuple[Any, ...]]:
+    """``(id, int8 codes)`` tuples of the rows of ``matrix``, ids from ``first_id``."""
+    codes = quantise(matrix)
+    return [(first_id + i, codes[i].tobytes()) for i in range(len(codes))]
+
+
+#: One 384-byte int8 vector per memory (sqlite-vec ``vec_int8``).
+QUANTISED_VECTORS = VectorLayout(
+    _VECTORS_SQL,
+    "INSERT INTO memory_vectors(id, embedding) VALUES (?, ?)",
+    _quantised_rows,
+)
+
+
+def name_key(text: str) -> str:
+    """An entity name as it is looked up: lower-cased words joined by single spaces.
+
+    ``"billing-api"``, ``"Billing API"`` and ``"billing_api"`` all give ``"billing api"``.
+    """
+    return " ".join(_WORD.findall(text.lower()))
+
+
+def text_keys(text: str) -> tuple[list[str], list[str]]:
+    """The entity names and entity ids a query text may mention.
+
+    Returns:
+        ``(names, ids)``: every run of 1 to :data:`MAX_NAME_WORDS` consecutive words of the
+        first :data:`MAX_KEY_WORDS` (as :func:`name_key` spells names; a run that is one
+        stopword is left out), and every word and hyphenated token as written, upper-
+        and lower-cased (``adr-297``, ``ADR-297``), to be looked up as entity ids. Tokens
+        that are not UTF-8 are dropped.
+    """
+    words = [w for w in _WORD.findall(text.lower())[:MAX_KEY_WORDS] if is_utf8(w)]
+    names: dict[str, None] = {}
+    for n in range(1, MAX_NAME_WORDS + 1):
+        for i in range(len(words) - n + 1):
+            if n == 1 and words[i] in STOPWORDS:
+                continue
+            names[" ".join(words[i : i + n])] = None
+    ids: dict[str, None] = {}
+    raw = _HYPHENATED.findall(text)[:MAX_KEY_WORDS] + _WORD.findall(text)[:MAX_KEY_WORDS]
+    for tok in raw:
+        if is_utf8(tok) and tok.lower() not in STOPWORDS:
+            for form in (tok, tok.upper(), tok.lower()):
+                ids[form] = None
+    return list(names), list(ids)
+
+
+class SqliteGatedArm(SqliteArm):
+    """``sqlite-gated``: entity keys, FTS5 bm25 and int8 cosine, fused by a weighted sum.
+
+    Up to three branches find candidates, each with the query's filters (scope and
+    predicate) in its ``WHERE``:
+
+    * keys: the entities the text names (an entity id such as ``ADR-297`` as written,
+      or an entity name such as ``billing-api``, :func:`text_keys`) and the memories
+      linked to them in ``memory_entities`` (up to ``key_k``);
+    * text: FTS5 ``bm25()`` over the bodies, every term quoted (an identifier is one
+      phrase), top ``text_k``;
+    * dense, behind a gate: only when the text names no stored entity, a scan of the
+      int8 vectors by cosine adds its top ``dense_k``.
+
+    Every candidate ``d`` then scores ``key_weight * e(d) + text_weight * t(d) +
+    dense_weight * v(d) + correction_weight * c(d) + recency_weight * e(d) * r(d)``:
+    ``e`` the share of the named entities it links to, ``t`` its bm25 over the query's
+    best bm25 (0 outside the text branch), ``v`` its int8 cosine to the query (0 when
+    negative), ``c`` 1 when it supersedes another memory (a correction), else 0, ``r`` its
+    ``created_day`` min-max scaled over the candidates (the newest 1): among the memories
+    about a named entity the newer word counts more. Ties go newest first; cut to ``k``.
+    ``Result.count`` is ``SELECT count(*)`` under the same filters. The ranking does not
+    depend on ``k``.
+
+    Scope: in the search (``m.scope_id = ?`` AND-ed with the predicate in every branch).
+
+    Args:
+        key_k: memories taken from the keys branch (default 200).
+        text_k: candidates taken from the text branch (default 50).
+        dense_k: candidates the dense branch adds when it runs (default 50).
+        key_weight, text_weight, dense_weight, correction_weight, recency_weight: the
+            fusion weights (each >= 0; defaults 2, 1, 1, 0.5, 1).
+
+    Raises:
+        ValueError: for a candidate count below 1 or a negative weight.
+    """
+
+    name: ClassVar[str] = "sqlite-gated"
+    prefix_stable: ClassVar[bool] = True
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        predicate=True,
+        join=True,
+        aggregate=True,
+        vector_access="brute-force",
+        text_access="fts5-bm25",
+        transactions=True,
+        filter_stage="in-search",
+    )
+    vector_layout: ClassVar[VectorLayout] = QUANTISED_VECTORS
+    bare_call: ClassVar[BareCall] = BareCall(
+        "execute + fetchall of the keys, text, dense-scan and candidate statements (the "
+        "last bound to the ids the others returned) and the count",
+        "the weighted-sum fusion and sort in Python; the id list",
+    )
+
+    def __init__(
+        self,
+        *,
+        key_k: int = 200,
+        text_k: int = 50,
+        dense_k: int = 50,
+        key_weight: float = 2.0,
+        text_weight: float = 1.0,
+        dense_weight: float = 1.0,
+        correction_weight: float = 0.5,
+        recency_weight: float = 1.0,
+    ) -> None:
+        super().__init__()
+        for label, n in (("key_k", key_k), ("text_k", text_k), ("dense_k", dense_k)):
+            if int(n) < 1:
+                raise ValueError(f"{label} must be >= 1, got {n}")
+        weights = {
+            "key_weight": key_weight,
+            "text_weight": text_weight,
+            "dense_weight": dense_weight,
+            "correction_weight": correction_weight,
+            "recency_weight": recency_weight,
+        }
+        for label, w in weights.items():
+            if not float(w) >= 0:
+                raise ValueError(f"{label} must be >= 0, got {w}")
+        self.key_k, self.text_k, self.dense_k = int(key_k), int(text_k), int(dense_k)
+        self.key_weight, self.text_weight = float(key_weight), float(text_weight)
+        self.dense_weight, self.correction_weight = float(dense_weight), float(correction_weight)
+        self.recency_weight = float(recency_weight)
+
+    # ---------------------------------------------------------------------- build
+    def build(self, corpus: Corpus, vectors: Embeddings, store_dir: Any) -> BuildStats:
+        """Build as every SQLite arm, then the ``entity_names`` table (timed as index).
+
+        ``entity_names`` holds the name of each entity of ``corpus.entities`` (when
+        given), spelled by :func:`name_key`; entity ids need no table (the keys branch
+        looks them up in ``memory_entities``).
+
+        Raises:
+            ArmError: as :meth:`SqliteArm.build`, or when writing the names fails.
+        """
+        stats = super().build(corpus, vectors, store_dir)
+        rows: dict[tuple[str, str], None] = {}
+        ents = corpus.entities
+        if ents is not None and {"entity_id", "name"} <= set(ents.columns):
+            for eid, nm in ents.select("entity_id", "name").iter_rows():
+                key = name_key(str(nm or ""))
+                if eid is not None and key:
+                    rows[(key, str(eid))] = None
+        conn = self._db()
+        t0 = time.perf_counter()
+        try:
+            with conn:
+                conn.execute(_ENTITY_NAMES_SQL)
+                conn.executemany("INSERT INTO entity_names(name, entity_id) VALUES (?, ?)", rows)
+        except apsw.Error as exc:
+            self.close()
+            raise ArmError(
+                f"{self.name}: writing entity names into {store_dir} failed: {exc}"
+            ) from exc
+        return BuildStats(stats.ingest_ms, stats.index_ms + (time.perf_counter() - t0) * 1e3)
+
+    def open(self, store_dir: Any) -> None:
+        """Reopen the store as every SQLite arm; it must hold ``entity_names`` too.
+
+        Raises:
+            ArmError: as :meth:`SqliteArm.open`, or naming the path when the table is
+                missing.
+        """
+        super().open(store_dir)
+        have = {r[0] for r in self._db().execute("SELECT name FROM sqlite_schema")}
+        if "entity_names" not in have:
+            path = self._path
+            self.close()
+            raise ArmError(f"{self.name}: {path} lacks tables ['entity_names']")
+
+    # ---------------------------------------------------------------------- query
+    def _query_code(self, q: Query) -> bytes:
+        """The query embedding's int8 codes (:func:`quantise`).
+
+        Raises:
+            ArmError: when the embedding is missing or not of size 384.
+        """
+        v = checked_vector(q.embedding, self.name, f"query {q.query_id!r}", VECTOR_DIM)
+        return quantise(v.reshape(1, -1))[0].tobytes()
+
+    def _statements(self, q: Query) -> dict[str, tuple[str, dict[str, Any]] | None]:
+        """The statements whose bindings come from the query alone: keys, text, dense.
+
+        ``text`` is ``None`` when the text has no search terms; ``dense`` runs only when
+        the keys branch names no entity.
+        """
+        cond, params = predicate_sql(q.filters)
+        names, ids = text_keys(q.text or "")
+        keys = (
+            "WITH ents AS (SELECT entity_id FROM entity_names "
+            "WHERE name IN (SELECT value FROM json_each(:names)) UNION "
+            "SELECT entity_id FROM memory_entities "
+            "WHERE entity_id IN (SELECT value FROM json_each(:ids))) "
+            "SELECT m.id, count(*) AS hits, (SELECT count(*) FROM ents) AS named "
+            "FROM memory_entities AS me JOIN memories AS m ON m.memory_id = me.memory_id "
+            f"WHERE me.entity_id IN (SELECT entity_id FROM ents) AND {cond} "
+            "GROUP BY m.id ORDER BY hits DESC, m.created_day DESC, m.seq DESC LIMIT :kk",
+            {**params, "names": json.dumps(names), "ids": json.dumps(ids), "kk": self.key_k},
+        )
+        match = fts5_match(q.text or "")
+        text = None
+        if match is not None:
+            text = (
+                "SELECT m.id, -bm25(memories_fts) AS s FROM memories_fts "
+                "JOIN memories AS m ON m.id = memories_fts.rowid "
+                f"WHERE memories_fts MATCH :match AND {cond} "
+                "ORDER BY s DESC, m.created_day DESC, m.seq DESC LIMIT :tk",
+                {**params, "match": match, "tk": self.text_k},
+            )
+        dense = (
+            "SELECT m.id FROM memory_vectors AS v JOIN memories AS m ON m.id = v.id "
+            f"WHERE {cond} ORDER BY vec_distance_cosine(vec_int8(v.embedding), vec_int8(:q8)), "
+            "m.created_day DESC, m.seq DESC LIMIT :dk",
+            {**params, "q8": self._query_code(q), "dk": self.dense_k},
+        )
+        return {"keys": keys, "text": text, "dense": dense}
+
+    def _gather(self, q: Query) -> dict[str, list[Any]]:
+        """Run the statements for ``q``; return their rows by branch.
+
+        ``keys`` rows are ``(id, entities linked, entities named)``, ``text`` rows ``(id,
+        -bm25)``, ``dense`` rows ``(id,)`` (empty when an entity is named); ``candidates``
+        rows ``(id, memory_id, created_day, seq, cosine, supersedes another)`` for every
+        id the branches returned.
+        """
+        conn = self._db()
+        stmts = self._statements(q)
+        out: dict[str, list[Any]] = {"keys": conn.execute(*stmts["keys"]).fetchall()}
+        text = stmts["text"]
+        out["text"] = conn.execute(*text).fetchall() if text is not None else []
+        named = out["keys"][0][2] if out["keys"] else 0
+        dense = stmts["dense"]
+        out["dense"] = conn.execute(*dense).fetchall() if not named else []
+        ids = sorted({r[0] for branch in ("keys", "text", "dense") for r in out[branch]})
+        out["candidates"] = []
+        if ids:
+            out["candidates"] = conn.execute(
+                "SELECT m.id, m.memory_id, m.created_day, m.seq, "
+                "1 - vec_distance_cosine(vec_int8(v.embedding), vec_int8(:q8)), "
+                "EXISTS (SELECT 1 FROM memories AS o WHERE o.superseded_by = m.memory_id) "
+                "FROM memories AS m JOIN memory_vectors AS v ON v.id = m.id "
+                "WHERE m.id IN (SELECT value FROM json_each(:ids))",
+                {"q8": dense[1]["q8"], "ids": json.dumps(ids)},
+            ).fetchall()
+        return out
+
+    def _fuse(self, rows: dict[str, list[Any]], k: int) -> list[str]:
+        """The weighted-sum ranking of the gathered rows, cut to ``k`` (class docstring)."""
+        cands = rows["candidates"]
+        if not cands or k <= 0:
+            return []
+        e = {r[0]: r[1] / max(r[2], 1) for r in rows["keys"]}
+        best = max((r[1] for r in rows["text"]), default=0.0)
+        t = {r[0]: (r[1] / best if best > 0 else 0.0) for r in rows["text"]}
+        d_lo = min(r[2] or 0 for r in cands)
+        d_span = max(r[2] or 0 for r in cands) - d_lo
+        ranked = []
+        for i, mid, day, seq, cos, corrects in cands:
+            v = max(cos, 0.0)
+            ek = e.get(i, 0.0)
+            s = (
+                self.key_weight * ek
+                + self.text_weight * t.get(i, 0.0)
+                + self.dense_weight * v
+                + self.correction_weight * corrects
+                + self.recency_weight * ek * (((day or 0) - d_lo) / d_span if d_span > 0 else 0.0)
+            )
+            ranked.append((-s, -(day or 0), -(seq or 0), mid))
+        ranked.sort()
+        return [r[3] for r in ranked[:k]]
+
+    def query(self, q: Query, k: int) -> Result:
+        """Return at most ``k`` memory ids best first, plus the exact count if wanted.
+
+        Hostile text or scope never raises: text naming nothing and holding no search
+        terms is answered by the dense branch alone.
+
+        Raises:
+            ArmError: when the store is not open, the embedding is missing or malformed,
+                or on an SQLite error.
+        """
+        conn = self._db()
+        try:
+            ids = self._fuse(self._gather(q), k) if k > 0 else []
+            count = None
+            if q.wants_count:
+                count = int(conn.execute(*self._count_sql(q)).fetchall()[0][0])
+        except apsw.Error as exc:
+            raise ArmError(
+                f"{self.name}: query {q.query_id!r} on {self._path} failed: {exc}"
+            ) from exc
+        return Result(memory_ids=ids, count=count)
+
+    def raw_query_call(self, q: Query, k: int) -> Callable[[], list[Any]]:
+        """Return a zero-argument function making exactly the driver calls :meth:`query` makes.
+
+        It returns the gathered rows by branch (``None`` when ``k <= 0``) and the count's
+        rows (``[]`` unless ``q.wants_count``), with no fusion.
+
+        Raises:
+            ArmError: when the store is not open.
+        """
+        conn = self._db()
+        count = self._count_sql(q) if q.wants_count else None
+
+        def call() -> list[Any]:
+            rows = self._gather(q) if k > 0 else None
+            return [rows, conn.execute(*count).fetchall() if count is not None else []]
+
+        return call
+
+    def raw_ids(self, raw: list[Any], k: int) -> list[str]:
+        """Return the ids :meth:`query` makes of ``raw`` (:meth:`raw_query_call`'s output)."""
+        return self._fuse(raw[0], k) if raw and raw[0] is not None else []
+
+    def explain(self, q: Query, k: int = 10) -> str:
+        """Return EXPLAIN QUERY PLAN of the keys, text and dense statements (and the count).
+
+        The dense scan runs only when the keys branch names no entity; the candidates'
+        cosine and supersession flags are then read by ``id`` (not shown).
+        """
+        conn = self._db()
+        parts: list[str] = []
+        stmts = list(self._statements(q).items())
+        if q.wants_count:
+            stmts.append(("count", self._count_sql(q)))
+        for label, stmt in stmts:
+            if stmt is None:
+                parts.append(f"-- {label}: no statement runs (the text has no search terms)")
+                continue
+            try:
+                parts.append(explain_statement(conn, label, *stmt))
+            except apsw.Error as exc:
+                raise ArmError(f"{self.name}: explain on {self._path} failed: {exc}") from exc
+        return "\n".join(parts)

@@ -1,0 +1,166 @@
+"""sqlite-gated on the tiny corpus (tests/support/tiny.py): keys, gate, fusion, quantisation.
+
+Expectations are hand-computed from the tiny corpus:
+
+- ``CFG-799`` is linked to M1, M2, M3, M5 (``memory_entities``); its text occurs in M1,
+  M3, M5, whose bm25 order is M3 (9 tokens) > M1 (10) > M5 (12).
+- M5 supersedes M1 and M2; days: M1 10, M2 12, M3 15, M4 200, M5 320, M6 320.
+- ``SVC-5345`` is named ``ledger-gateway`` in the entities table given here; it is linked
+  to M1, M2, M4, M5.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+from support.tiny import fake_vector, make_tiny
+
+from agentmem.arms.base import Corpus, Predicate, Query
+from agentmem.arms.sqlite import SqliteGatedArm
+from agentmem.arms.sqlite.gated import name_key, quantise, text_keys
+
+ENTITIES = pl.DataFrame(
+    {
+        "entity_id": ["SVC-5345", "SVC-77", "CFG-799"],
+        "type": ["service", "service", "config"],
+        "name": ["ledger-gateway", "key-vault", "timeout of ledger-gateway"],
+        "service_id": [None, None, "SVC-5345"],
+    }
+)
+
+
+def q(text: str, predicate: Predicate | None = None, wants_count: bool = False) -> Query:
+    """A query with the fake vector of its text (as the corpus's)."""
+    return Query("q", text, fake_vector(text), predicate, wants_count)
+
+
+@pytest.fixture(scope="module")
+def tiny_gated(tmp_path_factory):
+    """Stores of the tiny corpus (with ENTITIES): the defaults, and three other weightings."""
+    corpus, vectors = make_tiny()
+    corpus = Corpus(memories=corpus.memories, entities=ENTITIES)
+    arms = {
+        "default": SqliteGatedArm(),
+        # bm25 and keys alone: the order is hand-computable
+        "text": SqliteGatedArm(dense_weight=0, correction_weight=0, recency_weight=0),
+        "no-dense": SqliteGatedArm(dense_weight=0),
+        "no-correction": SqliteGatedArm(correction_weight=0),
+    }
+    for label, arm in arms.items():
+        arm.build(corpus, vectors, tmp_path_factory.mktemp(label))
+    yield arms
+    for arm in arms.values():
+        arm.close()
+
+
+def test_quantise_keeps_cosine_and_uses_the_int8_range():
+    rng = np.random.default_rng(0)
+    m = rng.standard_normal((50, 384)).astype(np.float32)
+    m /= np.linalg.norm(m, axis=1, keepdims=True)
+    codes = quantise(m)
+    assert codes.dtype == np.int8 and codes.shape == (50, 384)
+    assert (np.abs(codes.astype(np.int16)).max(axis=1) == 127).all()
+    c = codes.astype(np.float32)
+    c /= np.linalg.norm(c, axis=1, keepdims=True)
+    assert (np.sum(c * m, axis=1) > 0.9999).all()  # each code's cosine to its vector
+    assert quantise(np.zeros((1, 384), dtype=np.float32)).tolist() == [[0] * 384]
+
+
+def test_text_keys_names_and_ids():
+    names, ids = text_keys("For ADR-297, ask the Billing API team")
+    assert "billing api" in names and "adr 297" in names and "billing api team" in names
+    assert "the" not in names and "for" not in names  # a lone stopword names nothing
+    assert "the billing" in names  # a run of several words may start with one
+    assert {"ADR-297", "adr-297", "Billing", "BILLING", "billing"} <= set(ids)
+    assert "the" not in ids and "THE" not in ids
+    assert name_key("Billing_API") == name_key("billing-api") == "billing api"
+    assert text_keys("") == ([], [])
+
+
+def test_keys_then_bm25_order(tiny_gated):
+    # named: CFG-799 -> M1, M2, M3, M5 (e = 1 each), no dense scan; bm25: M3 > M1 > M5
+    r = tiny_gated["text"].query(q("What do we know about CFG-799?"), 10)
+    assert r.memory_ids == ["M3", "M1", "M5", "M2"]
+
+
+def test_correction_and_recency_lift_the_newest_word(tiny_gated):
+    # + 0.5 for M5 (it supersedes M1, M2) and + 1 x its day scaled over the candidates
+    # (M5 day 320 -> 1, M3 day 15 -> 0.016): M5 = 2 + t + 0.5 + 1 > M3 = 2 + 1 + 0.016
+    r = tiny_gated["no-dense"].query(q("What do we know about CFG-799?"), 10)
+    assert r.memory_ids[:2] == ["M5", "M3"]
+    assert set(r.memory_ids) == {"M1", "M2", "M3", "M5"}
+
+
+def test_predicate_is_a_hard_filter_in_every_branch(tiny_gated):
+    for arm in tiny_gated.values():
+        r = arm.query(q("CFG-799 timeout", Predicate("superseded_by", "is_null"), True), 10)
+        assert "M1" not in r.memory_ids and "M2" not in r.memory_ids  # superseded
+        assert r.count == 4  # M3, M4, M5, M6: SELECT count(*), the text plays no part
+    r = tiny_gated["default"].query(q("anything", Predicate("session_id", "=", "S2")), 10)
+    assert r.memory_ids == ["M4"]  # the dense branch runs inside the filter
+
+
+def test_entity_name_resolves_to_its_memories(tiny_gated):
+    # "ledger-gateway" names SVC-5345 (M1, M2, M4, M5); the gate keeps the dense scan off,
+    # so M3 and M6 (not linked, no term in common) are not candidates
+    r = tiny_gated["default"].query(q("notes on the ledger-gateway"), 10)
+    assert set(r.memory_ids) == {"M1", "M2", "M4", "M5"}
+    # spelled with a space and capitals it is the same name
+    r2 = tiny_gated["default"].query(q("notes on the Ledger Gateway"), 10)
+    assert set(r2.memory_ids) == {"M1", "M2", "M4", "M5"}
+
+
+def test_the_dense_branch_runs_when_nothing_is_named(tiny_gated):
+    arm = tiny_gated["default"]
+    r = arm.query(q("rotate keys drain traffic"), 10)  # names no entity: dense scan
+    assert set(r.memory_ids) == {"M1", "M2", "M3", "M4", "M5", "M6"}  # dense_k 50 > 6
+    assert r.memory_ids[0] == "M6"  # bm25 and cosine both favour the runbook
+    # text of stopwords only (no search terms, no name): cosine alone (without the lift of
+    # corrections), ties newest first
+    corpus, vectors = make_tiny()
+    text = "what is it about"
+    mem = corpus.memories
+    cos = vectors.get(mem["memory_id"].to_list()) @ fake_vector(text)
+    order = sorted(
+        zip(mem["memory_id"], cos.round(4), mem["created_day"], mem["seq"], strict=True),
+        key=lambda r: (-r[1], -r[2], -r[3]),
+    )
+    assert cos.round(4).tolist().count(0) == 5  # only M3 shares a word ("about")
+    got = tiny_gated["no-correction"].query(q(text), 10).memory_ids
+    assert got == [r[0] for r in order]
+
+
+def test_remembered_entity_found_by_its_id(tiny_gated, tmp_path):
+    corpus, vectors = make_tiny()
+    arm = SqliteGatedArm()
+    arm.build(Corpus(memories=corpus.memories, entities=ENTITIES), vectors, tmp_path)
+    body = "Noted the new quota for the archive bucket."
+    new = pl.DataFrame(
+        {"memory_id": ["N1"], "body": [body], "created_day": [400], "entity_ids": [["QTA-12"]]}
+    )
+    from agentmem.arms.base import Embeddings
+
+    arm.remember(new, Embeddings(["N1"], fake_vector(body).reshape(1, -1)))
+    r = arm.query(q("what is qta-12 set to?"), 10).memory_ids
+    assert r[0] == "N1" and set(r) == {"N1", "M1", "M5"}  # M1, M5: bm25 of "set" alone
+    arm.close()
+    again = SqliteGatedArm()
+    again.open(tmp_path)
+    assert again.query(q("QTA-12"), 1).memory_ids == ["N1"]
+    again.close()
+
+
+def test_params_are_checked():
+    for bad in ({"key_k": 0}, {"text_k": 0}, {"dense_k": 0}, {"text_weight": -1}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            SqliteGatedArm(**bad)
+    with pytest.raises(ValueError, match="recency_weight"):
+        SqliteGatedArm(recency_weight=float("nan"))
+
+
+def test_explain_names_every_branch(tiny_gated):
+    plan = tiny_gated["default"].explain(q("CFG-799", wants_count=True))
+    for label in ("-- keys", "-- text", "-- dense", "-- count"):
+        assert label in plan
+    assert "memory_entities_entity_idx" in plan  # the keys branch reads the entity index
