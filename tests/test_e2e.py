@@ -402,12 +402,12 @@ def test_malformed_dataset_stops_before_any_job(tmp_path):
 
 
 def test_findings_across_corpora(smoke_run):
-    """The twelve findings on the study, the headline run and the further seed corpus."""
+    """The thirteen findings on the study, the headline run and the further seed corpus."""
     res = smoke_run / "results"
     t = pl.read_csv(res / "tables/findings.csv")
     corpora = ["study", "default", "seed-20260811"]
     assert list(dict.fromkeys(t["corpus"])) == corpora
-    assert t.height == 12 * len(corpora)
+    assert t.height == 13 * len(corpora)
     assert set(t["verdict"]) <= {"holds", "weakens", "flips", "n/a"}
     assert set(t.filter(corpus="study")["verdict"]) == {"holds"}
     # finding 1 on the headline run, by hand from its by-class table

@@ -8,6 +8,7 @@ import polars as pl
 import pytest
 
 from agentmem.report.headline import (
+    DESIGN_FINDINGS,
     HEADLINE_FINDINGS,
     across_seeds,
     by_class_seeds,
@@ -17,7 +18,7 @@ from agentmem.report.headline import (
 from agentmem.report.reference import published_lookup
 from agentmem.report.stats import seed_interval
 
-FINDING = {f.number: f for f in HEADLINE_FINDINGS}
+FINDING = {f.number: f for f in HEADLINE_FINDINGS + DESIGN_FINDINGS}
 
 
 def lookup(values: dict) -> callable:
@@ -68,6 +69,25 @@ def test_verdict_rules_hold_weaken_flip():
     mixed = {**both, cur("sqlite-hybrid"): 0.95, cur("pg-hybrid"): 0.6, cur("pg-btree"): 1.0}
     assert FINDING[3].stat(lookup(mixed)) == pytest.approx(-0.05)
     assert FINDING[3].verdict(lookup(mixed)) == "weakens"
+
+
+def test_the_recommended_design_rule():
+    nd = lambda arm, cls="all": ("by_class", arm, cls, "ndcg_at_10")  # noqa: E731
+    best = lambda cls="all": ("best_other", "sqlite-gated", cls, "ndcg_at_10")  # noqa: E731
+    classes = ("temporal", "provenance", "currency", "aggregate", "negation", "lexical")
+    classes += ("semantic", "hybrid")
+    even = {nd("sqlite-gated", c): 0.8 for c in classes} | {best(c): 0.8 for c in classes}
+    first = {**even, nd("sqlite-gated"): 0.9, best(): 0.76}
+    f = FINDING[13]
+    assert f.stat(lookup(first)) == pytest.approx(0.14)
+    assert f.verdict(lookup(first)) == "holds"
+    # first overall but 0.05 below the best other arm on one class: weakens
+    assert f.verdict(lookup({**first, nd("sqlite-gated", "temporal"): 0.75})) == "weakens"
+    # 0.03 below is still within the slack
+    assert f.verdict(lookup({**first, nd("sqlite-gated", "temporal"): 0.77})) == "holds"
+    assert f.verdict(lookup({**first, best(): 0.95})) == "flips"
+    assert f.verdict(lookup({nd("sqlite-gated"): 0.9})) == "n/a"
+    assert published_lookup().get(best()) is None  # the study has no such arm: n/a
 
 
 def test_compound_rules():
@@ -131,7 +151,7 @@ def test_findings_table_on_trees_and_carried_findings(tmp_path):
     ).write_csv(trials / "crash.csv")
     trees = trees_from({"seed-1": ("seed", "m", seed)}, head, "m")
     t = findings_table(trees, head, "m")
-    assert t.height == 12 * 3
+    assert t.height == 13 * 3
     cell = lambda num, corpus: t.filter(finding=num, corpus=corpus).row(0, named=True)  # noqa: E731
     assert cell(1, "study")["value"] == pytest.approx(0.789)
     assert cell(1, "default")["value"] == pytest.approx(0.75)

@@ -1,4 +1,4 @@
-"""The study's twelve headline findings (REFERENCE §7) as checks on our outputs.
+"""The study's twelve headline findings (REFERENCE §7) and our own claim as checks on outputs.
 
 Each :class:`HeadlineFinding` computes one statistic from a lookup (``ref -> value``, the
 keys of :class:`agentmem.report.reference.OurResults`), on the published numbers (the
@@ -47,10 +47,10 @@ Stat = Callable[[Lookup], float | None]
 
 @dataclass(frozen=True)
 class HeadlineFinding:
-    """One of the twelve findings of REFERENCE §7.
+    """One finding checked on every result tree: one of REFERENCE §7's twelve, or our own.
 
     Attributes:
-        number: its number in REFERENCE §7 (1-12).
+        number: its number in REFERENCE §7 (1-12), or 13 on for our own claims.
         claim: the finding in words.
         statistic: what the number is.
         stat: computes the statistic from a lookup (None when an input is missing).
@@ -357,6 +357,50 @@ HEADLINE_FINDINGS: tuple[HeadlineFinding, ...] = (
 )
 """The twelve findings of REFERENCE §7, in its order."""
 
+#: The arm built from the measurements (docs/arms/sqlite-gated.md) whose claim finding 13 checks.
+RECOMMENDED_ARM = "sqlite-gated"
+#: How far below the best other arm the recommended arm may fall in any class.
+CLASS_SLACK = 0.03
+_CLASSES = (*STRUCTURAL, "lexical", "semantic", "hybrid")
+
+
+def _design_margin(v: Lookup) -> float | None:
+    a, b = v(ndcg(RECOMMENDED_ARM)), v(("best_other", RECOMMENDED_ARM, "all", "ndcg_at_10"))
+    return a - b if need(a, b) else None
+
+
+def _design_worst_class(v: Lookup) -> float | None:
+    gaps = []
+    for c in _CLASSES:
+        a, b = v(ndcg(RECOMMENDED_ARM, c)), v(("best_other", RECOMMENDED_ARM, c, "ndcg_at_10"))
+        if need(a, b):
+            gaps.append(a - b)
+    return min(gaps) if gaps else None
+
+
+def _design_holds(v: Lookup) -> bool | None:
+    margin, worst = _design_margin(v), _design_worst_class(v)
+    return None if not need(margin, worst) else margin > 0 and worst >= -CLASS_SLACK - 1e-9
+
+
+DESIGN_FINDINGS: tuple[HeadlineFinding, ...] = (
+    HeadlineFinding(
+        13,
+        f"Beyond the study: the recommended design ({RECOMMENDED_ARM}) ranks first overall "
+        f"and within {CLASS_SLACK} of the best other arm in every class",
+        f"overall nDCG@10, {RECOMMENDED_ARM} − the best other arm run on the corpus "
+        "(the worst class gap in the rule)",
+        _design_margin,
+        f"holds > 0 with every class ≥ −{CLASS_SLACK}; flips < 0",
+        _design_holds,
+        _on(_design_margin, lambda x: x < 0),
+    ),
+)
+"""Our own claims, checked like the study's: the recommended design's (docs/arms/)."""
+
+#: Every finding the findings table shows, in its row order.
+ALL_FINDINGS: tuple[HeadlineFinding, ...] = HEADLINE_FINDINGS + DESIGN_FINDINGS
+
 
 FINDINGS_SCHEMA: dict[str, pl.DataType] = {
     "finding": pl.Int64,
@@ -402,7 +446,7 @@ def _lookup(tree: Tree, headline: OurResults) -> Lookup:
 def findings_table(
     trees: Sequence[Tree], headline_root: str | Path, main_size: str
 ) -> pl.DataFrame:
-    """Every finding of :data:`HEADLINE_FINDINGS` on every tree (columns :data:`FINDINGS_SCHEMA`).
+    """Every finding of :data:`ALL_FINDINGS` on every tree (columns :data:`FINDINGS_SCHEMA`).
 
     Args:
         trees: the trees in column order; include a ``Tree("study", "study", None, None)``
@@ -415,7 +459,7 @@ def findings_table(
     rows = []
     for tree in trees:
         v = _lookup(tree, headline)
-        for f in HEADLINE_FINDINGS:
+        for f in ALL_FINDINGS:
             carried = tree.kind not in ("study", "headline") and not f.corpus_dependent
             use = headline.get if carried else v
             rows.append(
@@ -462,7 +506,7 @@ def across_seeds(table: pl.DataFrame) -> pl.DataFrame:
     kinds = ["seed"]
     if not seed_sizes or seed_sizes == set(head["size"].to_list()):
         kinds.append("headline")
-    dependent = {f.number for f in HEADLINE_FINDINGS if f.corpus_dependent}
+    dependent = {f.number for f in ALL_FINDINGS if f.corpus_dependent}
     rows = []
     seeds = table.filter(pl.col("kind").is_in(kinds))
     for (num,), g in seeds.group_by(["finding"], maintain_order=True):
@@ -526,7 +570,7 @@ def findings_markdown(table: pl.DataFrame, seeds: pl.DataFrame) -> str:
             + " |"
         )
     lines += ["", "| # | statistic | verdict rule |", "|---|---|---|"]
-    for f in HEADLINE_FINDINGS:
+    for f in ALL_FINDINGS:
         lines.append(f"| {f.number} | {f.statistic} | {f.rule} |")
     lines += [
         "",

@@ -83,7 +83,8 @@ SECTIONS: list[tuple[str, str, str, tuple[str, ...]]] = [
     (
         "robustness",
         "9. Do the findings survive other seeds and corpus designs?",
-        "The study's twelve headline findings computed on the headline corpus, on further "
+        "The study's twelve headline findings, and the recommended design's claim (13), "
+        "computed on the headline corpus, on further "
         "corpus seeds and on design variants of the corpus (one generator choice changed "
         "each), with a verdict per corpus: holds, weakens or flips by the stated rule "
         "(docs/ROBUSTNESS.md).",
@@ -120,9 +121,9 @@ CAPTIONS = {
     "conversation": "Context tokens per turn and cumulative for append-everything and each "
     "configured arm (remember every turn, then recall), beside the seed's claims.",
     "decay": "Graph memory under Ebbinghaus decay over a simulated year.",
-    "findings": "The twelve headline findings (rows) per corpus (columns): green holds, amber "
-    "weakens, red flips, grey n/a; each cell shows the finding's statistic (italics: carried "
-    "from the headline run).",
+    "findings": "The twelve headline findings and the recommended design's claim (rows) per "
+    "corpus (columns): green holds, amber weakens, red flips, grey n/a; each cell shows "
+    "the finding's statistic (italics: carried from the headline run).",
 }
 
 TEMPLATE = """<!doctype html>
@@ -193,7 +194,7 @@ Python {{ env.python }}, SQLite {{ env.packages.sqlite }}, {{ env.cpus }} CPUs.<
 {% for row in capabilities[1:] %}<tr>{% for v in row %}<td>{{ v }}</td>{% endfor %}</tr>
 {% endfor %}</table>
 {% elif s.anchor == "robustness" %}
-{% if findings %}<div class="wide"><table><caption>The twelve findings per corpus: the
+{% if findings %}<div class="wide"><table><caption>The thirteen findings per corpus: the
 statistic and its verdict (carried: the finding reads no corpus; the headline run's value)
 </caption>
 <tr><th>finding</th>{% for c in findings.corpora %}<th>{{ c }}</th>{% endfor %}

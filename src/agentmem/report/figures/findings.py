@@ -1,4 +1,4 @@
-"""Figure: the twelve headline findings × corpora, coloured by verdict."""
+"""Figure: the headline findings (the study's twelve and our 13th) × corpora, by verdict."""
 
 from __future__ import annotations
 

@@ -33,7 +33,8 @@ class OurResults:
       ``tables/validation_{m}.csv``);
     - ``("probe", stat)``: ``tables/dense_probe_{m}.csv``;
     - ``("by_class", arm, class, column)``: ``tables/by_class.csv`` (else
-      ``tables/by_class_{m}.csv``);
+      ``tables/by_class_{m}.csv``); ``("best_other", arm, class, column)``: the largest
+      value of any other arm there;
     - ``("build", arm, key)``, ``("param", arm, name)``: ``builds/{m}/{arm}.json``;
     - ``("budget", arm, k, column)``: ``sweeps/budget.csv``;
     - ``("postfilter", arm, overfetch, column)``: ``sweeps/postfilter.csv`` (else
@@ -208,6 +209,16 @@ class OurResults:
     # --- §3 ---
     def _get_by_class(self, arm: str, cls: str, col: str) -> Any:
         return self._cell(self._sized("tables/by_class.csv"), col, arm=arm, query_class=cls)
+
+    def _get_best_other(self, arm: str, cls: str, col: str) -> Any:
+        """The largest ``col`` in class ``cls`` of any arm but ``arm`` (None: no other arm)."""
+        t = self._sized("tables/by_class.csv")
+        if t is None or col not in t.columns:
+            return None
+        t = t.filter((pl.col("arm") != arm) & (pl.col("query_class") == cls))
+        vals = [self._num(x) for x in t[col].to_list()]
+        vals = [x for x in vals if x is not None]
+        return max(vals) if vals else None
 
     def _get_build(self, arm: str, key: str) -> Any:
         b = self._load(f"builds/{self.main}/{arm}.json")
