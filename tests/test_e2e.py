@@ -11,6 +11,7 @@ import pytest
 from support.paths import LOCOMO, REPO
 from support.workflow import copy_workflow_config, run_snakemake
 
+from agentmem.arms import ARMS
 from agentmem.config import external_runs, load_config
 from agentmem.corpus.queries import QUERY_CLASSES
 from agentmem.external import score_dataset
@@ -108,6 +109,28 @@ def test_by_class_table_long_form(smoke_run):
     assert "Stale exposure by query class" in html
     # figures embedded: the study's and one per external dataset
     assert html.count("data:image/svg+xml;base64,") == len(FIGURES) + len(EXTERNAL)
+
+
+def test_ablation_sweep_beside_the_by_class_table(smoke_run):
+    t = pl.read_csv(smoke_run / "results/sweeps/ablation.csv")
+    assert set(t["arm"]) == {"sqlite-gated"}  # the one configured arm that declares ablations
+    variants = ["as configured", *ARMS["sqlite-gated"].ablations]
+    assert list(dict.fromkeys(t["variant"])) == variants
+    assert t.height == len(variants) * (len(QUERY_CLASSES) + 1)
+    # the configured rows are the timed run's scores (same store, same parameters)
+    bc = pl.read_csv(smoke_run / "results/tables/by_class.csv").filter(arm="sqlite-gated")
+    want = dict(zip(bc["query_class"], bc["ndcg_at_10"], strict=True))
+    conf = t.filter(variant="as configured")
+    for cls, got in zip(conf["query_class"], conf["ndcg_at_10"], strict=True):
+        assert got == pytest.approx(want[cls], abs=1e-9), cls
+    assert (conf["ndcg_change"] == 0).all()
+    row = t.filter(variant="no keys branch", query_class="all").row(0, named=True)
+    assert row["overrides"] == "keys=False"
+    assert row["ndcg_change"] == pytest.approx(row["ndcg_at_10"] - want["all"])
+    assert (
+        "| sqlite-gated | no gate (dense scan always) |"
+        in (smoke_run / "results/sweeps/ablation.md").read_text()
+    )
 
 
 def test_capture_and_report_record_the_versions(smoke_run):

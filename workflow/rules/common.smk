@@ -21,6 +21,7 @@ from agentmem.external.score import RUN_K
 from agentmem.jobs import CORPUS_FILES, CORPUS_TABLES
 from agentmem.report.reference import ANOMALY_ARM
 from agentmem.robustness import robustness_arms, robustness_corpora
+from agentmem.sweeps.ablation import ablated_arms
 from agentmem.sweeps.postfilter import postfilter_roles
 
 # 0) plug-in arms (entry-point group agentmem.arms) that clash with another arm's name, fail
@@ -84,6 +85,8 @@ SCALING_ENTRIES = [(a, s) for s in CFG.scaling_sizes for a in SCALING_ARMS]
 #: arms the post-filter sweep compares: the configured post-filtering arms it sweeps,
 #: then the in-search HNSW arms drawn as reference lines (from the arms' declarations)
 POSTFILTER_ARMS = [a for role in postfilter_roles(ARM_NAMES) for a in role]
+#: arms that declare ablations (each design choice removed in turn; agentmem.sweeps.ablation)
+ABLATION_ARMS = ablated_arms(ARM_NAMES)
 #: arms the conversation sweep drives (seed_systems.conversation.arms that are configured)
 CONVERSATION_ARMS = conversation_arms(CFG)
 #: the arms run on each further corpus (untimed)
@@ -237,6 +240,11 @@ def fleet_sources():
 def postfilter_stores():
     """Store directories of the post-filter arms at the main size (POSTFILTER_ARMS order)."""
     return expand("results/stores/{size}/{arm}", size=MAIN, arm=POSTFILTER_ARMS)
+
+
+def ablation_stores():
+    """Store directories of the ablated arms at the main size (ABLATION_ARMS order)."""
+    return expand("results/stores/{size}/{arm}", size=MAIN, arm=ABLATION_ARMS)
 
 
 def main_metrics():
@@ -445,6 +453,7 @@ def all_targets():
         "results/schema/er.mmd",
         f"results/tables/dense_probe_{MAIN}.csv",
         "results/sweeps/postfilter.csv",
+        *(["results/sweeps/ablation.csv"] if ABLATION_ARMS else []),
         "results/sweeps/budget.csv",
         "results/sweeps/scaling.csv",
         "results/capture.json",

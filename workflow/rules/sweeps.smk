@@ -26,6 +26,34 @@ rule run_postfilter_sweep:
         "../../scripts/run_postfilter_sweep.py"
 
 
+rule run_ablation_sweep:
+    input:
+        **corpus_files(*CORPUS_TABLES, "queries", "qrels", corpus=MAIN_CORPUS),
+        embeddings=f"results/embeddings/{MAIN}.parquet",
+        stores=ablation_stores(),
+        code=library_file("agentmem/sweeps/ablation.py"),
+    output:
+        csv="results/sweeps/ablation.csv",
+        md="results/sweeps/ablation.md",
+    log:
+        "results/logs/run_ablation_sweep.log",
+    benchmark:
+        "results/benchmarks/run_ablation_sweep.tsv"
+    # untimed (quality only): beside the timing jobs
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        background_slot=1,
+        mem_mb=2000,
+    params:
+        arms=ABLATION_ARMS,
+        k=CFG.run.k,
+        arm_params=dict(CFG.arm_params),
+    script:
+        "../../scripts/run_ablation_sweep.py"
+
+
 rule run_budget_sweep:
     input:
         **corpus_files(*CORPUS_TABLES, "queries", "qrels"),

@@ -281,6 +281,9 @@ class ArmBase:
     * ``candidate_unit``: what the sweep's factor ``x`` sets ``candidate_param`` to:
       ``"per-result"`` (``x`` itself, candidates per requested result, as ``overfetch``)
       or ``"list"`` (``k * x``, a list length, as ``ef``).
+    * ``ablations``: named constructor-parameter overrides, each taking one design choice
+      out of the arm; the ablation sweep (:mod:`agentmem.sweeps.ablation`) reopens the
+      arm's built store with each and scores the queries.
     """
 
     candidate_param: ClassVar[str | None] = None
@@ -289,6 +292,9 @@ class ArmBase:
     #: jobs that only read a built store (sweeps, probes) open a private copy of it, so two
     #: of them at once, or one beside a timing job, never meet the lock
     exclusive_store: ClassVar[bool] = False
+    #: variant name -> constructor overrides (over the configured parameters) that remove
+    #: one design choice; empty: the ablation sweep leaves the arm out
+    ablations: ClassVar[dict[str, dict[str, Any]]] = {}
 
     def integrity_check(self) -> tuple[str, list[str]]:
         """Run the engine's own consistency check on the open store.

@@ -154,9 +154,13 @@ class SqliteGatedArm(SqliteArm):
         dense_k: candidates the dense branch adds when it runs (default 50).
         key_weight, text_weight, dense_weight, correction_weight, recency_weight: the
             fusion weights (each >= 0; defaults 2, 1, 1, 0.5, 1).
+        keys: run the keys branch (default true; false: no entity is ever named).
+        gate: skip the dense scan when an entity is named (default true; false: scan
+            always).
 
     Raises:
-        ValueError: for a candidate count below 1 or a negative weight.
+        ValueError: for a candidate count below 1, a negative weight or a flag that is
+            not a bool.
     """
 
     name: ClassVar[str] = "sqlite-gated"
@@ -171,6 +175,15 @@ class SqliteGatedArm(SqliteArm):
         filter_stage="in-search",
     )
     vector_layout: ClassVar[VectorLayout] = QUANTISED_VECTORS
+    ablations: ClassVar[dict[str, dict[str, Any]]] = {
+        "no keys branch": {"keys": False},
+        "no gate (dense scan always)": {"gate": False},
+        "no bm25 score": {"text_weight": 0.0},
+        "no dense score": {"dense_weight": 0.0},
+        "no correction lift": {"correction_weight": 0.0},
+        "no recency": {"recency_weight": 0.0},
+        "no currency signal": {"correction_weight": 0.0, "recency_weight": 0.0},
+    }
     bare_call: ClassVar[BareCall] = BareCall(
         "execute + fetchall of the keys, text, dense-scan and candidate statements (the "
         "last bound to the ids the others returned) and the count",
@@ -188,6 +201,8 @@ class SqliteGatedArm(SqliteArm):
         dense_weight: float = 1.0,
         correction_weight: float = 0.5,
         recency_weight: float = 1.0,
+        keys: bool = True,
+        gate: bool = True,
     ) -> None:
         super().__init__()
         for label, n in (("key_k", key_k), ("text_k", text_k), ("dense_k", dense_k)):
@@ -207,6 +222,10 @@ class SqliteGatedArm(SqliteArm):
         self.key_weight, self.text_weight = float(key_weight), float(text_weight)
         self.dense_weight, self.correction_weight = float(dense_weight), float(correction_weight)
         self.recency_weight = float(recency_weight)
+        for label, flag in (("keys", keys), ("gate", gate)):
+            if not isinstance(flag, bool):
+                raise ValueError(f"{label} must be true or false, got {flag!r}")
+        self.keys, self.gate = keys, gate
 
     # ---------------------------------------------------------------------- build
     def build(self, corpus: Corpus, vectors: Embeddings, store_dir: Any) -> BuildStats:
@@ -311,12 +330,13 @@ class SqliteGatedArm(SqliteArm):
         """
         conn = self._db()
         stmts = self._statements(q)
-        out: dict[str, list[Any]] = {"keys": conn.execute(*stmts["keys"]).fetchall()}
+        keys = conn.execute(*stmts["keys"]).fetchall() if self.keys else []
+        out: dict[str, list[Any]] = {"keys": keys}
         text = stmts["text"]
         out["text"] = conn.execute(*text).fetchall() if text is not None else []
         named = out["keys"][0][2] if out["keys"] else 0
         dense = stmts["dense"]
-        out["dense"] = conn.execute(*dense).fetchall() if not named else []
+        out["dense"] = conn.execute(*dense).fetchall() if not (named and self.gate) else []
         ids = sorted({r[0] for branch in ("keys", "text", "dense") for r in out[branch]})
         out["candidates"] = []
         if ids:

@@ -1,0 +1,145 @@
+"""Ablation sweep: what each design choice of an arm is worth, one choice removed at a time.
+
+An arm declares its ablations (:attr:`~agentmem.arms.base.ArmBase.ablations`: variant
+name -> constructor overrides). The sweep reopens the arm's built store at the main size
+with its configured parameters, then with each variant's overrides on top, runs every
+query once (untimed) and scores nDCG@10 and recall@10 per query class and overall, with
+the change from the configured arm. Output ``results/sweeps/ablation.csv``; the
+recommended design's page (docs/arms/sqlite-gated.md) reads it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+from tqdm import tqdm
+
+from agentmem.arms import ARMS
+from agentmem.corpus.io import load_qrels, load_queries
+from agentmem.embeddings import load_embeddings
+from agentmem.metrics import ndcg_at_k, recall_at_k
+from agentmem.runner import opened
+
+#: The name of the unchanged arm's rows.
+CONFIGURED = "as configured"
+#: Columns of the sweep table.
+ABLATION_SCHEMA: dict[str, pl.DataType] = {
+    "arm": pl.String,
+    "variant": pl.String,
+    "overrides": pl.String,
+    "query_class": pl.String,
+    "queries": pl.Int64,
+    "ndcg_at_10": pl.Float64,
+    "recall_at_10": pl.Float64,
+    "ndcg_change": pl.Float64,
+}
+
+
+def ablated_arms(arm_names: Iterable[str]) -> list[str]:
+    """The configured arms that declare ablations, in the order given."""
+    return [a for a in arm_names if getattr(ARMS.get(a), "ablations", None)]
+
+
+def _scores(arm: Any, queries: list, rel: Mapping[str, set[str]], k: int) -> pl.DataFrame:
+    rows = []
+    for q in queries:
+        ids = arm.query(q, k).memory_ids
+        want = rel.get(q.query_id, set())
+        rows.append((q.query_class, ndcg_at_k(ids, want, k), recall_at_k(ids, want, k)))
+    return pl.DataFrame(rows, schema=["query_class", "ndcg", "recall"], orient="row")
+
+
+def ablation_sweep(
+    corpus_dir: str | Path,
+    embeddings_path: str | Path,
+    stores: Mapping[str, str | Path],
+    k: int = 10,
+    arm_params: Mapping[str, Mapping[str, Any] | None] | None = None,
+    progress: bool = True,
+) -> pl.DataFrame:
+    """Score each arm in ``stores`` as configured and under each of its ablations.
+
+    Args:
+        corpus_dir: corpus directory (queries and qrels Parquet files).
+        embeddings_path: the size's embeddings Parquet (query vectors).
+        stores: ``{arm name: store directory built by the pipeline}``; arms without
+            ablations are skipped.
+        k: the cut-off of nDCG and recall.
+        arm_params: arm name -> configured constructor parameters.
+        progress: show a tqdm bar per arm.
+
+    Returns:
+        Columns :data:`ABLATION_SCHEMA`: one row per arm × variant × class (``all`` last:
+        every query), ``ndcg_change`` the variant's nDCG@10 minus the configured arm's.
+
+    Raises:
+        ValueError: when an ablation names a parameter the arm does not take;
+        ``agentmem.arms.base.ArmError``: when a store does not open.
+    """
+    vectors = load_embeddings(embeddings_path)
+    queries = load_queries(corpus_dir, vectors)
+    rel: dict[str, set[str]] = {}
+    for qid, mid in load_qrels(corpus_dir).select("query_id", "memory_id").iter_rows():
+        rel.setdefault(qid, set()).add(mid)
+    frames = []
+    for name, store in stores.items():
+        variants = {CONFIGURED: {}, **getattr(ARMS[name], "ablations", {})}
+        if len(variants) == 1:
+            continue
+        base = dict((arm_params or {}).get(name) or {})
+        baseline: dict[str, float] = {}
+        for variant, overrides in tqdm(
+            variants.items(), desc=f"{name}: ablations", unit="variant", disable=not progress
+        ):
+            with opened(name, {**base, **overrides}, store) as arm:
+                s = _scores(arm, queries, rel, k)
+            by = (
+                s.group_by("query_class", maintain_order=True)
+                .agg(queries=pl.len(), ndcg_at_10=pl.mean("ndcg"), recall_at_10=pl.mean("recall"))
+                .vstack(
+                    s.select(
+                        query_class=pl.lit("all"),
+                        queries=pl.len(),
+                        ndcg_at_10=pl.mean("ndcg"),
+                        recall_at_10=pl.mean("recall"),
+                    )
+                )
+            )
+            if variant == CONFIGURED:
+                baseline = dict(zip(by["query_class"], by["ndcg_at_10"], strict=True))
+            frames.append(
+                by.with_columns(
+                    arm=pl.lit(name),
+                    variant=pl.lit(variant),
+                    overrides=pl.lit(", ".join(f"{p}={v}" for p, v in overrides.items())),
+                    ndcg_change=pl.col("ndcg_at_10")
+                    - pl.col("query_class").replace_strict(baseline, return_dtype=pl.Float64),
+                )
+            )
+    if not frames:
+        return pl.DataFrame(schema=ABLATION_SCHEMA)
+    out = pl.concat(frames).with_columns(pl.col("queries").cast(pl.Int64))
+    return out.select(list(ABLATION_SCHEMA))
+
+
+def ablation_markdown(table: pl.DataFrame) -> str:
+    """The sweep as Markdown: a row per arm × variant, nDCG@10 per class (change below)."""
+    if table.height == 0:
+        return "No configured arm declares ablations.\n"
+    classes = list(dict.fromkeys(table["query_class"].to_list()))
+    head = ["arm", "variant", *classes]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for (arm, variant), g in table.group_by(["arm", "variant"], maintain_order=True):
+        cell = {
+            r["query_class"]: (
+                f"{r['ndcg_at_10']:.3f}"
+                if variant == CONFIGURED
+                else f"{r['ndcg_at_10']:.3f} ({r['ndcg_change']:+.3f})"
+            )
+            for r in g.iter_rows(named=True)
+        }
+        lines.append("| " + " | ".join([arm, variant, *[cell.get(c, "") for c in classes]]) + " |")
+    return "\n".join(lines) + "\n"
