@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 from support.tiny import fake_vector, make_tiny
 
-from agentmem.arms.base import Corpus, Predicate, Query
+from agentmem.arms.base import ArmError, Corpus, Embeddings, Predicate, Query
 from agentmem.arms.sqlite import SqliteGatedArm
 from agentmem.arms.sqlite.gated import name_key, quantise, text_keys
 
@@ -65,6 +65,13 @@ def test_quantise_keeps_cosine_and_uses_the_int8_range():
     c /= np.linalg.norm(c, axis=1, keepdims=True)
     assert (np.sum(c * m, axis=1) > 0.9999).all()  # each code's cosine to its vector
     assert quantise(np.zeros((1, 384), dtype=np.float32)).tolist() == [[0] * 384]
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        quantise(np.full((1, 384), np.nan, dtype=np.float32))
+
+
+def test_non_finite_query_embedding_is_an_arm_error(tiny_gated):
+    with pytest.raises(ArmError, match="'q' embedding holds NaN or inf"):
+        tiny_gated["default"].query(Query("q", "CFG-799", np.full(384, np.inf)), 10)
 
 
 def test_text_keys_names_and_ids():
@@ -139,8 +146,6 @@ def test_remembered_entity_found_by_its_id(tiny_gated, tmp_path):
     new = pl.DataFrame(
         {"memory_id": ["N1"], "body": [body], "created_day": [400], "entity_ids": [["QTA-12"]]}
     )
-    from agentmem.arms.base import Embeddings
-
     arm.remember(new, Embeddings(["N1"], fake_vector(body).reshape(1, -1)))
     r = arm.query(q("what is qta-12 set to?"), 10).memory_ids
     assert r[0] == "N1" and set(r) == {"N1", "M1", "M5"}  # M1, M5: bm25 of "set" alone

@@ -67,8 +67,13 @@ def quantise(matrix: np.ndarray) -> np.ndarray:
 
     Returns:
         int8 ``(n, 384)``.
+
+    Raises:
+        ValueError: when a value is NaN or infinite.
     """
     m = np.asarray(matrix, dtype=np.float32)
+    if not np.isfinite(m).all():
+        raise ValueError("embeddings hold NaN or infinite values")
     peak = np.abs(m).max(axis=1, keepdims=True)
     peak[peak == 0] = 1.0
     return np.rint(m / peak * 127.0).astype(np.int8)
@@ -278,9 +283,11 @@ class SqliteGatedArm(SqliteArm):
         """The query embedding's int8 codes (:func:`quantise`).
 
         Raises:
-            ArmError: when the embedding is missing or not of size 384.
+            ArmError: when the embedding is missing, not of size 384 or not finite.
         """
         v = checked_vector(q.embedding, self.name, f"query {q.query_id!r}", VECTOR_DIM)
+        if not np.isfinite(v).all():
+            raise ArmError(f"{self.name}: query {q.query_id!r} embedding holds NaN or inf")
         return quantise(v.reshape(1, -1))[0].tobytes()
 
     def _statements(self, q: Query) -> dict[str, tuple[str, dict[str, Any]] | None]:
