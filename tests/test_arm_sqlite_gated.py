@@ -157,11 +157,45 @@ def test_remembered_entity_found_by_its_id(tiny_gated, tmp_path):
 
 
 def test_params_are_checked():
-    for bad in ({"key_k": 0}, {"text_k": 0}, {"dense_k": 0}, {"text_weight": -1}):
-        with pytest.raises(ValueError, match=next(iter(bad))):
-            SqliteGatedArm(**bad)
-    with pytest.raises(ValueError, match="recency_weight"):
-        SqliteGatedArm(recency_weight=float("nan"))
+    bad = [{"key_k": 0}, {"text_k": 2.5}, {"dense_k": None}, {"key_k": True}]
+    bad += [{"text_weight": -1}, {"dense_weight": float("inf")}, {"key_weight": "2"}]
+    bad += [{"recency_weight": float("nan")}, {"keys": 1}, {"gate": "no"}]
+    for params in bad:
+        with pytest.raises(ValueError, match=next(iter(params))):
+            SqliteGatedArm(**params)
+
+
+def test_without_keys_or_gate(tiny_gated, tmp_path):
+    corpus, vectors = make_tiny()
+    corpus = Corpus(memories=corpus.memories, entities=ENTITIES)
+    no_keys = SqliteGatedArm(keys=False)
+    no_keys.build(corpus, vectors, tmp_path / "no-keys")
+    always = SqliteGatedArm(gate=False)
+    always.open(tmp_path / "no-keys")  # the parameters do not change the store
+    # "ledger-gateway": with keys the gate keeps the dense scan off (4 linked memories);
+    # without the keys branch, or without the gate, the scan adds every memory
+    text = "notes on the ledger-gateway"
+    assert len(tiny_gated["default"].query(q(text), 10).memory_ids) == 4
+    assert len(no_keys.query(q(text), 10).memory_ids) == 6
+    assert len(always.query(q(text), 10).memory_ids) == 6
+    assert "-- keys" not in no_keys.explain(q(text)) and "-- keys" in always.explain(q(text))
+    no_keys.close()
+    always.close()
+
+
+def test_a_zero_vector_scores_cosine_zero(tmp_path):
+    corpus, vectors = make_tiny()
+    arm = SqliteGatedArm()
+    arm.build(corpus, vectors, tmp_path)
+    new = pl.DataFrame({"memory_id": ["Z1"], "body": ["blank"], "created_day": [1]})
+    arm.remember(new, Embeddings(["Z1"], np.zeros((1, 384), dtype=np.float32)))
+    r = arm.query(q("blank"), 10)  # Z1 by bm25; its cosine (undefined) counts as 0
+    assert r.memory_ids[0] == "Z1" and len(r.memory_ids) == 7
+    zero = Query("z", "what is it about", np.zeros(384, dtype=np.float32))
+    assert len(arm.query(zero, 10).memory_ids) == 7  # every cosine 0
+    # the correction M5 (+0.5), then newest first: M6 (day 320), M4 (day 200)
+    assert arm.query(zero, 3).memory_ids == ["M5", "M6", "M4"]
+    arm.close()
 
 
 def test_explain_names_every_branch(tiny_gated):

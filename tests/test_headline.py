@@ -90,6 +90,26 @@ def test_the_recommended_design_rule():
     assert published_lookup().get(best()) is None  # the study has no such arm: n/a
 
 
+def test_best_other_reads_the_by_class_table(tmp_path):
+    from agentmem.report.reference import OurResults
+
+    (tmp_path / "tables").mkdir()
+    pl.DataFrame(
+        {
+            "arm": ["sqlite-gated", "sqlite-fts", "pg-gin", "sqlite-gated", "sqlite-fts"],
+            "query_class": ["all", "all", "all", "lexical", "lexical"],
+            "ndcg_at_10": [0.91, 0.61, 0.64, 0.94, None],
+        }
+    ).write_csv(tmp_path / "tables/by_class.csv")
+    ours = OurResults(tmp_path, "m")
+    assert ours.get(("best_other", "sqlite-gated", "all", "ndcg_at_10")) == 0.64
+    assert ours.get(("best_other", "pg-gin", "all", "ndcg_at_10")) == 0.91
+    assert ours.get(("best_other", "sqlite-gated", "lexical", "ndcg_at_10")) is None  # no value
+    assert ours.get(("best_other", "sqlite-gated", "all", "mrr")) is None  # no such column
+    assert FINDING[13].stat(ours.get) == pytest.approx(0.27)
+    assert FINDING[13].verdict(ours.get) == "n/a"  # no class has two arms: no class gap
+
+
 def test_compound_rules():
     bpm = lambda arm: ("build", arm, "bytes_per_memory")  # noqa: E731
     overall = lambda arm: ("by_class", arm, "all", "ndcg_at_10")  # noqa: E731

@@ -67,7 +67,8 @@ def ablation_sweep(
         embeddings_path: the size's embeddings Parquet (query vectors).
         stores: ``{arm name: store directory built by the pipeline}``; arms without
             ablations are skipped.
-        k: the cut-off of nDCG and recall.
+        k: the cut-off of nDCG and recall (the columns are named for the configured 10,
+            as in ``by_class.csv``).
         arm_params: arm name -> configured constructor parameters.
         progress: show a tqdm bar per arm.
 
@@ -76,7 +77,8 @@ def ablation_sweep(
         every query), ``ndcg_change`` the variant's nDCG@10 minus the configured arm's.
 
     Raises:
-        ValueError: when an ablation names a parameter the arm does not take;
+        TypeError: when an ablation names a parameter the arm does not take;
+        ValueError: when it gives one a value the arm refuses;
         ``agentmem.arms.base.ArmError``: when a store does not open.
     """
     vectors = load_embeddings(embeddings_path)

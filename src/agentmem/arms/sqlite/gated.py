@@ -7,6 +7,7 @@ measurement behind it: docs/arms/sqlite-gated.md.
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 from collections.abc import Callable
@@ -38,8 +39,9 @@ MAX_NAME_WORDS = 4
 MAX_KEY_WORDS = 64
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
-# a hyphenated token (ADR-297, SVC-5345, billing-api): a candidate entity id as written
-_HYPHENATED = re.compile(r"[^\W_]+(?:-[^\W_]+)+", re.UNICODE)
+# words joined by hyphens (ADR-297, SVC-5345, billing-api): a candidate entity id as
+# written (the optional group keeps the match linear in the text's length)
+_HYPHENATED = re.compile(r"[^\W_]+(?:-[^\W_]+)*", re.UNICODE)
 
 _VECTORS_SQL = """
 CREATE TABLE memory_vectors(
@@ -119,7 +121,8 @@ def text_keys(text: str) -> tuple[list[str], list[str]]:
                 continue
             names[" ".join(words[i : i + n])] = None
     ids: dict[str, None] = {}
-    raw = _HYPHENATED.findall(text)[:MAX_KEY_WORDS] + _WORD.findall(text)[:MAX_KEY_WORDS]
+    hyphenated = [t for t in _HYPHENATED.findall(text) if "-" in t][:MAX_KEY_WORDS]
+    raw = hyphenated + _WORD.findall(text)[:MAX_KEY_WORDS]
     for tok in raw:
         if is_utf8(tok) and tok.lower() not in STOPWORDS:
             for form in (tok, tok.upper(), tok.lower()):
@@ -138,8 +141,9 @@ class SqliteGatedArm(SqliteArm):
       linked to them in ``memory_entities`` (up to ``key_k``);
     * text: FTS5 ``bm25()`` over the bodies, every term quoted (an identifier is one
       phrase), top ``text_k``;
-    * dense, behind a gate: only when the text names no stored entity, a scan of the
-      int8 vectors by cosine adds its top ``dense_k``.
+    * dense, behind a gate: only when the keys branch returns no memory (the text names
+      no stored entity, or none of its memories passes the filters), a scan of the int8
+      vectors by cosine adds its top ``dense_k``.
 
     Every candidate ``d`` then scores ``key_weight * e(d) + text_weight * t(d) +
     dense_weight * v(d) + correction_weight * c(d) + recency_weight * e(d) * r(d)``:
@@ -160,12 +164,12 @@ class SqliteGatedArm(SqliteArm):
         key_weight, text_weight, dense_weight, correction_weight, recency_weight: the
             fusion weights (each >= 0; defaults 2, 1, 1, 0.5, 1).
         keys: run the keys branch (default true; false: no entity is ever named).
-        gate: skip the dense scan when an entity is named (default true; false: scan
-            always).
+        gate: skip the dense scan when the keys branch returns memories (default true;
+            false: scan always).
 
     Raises:
-        ValueError: for a candidate count below 1, a negative weight or a flag that is
-            not a bool.
+        ValueError: for a candidate count that is not an integer >= 1, a weight that is
+            negative or not finite, or a flag that is not a bool.
     """
 
     name: ClassVar[str] = "sqlite-gated"
@@ -211,8 +215,8 @@ class SqliteGatedArm(SqliteArm):
     ) -> None:
         super().__init__()
         for label, n in (("key_k", key_k), ("text_k", text_k), ("dense_k", dense_k)):
-            if int(n) < 1:
-                raise ValueError(f"{label} must be >= 1, got {n}")
+            if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+                raise ValueError(f"{label} must be an integer >= 1, got {n!r}")
         weights = {
             "key_weight": key_weight,
             "text_weight": text_weight,
@@ -221,8 +225,8 @@ class SqliteGatedArm(SqliteArm):
             "recency_weight": recency_weight,
         }
         for label, w in weights.items():
-            if not float(w) >= 0:
-                raise ValueError(f"{label} must be >= 0, got {w}")
+            if not isinstance(w, int | float) or not math.isfinite(w) or w < 0:
+                raise ValueError(f"{label} must be a finite number >= 0, got {w!r}")
         self.key_k, self.text_k, self.dense_k = int(key_k), int(text_k), int(dense_k)
         self.key_weight, self.text_weight = float(key_weight), float(text_weight)
         self.dense_weight, self.correction_weight = float(dense_weight), float(correction_weight)
@@ -321,39 +325,39 @@ class SqliteGatedArm(SqliteArm):
             )
         dense = (
             "SELECT m.id FROM memory_vectors AS v JOIN memories AS m ON m.id = v.id "
-            f"WHERE {cond} ORDER BY vec_distance_cosine(vec_int8(v.embedding), vec_int8(:q8)), "
+            f"WHERE {cond} ORDER BY coalesce(vec_distance_cosine(vec_int8(v.embedding), "
+            "vec_int8(:q8)), 2), "
             "m.created_day DESC, m.seq DESC LIMIT :dk",
             {**params, "q8": self._query_code(q), "dk": self.dense_k},
         )
         return {"keys": keys, "text": text, "dense": dense}
 
-    def _gather(self, q: Query) -> dict[str, list[Any]]:
-        """Run the statements for ``q``; return their rows by branch.
+    def _gather(self, stmts: dict[str, tuple[str, dict[str, Any]] | None]) -> dict[str, list[Any]]:
+        """Run the statements of :meth:`_statements`; return their rows by branch.
 
-        ``keys`` rows are ``(id, entities linked, entities named)``, ``text`` rows ``(id,
-        -bm25)``, ``dense`` rows ``(id,)`` (empty when an entity is named); ``candidates``
-        rows ``(id, memory_id, created_day, seq, cosine, supersedes another)`` for every
-        id the branches returned.
+        ``keys`` rows are ``(id, entities linked, entities named)`` (none when ``keys`` is
+        off), ``text`` rows ``(id, -bm25)``, ``dense`` rows ``(id,)`` (none when the keys
+        branch returned rows and ``gate`` is on); ``candidates`` rows ``(id, memory_id,
+        created_day, seq, cosine (0 for a zero vector), supersedes another)`` for every id
+        the branches returned.
         """
         conn = self._db()
-        stmts = self._statements(q)
-        keys = conn.execute(*stmts["keys"]).fetchall() if self.keys else []
+        keys_stmt, text, dense = stmts["keys"], stmts["text"], stmts["dense"]
+        keys = conn.execute(*keys_stmt).fetchall() if self.keys and keys_stmt else []
         out: dict[str, list[Any]] = {"keys": keys}
-        text = stmts["text"]
         out["text"] = conn.execute(*text).fetchall() if text is not None else []
-        named = out["keys"][0][2] if out["keys"] else 0
-        dense = stmts["dense"]
-        out["dense"] = conn.execute(*dense).fetchall() if not (named and self.gate) else []
+        gated = bool(keys) and self.gate
+        out["dense"] = conn.execute(*dense).fetchall() if dense is not None and not gated else []
         ids = sorted({r[0] for branch in ("keys", "text", "dense") for r in out[branch]})
         out["candidates"] = []
         if ids:
             out["candidates"] = conn.execute(
                 "SELECT m.id, m.memory_id, m.created_day, m.seq, "
-                "1 - vec_distance_cosine(vec_int8(v.embedding), vec_int8(:q8)), "
+                "coalesce(1 - vec_distance_cosine(vec_int8(v.embedding), vec_int8(:q8)), 0), "
                 "EXISTS (SELECT 1 FROM memories AS o WHERE o.superseded_by = m.memory_id) "
                 "FROM memories AS m JOIN memory_vectors AS v ON v.id = m.id "
                 "WHERE m.id IN (SELECT value FROM json_each(:ids))",
-                {"q8": dense[1]["q8"], "ids": json.dumps(ids)},
+                {"q8": dense[1]["q8"] if dense else b"", "ids": json.dumps(ids)},
             ).fetchall()
         return out
 
@@ -394,7 +398,7 @@ class SqliteGatedArm(SqliteArm):
         """
         conn = self._db()
         try:
-            ids = self._fuse(self._gather(q), k) if k > 0 else []
+            ids = self._fuse(self._gather(self._statements(q)), k) if k > 0 else []
             count = None
             if q.wants_count:
                 count = int(conn.execute(*self._count_sql(q)).fetchall()[0][0])
@@ -407,17 +411,20 @@ class SqliteGatedArm(SqliteArm):
     def raw_query_call(self, q: Query, k: int) -> Callable[[], list[Any]]:
         """Return a zero-argument function making exactly the driver calls :meth:`query` makes.
 
-        It returns the gathered rows by branch (``None`` when ``k <= 0``) and the count's
-        rows (``[]`` unless ``q.wants_count``), with no fusion.
+        The statements and bindings are built here, once; each call runs them (the
+        candidates' statement bound to the ids the branches returned) and returns the
+        gathered rows by branch (``None`` when ``k <= 0``) and the count's rows (``[]``
+        unless ``q.wants_count``), with no fusion.
 
         Raises:
-            ArmError: when the store is not open.
+            ArmError: when the store is not open or the embedding is malformed.
         """
         conn = self._db()
+        stmts = self._statements(q)
         count = self._count_sql(q) if q.wants_count else None
 
         def call() -> list[Any]:
-            rows = self._gather(q) if k > 0 else None
+            rows = self._gather(stmts) if k > 0 else None
             return [rows, conn.execute(*count).fetchall() if count is not None else []]
 
         return call
@@ -429,12 +436,13 @@ class SqliteGatedArm(SqliteArm):
     def explain(self, q: Query, k: int = 10) -> str:
         """Return EXPLAIN QUERY PLAN of the keys, text and dense statements (and the count).
 
-        The dense scan runs only when the keys branch names no entity; the candidates'
-        cosine and supersession flags are then read by ``id`` (not shown).
+        The dense scan runs only when the keys branch returns no memory (or the gate is
+        off); the candidates' cosine and supersession flags are then read by ``id`` (not
+        shown). Without the keys branch (``keys`` off) its plan is left out.
         """
         conn = self._db()
         parts: list[str] = []
-        stmts = list(self._statements(q).items())
+        stmts = [(n, s) for n, s in self._statements(q).items() if n != "keys" or self.keys]
         if q.wants_count:
             stmts.append(("count", self._count_sql(q)))
         for label, stmt in stmts:
