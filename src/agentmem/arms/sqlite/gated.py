@@ -298,7 +298,7 @@ class SqliteGatedArm(SqliteArm):
         """The statements whose bindings come from the query alone: keys, text, dense.
 
         ``text`` is ``None`` when the text has no search terms; ``dense`` runs only when
-        the keys branch names no entity.
+        the keys branch returns no memory (or the gate is off).
         """
         cond, params = predicate_sql(q.filters)
         names, ids = text_keys(q.text or "")
