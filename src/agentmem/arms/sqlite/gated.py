@@ -29,7 +29,7 @@ from agentmem.arms.base import (
     checked_vector,
 )
 from agentmem.arms.sqlite.rows import VectorLayout
-from agentmem.arms.sqlite.sql import explain_statement, predicate_sql
+from agentmem.arms.sqlite.sql import predicate_sql
 from agentmem.arms.sqlite.store import SqliteArm
 from agentmem.text import STOPWORDS, fts5_match, is_utf8
 
@@ -433,24 +433,13 @@ class SqliteGatedArm(SqliteArm):
         """Return the ids :meth:`query` makes of ``raw`` (:meth:`raw_query_call`'s output)."""
         return self._fuse(raw[0], k) if raw and raw[0] is not None else []
 
-    def explain(self, q: Query, k: int = 10) -> str:
-        """Return EXPLAIN QUERY PLAN of the keys, text and dense statements (and the count).
+    def _plan_statements(
+        self, q: Query, k: int
+    ) -> list[tuple[str, tuple[str, dict[str, Any]] | None]]:
+        """The keys (unless ``keys`` is off), text and dense statements for :meth:`explain`.
 
         The dense scan runs only when the keys branch returns no memory (or the gate is
         off); the candidates' cosine and supersession flags are then read by ``id`` (not
-        shown). Without the keys branch (``keys`` off) its plan is left out.
+        shown).
         """
-        conn = self._db()
-        parts: list[str] = []
-        stmts = [(n, s) for n, s in self._statements(q).items() if n != "keys" or self.keys]
-        if q.wants_count:
-            stmts.append(("count", self._count_sql(q)))
-        for label, stmt in stmts:
-            if stmt is None:
-                parts.append(f"-- {label}: no statement runs (the text has no search terms)")
-                continue
-            try:
-                parts.append(explain_statement(conn, label, *stmt))
-            except apsw.Error as exc:
-                raise ArmError(f"{self.name}: explain on {self._path} failed: {exc}") from exc
-        return "\n".join(parts)
+        return [(n, st) for n, st in self._statements(q).items() if n != "keys" or self.keys]

@@ -388,14 +388,13 @@ class SqliteArm(ArmBase):
             k: the result size bound into ``LIMIT`` (does not change the plan shape).
 
         Returns:
-            One block per statement (ranking, then count when ``q.wants_count``), each an
+            One block per statement (:meth:`_plan_statements`: the ranking; then the count
+            when ``q.wants_count``), each an
             indented plan tree; a note instead when no ranking statement runs.
         """
         conn = self._db()
         parts: list[str] = []
-        stmts: list[tuple[str, tuple[str, dict[str, Any]] | None]] = [
-            ("ranking", self._ranking(q, max(k, 1)))
-        ]
+        stmts = self._plan_statements(q, k)
         if q.wants_count:
             stmts.append(("count", self._count_sql(q)))
         for label, stmt in stmts:
@@ -407,6 +406,12 @@ class SqliteArm(ArmBase):
             except apsw.Error as exc:
                 raise ArmError(f"{self.name}: explain on {self._path} failed: {exc}") from exc
         return "\n".join(parts)
+
+    def _plan_statements(
+        self, q: Query, k: int
+    ) -> list[tuple[str, tuple[str, dict[str, Any]] | None]]:
+        """The labelled statements :meth:`explain` shows before the count (``None``: none runs)."""
+        return [("ranking", self._ranking(q, max(k, 1)))]
 
     # -------------------------------------------------------------------- storage
     def storage(self) -> StorageStats:
