@@ -389,8 +389,8 @@ class SqliteArm(ArmBase):
 
         Returns:
             One block per statement (:meth:`_plan_statements`: the ranking; then the count
-            when ``q.wants_count``), each an
-            indented plan tree; a note instead when no ranking statement runs.
+            when ``q.wants_count``), each an indented plan tree; a note instead when a
+            statement does not run.
         """
         conn = self._db()
         parts: list[str] = []
