@@ -436,7 +436,14 @@ def test_findings_across_corpora(smoke_run):
     assert list(dict.fromkeys(t["corpus"])) == corpora
     assert t.height == 13 * len(corpora)
     assert set(t["verdict"]) <= {"holds", "weakens", "flips", "n/a"}
-    assert set(t.filter(corpus="study")["verdict"]) == {"holds"}
+    study = t.filter(corpus="study")
+    assert set(study.filter(pl.col("finding") <= 12)["verdict"]) == {"holds"}
+    assert study.filter(finding=13)["verdict"].to_list() == ["n/a"]  # the study had no such arm
+    # finding 13 on the headline run, by hand: sqlite-gated's overall margin
+    allc = pl.read_csv(res / "tables/by_class.csv").filter(query_class="all")
+    overall = dict(zip(allc["arm"], allc["ndcg_at_10"], strict=True))
+    margin = overall.pop("sqlite-gated") - max(overall.values())
+    assert t.filter(finding=13, corpus="default")["value"][0] == pytest.approx(margin)
     # finding 1 on the headline run, by hand from its by-class table
     bc = pl.read_csv(res / "tables/by_class.csv").filter(query_class="lexical")
     lex = dict(zip(bc["arm"], bc["ndcg_at_10"], strict=True))

@@ -143,12 +143,14 @@ def test_paired_bootstrap_errors():
         paired_bootstrap({"a": a, "b": a}, [("a", "b")], metric="latency_ms")
 
 
-def test_configured_pairs_are_the_studys_and_keep_only_configured_arms():
+def test_configured_pairs_are_the_studys_and_ours_and_keep_only_configured_arms():
     from agentmem.config import load_config, paired_tests
 
     cfg = load_config(REPO / "config" / "config.yaml")
     assert paired_tests(cfg) == [
         ["sqlite-fts", "sqlite-hybrid"],
+        ["sqlite-gated", "sqlite-fts"],
+        ["sqlite-gated", "sqlite-hybrid"],
         ["sqlite-fts", "pg-gin"],
         ["pg-hybrid", "pg-hnsw"],
         ["sqlite-fts", "file-jsonl"],

@@ -38,7 +38,6 @@ BUILTIN_ARMS: dict[str, type[Arm]] = {
         SqliteFtsArm,
         SqliteBtreeArm,
         SqliteHybridArm,
-        SqliteGatedArm,
         PgBtreeArm,
         PgGinArm,
         PgHnswArm,
@@ -54,6 +53,8 @@ BUILTIN_ARMS: dict[str, type[Arm]] = {
         LangGraphStoreArm,
         Mem0QdrantArm,
         Mem0FaissArm,
+        # the design the measurements recommend (last: every other arm keeps its colour)
+        SqliteGatedArm,
     )
 }
 
