@@ -159,7 +159,7 @@ def test_remembered_entity_found_by_its_id(tiny_gated, tmp_path):
 def test_params_are_checked():
     bad = [{"key_k": 0}, {"text_k": 2.5}, {"dense_k": None}, {"key_k": True}]
     bad += [{"text_weight": -1}, {"dense_weight": float("inf")}, {"key_weight": "2"}]
-    bad += [{"recency_weight": float("nan")}, {"keys": 1}, {"gate": "no"}]
+    bad += [{"recency_weight": float("nan")}, {"keys": 1}, {"gate": "no"}, {"text_weight": True}]
     for params in bad:
         with pytest.raises(ValueError, match=next(iter(params))):
             SqliteGatedArm(**params)

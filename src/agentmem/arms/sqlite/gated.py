@@ -225,7 +225,12 @@ class SqliteGatedArm(SqliteArm):
             "recency_weight": recency_weight,
         }
         for label, w in weights.items():
-            if not isinstance(w, int | float) or not math.isfinite(w) or w < 0:
+            if (
+                isinstance(w, bool)
+                or not isinstance(w, int | float)
+                or not math.isfinite(w)
+                or w < 0
+            ):
                 raise ValueError(f"{label} must be a finite number >= 0, got {w!r}")
         self.key_k, self.text_k, self.dense_k = int(key_k), int(text_k), int(dense_k)
         self.key_weight, self.text_weight = float(key_weight), float(text_weight)

@@ -197,16 +197,6 @@ class SqliteArm(ArmBase):
         except apsw.Error as exc:
             conn.close()
             raise ArmError(f"{self.name}: {path} is not a readable SQLite database: {exc}") from exc
-        if need - have:
-            conn.close()
-            raise ArmError(f"{self.name}: {path} lacks tables {sorted(need - have)}")
-        cols = {r[1] for r in conn.execute("PRAGMA table_info(memories)")}
-        if set(MEMORY_COLUMNS) - cols:
-            conn.close()
-            raise ArmError(
-                f"{self.name}: {path} lacks memories columns {sorted(set(MEMORY_COLUMNS) - cols)}"
-                " (built by an older layout); rebuild the store"
-            )
         built_by = conn.execute("PRAGMA application_id").fetchall()[0][0]
         if built_by not in (0, self._application_id()):
             conn.close()
@@ -221,6 +211,16 @@ class SqliteArm(ArmBase):
             raise ArmError(
                 f"{self.name}: {path} was built by {other}; open it with that arm (writing "
                 f"through {self.name} would leave that arm's indexes out of step)"
+            )
+        if need - have:
+            conn.close()
+            raise ArmError(f"{self.name}: {path} lacks tables {sorted(need - have)}")
+        cols = {r[1] for r in conn.execute("PRAGMA table_info(memories)")}
+        if set(MEMORY_COLUMNS) - cols:
+            conn.close()
+            raise ArmError(
+                f"{self.name}: {path} lacks memories columns {sorted(set(MEMORY_COLUMNS) - cols)}"
+                " (built by an older layout); rebuild the store"
             )
         conn.execute("PRAGMA synchronous=FULL")  # remember: durable on return
         self._conn, self._path = conn, path
