@@ -156,6 +156,30 @@ def test_remembered_entity_found_by_its_id(tiny_gated, tmp_path):
     again.close()
 
 
+def test_a_correction_inherits_the_links_of_what_it_corrects(tmp_path):
+    corpus, vectors = make_tiny()
+    arm = SqliteGatedArm()
+    arm.build(corpus, vectors, tmp_path)
+    body = "Out of date: the chat question was answered after all."  # names no entity
+    new = pl.DataFrame({"memory_id": ["N1"], "body": [body], "created_day": [400]})
+    new = new.with_columns(supersedes=pl.lit(["M3"]))
+    arm.remember(new, Embeddings(["N1"], fake_vector(body).reshape(1, -1)))
+    body2 = "Out of date again: it was never answered."
+    new2 = pl.DataFrame({"memory_id": ["N2"], "body": [body2], "created_day": [401]})
+    new2 = new2.with_columns(supersedes=pl.lit(["N1"]))
+    arm.remember(new2, Embeddings(["N2"], fake_vector(body2).reshape(1, -1)))
+    # N1 and N2 carry no entity and no "CFG-799"; M3 is linked to CFG-799, N1 supersedes
+    # M3 and N2 supersedes N1: both inherit the link (without it the gate would leave N2
+    # out: no term, no entity); the current memories about CFG-799 are N2 and M5
+    current = arm.query(q("CFG-799", Predicate("superseded_by", "is_null")), 10).memory_ids
+    assert set(current) == {"N2", "M5"}  # M1, M2 (superseded by M5), M3, N1: superseded
+    everything = arm.query(q("CFG-799"), 10).memory_ids
+    assert {"N1", "N2", "M3"} <= set(everything)
+    # the newest word on the chain ranks above the words it replaced
+    assert everything.index("N2") < everything.index("N1") < everything.index("M3")
+    arm.close()
+
+
 def test_params_are_checked():
     bad = [{"key_k": 0}, {"text_k": 2.5}, {"dense_k": None}, {"key_k": True}]
     bad += [{"text_weight": -1}, {"dense_weight": float("inf")}, {"key_weight": "2"}]

@@ -138,7 +138,8 @@ class SqliteGatedArm(SqliteArm):
 
     * keys: the entities the text names (an entity id such as ``ADR-297`` as written,
       or an entity name such as ``billing-api``, :func:`text_keys`) and the memories
-      linked to them in ``memory_entities`` (up to ``key_k``);
+      linked to them in ``memory_entities``, each with the memories that supersede it,
+      down the chain (a correction is about what it corrects; up to ``key_k``);
     * text: FTS5 ``bm25()`` over the bodies, every term quoted (an identifier is one
       phrase), top ``text_k``;
     * dense, behind a gate: only when the keys branch returns no memory (the text names
@@ -308,13 +309,19 @@ class SqliteGatedArm(SqliteArm):
         cond, params = predicate_sql(q.filters)
         names, ids = text_keys(q.text or "")
         keys = (
-            "WITH ents AS (SELECT entity_id FROM entity_names "
+            "WITH RECURSIVE ents AS (SELECT entity_id FROM entity_names "
             "WHERE name IN (SELECT value FROM json_each(:names)) UNION "
             "SELECT entity_id FROM memory_entities "
-            "WHERE entity_id IN (SELECT value FROM json_each(:ids))) "
-            "SELECT m.id, count(*) AS hits, (SELECT count(*) FROM ents) AS named "
-            "FROM memory_entities AS me JOIN memories AS m ON m.memory_id = me.memory_id "
-            f"WHERE me.entity_id IN (SELECT entity_id FROM ents) AND {cond} "
+            "WHERE entity_id IN (SELECT value FROM json_each(:ids))), "
+            "linked AS (SELECT me.memory_id, count(*) AS hits FROM memory_entities AS me "
+            "WHERE me.entity_id IN (SELECT entity_id FROM ents) GROUP BY me.memory_id), "
+            # a correction is about what it corrects: it inherits the links, down the chain
+            "chain(memory_id, hits) AS (SELECT memory_id, hits FROM linked UNION "
+            "SELECT o.superseded_by, c.hits FROM chain AS c "
+            "JOIN memories AS o ON o.memory_id = c.memory_id WHERE o.superseded_by IS NOT NULL) "
+            "SELECT m.id, max(c.hits) AS hits, (SELECT count(*) FROM ents) AS named "
+            "FROM chain AS c JOIN memories AS m ON m.memory_id = c.memory_id "
+            f"WHERE {cond} "
             "GROUP BY m.id ORDER BY hits DESC, m.created_day DESC, m.seq DESC LIMIT :kk",
             {**params, "names": json.dumps(names), "ids": json.dumps(ids), "kk": self.key_k},
         )
