@@ -556,6 +556,96 @@ def test_structural_errors_name_file_line_field(tmp_path, name, line, text, mess
     assert not (tmp_path / "out").exists()  # nothing written
 
 
+# ------------------------------------------------------------------ characters no arm can store
+
+#: (file, line, replacement with <C> where the character goes, field, the value as shown)
+CHAR_CASES = [
+    ("corpus.jsonl", 2,
+     '{"_id": "a1-2<C>", "text": "t", "session": "a1", "day": 0, "scope": "alice"}',
+     "_id", '"a1-2<C>"'),
+    ("corpus.jsonl", 2,
+     '{"_id": "a1-2", "text": "Alice works as a nurse <C>at the city hospital.", '
+     '"session": "a1", "day": 0, "scope": "alice", "source": "Alice"}',
+     "text", '..."ce works as a nurse <C>at the city hospital."'),
+    ("corpus.jsonl", 2, '{"_id": "a1-2", "text": "t", "session": "a1<C>", "day": 0}',
+     "session", '"a1<C>"'),
+    ("corpus.jsonl", 2,
+     '{"_id": "a1-2", "text": "t", "session": "a1", "day": 0, "scope": "alice<C>"}',
+     "scope", '"alice<C>"'),
+    ("corpus.jsonl", 2,
+     '{"_id": "a1-2", "text": "t", "session": "a1", "day": 0, "scope": "alice", '
+     '"source": "<C>Alice"}',
+     "source", '"<C>Alice"'),
+    ("corpus.jsonl", 6,
+     '{"_id": "a2-3", "text": "t", "session": "a2", "day": 3, "scope": "alice", '
+     '"kind": "semantic<C>"}',
+     "kind", '"semantic<C>"'),
+    ("corpus.jsonl", 6,
+     '{"_id": "a2-3", "text": "t", "session": "a2", "day": 3, "scope": "alice", '
+     '"evidence": ["a1-1", "a1-2<C>"]}',
+     "evidence", '"a1-2<C>"'),
+    ("corpus.jsonl", 1,
+     '{"_id": "a1-1", "title": "pets<C>", "text": "t", "session": "a1", "day": 0, '
+     '"scope": "alice"}',
+     "title", '"pets<C>"'),
+    ("corpus.jsonl", 1,
+     '{"_id": "a1-1", "text": "t", "session": "a1", "day": 0, "scope": "alice", '
+     '"metadata": {"origin": ["chat<C>"]}}',
+     "metadata", '"chat<C>"'),
+    ("queries.jsonl", 1, '{"_id": "q1<C>", "text": "t", "category": "fact"}', "_id", '"q1<C>"'),
+    ("queries.jsonl", 1,
+     '{"_id": "q1", "text": "What is the name of Alice\'s cat<C>?", "category": "fact"}',
+     "text", '..." name of Alice\'s cat<C>?"'),
+    ("queries.jsonl", 1, '{"_id": "q1", "text": "t", "category": "fact<C>"}',
+     "category", '"fact<C>"'),
+    ("queries.jsonl", 1, '{"_id": "q1", "text": "t", "category": "fact", "scope": "alice<C>"}',
+     "scope", '"alice<C>"'),
+    ("queries.jsonl", 3,
+     '{"_id": "q3", "text": "t", "category": "temporal", "evidence": ["a1-1", "<C>"]}',
+     "evidence", '"<C>"'),
+    ("dataset.json", 4, '  "name": "tiny-memory<C>",', "name", '"tiny-memory<C>"'),
+    ("dataset.json", 6,
+     '  "description": "Hand-made: two users\' notes<C> in six sessions, six questions.",',
+     "description", '..."de: two users\' notes<C> in six sessions, six questions."'),
+    ("dataset.json", 9, '  "categories": ["fact", "temporal<C>", "multi-hop"]',
+     "categories", '"temporal<C>"'),
+]  # fmt: skip
+#: qrels.tsv holds raw characters (a lone surrogate there is not UTF-8: refused as such)
+QRELS_CHAR_CASES = [
+    ("qrels.tsv", 2, "q1<C>\ta1-1\t2", "query-id", '"q1<C>"'),
+    ("qrels.tsv", 2, "q1\ta1-1<C>\t2", "corpus-id", '"a1-1<C>"'),
+    ("qrels.tsv", 2, "q1\ta1-1\t2<C>", "score", '"2<C>"'),
+]
+NUL = "expected no NUL character (U+0000; PostgreSQL text cannot hold it)"
+
+
+def _refused(tmp_path: Path, name: str, line: int, text: str) -> DatasetError:
+    d = _copy(tmp_path)
+    _edit(d, name, line, text)
+    with pytest.raises(DatasetError) as exc:
+        prepare_dataset(d, tmp_path / "out")
+    assert not (tmp_path / "out").exists()  # nothing written
+    return exc.value
+
+
+def _case_id(case: tuple[str, int, str, str, str]) -> str:
+    return f"{case[0]}:{case[1]}:{case[3]}"
+
+
+@pytest.mark.parametrize(
+    ("name", "line", "text", "field", "shown"),
+    CHAR_CASES + QRELS_CHAR_CASES,
+    ids=[_case_id(c) for c in CHAR_CASES + QRELS_CHAR_CASES],
+)
+def test_nul_character_is_refused_in_every_string_field(tmp_path, name, line, text, field, shown):
+    raw = "\x00" if name == "qrels.tsv" else "\\u0000"
+    exc = _refused(tmp_path, name, line, text.replace("<C>", raw))
+    d = tmp_path / "ds"
+    want = f"{d / name}:{line}: {field}: {NUL}, got {shown.replace('<C>', chr(92) + 'u0000')}"
+    assert str(exc) == want
+    assert (exc.path, exc.line, exc.field) == (d / name, line, field)
+
+
 def test_missing_files_and_directory(tmp_path):
     with pytest.raises(DatasetError, match="no such directory"):
         read_dataset(tmp_path / "nowhere")

@@ -7,10 +7,10 @@ A dataset is a directory of four files (full specification: ``docs/DATASETS.md``
 ``evidence``) and ``qrels.tsv`` (BEIR: ``query-id``, ``corpus-id``, ``score``).
 
 Structural errors (bad JSON, a missing or mistyped field, a duplicate id, a bad header,
-a non-integer score) stop reading with :class:`DatasetError`, whose message names the file,
-the 1-based line and the field. Referential problems (a qrel naming an unknown memory or
-query, a query whose scope holds no memory, ...) are collected as :class:`Issue` rows and
-reported, never silently dropped.
+a non-integer score, a NUL character in any string) stop reading with :class:`DatasetError`,
+whose message names the file, the 1-based line and the field. Referential problems (a qrel
+naming an unknown memory or query, a query whose scope holds no memory, ...) are collected
+as :class:`Issue` rows and reported, never silently dropped.
 """
 
 from __future__ import annotations
@@ -75,6 +75,11 @@ ISSUE_KINDS = {
     "no-relevant": "a query with no relevant memory and no evidence (query skipped)",
 }
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+#: characters no string of a dataset may hold, each with the problem it reports
+_UNSTORABLE = re.compile("[\x00]")
+_UNSTORABLE_PROBLEM = {
+    "\x00": "expected no NUL character (U+0000; PostgreSQL text cannot hold it)",
+}
 
 
 class DatasetError(ValueError):
@@ -173,6 +178,38 @@ def _got(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def _excerpt(text: str, at: int) -> str:
+    """``text`` as :func:`_got` shows it, from at most 20 characters before index ``at``."""
+    start = max(0, at - 20)
+    return ("..." if start else "") + _got(text[start:])
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string of a parsed JSON value: itself, or the keys and values nested in it."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield k
+            yield from _strings(v)
+
+
+def _check_chars(path: Path, no: int | None, key: str, value: Any) -> None:
+    """Refuse a character no arm can store in any string of ``value`` (field ``key``).
+
+    Raises:
+        DatasetError: naming ``path``, line ``no`` and ``key``, showing where the character is.
+    """
+    for text in _strings(value):
+        bad = _UNSTORABLE.search(text)
+        if bad:
+            problem = _UNSTORABLE_PROBLEM[bad.group()]
+            raise DatasetError(path, no, key, f"{problem}, got {_excerpt(text, bad.start())}")
+
+
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in pairs:
@@ -211,6 +248,8 @@ def _json_lines(path: Path, allowed: Sequence[str]) -> Iterator[tuple[int, dict[
         if not isinstance(obj, dict):
             raise DatasetError(path, no, None, f"expected a JSON object, got {_got(obj)}")
         _check_keys(path, no, obj, allowed)
+        for key, value in obj.items():
+            _check_chars(path, no, key, value)
         yield no, obj
 
 
@@ -312,7 +351,8 @@ def read_meta(path: str | Path) -> dict[str, Any]:
     Raises:
         DatasetError: the directory or file is missing, the JSON is bad, a key is unknown
             or a value has the wrong type (``format`` must be ``"agentmem-memory"``,
-            ``version`` 1, ``name`` a file-name-safe string, ``categories`` unique names).
+            ``version`` 1, ``name`` a file-name-safe string, ``categories`` unique names),
+            or a string holds a NUL character.
     """
     d = Path(path)
     if not d.is_dir():
@@ -337,6 +377,9 @@ def read_meta(path: str | Path) -> dict[str, Any]:
 
     def at(key: str) -> int | None:
         return _key_line(text, key) if key in meta else 1
+
+    for key, value in meta.items():
+        _check_chars(p, at(key), key, value)
 
     if meta.get("format") != FORMAT:
         raise DatasetError(
@@ -516,6 +559,8 @@ def read_dataset(path: str | Path) -> Dataset:
             raise DatasetError(
                 rp, no, None, f"expected 3 tab-separated columns, got {len(cols)}: {_got(text)}"
             )
+        for name, col in zip(QRELS_HEADER, cols, strict=True):
+            _check_chars(rp, no, name, col)
         qid, mid, score_text = (c.strip() for c in cols)
         for name, v in (("query-id", qid), ("corpus-id", mid)):
             if not v:
