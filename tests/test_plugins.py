@@ -258,6 +258,22 @@ def test_check_arm_runs_the_conformance_suite_on_the_plugin_alone(example_site):
     assert "FAILED" not in outcome.values() and "ERROR" not in outcome.values()
 
 
+def test_check_arm_tests_the_installed_arm_from_its_source_tree(example_site, tmp_path):
+    """A working directory holding a folder named like the plug-in's module (the package's
+    own source tree) does not shadow the installed package in the suite's process."""
+    shadow = tmp_path / "agentmem_example_arm"
+    shadow.mkdir()
+    (shadow / "__init__.py").write_text('"""Not the installed module: no arm class here."""\n')
+    out = subprocess.run(
+        [str(BIN / "agentmem"), "check-arm", "example-bag", "--", "-p", "no:cacheprovider",
+         "-k", "test_open_missing_store_names_path"],
+        capture_output=True, text=True, env=_env(example_site), cwd=tmp_path, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "has no attribute" not in out.stdout + out.stderr
+    assert re.search(r"^1 passed, \d+ deselected", out.stdout.splitlines()[-1].strip("= "))
+
+
 def test_check_arm_refuses_unknown_and_broken_arms(broken_sites):
     out = _agentmem(_env(), "check-arm", "no-such")
     assert out.returncode == 2 and "unknown arm 'no-such'" in out.stderr

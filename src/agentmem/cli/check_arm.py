@@ -29,6 +29,18 @@ def conformance_tests(tests_dir: str | None = None) -> Path | None:
     )
 
 
+def _pytest_command(suite: Path, arm: str, pytest_args: list[str]) -> list[str]:
+    """The command running ``suite`` on ``arm`` with this interpreter's pytest.
+
+    ``-P`` keeps the working directory off ``sys.path``: run from a plug-in's source tree,
+    a folder named like the plug-in's module would otherwise shadow the installed package
+    that the entry point names. The suite's own helpers (``tests/support``) are found
+    through its ``conftest.py`` as with any pytest run, and relative paths in
+    ``pytest_args`` still resolve against the working directory.
+    """
+    return [sys.executable, "-P", "-m", "pytest", str(suite), "--arm", arm, *pytest_args]
+
+
 def _cmd_check_arm(args: argparse.Namespace) -> int:
     arm, code = new_arm(args.name)
     if arm is None:
@@ -43,7 +55,7 @@ def _cmd_check_arm(args: argparse.Namespace) -> int:
             EXIT_USAGE,
         )
     extra = list(getattr(args, "pytest_args", []))
-    cmd = [sys.executable, "-m", "pytest", str(suite), "--arm", args.name, *extra]
+    cmd = _pytest_command(suite, args.name, extra)
     print("agentmem: running " + " ".join(cmd), file=sys.stderr)
     return subprocess.call(cmd)
 
