@@ -646,6 +646,56 @@ def test_nul_character_is_refused_in_every_string_field(tmp_path, name, line, te
     assert (exc.path, exc.line, exc.field) == (d / name, line, field)
 
 
+SURROGATE = "expected no lone surrogate (U+D800..U+DFFF; not encodable as UTF-8)"
+
+
+@pytest.mark.parametrize(
+    ("name", "line", "text", "field", "shown"), CHAR_CASES, ids=[_case_id(c) for c in CHAR_CASES]
+)
+def test_lone_surrogate_is_refused_in_every_string_field(tmp_path, name, line, text, field, shown):
+    exc = _refused(tmp_path, name, line, text.replace("<C>", "\\ud800"))
+    d = tmp_path / "ds"
+    want = f"{d / name}:{line}: {field}: {SURROGATE}, got {shown.replace('<C>', chr(92) + 'ud800')}"
+    assert str(exc) == want
+    assert (exc.path, exc.line, exc.field) == (d / name, line, field)
+
+
+def test_unknown_key_with_a_lone_surrogate_is_named_escaped(tmp_path):
+    exc = _refused(
+        tmp_path / "corpus",
+        "corpus.jsonl",
+        2,
+        '{"_id": "a1-2", "te\\udc00xt": "t", "session": "a1", "day": 0, "scope": "alice"}',
+    )
+    d = tmp_path / "corpus" / "ds"
+    assert str(exc) == (
+        f"{d / 'corpus.jsonl'}:2: te\\udc00xt: unknown key (allowed: _id, text, session, day, "
+        "scope, kind, source, turn, evidence, title, metadata); did you mean 'text'?"
+    )
+    assert (exc.line, exc.field) == (2, "te\\udc00xt")
+    exc = _refused(tmp_path / "meta", "dataset.json", 5, '  "un\\ud800it": "note",')
+    d = tmp_path / "meta" / "ds"
+    assert str(exc) == (
+        f"{d / 'dataset.json'}:5: un\\ud800it: unknown key (allowed: format, version, name, "
+        "unit, description, license, source, categories); did you mean 'unit'?"
+    )
+
+
+def test_surrogate_pair_escape_is_one_character(tmp_path):
+    d = _copy(tmp_path)
+    _edit(
+        d,
+        "corpus.jsonl",
+        2,
+        '{"_id": "a1-2", "text": "Alice \\ud83d\\ude00", "session": "a1", "day": 0, '
+        '"scope": "alice"}',
+    )
+    m = prepare_dataset(d, tmp_path / "out")
+    assert m["counts"]["memories"] == 14
+    body = pl.read_parquet(tmp_path / "out" / "memories.parquet")["body"].to_list()
+    assert "Alice \U0001f600" in body
+
+
 def test_missing_files_and_directory(tmp_path):
     with pytest.raises(DatasetError, match="no such directory"):
         read_dataset(tmp_path / "nowhere")

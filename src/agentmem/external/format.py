@@ -7,10 +7,10 @@ A dataset is a directory of four files (full specification: ``docs/DATASETS.md``
 ``evidence``) and ``qrels.tsv`` (BEIR: ``query-id``, ``corpus-id``, ``score``).
 
 Structural errors (bad JSON, a missing or mistyped field, a duplicate id, a bad header,
-a non-integer score, a NUL character in any string) stop reading with :class:`DatasetError`,
-whose message names the file, the 1-based line and the field. Referential problems (a qrel
-naming an unknown memory or query, a query whose scope holds no memory, ...) are collected
-as :class:`Issue` rows and reported, never silently dropped.
+a non-integer score, a NUL character or lone surrogate in any string) stop reading with
+:class:`DatasetError`, whose message names the file, the 1-based line and the field.
+Referential problems (a qrel naming an unknown memory or query, a query whose scope holds
+no memory, ...) are collected as :class:`Issue` rows and reported, never silently dropped.
 """
 
 from __future__ import annotations
@@ -75,11 +75,11 @@ ISSUE_KINDS = {
     "no-relevant": "a query with no relevant memory and no evidence (query skipped)",
 }
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-#: characters no string of a dataset may hold, each with the problem it reports
-_UNSTORABLE = re.compile("[\x00]")
-_UNSTORABLE_PROBLEM = {
-    "\x00": "expected no NUL character (U+0000; PostgreSQL text cannot hold it)",
-}
+#: characters no string of a dataset may hold: NUL (PostgreSQL text cannot hold it) and
+#: lone surrogates (valid JSON escapes such as ``"\ud800"`` that UTF-8 cannot encode)
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+_NUL_PROBLEM = "expected no NUL character (U+0000; PostgreSQL text cannot hold it)"
+_SURROGATE_PROBLEM = "expected no lone surrogate (U+D800..U+DFFF; not encodable as UTF-8)"
 
 
 class DatasetError(ValueError):
@@ -170,11 +170,17 @@ class Dataset:
 # ------------------------------------------------------------------ reading
 
 
+def _printable(text: str) -> str:
+    r"""``text`` with each NUL and lone surrogate written as its JSON escape (``\u0000``)."""
+    return _UNSTORABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def _got(value: Any) -> str:
     try:
         text = json.dumps(value, ensure_ascii=False)
     except (TypeError, ValueError):
         text = repr(value)
+    text = _printable(text)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
@@ -206,7 +212,7 @@ def _check_chars(path: Path, no: int | None, key: str, value: Any) -> None:
     for text in _strings(value):
         bad = _UNSTORABLE.search(text)
         if bad:
-            problem = _UNSTORABLE_PROBLEM[bad.group()]
+            problem = _NUL_PROBLEM if bad.group() == "\x00" else _SURROGATE_PROBLEM
             raise DatasetError(path, no, key, f"{problem}, got {_excerpt(text, bad.start())}")
 
 
@@ -258,7 +264,9 @@ def _check_keys(path: Path, no: int | None, obj: Mapping[str, Any], allowed: Seq
         if key not in allowed:
             close = difflib.get_close_matches(key, allowed, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise DatasetError(path, no, key, f"unknown key (allowed: {', '.join(allowed)}){hint}")
+            raise DatasetError(
+                path, no, _printable(key), f"unknown key (allowed: {', '.join(allowed)}){hint}"
+            )
 
 
 def _str(
@@ -335,8 +343,10 @@ def _id(path: Path, no: int, obj: Mapping[str, Any]) -> str:
 
 
 def _key_line(text: str, key: str) -> int:
+    """1-based line of the first mention of ``key`` (as written, or JSON-escaped), else 1."""
+    spellings = (f'"{key}"', json.dumps(key))
     for no, line in enumerate(text.splitlines(), start=1):
-        if f'"{key}"' in line:
+        if any(k in line for k in spellings):
             return no
     return 1
 
@@ -352,7 +362,7 @@ def read_meta(path: str | Path) -> dict[str, Any]:
         DatasetError: the directory or file is missing, the JSON is bad, a key is unknown
             or a value has the wrong type (``format`` must be ``"agentmem-memory"``,
             ``version`` 1, ``name`` a file-name-safe string, ``categories`` unique names),
-            or a string holds a NUL character.
+            or a string holds a NUL character or a lone surrogate.
     """
     d = Path(path)
     if not d.is_dir():
