@@ -16,7 +16,7 @@ Exit codes: 0 success, 1 the arm or store failed (``agentmem: <message>``), 2 ba
 
 from agentmem.cli.check_arm import conformance_tests
 from agentmem.cli.common import EXIT_ARM, EXIT_USAGE
-from agentmem.cli.parser import build_parser, main
+from agentmem.cli.parser import build_parser, main, parse_args
 from agentmem.cli.recall import clip, parse_where
 
 __all__ = [
@@ -26,5 +26,6 @@ __all__ = [
     "clip",
     "conformance_tests",
     "main",
+    "parse_args",
     "parse_where",
 ]

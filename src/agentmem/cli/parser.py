@@ -26,14 +26,24 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``agentmem`` command; returns the process exit code."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """Parse the ``agentmem`` arguments ``argv`` (without the program name).
+
+    After ``check-arm ... --`` the rest is pytest's, verbatim (``pytest_args``). Bad
+    arguments exit with code 2 and argparse's message, as on the command line.
+    """
+    argv = list(argv)
     passed: list[str] = []
     if argv[:1] == ["check-arm"] and "--" in argv:  # pytest's own options, verbatim
         cut = argv.index("--")
         argv, passed = argv[:cut], argv[cut + 1 :]
     args = build_parser().parse_args(argv)
     args.pytest_args = passed
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``agentmem`` command; returns the process exit code."""
+    args = parse_args(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(format="agentmem: %(levelname)s: %(message)s", level=logging.WARNING)
     return int(args.func(args))
