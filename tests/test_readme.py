@@ -1,9 +1,10 @@
-"""The README's ``agentmem`` commands work as written on the corpus ``make reproduce`` builds.
+"""The ``agentmem`` examples work as written on the corpus ``make reproduce`` builds.
 
-Every ``agentmem`` command of the README (its bash blocks and inline examples) parses with
-the command's own parser. The entities, services, sessions and memories the examples name
-exist in the main-size corpus of config/config.yaml (generated here, seeded: the same
-bytes as ``results/corpus/{main_size}/``) with the properties the examples rely on. The
+Every ``agentmem`` command of the README (its bash blocks and inline examples) and of the
+command's help (epilogs, the ``agentmem.cli`` docstring) parses with the command's own
+parser. The entities, services, sessions and memories the examples name exist in the
+main-size corpus of config/config.yaml (generated here, seeded: the same bytes as
+``results/corpus/{main_size}/``) with the properties the examples rely on. The README
 blocks holding ``recall``/``remember`` examples then run in order, as written, in a
 working directory laid out like a clone after ``make reproduce``, with the stores of the
 text-only arms built from that corpus; an example on an arm that reads vectors is parsed
@@ -77,11 +78,27 @@ def agentmem_commands(markdown: str) -> list[list[str]]:
     return fenced + inline
 
 
+def help_examples() -> list[list[str]]:
+    """The ``agentmem`` examples of ``agentmem --help`` and each subcommand's ``--help``.
+
+    The lines starting ``agentmem`` in the epilogs and the package docstring of
+    ``agentmem.cli``, continuations joined.
+    """
+    import agentmem.cli
+
+    (sub,) = [a for a in build_parser()._actions if a.dest == "cmd"]
+    texts = [agentmem.cli.__doc__ or "", *(p.epilog or "" for p in sub.choices.values())]
+    joined = (t.replace("\\\\\n", " ").replace("\\\n", " ") for t in texts)  # raw docstring too
+    lines = (line.strip() for t in joined for line in t.splitlines())
+    return [shlex.split(line, comments=True)[1:] for line in lines if line.startswith("agentmem ")]
+
+
 def _on_a_store(args) -> bool:
     return args.cmd in ("recall", "remember")
 
 
-EXAMPLES = agentmem_commands(README.read_text())
+#: the README's examples, then those of the command's help
+EXAMPLES = agentmem_commands(README.read_text()) + help_examples()
 
 
 def test_the_readme_has_recall_and_remember_examples():

@@ -5,12 +5,14 @@ Examples::
     agentmem arms                                   # registered arms (built-in and plug-in)
     agentmem check-arm example-bag                  # the conformance suite on one arm
     agentmem remember --arm sqlite-fts --store results/stores/m/sqlite-fts \\
-        --session S00012 --day 321 "CFG-799 now sets the timeout to 60s" --supersedes M004711
-    agentmem recall --arm sqlite-fts --store results/stores/m/sqlite-fts "ADR-297 storage"
+        --session S00293 --day 321 "ADR-1267 now keeps the logs in object storage for 90 days" \\
+        --supersedes M007188
+    agentmem recall --arm sqlite-fts --store results/stores/m/sqlite-fts "ADR-1267 storage"
     agentmem recall --arm pg-hnsw --store results/stores/m/pg-hnsw \\
-        --where "created_day<=160" --json "timeouts before the spring"
+        --where "created_day<=160" --json "request timeout of search-daemon"
     agentmem schema workflow/schemas/config.schema.yaml
 
+The identifiers are those of the main corpus (``results/corpus/m/``).
 Exit codes: 0 success, 1 the arm or store failed (``agentmem: <message>``), 2 bad arguments.
 """
 

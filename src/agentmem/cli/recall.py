@@ -189,7 +189,7 @@ def _cmd_recall(args: argparse.Namespace) -> int:
 _RECALL_EXAMPLE = """\
 example:
   agentmem recall --arm sqlite-fts --store results/stores/m/sqlite-fts \\
-      --where "superseded_by is null" "timeout of SVC-5345"
+      --where "superseded_by is null" "request timeout of CFG-3973"
 prints rank, id, day, session, kind, current or superseded, and the text (cut to the
 terminal's width); --json prints one JSON document with every stored column instead."""
 

@@ -103,8 +103,8 @@ def _cmd_remember(args: argparse.Namespace) -> int:
 _REMEMBER_EXAMPLE = """\
 example:
   agentmem remember --arm sqlite-fts --store results/stores/m/sqlite-fts \\
-      --session S00012 --day 321 --kind semantic \\
-      "CFG-799 now sets the timeout of SVC-5345 to 60s" --supersedes M004711
+      --session S00293 --day 321 --kind semantic \\
+      "CFG-3973 now sets the request timeout of search-daemon to 45s" --supersedes M006979
 prints the new memory's id (generated unless --id is given)."""
 
 
