@@ -16,12 +16,15 @@ help:  ## list the targets
 
 # The lock holds the exact version of every package (the dependencies and the dev extra of
 # pyproject.toml, pip and setuptools included); torch is 2.13.0+cpu, the CPU wheel pip finds
-# on this machine's disk (no nvidia-* packages; PyPI's torch 2.13.0 is a CUDA build).
+# on this machine's disk (no nvidia-* packages; PyPI's torch 2.13.0 is a CUDA build). Where
+# pip's configured sources lack that wheel, scripts/torch_source.py (a pip dry run of the pin)
+# prints the arguments adding PyTorch's CPU index (https://download.pytorch.org/whl/cpu).
 # --no-compile: pip would byte-compile all ~24,000 modules of the lock (about two minutes of
 # CPU here); Python compiles the few thousand a run imports on first import instead.
 $(STAMP): $(LOCK) pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --no-compile -r $(LOCK)
+	@extra=$$($(BIN)/python scripts/torch_source.py $(LOCK)) || exit 1; \
+	  set -x; $(BIN)/python -m pip install --quiet --no-compile $$extra -r $(LOCK)
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	$(BIN)/python -m pip check
 	@touch $@

@@ -1,0 +1,111 @@
+"""``make install`` finds the lock's CPU build of torch by itself.
+
+``scripts/torch_source.py`` decides, by a pip dry run, whether pip's configured sources
+hold the pinned ``torch==X+cpu`` wheel; when they do not, it prints the arguments that add
+PyTorch's CPU wheel index. The decision is tested without the network: pip is pointed at
+local directories only (no configuration file, no index).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from support.paths import REPO
+
+SCRIPT = REPO / "scripts" / "torch_source.py"
+LOCK = REPO / "requirements.lock"
+FALLBACK = "--extra-index-url https://download.pytorch.org/whl/cpu\n"
+
+
+def _pin() -> tuple[str, str]:
+    """(version, local label) of the lock's torch pin, e.g. ("2.13.0+cpu", "cpu")."""
+    (version,) = re.findall(r"^torch==(\S+)$", LOCK.read_text(), re.MULTILINE)
+    return version, version.partition("+")[2]
+
+
+def _isolated_pip(find_links: Path) -> dict[str, str]:
+    """An environment in which pip reads no configuration file and only ``find_links``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    env.update(PIP_CONFIG_FILE=os.devnull, PIP_NO_INDEX="1", PIP_FIND_LINKS=str(find_links))
+    return env
+
+
+def _decide(lock: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(SCRIPT), str(lock)], env=env,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+
+
+def _fake_wheel(directory: Path, version: str) -> Path:
+    """A minimal pure-Python wheel named torch ``version`` (enough for pip to resolve it)."""
+    dist = f"torch-{version}.dist-info"
+    path = directory / f"torch-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as whl:
+        whl.writestr("torch/__init__.py", "")
+        whl.writestr(
+            f"{dist}/METADATA", f"Metadata-Version: 2.1\nName: torch\nVersion: {version}\n"
+        )
+        whl.writestr(f"{dist}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\n"
+                     "Root-Is-Purelib: true\nTag: py3-none-any\n")  # fmt: skip
+        whl.writestr(f"{dist}/RECORD", "")
+    return path
+
+
+def test_the_lock_pins_a_cpu_build_of_torch():
+    assert _pin()[1] == "cpu"
+
+
+def test_pytorch_cpu_index_when_pip_cannot_find_the_wheel(tmp_path):
+    out = _decide(LOCK, _isolated_pip(tmp_path))  # an empty find-links directory, no index
+    assert (out.returncode, out.stdout) == (0, FALLBACK), out.stderr
+    assert f"torch=={_pin()[0]} is not in pip's configured sources" in out.stderr
+
+
+def test_no_fallback_when_a_configured_source_holds_the_wheel(tmp_path):
+    _fake_wheel(tmp_path, _pin()[0])
+    out = _decide(LOCK, _isolated_pip(tmp_path))
+    assert (out.returncode, out.stdout, out.stderr) == (0, "", "")
+
+
+def test_no_fallback_for_a_lock_without_a_cpu_build(tmp_path):
+    lock = tmp_path / "requirements.lock"
+    lock.write_text("numpy==2.3.4\n    # via agentmem (pyproject.toml)\ntorch==2.13.0\n")
+    out = _decide(lock, _isolated_pip(tmp_path / "nowhere"))  # pip is not even asked
+    assert (out.returncode, out.stdout, out.stderr) == (0, "", "")
+
+
+def _configured_find_links() -> list[Path]:
+    """The find-links directories of pip's configuration and environment."""
+    cfg = subprocess.run([sys.executable, "-m", "pip", "config", "list"],
+                         capture_output=True, text=True, timeout=60).stdout  # fmt: skip
+    values = re.findall(r"^\S*find-links='([^']*)'$", cfg, re.MULTILINE)
+    values.append(os.environ.get("PIP_FIND_LINKS", ""))
+    return [Path(p) for v in values for p in v.split() if p and "://" not in p]
+
+
+def test_no_fallback_with_this_machines_configuration():
+    version = _pin()[0]
+    if not any(d.glob(f"torch-{version}-*.whl") for d in _configured_find_links()):
+        pytest.skip(f"no torch-{version} wheel in pip's configured find-links directories")
+    out = _decide(LOCK, dict(os.environ))
+    assert (out.returncode, out.stdout) == (0, ""), out.stderr
+
+
+def test_make_install_passes_the_decision_to_pip(tmp_path):
+    """The install recipe (``make -n``: printed, not run) asks the script, then pip."""
+    venv = tmp_path / "venv"  # no stamp there: make would install
+    out = subprocess.run(["make", "-n", "-C", str(REPO), "install", f"VENV={venv}"],
+                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    recipe = re.sub(r"\\\n\s*", "", out.stdout)  # continuation lines joined
+    lines = [line for line in recipe.splitlines() if "pip install" in line]
+    assert lines[0] == (
+        f"extra=$({venv}/bin/python scripts/torch_source.py requirements.lock) || exit 1; "
+        f"set -x; {venv}/bin/python -m pip install --quiet --no-compile $extra "
+        "-r requirements.lock"
+    )
