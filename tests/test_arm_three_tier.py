@@ -20,6 +20,7 @@ Hand-computed expectations on the ``tiny`` corpus (tests/support/tiny.py) with
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import threading
@@ -462,6 +463,21 @@ def test_rrf_fuse_hand_computed() -> None:
     assert [m for m, _ in rrf_fuse([[("old", 1, 1)], [("new", 9, 1)]], 60)] == ["new", "old"]
 
 
+def test_rrf_fuse_orders_ties_alike_whatever_the_list_order() -> None:
+    """Equal scores: newest first (day, then seq), then by id, in whichever list order."""
+    lists = [
+        [("A", 5, 1), ("x", 1, 1)],
+        [("B", 5, 2), ("y", 1, 2)],
+        [("C", 5, 2), ("z", 1, 3)],
+        [("D", None, None)],
+    ]
+    want = ["B", "C", "A", "D", "z", "y", "x"]
+    for order in itertools.permutations(lists):
+        got = rrf_fuse(list(order), 60)
+        assert [m for m, _ in got] == want
+        assert [s for _, s in got] == [1 / 61] * 4 + [1 / 62] * 3
+
+
 # --------------------------------------------------------------------- hostile texts
 def test_hostile_texts_query_context_explain(built: ThreeTierArm) -> None:
     preds = [None, Predicate("superseded_by", "is_null"), Predicate("session_id", "=", "S1")]
@@ -757,11 +773,22 @@ def test_openai_summariser_live() -> None:
     assert out and count_tokens([out])[0] <= 40
 
 
+def writer_turn(w: int, i: int) -> tuple[dict, np.ndarray]:
+    """Turn ``i`` of writer ``w`` (session ``S<w>``, day ``i``, seq ``1000 w + i``), its vector."""
+    body = f"writer {w} turn {i} mentions CFG-{w}{i:03d} and the amber gateway"
+    row = {"memory_id": f"W{w}-{i}", "session_id": f"S{w}", "turn_no": i,
+           "seq": w * 1000 + i, "created_day": i, "body": body}  # fmt: skip
+    return row, fake_vector(body)
+
+
 def test_threads_writing_turns_while_one_queries(root: Path) -> None:
     """8 writer threads x 60 turns through ingest_turn beside a querying thread.
 
     Every call either succeeds or raises ArmError (none here: calls are serialised), every
     turn ends up in exactly one tier, and the arm answers single-threaded calls afterwards.
+    Which tier a turn ends in, and whether its node's summary quotes it, depend on the
+    schedule (one schedule is replayed by the next test), so the final check asks for a
+    turn written after the threads.
     """
     arm = ThreeTierArm(l1_max_tokens=300, summary_tokens=60)
     arm.create(root / "threads")
@@ -772,11 +799,8 @@ def test_threads_writing_turns_while_one_queries(root: Path) -> None:
 
     def write(w: int) -> None:
         for i in range(per_writer):
-            body = f"writer {w} turn {i} mentions CFG-{w}{i:03d} and the amber gateway"
-            row = {"memory_id": f"W{w}-{i}", "session_id": f"S{w}", "turn_no": i,
-                   "seq": w * 1000 + i, "created_day": i, "body": body}  # fmt: skip
             try:
-                arm.ingest_turn(row, fake_vector(body))
+                arm.ingest_turn(*writer_turn(w, i))
             except BaseException as exc:  # noqa: BLE001 - the test counts every kind
                 errors.append(exc)
 
@@ -803,8 +827,55 @@ def test_threads_writing_turns_while_one_queries(root: Path) -> None:
         stats = arm.tier_stats()
         assert stats["l1_turns"] + stats["l3_rows"] == writers * per_writer
         assert stats["l3_rows"] > 0  # compaction ran under concurrency
-        r = arm.query(q("CFG-7059", vector_of="unrelated"), 5)
-        assert r.memory_ids[0] == "W7-59"
+        assert arm.fetch(["W7-59"])["memory_id"].to_list() == ["W7-59"]
+        arm.ingest_turn(*writer_turn(8, 60))  # the newest turn: first in both L1 lists
+        r = arm.query(q("CFG-8060", vector_of="unrelated"), 5)
+        assert r.memory_ids[0] == "W8-60"
+    finally:
+        arm.close()
+
+
+def fused(arm: ThreeTierArm, query: Query) -> list[tuple[str, float]]:
+    """RRF over the tier lists ``query`` runs for ``query`` (ids with their scores)."""
+    lists = [[(r[0], r[1], r[2]) for r in arm._run(st)] for st in arm._statements(query, 5)]
+    return rrf_fuse(lists, arm.rrf_k)
+
+
+def test_a_compacted_turn_its_summary_does_not_quote_is_found_by_vector_only(root: Path) -> None:
+    """One schedule of the thread test, replayed in order: writer 7's last four turns, then
+    writer 0's sixty (``l1_max_tokens=300``, ``summary_tokens=60``).
+
+    Writer 0's turns push W7-56..W7-59 out of L1 together, into one S7 node. Its 60-token
+    extractive summary holds three of the four sentences; they score alike, the earliest
+    win, so W7-59's sentence is not quoted. W7-59 now lives in L3 only, which no keyword
+    list reads: for ``CFG-7059`` with an unrelated vector the first places go to L1
+    recency's first (W0-59) and L3's first (W0-24: its word ``24`` falls in the hash
+    bucket of ``unrelated``), both 1/61, in the documented order (newest first). With its
+    own vector W7-59 is L3's first and ties W0-59; newest first (seq 7059 > 59) puts it
+    ahead.
+    """
+    arm = ThreeTierArm(l1_max_tokens=300, summary_tokens=60)
+    arm.create(root / "unquoted")
+    try:
+        for w, i in [(7, i) for i in range(56, 60)] + [(0, i) for i in range(60)]:
+            arm.ingest_turn(*writer_turn(w, i))
+        assert "W7-59" in l3_ids(arm) and "W7-59" not in l1_ids(arm)
+        assert l2_nodes(arm)[0] == ("S7", 0, ["W7-56", "W7-57", "W7-58", "W7-59"])
+        excerpts = dict(
+            arm._sqlite().execute(
+                "SELECT memory_id, excerpt FROM l2_covers WHERE node_id = "
+                "(SELECT node_id FROM l2_covers WHERE memory_id = 'W7-59')"
+            )
+        )
+        assert [excerpts[f"W7-{i}"] != "" for i in range(56, 60)] == [True, True, True, False]
+
+        unrelated = q("CFG-7059", vector_of="unrelated")
+        assert fused(arm, unrelated)[:2] == [("W0-59", 1 / 61), ("W0-24", 1 / 61)]
+        assert arm.query(unrelated, 2).memory_ids == ["W0-59", "W0-24"]
+
+        own = q("CFG-7059", vector_of=writer_turn(7, 59)[0]["body"])
+        assert fused(arm, own)[:2] == [("W7-59", 1 / 61), ("W0-59", 1 / 61)]
+        assert arm.query(own, 2).memory_ids == ["W7-59", "W0-59"]
     finally:
         arm.close()
 
