@@ -44,13 +44,18 @@ class ThreeTierArm(RememberMixin, RetrievalMixin, ContextMixin):
       (``instr`` on the lower-cased excerpt: the sentences that matched point to the
       memories they came from), then by node rank, then newest first; ``branch_k`` rows.
       Covered memories the summary does not quote follow; an LLM summary that
-      paraphrases yields no excerpts, so node rank alone orders then;
+      paraphrases yields no excerpts, so node rank alone orders then. A memory of L3
+      whose sentences its node's summary left out is reached by keyword only through the
+      node's other sentences: by its own words, only ``L3 vector`` finds it;
     * ``L3 vector``: pgvector HNSW, ``ORDER BY embedding <=> q`` among rows matching the
       predicate, ``branch_k`` rows (with ``hnsw.ef_search`` candidates; iterative scans off,
-      so a selective predicate can underfill, as in ``pg-hnsw``).
+      so a selective predicate can underfill, as in ``pg-hnsw``). Rows at equal distance
+      come in the order the scan meets them (no tie-break: which of many equidistant rows
+      an approximate scan returns is the index's choice).
 
     The lists are fused by Reciprocal Rank Fusion (Cormack, Clarke & Buettcher 2009):
-    ``score = sum 1 / (rrf_k + rank)``, ties newest first; cut to ``k``. Text without
+    ``score = sum 1 / (rrf_k + rank)``; equal scores newest first (larger ``created_day``,
+    then larger ``seq``), then by memory id (:func:`rrf_fuse`); cut to ``k``. Text without
     search terms skips the two keyword lists (recency and vector still answer).
     Aggregates: the exact number of memories matching the predicate over L1 ∪ L3, each
     counted once: the matching L1 ids are read by SQL from SQLite and
