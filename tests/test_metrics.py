@@ -11,15 +11,19 @@ from ir_measures import P as Precision
 
 from agentmem.metrics import (
     bootstrap_ci,
+    fill_rate,
     ndcg_at_k,
     per_query,
     precision_at_k,
+    query_filters,
     recall_at_k,
     reciprocal_rank,
+    searchable_counts,
     stale_exposure,
     summarize,
     superseded_ids,
 )
+from agentmem.types import Predicate
 
 
 def test_mixed_ranking_by_hand():
@@ -106,6 +110,91 @@ def test_per_query_and_summary():
     assert summ["aggregate"]["exact_count_rate"] == 1.0
     assert summ["all"]["n_queries"] == 3
     assert summ["all"]["p50_ms"] == 2.0
+
+
+def test_fill_rate_by_hand():
+    # an HNSW scan capped at 40 rows, asked for 50 of 5,000 memories: 40 / 50
+    assert fill_rate(40, 50, 5000) == 0.8
+    assert fill_rate(40, 50) == 0.8  # searchable set unknown: k slots
+    # a scope of 7 memories answered in full: 7 / min(50, 7)
+    assert fill_rate(7, 50, 7) == 1.0
+    assert fill_rate(3, 50, 7) == pytest.approx(3 / 7)
+    assert fill_rate(60, 50, 5000) == 1.0  # only the first k count
+    assert fill_rate(0, 10, 0) == 1.0  # no slot: nothing missed
+    assert fill_rate(0, 10, 4) == 0.0
+    with pytest.raises(ValueError):
+        fill_rate(1, 0)
+    with pytest.raises(ValueError):
+        fill_rate(-1, 10)
+
+
+def test_searchable_counts_follow_scope_and_predicate():
+    mem = pl.DataFrame(
+        {
+            "memory_id": ["m1", "m2", "m3", "m4"],
+            "created_day": [1, 5, 9, 2],
+            "superseded_by": [None, "m3", None, None],
+            "scope_id": ["u", None, "u", "v"],
+        }
+    )
+    queries = pl.DataFrame(
+        {
+            "query_id": ["plain", "scoped", "day", "current", "nobody"],
+            "predicate_field": [None, None, "created_day", "superseded_by", None],
+            "predicate_op": [None, None, "<=", "is_null", None],
+            "predicate_value": [None, None, "5", None, None],
+            "scope_id": [None, "u", "u", None, "w"],
+        }
+    )
+    f = query_filters(queries)
+    assert f["day"] == (Predicate("scope_id", "=", "u"), Predicate("created_day", "<=", 5))
+    assert f["plain"] == ()
+    # by hand: plain all 4; scope u = m1, m3; u and day <= 5 = m1; not superseded = m1, m3,
+    # m4; scope w holds none
+    assert searchable_counts(mem, f) == {
+        "plain": 4,
+        "scoped": 2,
+        "day": 1,
+        "current": 3,
+        "nobody": 0,
+    }
+    unscoped = searchable_counts(mem, query_filters(queries, scoped=False))
+    assert unscoped == {"plain": 4, "scoped": 4, "day": 3, "current": 3, "nobody": 4}
+    # a missing column reads as null, as Predicate.matches does
+    assert searchable_counts(mem.drop("scope_id"), f)["scoped"] == 0
+
+
+def test_per_query_fill_and_short_share():
+    # k = 2; q1 returns 2 of 3 searchable (fill 1), q2 1 of 3 (1/2), q3 nothing of 0 (1),
+    # q4 1 with its searchable set unknown (k slots: 1/2)
+    runs = pl.DataFrame(
+        {
+            "query_id": ["q1", "q1", "q2", "q3", "q4"],
+            "rank": [1, 2, 1, None, 1],
+            "memory_id": ["a", "b", "a", None, "c"],
+            "count": [None] * 5,
+            "latency_ms": [1.0] * 5,
+        },
+        schema_overrides={"rank": pl.Int32, "count": pl.Int64},
+    )
+    qrels = pl.DataFrame({"query_id": ["q1", "q2", "q3", "q4"], "memory_id": ["a"] * 4})
+    queries = pl.DataFrame(
+        {
+            "query_id": ["q1", "q2", "q3", "q4"],
+            "class": ["semantic", "semantic", "temporal", "temporal"],
+            "expected_count": [None] * 4,
+        },
+        schema_overrides={"expected_count": pl.Int32},
+    )
+    s = per_query(runs, qrels, queries, k=2, searchable={"q1": 3, "q2": 3, "q3": 0})
+    assert s["fill_at_10"].to_list() == [1.0, 0.5, 1.0, 0.5]
+    summ = {r["query_class"]: r for r in summarize(s).iter_rows(named=True)}
+    assert (summ["semantic"]["fill_at_10"], summ["semantic"]["short_at_10"]) == (0.75, 0.5)
+    assert (summ["temporal"]["fill_at_10"], summ["temporal"]["short_at_10"]) == (0.75, 0.5)
+    assert (summ["all"]["fill_at_10"], summ["all"]["short_at_10"]) == (0.75, 0.5)
+    # per-query scores written without the column: the summary leaves both null
+    old = summarize(s.drop("fill_at_10"))
+    assert old["fill_at_10"].null_count() == old["short_at_10"].null_count() == old.height
 
 
 def test_per_query_rejects_missing_run():

@@ -18,16 +18,27 @@ conventions for precision):
   memories. A public Graphiti pull request (getzep/graphiti #1804) measured on a
   78,515-edge production graph that 52.7 % of fact-search candidates were already-
   invalidated facts.
+- fill@k = min(|returned|, slots) / slots with slots = min(k, |searchable|): the share of
+  the result slots an exact search would fill that the arm filled. The searchable set is
+  the memories the query's scope and predicate admit (:func:`searchable_counts`); where it
+  is not known, slots = k. 1 when there is no slot (nothing to return, nothing missed).
+  "short@k" is the share of queries with fill@k below 1. The same definition as the
+  post-filter sweep's fill rate. A text arm returns only the memories that match its
+  terms, so its short answers are its answer; an arm that ranks every searchable memory
+  by vector and answers short is capped by its search (pgvector's HNSW index scan returns
+  at most ``hnsw.ef_search`` rows).
 - Bootstrap CIs: percentile bootstrap over queries (Efron & Tibshirani 1993), seeded.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import polars as pl
+
+from agentmem.types import Predicate
 
 METRICS = ("ndcg_at_10", "recall_at_10", "mrr", "precision_at_10")
 
@@ -97,6 +108,90 @@ def stale_exposure(ranked: Sequence[str], superseded: set[str], k: int = 10) -> 
     return sum(1 for m in top if m in superseded) / len(top)
 
 
+def fill_rate(returned: int, k: int, searchable: int | None = None) -> float:
+    """Share of the result slots filled: ``min(returned, slots) / slots``.
+
+    Args:
+        returned: ids the arm returned (all of them; only the first ``k`` count).
+        k: cut-off (>= 1).
+        searchable: memories the query's scope and predicate admit
+            (:func:`searchable_counts`); ``None`` when not known (then ``slots = k``).
+
+    Returns:
+        A value in [0, 1] with ``slots = min(k, searchable)``; 1.0 when ``slots == 0``.
+
+    Raises:
+        ValueError: when ``k < 1`` or a count is negative.
+    """
+    if k < 1 or returned < 0 or (searchable is not None and searchable < 0):
+        raise ValueError(f"need k >= 1 and counts >= 0, got {returned=}, {k=}, {searchable=}")
+    slots = k if searchable is None else min(k, searchable)
+    return 1.0 if slots == 0 else min(returned, slots) / slots
+
+
+def _admits(p: Predicate, columns: Sequence[str]) -> pl.Expr:
+    """``p`` as a polars filter; the semantics of :meth:`Predicate.matches` (null fails)."""
+    if p.field not in columns:  # a missing column reads as null
+        return pl.lit(p.op == "is_null")
+    c = pl.col(p.field)
+    if p.op == "is_null":
+        return c.is_null()
+    return ((c == p.value) if p.op == "=" else (c <= p.value)).fill_null(False)
+
+
+def query_filters(
+    queries: pl.DataFrame, *, scoped: bool = True
+) -> dict[str, tuple[Predicate, ...]]:
+    """Each query's filters, as :attr:`agentmem.types.Query.filters` would hold them.
+
+    Args:
+        queries: rows of ``queries.parquet`` (query_id, predicate_field, predicate_op,
+            predicate_value; an optional scope_id).
+        scoped: keep each query's ``scope_id`` (False: the unscoped setting).
+
+    Returns:
+        ``{query_id: (scope predicate?, predicate?)}``, the scope first; ``()`` for none.
+
+    Raises:
+        ValueError: on a malformed predicate (:meth:`Predicate.parse`).
+    """
+    has_scope = scoped and "scope_id" in queries.columns
+    out: dict[str, tuple[Predicate, ...]] = {}
+    for row in queries.iter_rows(named=True):
+        scope = row["scope_id"] if has_scope else None
+        pred = Predicate.parse(
+            row.get("predicate_field"), row.get("predicate_op"), row.get("predicate_value")
+        )
+        parts = (Predicate("scope_id", "=", scope) if scope else None, pred)
+        out[row["query_id"]] = tuple(p for p in parts if p is not None)
+    return out
+
+
+def searchable_counts(
+    memories: pl.DataFrame, filters: Mapping[str, Sequence[Predicate]]
+) -> dict[str, int]:
+    """How many memories each query may return: those its filters all admit.
+
+    Args:
+        memories: the corpus memories (the columns the filters name; a missing column
+            reads as null, as in :meth:`Predicate.matches`).
+        filters: ``{query_id: predicates to AND}`` (:func:`query_filters`, or
+            ``Query.filters``); an empty sequence admits every memory.
+
+    Returns:
+        ``{query_id: number of memories}`` (the ``searchable`` of :func:`fill_rate`).
+    """
+    cache: dict[tuple[Predicate, ...], int] = {(): memories.height}
+    out: dict[str, int] = {}
+    for qid, fs in filters.items():
+        key = tuple(fs)
+        if key not in cache:
+            cond = pl.all_horizontal([_admits(p, memories.columns) for p in key])
+            cache[key] = memories.filter(cond).height
+        out[qid] = cache[key]
+    return out
+
+
 def superseded_ids(memories: pl.DataFrame) -> set[str]:
     """Ids (``memory_id``) of the memories whose ``superseded_by`` is not null."""
     return set(memories.filter(pl.col("superseded_by").is_not_null())["memory_id"].to_list())
@@ -108,6 +203,7 @@ def per_query(
     queries: pl.DataFrame,
     k: int = 10,
     superseded: set[str] | None = None,
+    searchable: Mapping[str, int] | None = None,
 ) -> pl.DataFrame:
     """Score every query of one arm's run.
 
@@ -119,12 +215,15 @@ def per_query(
         k: cut-off.
         superseded: ids of the superseded memories (:func:`superseded_ids`); None leaves
             ``stale_exposure`` null for every query (not measured).
+        searchable: ``{query_id: memories its predicate (and scope) admit}``
+            (:func:`searchable_counts`); None (or a query missing from it) counts its
+            slots as ``k``.
 
     Returns:
         One row per query: query_id, query_class, ndcg_at_10, recall_at_10, mrr,
         precision_at_10, stale_exposure (null when nothing is returned), returned,
-        exact_count (bool or null for non-aggregates), latency_ms. (Column names keep
-        ``_at_10`` for the default k.)
+        exact_count (bool or null for non-aggregates), latency_ms, fill_at_10
+        (:func:`fill_rate`). (Column names keep ``_at_10`` for the default k.)
 
     Raises:
         ValueError: when a query in ``queries`` has no run rows or no qrels.
@@ -164,6 +263,7 @@ def per_query(
                 "returned": min(len(r), k),
                 "exact_count": None if exp is None else (count[qid] == exp),
                 "latency_ms": lat[qid],
+                "fill_at_10": fill_rate(len(r), k, (searchable or {}).get(qid)),
             }
         )
     return pl.DataFrame(
@@ -179,6 +279,7 @@ def per_query(
             "returned": pl.Int32,
             "exact_count": pl.Boolean,
             "latency_ms": pl.Float64,
+            "fill_at_10": pl.Float64,
         },
     )
 
@@ -189,8 +290,15 @@ def summarize(scores: pl.DataFrame) -> pl.DataFrame:
     Returns:
         query_class, n_queries, ndcg_at_10, recall_at_10, mrr, precision_at_10,
         stale_exposure (mean over the queries that returned something; null when none
-        did), exact_count_rate (null when the group has no aggregate query), p50_ms, p95_ms.
+        did), exact_count_rate (null when the group has no aggregate query), p50_ms, p95_ms,
+        fill_at_10 (mean :func:`fill_rate`) and short_at_10 (share of queries with a fill
+        below 1); both null for per-query scores written without ``fill_at_10``.
     """
+    fill = (
+        pl.col("fill_at_10")
+        if "fill_at_10" in scores.columns
+        else pl.lit(None, dtype=pl.Float64).alias("fill_at_10")
+    )
     aggs = [
         pl.len().alias("n_queries"),
         *[pl.col(m).mean().alias(m) for m in METRICS],
@@ -198,6 +306,8 @@ def summarize(scores: pl.DataFrame) -> pl.DataFrame:
         pl.col("exact_count").cast(pl.Float64).mean().alias("exact_count_rate"),
         pl.col("latency_ms").quantile(0.5, "linear").alias("p50_ms"),
         pl.col("latency_ms").quantile(0.95, "linear").alias("p95_ms"),
+        fill.mean().alias("fill_at_10"),
+        (fill < 1.0).cast(pl.Float64).mean().alias("short_at_10"),
     ]
     by = scores.group_by("query_class", maintain_order=True).agg(aggs)
     allrow = scores.select(aggs).with_columns(query_class=pl.lit("all"))
