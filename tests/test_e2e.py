@@ -93,8 +93,11 @@ def test_by_class_table_long_form(smoke_run):
         "exact_count_rate",
         "p50_ms",
         "p95_ms",
+        "fill_at_10",
+        "short_at_10",
     ]
     assert t.height == len(cfg.arms) * (len(QUERY_CLASSES) + 1)
+    assert t["fill_at_10"].is_between(0, 1).all()
     assert t["ndcg_at_10"].is_between(0, 1).all()
     assert t["stale_exposure"].drop_nulls().is_between(0, 1).all()
     agg = t.filter(pl.col("query_class") == "aggregate")

@@ -138,3 +138,42 @@ def test_report_shows_stale_exposure_by_class(scored, tmp_path):
     want_a = dict.fromkeys(classes, "–") | {"lexical": "0.500", "currency": "0.125", "all": "0.250"}
     want_b = dict.fromkeys(classes, "–") | {"currency": "0.500", "all": "0.500"}
     assert rows == {"A": [want_a[c] for c in classes], "B": [want_b[c] for c in classes]}
+
+
+def test_by_class_fill_by_hand_and_the_markdown_marks_short_precision(tmp_path):
+    """Six memories, no predicate: a query's slots are min(k, 6)."""
+    mem, qs, qr = _write_corpus(tmp_path)
+    metrics = {}
+    for arm, ranked in RUNS.items():
+        run = _write_run(tmp_path / f"run-{arm}.parquet", ranked)
+        metrics[arm] = tmp_path / f"k1-{arm}.parquet"
+        score_run_file(run, qs, qr, metrics[arm], k=1, memories=mem)
+    at10 = score_run_file(
+        tmp_path / "run-A.parquet", qs, qr, tmp_path / "k10.parquet", k=10, memories=mem
+    )
+    # k = 10: A returned 4, 0, 1 and 4 of the six memories
+    assert at10["fill_at_10"].to_list() == pytest.approx([4 / 6, 0, 1 / 6, 4 / 6])
+    t = write_by_class(metrics, tmp_path / "by_class.csv", tmp_path / "by_class.md")
+    assert t.columns == BY_CLASS_COLUMNS
+    got = {
+        (r["arm"], r["query_class"]): (r["fill_at_10"], r["short_at_10"])
+        for r in t.iter_rows(named=True)
+    }
+    # k = 1: A fills q1, q3, q4 and returns nothing to q2; B answers only q3 and q4
+    assert got[("A", "lexical")] == (0.5, 0.5)
+    assert got[("A", "currency")] == (1.0, 0.0)
+    assert got[("A", "all")] == (0.75, 0.25)
+    assert got[("B", "lexical")] == (0.0, 1.0)
+    assert got[("B", "all")] == (0.5, 0.5)
+    md = (tmp_path / "by_class.md").read_text()
+    assert "fill_at_10 | short_at_10 |" in md
+    rows = {
+        tuple(c.strip() for c in line.strip("|").split("|")[:2]): line
+        for line in md.splitlines()
+        if line.startswith("| A |") or line.startswith("| B |")
+    }
+    # precision of a short answer divides by fewer ids: marked; A's currency row is not
+    assert "| 0.000 † |" in rows[("A", "lexical")]  # q1 top 1 = m1, not m3
+    assert "†" not in rows[("A", "currency")]
+    assert "†" in rows[("B", "all")]
+    assert pl.read_csv(tmp_path / "by_class.csv")["precision_at_10"].dtype == pl.Float64

@@ -11,7 +11,13 @@ import polars as pl
 
 from agentmem.corpus.queries import QUERY_CLASSES
 from agentmem.io import write_csv, write_parquet, write_text
-from agentmem.metrics import per_query, summarize, superseded_ids
+from agentmem.metrics import (
+    per_query,
+    query_filters,
+    searchable_counts,
+    summarize,
+    superseded_ids,
+)
 
 BY_CLASS_COLUMNS = [
     "arm",
@@ -25,7 +31,11 @@ BY_CLASS_COLUMNS = [
     "exact_count_rate",
     "p50_ms",
     "p95_ms",
+    "fill_at_10",
+    "short_at_10",
 ]
+#: the Markdown marker of a value computed from answers with fewer ids than slots
+SHORT_MARK = "†"
 
 
 def score_run_file(
@@ -39,20 +49,24 @@ def score_run_file(
     """Score one arm's run (``results/runs/{size}/{arm}.parquet``) into per-query metrics.
 
     ``memories`` is the corpus's ``memories.parquet``: its ``superseded_by`` column gives
-    the stale-exposure score (without the file, ``stale_exposure`` is null).
+    the stale-exposure score, and the memories each query's predicate (and scope) admit
+    give the slots of ``fill_at_10`` (:func:`agentmem.metrics.searchable_counts`; without
+    the file, ``stale_exposure`` is null and every query has ``k`` slots).
     Writes ``out`` (Parquet, one row per query; see :func:`agentmem.metrics.per_query`).
     """
-    superseded = None
+    qs = pl.read_parquet(queries)
+    superseded = searchable = None
     if memories is not None:
-        superseded = superseded_ids(
-            pl.read_parquet(memories, columns=["memory_id", "superseded_by"])
-        )
+        mem = pl.read_parquet(memories)
+        superseded = superseded_ids(mem)
+        searchable = searchable_counts(mem, query_filters(qs))
     scores = per_query(
         pl.read_parquet(runs),
         pl.read_parquet(qrels),
-        pl.read_parquet(queries),
+        qs,
         k=k,
         superseded=superseded,
+        searchable=searchable,
     )
     write_parquet(out, scores)
     return scores
@@ -92,6 +106,21 @@ def markdown_table(df: pl.DataFrame, digits: int = 3) -> str:
     return "\n".join([head, sep, *rows]) + "\n"
 
 
+def flag_short(table: pl.DataFrame, column: str, short: str, digits: int = 3) -> pl.DataFrame:
+    """Mark the values of ``column`` computed from short answers, for Markdown.
+
+    Returns:
+        ``table`` with ``column`` as text (``digits`` places), :data:`SHORT_MARK` after
+        each value whose row has ``short`` above 0 (some answer held fewer ids than
+        slots: :func:`agentmem.metrics.fill_rate` below 1).
+    """
+    cells = [
+        _fmt(v, digits) + (f" {SHORT_MARK}" if (s or 0) > 0 else "")
+        for v, s in zip(table[column], table[short], strict=True)
+    ]
+    return table.with_columns(pl.Series(column, cells, dtype=pl.String))
+
+
 def ndcg_grid(table: pl.DataFrame) -> pl.DataFrame:
     """Wide arm × class nDCG@10 grid (classes in study order, then ``all``)."""
     wide = table.pivot(on="query_class", index="arm", values="ndcg_at_10", maintain_order=True)
@@ -115,13 +144,21 @@ def write_by_class(
     """
     t = by_class(metrics)
     write_csv(csv_out, t)
-    overall = t.filter(pl.col("query_class") == "all").drop("query_class")
+    shown = flag_short(t, "precision_at_10", "short_at_10")
+    overall = shown.filter(pl.col("query_class") == "all").drop("query_class")
     md = [
         "# Retrieval by arm and query class",
         "",
         "Binary relevance, k = 10; precision divides by the number returned; stale exposure "
         "is the share of the returned top 10 that is superseded, averaged over the queries "
-        f"that returned something; {latency_note}.",
+        f"that returned something; {latency_note}. fill_at_10 is the mean over queries of "
+        "min(returned, 10) / min(10, memories the query's predicate and scope admit), "
+        f"short_at_10 the share of queries below 1; {SHORT_MARK} marks a precision computed "
+        "over such short answers (its divisor shrinks with the answer). A text-only arm "
+        "returns only the memories that match its terms, so its short answers are its "
+        "answer; an arm that ranks by vector answers short where its search stops (pgvector's "
+        "HNSW index scan yields at most hnsw.ef_search = 40 rows before the predicate: "
+        "docs/arms/postgres.md).",
         "",
         "## Overall",
         "",
@@ -131,7 +168,7 @@ def write_by_class(
         markdown_table(ndcg_grid(t)),
         "## Every metric by class",
         "",
-        markdown_table(t),
+        markdown_table(shown),
     ]
     write_text(md_out, "\n".join(md))
     return t
