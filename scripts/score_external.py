@@ -12,11 +12,14 @@ start_job(snakemake)  # not a timing job: yield the CPU to those (DESIGN §5)
 #                       the corpus files it reads
 #   output.scores       results/external/<dataset>/scores.csv
 #   output.ci           the same rows with <metric>_lo/<metric>_hi bootstrap 95 % intervals
-#   output.comparison   Markdown: our rows beside the published ones
+#   output.comparison   Markdown: our rows beside the published ones, then each run's fill
+#                       (agentmem.report.external_tables.fill_markdown)
 from pathlib import Path
 
 from agentmem.external import score_dataset
 from agentmem.external.published import write_comparison_md
+from agentmem.io import write_text
+from agentmem.report.external_tables import fill_markdown
 
 p = snakemake.params
 runs = {tuple(key): path for key, path in zip(p.run_keys, snakemake.input.runs, strict=True)}
@@ -27,4 +30,5 @@ score_dataset(
     snakemake.output.ci,
     n_boot=p.n_boot,
 )
-write_comparison_md(snakemake.output.scores, snakemake.output.comparison, p.unit)
+text = write_comparison_md(snakemake.output.scores, snakemake.output.comparison, p.unit)
+write_text(snakemake.output.comparison, text + "\n" + fill_markdown(snakemake.output.scores))

@@ -34,7 +34,14 @@ from agentmem.external import (
     validate_dataset,
     write_dataset,
 )
-from agentmem.external.score import evidence_scores, group_ranking, per_query_scores
+from agentmem.external.score import (
+    FILL_COLUMNS,
+    METRIC_COLUMNS,
+    evidence_scores,
+    fill_scores,
+    group_ranking,
+    per_query_scores,
+)
 from agentmem.types import MEMORY_SCHEMA, Embeddings
 
 TINY = REPO / "tests" / "data" / "tiny-memory"
@@ -267,7 +274,17 @@ GROUP = {
     "q6": (1, 1, 1, 1, 1, 1, 1, 1),  # b2, b1: both gold
 }
 HAND = {"memory": MEMORY, "evidence": EVIDENCE, "group": GROUP}
-METRICS = SCORE_COLUMNS[5:]
+METRICS = METRIC_COLUMNS
+#: hand-computed fill of RUN_SCOPED, the same at every level: (f5, f10, f25, f50, short50);
+#: alice's scope holds 8 memories, bob's 5, so the slots are min(k, 8) and min(k, 5)
+FILL = {
+    "q1": (3 / 5, 3 / 8, 3 / 8, 3 / 8, 1),
+    "q2": (3 / 5, 3 / 8, 3 / 8, 3 / 8, 1),
+    "q3": (1, 1, 1, 1, 0),  # 8 returned: the whole scope
+    "q4": (2 / 5, 2 / 8, 2 / 8, 2 / 8, 1),
+    "q5": (3 / 5, 3 / 5, 3 / 5, 3 / 5, 1),
+    "q6": (4 / 5, 4 / 5, 4 / 5, 4 / 5, 1),
+}
 
 
 def _close(got: float, want: float) -> bool:
@@ -280,8 +297,27 @@ def test_per_query_scores_are_the_hand_values(tiny):
     assert pq.height == 18
     for r in pq.iter_rows(named=True):
         want = dict(zip(METRICS, HAND[r["level"]][r["query_id"]], strict=True))
-        for m in METRICS:
+        want |= dict(zip(FILL_COLUMNS, FILL[r["query_id"]], strict=True))
+        for m in (*METRICS, *FILL_COLUMNS):
             assert _close(r[m], want[m]), (r["level"], r["query_id"], m, r[m], want[m])
+
+
+def test_fill_counts_the_scope_in_the_scoped_setting_only(tiny):
+    d, _ = tiny
+    # unscoped, every query searches the 14 memories: slots min(k, 14)
+    pq = per_query_scores(d, _runs(RUN_SCOPED), setting="unscoped", arm="hand")
+    q3 = pq.filter((pl.col("query_id") == "q3") & (pl.col("level") == "memory")).row(0, named=True)
+    assert (q3["fill_at_5"], q3["fill_at_10"], q3["fill_at_50"]) == (1.0, 0.8, 8 / 14)
+    assert q3["short_at_50"] == 1.0
+    # the setting's name decides unless told
+    told = per_query_scores(d, _runs(RUN_SCOPED), setting="mine", arm="hand", scoped=False)
+    assert told["fill_at_50"].to_list() == pq["fill_at_50"].to_list()
+    assert fill_scores(40, 5000) == {
+        "fill_at_5": 1.0, "fill_at_10": 1.0, "fill_at_25": 1.0, "fill_at_50": 0.8,
+        "short_at_50": 1.0,
+    }  # fmt: skip
+    assert fill_scores(7, 7)["short_at_50"] == 0.0  # the scope holds 7: all of it
+    assert fill_scores(0, None)["fill_at_10"] == 0.0  # unknown scope: k slots
 
 
 def test_score_dataset_tables(tiny, tmp_path):
@@ -306,6 +342,9 @@ def test_score_dataset_tables(tiny, tmp_path):
         for j, m in enumerate(METRICS):
             want = sum(HAND[r["level"]][q][j] for q in qs) / len(qs)
             assert _close(r[m], want), (r["level"], r["category"], m)
+        for j, m in enumerate(FILL_COLUMNS):
+            want = sum(FILL[q][j] for q in qs) / len(qs)
+            assert _close(r[m], want), (r["level"], r["category"], m)
     row = t.filter(
         (pl.col("setting") == "scoped")
         & (pl.col("level") == "evidence")
@@ -324,8 +363,12 @@ def test_score_dataset_tables(tiny, tmp_path):
     assert u["hit_at_1"] == pytest.approx(2 / 6) and u["mrr"] == pytest.approx(
         (1 / 3 + 1 + 1 / 7 + 0 + 1 + 0.5) / 6
     )
+    # every scoped answer but q3's is short of its scope: (0 + 5 * 1) / 6
+    assert row["short_at_50"] == pytest.approx(5 / 6)
+    assert row["fill_at_50"] == pytest.approx((3 / 8 + 3 / 8 + 1 + 2 / 8 + 3 / 5 + 4 / 5) / 6)
     c = pl.read_csv(ci)
     assert c.columns[:5] == list(SCORE_COLUMNS[:5])
+    assert not {c_ for c_ in c.columns if c_.startswith(("fill", "short"))}  # no intervals
     assert {f"{m}{s}" for m in METRICS for s in ("", "_lo", "_hi")} <= set(c.columns)
     r = c.filter((pl.col("level") == "group") & (pl.col("category") == "all")).row(0, named=True)
     assert r["mrr_lo"] <= r["mrr"] <= r["mrr_hi"]
@@ -333,6 +376,51 @@ def test_score_dataset_tables(tiny, tmp_path):
         0, named=True
     )
     assert math.isnan(ev["ndcg_at_5_lo"]) and not math.isnan(ev["recall_at_5_lo"])
+
+
+ALICE = ["a1-1", "a1-2", "a1-3", "a2-1", "a2-2", "a2-3", "a3-1", "a3-2"]
+BOB = ["b1-1", "b1-2", "b1-3", "b2-1", "b2-2"]
+#: every query answered with its whole scope: fill 1 at every k
+RUN_FULL = {q: ALICE if q in ("q1", "q2", "q3", "q4") else BOB for q in RUN_SCOPED}
+
+
+def test_report_tables_mark_recall_of_short_answers(tiny, tmp_path):
+    from agentmem.report.external_tables import SHORT_MARK, external_tables, fill_markdown
+
+    d, _ = tiny
+    paths = {}
+    for arm, run in (("short", RUN_SCOPED), ("full", RUN_FULL)):
+        paths[("scoped", arm)] = tmp_path / f"{arm}.parquet"
+        _runs(run).write_parquet(paths[("scoped", arm)])
+    scores = tmp_path / "scores.csv"
+    score_dataset(d, paths, scores, tmp_path / "ci.csv", n_boot=50)
+    view = external_tables("tiny", scores, None)
+    evidence, memory, fill = view["tables"]
+    rows = {r["label"]: r["values"] for r in evidence["rows"]}
+    # "short" answered five of six questions with fewer memories than their scope holds:
+    # every recall cell is marked but temporal's (q3 got its whole scope); "full" has none
+    assert evidence["groups"] == ["fact", "temporal", "multi-hop", "all"]
+    marks = [isinstance(v, str) and v.endswith(f" {SHORT_MARK}") for v in rows["short"]]
+    assert marks == [True] * 4 + [False] * 4 + [True] * 8
+    assert all(isinstance(v, float) for v in rows["full"])
+    # the all-category R@5 of "short", by hand: (1 + 1 + 1/3 + 1/2 + 1 + 1) / 6
+    assert rows["short"][-4] == f"{29 / 36:.3f} {SHORT_MARK}"
+    assert SHORT_MARK in evidence["caption"] and "hnsw.ef_search = 40" in evidence["caption"]
+    mem = {r["label"]: r["values"] for r in memory["rows"]}
+    assert isinstance(mem["short"][0], str) and isinstance(mem["short"][1], float)  # MRR
+    assert fill["metrics"] == ["fill@5", "fill@10", "fill@25", "fill@50", "short@50"]
+    f = {r["label"]: r["values"] for r in fill["rows"]}
+    assert f["full"] == [1.0, 1.0, 1.0, 1.0, 0.0]
+    assert f["short"][3] == pytest.approx((3 / 8 + 3 / 8 + 1 + 2 / 8 + 3 / 5 + 4 / 5) / 6)
+    assert f["short"][4] == pytest.approx(5 / 6)
+    md = fill_markdown(scores)
+    assert "| short | scoped | 6 | 0.667 | 0.567 | 0.567 | 0.567 | 0.833 |" in md
+    assert "| full | scoped | 6 | 1.000 | 1.000 | 1.000 | 1.000 | 0.000 |" in md
+    assert "short (scoped: R@5, R@10, R@25, R@50)" in md and "full (" not in md
+    # a scores table written before the fill columns is shown unmarked, without the fill
+    old = tmp_path / "old.csv"
+    pl.read_csv(scores).drop(FILL_COLUMNS).write_csv(old)
+    assert len(external_tables("tiny", old, None)["tables"]) == 2 and fill_markdown(old) == ""
 
 
 def test_memory_and_group_levels_match_trec_eval(tiny):

@@ -642,3 +642,25 @@ def test_real_end_to_end_sqlite_fts(tmp_path):
     # turns: each memory covers itself, so evidence and memory level agree
     assert ev["ndcg_at_10"] == pytest.approx(row["memory"]["ndcg_at_10"])
     assert row["group"]["hit_at_1"] >= row["memory"]["hit_at_1"]
+
+
+@needs_locomo
+def test_real_summaries_scope_holds_fewer_than_k_so_a_whole_scope_fills(real):
+    """A conversation has 19-32 session summaries: scoped, an answer of the whole scope is
+    full at k = 50 (nothing more to return); unscoped, the same answer is short."""
+    _, prepared, _, _ = real
+    d = prepared["summaries"]
+    mem = pl.read_parquet(d / "memories.parquet", columns=["memory_id", "scope_id"])
+    by_scope: dict[str, list[str]] = {}
+    for m, s in mem.iter_rows():
+        by_scope.setdefault(s, []).append(m)
+    assert max(map(len, by_scope.values())) < 50
+    q = pl.read_parquet(d / "queries.parquet", columns=["query_id", "scope_id"])
+    runs = _runs_df({qid: by_scope[s] for qid, s in q.iter_rows()})
+    scoped = per_query_scores(d, runs, setting="scoped", arm="whole-scope")
+    assert scoped["fill_at_50"].min() == 1.0 and scoped["short_at_50"].max() == 0.0
+    unscoped = per_query_scores(d, runs, setting="unscoped", arm="whole-scope")
+    assert unscoped["short_at_50"].min() == 1.0
+    size = {qid: len(by_scope[s]) for qid, s in q.iter_rows()}
+    for r in unscoped.filter(pl.col("level") == "memory").iter_rows(named=True):
+        assert r["fill_at_50"] == size[r["query_id"]] / 50

@@ -14,6 +14,11 @@ Definitions (``docs/DATASETS.md``, "Scoring"):
 recall@k (k = 5, 10, 25, 50), nDCG@k (Järvelin & Kekäläinen 2002), MRR (Voorhees,
 TREC-8 QA) and Hit@1 come from :mod:`agentmem.metrics`; intervals are 95 % percentile
 bootstrap over queries (Efron & Tibshirani 1993).
+
+Fill (:func:`agentmem.metrics.fill_rate`): per query and cut-off k, min(returned, k) /
+min(k, memories of the query's scope) — every memory of the dataset in the ``unscoped``
+setting. It is the arm's answer's, the same at every level. An arm whose fill@k is below 1
+returned fewer memories than it could on some query, so its recall@k counts fewer.
 """
 
 from __future__ import annotations
@@ -26,7 +31,15 @@ from pathlib import Path
 import polars as pl
 
 from agentmem.io import write_csv
-from agentmem.metrics import bootstrap_ci, ndcg_at_k, recall_at_k, reciprocal_rank
+from agentmem.metrics import (
+    bootstrap_ci,
+    fill_rate,
+    ndcg_at_k,
+    query_filters,
+    recall_at_k,
+    reciprocal_rank,
+    searchable_counts,
+)
 
 LEVELS = ("memory", "evidence", "group")
 RECALL_KS = (5, 10, 25, 50)
@@ -40,8 +53,11 @@ METRIC_COLUMNS = (
     "mrr",
     "hit_at_1",
 )
+#: fill of the arm's answers (:func:`agentmem.metrics.fill_rate`) at each recall cut-off,
+#: and the share of queries answered short at the deepest one
+FILL_COLUMNS = ("fill_at_5", "fill_at_10", "fill_at_25", "fill_at_50", "short_at_50")
 KEY_COLUMNS = ("setting", "arm", "level", "category", "n_queries")
-SCORE_COLUMNS = (*KEY_COLUMNS, *METRIC_COLUMNS)
+SCORE_COLUMNS = (*KEY_COLUMNS, *METRIC_COLUMNS, *FILL_COLUMNS)
 #: the run depth the recall cut-offs need (the runner's ``k``)
 RUN_K = max(RECALL_KS)
 #: the category row over every query
@@ -145,8 +161,29 @@ def _ranked(runs: pl.DataFrame) -> dict[str, list[str]]:
     return ranked
 
 
+def fill_scores(returned: int, searchable: int | None) -> dict[str, float]:
+    """The fill columns of one answer of ``returned`` ids (:data:`FILL_COLUMNS`).
+
+    Args:
+        returned: ids the arm returned.
+        searchable: memories the query could be answered from (its scope's; None: not
+            known, the slots are k).
+
+    Returns:
+        ``fill_at_k`` = :func:`agentmem.metrics.fill_rate` for each k of
+        :data:`RECALL_KS`, and ``short_at_50``: 1.0 when ``fill_at_50`` is below 1, else 0.0.
+    """
+    out = {f"fill_at_{k}": fill_rate(returned, k, searchable) for k in RECALL_KS}
+    return out | {"short_at_50": float(out[f"fill_at_{RUN_K}"] < 1.0)}
+
+
 def per_query_scores(
-    corpus_dir: str | Path, runs: pl.DataFrame, *, setting: str = "", arm: str = ""
+    corpus_dir: str | Path,
+    runs: pl.DataFrame,
+    *,
+    setting: str = "",
+    arm: str = "",
+    scoped: bool | None = None,
 ) -> pl.DataFrame:
     """Score every query of one run at memory, evidence and group level.
 
@@ -156,10 +193,13 @@ def per_query_scores(
             empty result).
         setting: the setting (e.g. ``scoped``), for the ``setting`` column and messages.
         arm: the arm name, for the ``arm`` column and messages.
+        scoped: whether the run kept each query's scope, for the fill's slots; None:
+            every setting but ``unscoped`` did (the runner's default).
 
     Returns:
         One row per (query, level) where the query has a gold set at that level:
-        setting, arm, query_id, category, level and :data:`METRIC_COLUMNS`.
+        setting, arm, query_id, category, level, :data:`METRIC_COLUMNS` and
+        :data:`FILL_COLUMNS` (the fill of the query's answer, the same at every level).
 
     Raises:
         ValueError: a corpus query has no run rows, the run holds a query the corpus lacks,
@@ -167,9 +207,12 @@ def per_query_scores(
     """
     d = Path(corpus_dir)
     who = f"run of {arm or 'an arm'}" + (f" ({setting})" if setting else "")
-    queries = pl.read_parquet(d / "queries.parquet", columns=["query_id", "class"])
-    mem = pl.read_parquet(d / "memories.parquet", columns=["memory_id", "session_id"])
+    qs = pl.read_parquet(d / "queries.parquet")
+    queries = qs.select("query_id", "class")
+    mem = pl.read_parquet(d / "memories.parquet")
     group_of = dict(zip(mem["memory_id"], mem["session_id"], strict=True))
+    keep_scope = setting != "unscoped" if scoped is None else scoped
+    searchable = searchable_counts(mem, query_filters(qs, scoped=keep_scope))
     gold = {
         "memory": _sets(pl.read_parquet(d / "qrels.parquet"), "query_id", "memory_id"),
         "group": _sets(pl.read_parquet(d / "qrels_group.parquet"), "query_id", "session_id"),
@@ -193,21 +236,24 @@ def per_query_scores(
         if unknown:
             raise ValueError(f"{who}: {unknown[0]} is not a memory of {d}")
         base = {"setting": setting, "arm": arm, "query_id": qid, "category": cat}
+        fill = fill_scores(len(r), searchable[qid])
         if qid in gold["memory"]:
-            rows.append(base | {"level": "memory"} | ranked_scores(r, set(gold["memory"][qid])))
+            mm = ranked_scores(r, set(gold["memory"][qid]))
+            rows.append(base | {"level": "memory"} | mm | fill)
         if qid in gold["evidence"]:
             ev = evidence_scores(r, cover, set(gold["evidence"][qid]), single_unit=single_unit)
-            rows.append(base | {"level": "evidence"} | ev)
+            rows.append(base | {"level": "evidence"} | ev | fill)
         if qid in gold["group"]:
             g = group_ranking(r, group_of)
-            rows.append(base | {"level": "group"} | ranked_scores(g, set(gold["group"][qid])))
+            gg = ranked_scores(g, set(gold["group"][qid]))
+            rows.append(base | {"level": "group"} | gg | fill)
     schema = {
         "setting": pl.String,
         "arm": pl.String,
         "query_id": pl.String,
         "category": pl.String,
         "level": pl.String,
-    } | dict.fromkeys(METRIC_COLUMNS, pl.Float64)
+    } | dict.fromkeys((*METRIC_COLUMNS, *FILL_COLUMNS), pl.Float64)
     return pl.DataFrame(rows, schema=schema)
 
 
@@ -252,7 +298,10 @@ def score_dataset(
         (each category present, in ``dataset.json`` order, then ``all``). Metrics are means
         over the ``n_queries`` queries that have a gold set at that level; NaN where
         undefined (no query, or evidence-level nDCG on a dataset whose memories cover
-        several units).
+        several units). The fill columns (:data:`FILL_COLUMNS`) are means over the same
+        queries: ``fill_at_k`` the mean fill, ``short_at_50`` the share of queries whose
+        answer held fewer than min(50, memories of their scope) ids. They have no
+        interval in ``ci_csv``.
 
     Raises:
         ValueError: no runs given, or as :func:`per_query_scores`.
@@ -282,7 +331,7 @@ def score_dataset(
                     "n_queries": g.height,
                 }
                 means = {m: _mean(g[m]) for m in METRIC_COLUMNS}
-                rows.append(base | means)
+                rows.append(base | means | {m: _mean(g[m]) for m in FILL_COLUMNS})
                 ci = dict(base)
                 for m in METRIC_COLUMNS:
                     if math.isnan(means[m]):
@@ -298,7 +347,9 @@ def score_dataset(
         "category": pl.String,
         "n_queries": pl.Int64,
     }
-    scores = pl.DataFrame(rows, schema=key_schema | dict.fromkeys(METRIC_COLUMNS, pl.Float64))
+    scores = pl.DataFrame(
+        rows, schema=key_schema | dict.fromkeys((*METRIC_COLUMNS, *FILL_COLUMNS), pl.Float64)
+    )
     ci_schema = dict(key_schema)
     for m in METRIC_COLUMNS:
         ci_schema |= {m: pl.Float64, f"{m}_lo": pl.Float64, f"{m}_hi": pl.Float64}

@@ -2,28 +2,69 @@
 
 Reads the scores table of :func:`agentmem.external.score.score_dataset` (columns setting,
 arm, level, category, n_queries, recall_at_5/10/25/50, ndcg_at_10, ndcg_at_5, mrr,
-hit_at_1) and, for a LoCoMo unit, the published rows of
-:func:`agentmem.external.published.published`: the DRAGON retriever's evidence recall (the
-LoCoMo paper's retrieval table, as quoted by secondary sources) and the session-level
-BM25 and fusion anchors (REFERENCE §6).
+hit_at_1, and the fill columns fill_at_5/10/25/50, short_at_50) and, for a LoCoMo unit, the
+published rows of :func:`agentmem.external.published.published`: the DRAGON retriever's
+evidence recall (the LoCoMo paper's retrieval table, as quoted by secondary sources) and
+the session-level BM25 and fusion anchors.
+
+A value at cut-off k is marked :data:`SHORT_MARK` when the arm's fill@k there is below 1
+(:func:`agentmem.metrics.fill_rate`): on some question it returned fewer memories than k,
+or than the question's scope holds when that is fewer. A scores table without the fill
+columns is shown unmarked.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from agentmem.external.published import published
+from agentmem.external.score import FILL_COLUMNS, LEVELS, RUN_K
 
 #: the evidence-recall cut-offs shown (the runs have k = 50)
 RECALL_KS = (5, 10, 25, 50)
 _DRAGON_LABEL = "DRAGON (LoCoMo paper, within one conversation), as quoted by secondary sources"
+#: the marker of a value computed from answers shorter than they could be
+SHORT_MARK = "†"
+#: what :data:`SHORT_MARK` means, under a table that shows it
+SHORT_NOTE = (
+    f"{SHORT_MARK} the arm returned fewer memories than k (or than the question's scope "
+    "holds, when fewer) on some question of that cell (fill@k below 1, table 'Fill'), so "
+    "its value counts fewer memories than a full answer's. pgvector's HNSW index scan "
+    "returns at most hnsw.ef_search = 40 rows, filtered or not: pg-hnsw and langgraph-store "
+    "answer k = 50 with about 40, pg-hybrid's vector branch and three-tier's L3 list stop "
+    "there too; pg-hnsw-iterative keeps scanning (docs/arms/postgres.md). A text-only arm "
+    "returns only the memories that match its terms."
+)
 
 
 def _table(caption: str, groups: list[str], metrics: list[str], rows: list[dict]) -> dict:
+    marked = any(isinstance(v, str) for r in rows for v in r["values"])
+    if marked:
+        caption = f"{caption}. {SHORT_NOTE}"
     return {"caption": caption, "groups": groups, "metrics": metrics, "rows": rows}
+
+
+def marked(row: Mapping[str, Any], metric: str, fill: str) -> float | str | None:
+    """The value of ``metric`` in a scores row, as text with :data:`SHORT_MARK` when short.
+
+    Args:
+        row: one row of the scores table (empty: no such row).
+        metric: a metric column (e.g. ``recall_at_50``).
+        fill: the fill column that qualifies it (e.g. ``fill_at_50``).
+
+    Returns:
+        The value (float or None) when ``fill`` is 1 or absent; else the value to three
+        places followed by :data:`SHORT_MARK`.
+    """
+    v, f = row.get(metric), row.get(fill)
+    if v is None or f is None or math.isnan(v) or math.isnan(f) or f >= 1.0:
+        return v
+    return f"{v:.3f} {SHORT_MARK}"
 
 
 def external_tables(dataset_id: str, scores_csv: str | Path, unit: str | None) -> dict[str, Any]:
@@ -61,7 +102,7 @@ def external_tables(dataset_id: str, scores_csv: str | Path, unit: str | None) -
             {
                 "label": a,
                 "values": [
-                    key.get((s, a, "evidence", c), {}).get(f"recall_at_{k}")
+                    marked(key.get((s, a, "evidence", c), {}), f"recall_at_{k}", f"fill_at_{k}")
                     for c in cats
                     for k in RECALL_KS
                 ],
@@ -86,6 +127,8 @@ def external_tables(dataset_id: str, scores_csv: str | Path, unit: str | None) -
             )
         )
     mem = ("ndcg_at_10", "mrr", "recall_at_10", "hit_at_1")
+    #: the fill that qualifies each memory-level metric (MRR and Hit@1 read the whole list)
+    mem_fill = {"ndcg_at_10": "fill_at_10", "recall_at_10": "fill_at_10"}
     tables.append(
         _table(
             "Memory level (against the qrels), all categories",
@@ -95,7 +138,9 @@ def external_tables(dataset_id: str, scores_csv: str | Path, unit: str | None) -
                 {
                     "label": a,
                     "values": [
-                        key.get((s, a, "memory", "all"), {}).get(m) for s in settings for m in mem
+                        marked(key.get((s, a, "memory", "all"), {}), m, mem_fill.get(m, ""))
+                        for s in settings
+                        for m in mem
                     ],
                     "published": False,
                 }
@@ -109,8 +154,11 @@ def external_tables(dataset_id: str, scores_csv: str | Path, unit: str | None) -
         rows = [
             {
                 "label": a,
+                # sessions are ranked from the whole answer (k = 50 memories)
                 "values": [
-                    key.get((s, a, "group", "all"), {}).get(m) for s in settings for m in grp
+                    marked(key.get((s, a, "group", "all"), {}), m, f"fill_at_{RUN_K}")
+                    for s in settings
+                    for m in grp
                 ],
                 "published": False,
             }
@@ -137,6 +185,27 @@ def external_tables(dataset_id: str, scores_csv: str | Path, unit: str | None) -
                 rows,
             )
         )
+    if set(FILL_COLUMNS) <= set(t.columns):
+        tables.append(
+            _table(
+                "Fill: per question min(returned, k) / min(k, memories of its scope (every "
+                "memory, unscoped)), averaged; short@50: the share of questions below 1, "
+                "all categories. Below 1, the recall at that k counts fewer memories than k "
+                f"({SHORT_MARK} in the tables above)",
+                settings,
+                [f"fill@{k}" for k in RECALL_KS] + [f"short@{RUN_K}"],
+                [
+                    {
+                        "label": a,
+                        "values": [
+                            fill_row(t, s, a).get(m) for s in settings for m in FILL_COLUMNS
+                        ],
+                        "published": False,
+                    }
+                    for a in arms
+                ],
+            )
+        )
     first = key.get((settings[0], arms[0], "evidence", "all"), {}) if arms else {}
     where = (
         f"; published rows: {pub['source'].unique(maintain_order=True).str.join('; ')[0]}"
@@ -153,3 +222,60 @@ def external_tables(dataset_id: str, scores_csv: str | Path, unit: str | None) -
         "summary": summary,
         "tables": tables,
     }
+
+
+def fill_row(scores: pl.DataFrame, setting: str, arm: str) -> dict[str, Any]:
+    """The ``all``-category row of one run that holds the most questions (its fill).
+
+    The fill is the answer's, the same at every level; a level's row averages it over the
+    questions with a gold set there, so the level with the most questions is shown
+    (ties in :data:`agentmem.external.score.LEVELS` order). Empty when the run has none.
+    """
+    rows = scores.filter(
+        (pl.col("setting") == setting) & (pl.col("arm") == arm) & (pl.col("category") == "all")
+    ).to_dicts()
+    rows.sort(key=lambda r: (-r["n_queries"], LEVELS.index(r["level"])))
+    return rows[0] if rows else {}
+
+
+def fill_markdown(scores_csv: str | Path) -> str:
+    """A Markdown section with each run's fill, to follow ``vs_published.md``'s tables.
+
+    Args:
+        scores_csv: the table of :func:`agentmem.external.score.score_dataset`.
+
+    Returns:
+        A heading, one row per (setting, arm) (:func:`fill_row`: questions, fill@5/10/25/50,
+        short@50) and a note naming the runs whose recall counts short answers; empty
+        when the table has no fill columns.
+    """
+    t = pl.read_csv(scores_csv, infer_schema_length=None)
+    if not set(FILL_COLUMNS) <= set(t.columns):
+        return ""
+    lines = [
+        "## Fill: answers with fewer memories than k",
+        "",
+        "| system | setting | questions | fill@5 | fill@10 | fill@25 | fill@50 | short@50 |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    short = []
+    runs = t.select("setting", "arm").unique(maintain_order=True).iter_rows()
+    for setting, arm in runs:
+        r = fill_row(t, setting, arm)
+        vals = " | ".join(f"{r[m]:.3f}" for m in FILL_COLUMNS)
+        lines.append(f"| {arm} | {setting} | {r['n_queries']:,} | {vals} |")
+        low = [k for k in RECALL_KS if r[f"fill_at_{k}"] < 1.0]
+        if low:
+            short.append(f"{arm} ({setting}: R@{', R@'.join(map(str, low))})")
+    lines += [
+        "",
+        "fill@k: per question, min(returned, k) / min(k, memories of its scope (every memory "
+        "when unscoped)), averaged; short@50: the share of questions below 1. Where fill@k "
+        "is below 1, R@k above counts fewer memories than k on some questions: "
+        + ("; ".join(short) if short else "no run")
+        + ". pgvector's HNSW index scan returns at most hnsw.ef_search = 40 rows, filtered "
+        "or not (docs/arms/postgres.md); a text-only arm returns only the memories that "
+        "match its terms.",
+        "",
+    ]
+    return "\n".join(lines)
