@@ -9,7 +9,8 @@ start_job(snakemake)  # not a timing job: yield the CPU to those (DESIGN §5)
 # snakemake.input.store        the store built by run_arm (results/stores/{size}/{arm})
 # snakemake.input.memories, sessions, facts, entities, queries, qrels   the corpus files
 # snakemake.input.embeddings   the size's embeddings Parquet
-# snakemake.output[0]          CSV: arm,k,ndcg,recall,mean_tokens,ndcg_per_100_tokens
+# snakemake.output[0]          CSV: arm,k,ndcg,recall,mean_tokens,ndcg_per_100_tokens,
+#                              fill_at_k,short_at_k
 
 from agentmem.io import write_csv
 from agentmem.sweeps.budget import budget_sweep

@@ -5,8 +5,11 @@ and recall@k against the qrels (:mod:`agentmem.metrics`; Järvelin & Kekäläine
 nDCG) and the o200k_base tokens (:func:`agentmem.tokens.count_tokens`) of the memories
 returned. A prefix-stable arm (:attr:`agentmem.arms.base.Arm.prefix_stable`) is asked
 once at the largest ``k`` and cut; the others are asked at every ``k``. One row per ``k``:
-``arm, k, ndcg, recall, mean_tokens, ndcg_per_100_tokens``. Design and column
-definitions: ``docs/experiments/budget.md``.
+``arm, k, ndcg, recall, mean_tokens, ndcg_per_100_tokens, fill_at_k, short_at_k`` — the
+last two say whether the arm filled its ``k`` slots (:func:`agentmem.metrics.fill_rate`
+against the memories each query's predicate and scope admit): an arm answering short
+reads fewer tokens for that reason alone. Design and column definitions:
+``docs/experiments/budget.md``.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import polars as pl
 from agentmem.arms.base import Arm, Query
 from agentmem.corpus.io import load_corpus, load_qrels, load_queries
 from agentmem.embeddings import load_embeddings
-from agentmem.metrics import ndcg_at_k, recall_at_k
+from agentmem.metrics import fill_rate, ndcg_at_k, recall_at_k, searchable_counts
 from agentmem.runner import opened
 from agentmem.sweeps.postfilter import relevant_sets
 from agentmem.tokens import count_tokens
@@ -35,6 +38,8 @@ BUDGET_SCHEMA: dict[str, pl.DataType] = {
     "recall": pl.Float64,
     "mean_tokens": pl.Float64,
     "ndcg_per_100_tokens": pl.Float64,
+    "fill_at_k": pl.Float64,
+    "short_at_k": pl.Float64,
 }
 #: Columns of :func:`budget_per_query`.
 PER_QUERY_SCHEMA: dict[str, pl.DataType] = {
@@ -44,6 +49,7 @@ PER_QUERY_SCHEMA: dict[str, pl.DataType] = {
     "ndcg": pl.Float64,
     "recall": pl.Float64,
     "tokens": pl.Int64,
+    "fill": pl.Float64,
 }
 
 
@@ -67,6 +73,7 @@ def budget_per_query(
     relevant: Mapping[str, set[str]],
     tokens: Mapping[str, int],
     ks: Iterable[int] = DEFAULT_KS,
+    searchable: Mapping[str, int] | None = None,
 ) -> pl.DataFrame:
     """Query an open arm at every ``k`` and score each answer.
 
@@ -80,10 +87,14 @@ def budget_per_query(
         relevant: ``{query_id: relevant memory ids}`` (every query must have some).
         tokens: ``{memory_id: token count}``.
         ks: cut-offs (deduplicated, ascending; each >= 1).
+        searchable: ``{query_id: memories its filters admit}``
+            (:func:`agentmem.metrics.searchable_counts`); None, or a query missing from it,
+            counts ``k`` slots.
 
     Returns:
         One row per (k, query) with the columns of :data:`PER_QUERY_SCHEMA`: ``returned``
-        ids (first ``k`` of the answer), nDCG@k, recall@k and their summed ``tokens``.
+        ids (first ``k`` of the answer), nDCG@k, recall@k, their summed ``tokens`` and
+        the answer's ``fill`` (:func:`agentmem.metrics.fill_rate`).
 
     Raises:
         ValueError: when a query has no qrels or a cut-off is < 1.
@@ -112,6 +123,7 @@ def budget_per_query(
                     "ndcg": ndcg_at_k(ids, rel, k),
                     "recall": recall_at_k(ids, rel, k),
                     "tokens": sum(tokens[m] for m in ids),
+                    "fill": fill_rate(len(ids), k, (searchable or {}).get(q.query_id)),
                 }
             )
     return pl.DataFrame(rows, schema=PER_QUERY_SCHEMA)
@@ -121,7 +133,8 @@ def summarise_budget(arm_name: str, per_query: pl.DataFrame) -> pl.DataFrame:
     """Average :func:`budget_per_query` rows per ``k`` into the budget table.
 
     Returns:
-        Columns of :data:`BUDGET_SCHEMA`, ascending ``k``.
+        Columns of :data:`BUDGET_SCHEMA`, ascending ``k``: ``fill_at_k`` is the mean
+        ``fill``, ``short_at_k`` the share of queries whose fill is below 1.
     """
     agg = (
         per_query.group_by("k")
@@ -129,6 +142,8 @@ def summarise_budget(arm_name: str, per_query: pl.DataFrame) -> pl.DataFrame:
             ndcg=pl.col("ndcg").mean(),
             recall=pl.col("recall").mean(),
             mean_tokens=pl.col("tokens").cast(pl.Float64).mean(),
+            fill_at_k=pl.col("fill").mean(),
+            short_at_k=(pl.col("fill") < 1.0).cast(pl.Float64).mean(),
         )
         .sort("k")
         .with_columns(
@@ -153,7 +168,8 @@ def budget_sweep(
 
     Reopens the store the pipeline built (:func:`agentmem.runner.opened`),
     runs every query of the corpus at every ``k`` (untimed) and closes the arm (stopping
-    any embedded server), also on errors.
+    any embedded server), also on errors. Each query's slots are min(k, memories its
+    predicate and scope admit).
 
     Args:
         arm_name: registered arm name.
@@ -174,6 +190,7 @@ def budget_sweep(
     queries = load_queries(corpus_dir, load_embeddings(embeddings_path))
     relevant = relevant_sets(load_qrels(corpus_dir))
     tokens = memory_tokens(corpus.memories)
+    searchable = searchable_counts(corpus.memories, {q.query_id: q.filters for q in queries})
     with opened(arm_name, dict(arm_params or {}), store_dir) as arm:
-        per_query = budget_per_query(arm, queries, relevant, tokens, ks)
+        per_query = budget_per_query(arm, queries, relevant, tokens, ks, searchable)
     return summarise_budget(arm_name, per_query)
