@@ -24,7 +24,7 @@ from agentmem.arms import ARMS
 from agentmem.arms.base import Arm, Query
 from agentmem.corpus.io import load_corpus, load_qrels, load_queries
 from agentmem.embeddings import load_embeddings
-from agentmem.metrics import recall_at_k
+from agentmem.metrics import fill_rate, recall_at_k, searchable_counts
 from agentmem.runner import opened
 
 #: The default overfetch factors: powers of two, ×1 … ×128 (REFERENCE §4).
@@ -112,16 +112,8 @@ def predicate_slots(memories: pl.DataFrame, queries: Iterable[Query], k: int) ->
         ``{query_id: min(k, number of memories in the query's scope satisfying the
         predicate)}`` (every arm applies the scope, so a slot outside it cannot be filled).
     """
-    cols = ["created_day", "session_id", "fact_id", "superseded_by"]
-    cols += ["scope_id"] if "scope_id" in memories.columns else []
-    rows = memories.select(cols).to_dicts()
-    out: dict[str, int] = {}
-    for q in queries:
-        if q.predicate is None:
-            continue
-        filters = q.filters
-        out[q.query_id] = min(k, sum(1 for r in rows if all(p.matches(r) for p in filters)))
-    return out
+    filtered = {q.query_id: q.filters for q in queries if q.predicate is not None}
+    return {qid: min(k, n) for qid, n in searchable_counts(memories, filtered).items()}
 
 
 def relevant_sets(qrels: pl.DataFrame) -> dict[str, set[str]]:
@@ -149,8 +141,8 @@ def measure_filtered(
         k: cut-off.
 
     Returns:
-        ``mean_slots_filled``, ``fill_rate`` and ``recall_at_10`` (all ``None`` when
-        ``queries`` is empty).
+        ``mean_slots_filled``, ``fill_rate`` (mean :func:`agentmem.metrics.fill_rate`)
+        and ``recall_at_10`` (all ``None`` when ``queries`` is empty).
 
     Raises:
         ValueError: when a query has no qrels (recall is undefined).
@@ -162,7 +154,7 @@ def measure_filtered(
         ids = arm.query(q, k).memory_ids[:k]
         s = slots[q.query_id]
         returned.append(len(ids))
-        fills.append(min(len(ids), s) / s if s else 1.0)
+        fills.append(fill_rate(len(ids), k, s))
         recalls.append(recall_at_k(ids, relevant[q.query_id], k))
     if not queries:
         return {"mean_slots_filled": None, "fill_rate": None, "recall_at_10": None}
