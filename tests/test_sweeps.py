@@ -229,6 +229,7 @@ def test_budget_one_query_by_hand(built, tmp_path: Path) -> None:
     one = _one_query_corpus(corpus_dir, tmp_path / "one", "lexical-001")
     df = budget_sweep("sqlite-fts", None, stores["sqlite-fts"], one, emb, ks=(1, 3, 10))
     assert df.columns == list(BUDGET_SCHEMA)
+    assert df.columns[-2:] == ["fill_at_k", "short_at_k"]
     assert df["arm"].to_list() == ["sqlite-fts"] * 3 and df["k"].to_list() == [1, 3, 10]
     # by hand: ask the arm, then binary DCG / IDCG and hit counts
     (q,) = [
@@ -250,6 +251,9 @@ def test_budget_one_query_by_hand(built, tmp_path: Path) -> None:
             assert row["ndcg_per_100_tokens"] == pytest.approx(
                 row["ndcg"] / row["mean_tokens"] * 100
             )
+            # no predicate, far more memories than k: the slots are k
+            assert row["fill_at_k"] == len(ids) / k
+            assert row["short_at_k"] == float(len(ids) < k)
     finally:
         arm.close()
     # full-text search finds the relevant memories that name the record's identifier and
@@ -329,6 +333,123 @@ def test_budget_asks_prefix_stable_arms_once_and_others_per_k(built) -> None:
             arm.close()
     for df in tables.values():
         assert df["k"].to_list() == [1] * 6 + [3] * 6 + [5] * 6
+
+
+def test_budget_fill_by_hand(built) -> None:
+    corpus_dir, emb, stores = built
+    qs = load_queries(corpus_dir, load_embeddings(emb))[:4]
+    rel = relevant_sets(load_qrels(corpus_dir))
+    toks = dict(load_corpus(corpus_dir).memories.select("memory_id", "tokens").iter_rows())
+    arm = make_arm("sqlite-fts")
+    try:
+        arm.open(stores["sqlite-fts"])
+        # the first query has 2 memories it may return, the second 6 (3 slots at k = 3);
+        # the others' searchable sets are not given (k slots)
+        per = budget_per_query(
+            arm, qs, rel, toks, ks=(3,), searchable={qs[0].query_id: 2, qs[1].query_id: 6}
+        )
+    finally:
+        arm.close()
+    slots = {qs[0].query_id: 2, qs[1].query_id: 3}  # min(k, searchable); k otherwise
+    fills = []
+    for r in per.iter_rows(named=True):
+        s_ = slots.get(r["query_id"], 3)
+        assert r["fill"] == pytest.approx(min(r["returned"], s_) / s_)
+        fills.append(r["fill"])
+    from agentmem.sweeps.budget import summarise_budget
+
+    row = summarise_budget("sqlite-fts", per).row(0, named=True)
+    assert row["fill_at_k"] == pytest.approx(sum(fills) / 4)
+    assert row["short_at_k"] == pytest.approx(sum(f < 1 for f in fills) / 4)
+
+
+#: copies of each memory in :func:`grown`: ~260 x 8 ~ 2,100 memories, enough that the planner
+#: takes the HNSW index for an unfiltered k = 50 (on ~260 it sorts exact distances)
+COPIES = 8
+
+
+@pytest.fixture(scope="module")
+def grown(built, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The small corpus with every memory copied ``COPIES`` times (the copy's vector the
+    original's plus noise), same queries and qrels: ``(corpus_dir, embeddings_path)``."""
+    corpus_dir, emb, _ = built
+    d = tmp_path_factory.mktemp("grown")
+    mem = pl.read_parquet(corpus_dir / "memories.parquet")
+    copies = [
+        mem.with_columns(memory_id=pl.col("memory_id") + f"-c{i}", seq=pl.col("seq") + i * 10**6)
+        for i in range(1, COPIES)
+    ]
+    pl.concat([mem, *copies]).write_parquet(d / "memories.parquet")
+    for name in ("sessions", "facts", "entities", "agents", "queries", "qrels"):
+        (d / f"{name}.parquet").symlink_to(corpus_dir / f"{name}.parquet")
+    vec = pl.read_parquet(emb)
+    rng = np.random.default_rng(11)
+    extra = []
+    for i in range(1, COPIES):
+        part = vec.filter(pl.col("id").is_in(mem["memory_id"].implode()))
+        x = part["vector"].to_numpy() + rng.normal(0, 0.05, (part.height, 384))
+        x = (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)
+        extra.append(
+            part.with_columns(
+                id=pl.col("id") + f"-c{i}", vector=pl.Series(x, dtype=vec.schema["vector"])
+            )
+        )
+    pl.concat([vec, *extra]).write_parquet(d / "emb.parquet")
+    return d, d / "emb.parquet"
+
+
+def test_pg_hnsw_answers_about_ef_search_at_k_50_and_the_tables_say_so(
+    grown, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """pgvector's HNSW index scan yields at most ~hnsw.ef_search (40) rows, filtered or
+    not: pg-hnsw answers an unfiltered k = 50 with about 40 ids; the run log, the by-class
+    table and the budget table say so; pg-hnsw-iterative fills."""
+    from agentmem.report.tables import score_run_file, write_by_class
+    from agentmem.runner import run_arm
+
+    corpus_dir, emb = grown
+    corpus = load_corpus(corpus_dir)
+    assert corpus.memories.height >= 2000
+    runs, store = tmp_path / "runs.parquet", tmp_path / "store"
+    with caplog.at_level("WARNING", logger="agentmem.runner"):
+        run_arm(
+            "pg-hnsw", None, corpus_dir, emb, store, runs, tmp_path / "build.json",
+            tmp_path / "plans.json", k=50, warmup=0, repeats=1, progress=False,
+        )  # fmt: skip
+    qs = load_queries(corpus_dir, load_embeddings(emb))
+    plain = {q.query_id for q in qs if q.predicate is None}
+    got = dict(pl.read_parquet(runs).group_by("query_id").agg(pl.col("memory_id").count()).rows())
+    counts = [got[q] for q in plain]
+    assert max(counts) < 50 and min(counts) >= 40, counts
+    (warning,) = [r.getMessage() for r in caplog.records if r.name == "agentmem.runner"]
+    assert warning.startswith(f"pg-hnsw: {len(plain)} of {len(plain)} queries without a predicate")
+    assert f"(fewest: {min(counts)})" in warning
+    metrics = tmp_path / "metrics.parquet"
+    score_run_file(
+        runs, corpus_dir / "queries.parquet", corpus_dir / "qrels.parquet", metrics, k=50,
+        memories=corpus_dir / "memories.parquet",
+    )  # fmt: skip
+    t = write_by_class({"pg-hnsw": metrics}, tmp_path / "by_class.csv", tmp_path / "by_class.md")
+    semantic = t.filter(pl.col("query_class") == "semantic").row(0, named=True)
+    assert semantic["short_at_10"] == 1.0  # unfiltered: every answer short of 50
+    sem = [got[q] for q in plain if q.startswith("semantic")]
+    assert semantic["fill_at_10"] == pytest.approx(sum(sem) / (50 * len(sem)))
+    every = t.filter(pl.col("query_class") == "all").row(0, named=True)
+    assert every["fill_at_10"] < 1.0 and every["short_at_10"] >= len(plain) / len(qs)
+    assert "† |" in (tmp_path / "by_class.md").read_text()
+    # the budget table at k = 50: short for pg-hnsw, full for the iterative scan (built
+    # into the same store directory: one server, one database per arm)
+    iterative = make_arm("pg-hnsw-iterative")
+    try:
+        iterative.build(corpus, load_embeddings(emb), store)
+    finally:
+        iterative.close()
+    plain_b = budget_sweep("pg-hnsw", None, store, corpus_dir, emb, ks=(50,))
+    full_b = budget_sweep("pg-hnsw-iterative", None, store, corpus_dir, emb, ks=(50,))
+    assert servers_left(tmp_path) == []
+    assert plain_b["fill_at_k"][0] < 1.0 and plain_b["short_at_k"][0] >= len(plain) / len(qs)
+    assert full_b["fill_at_k"][0] == 1.0 and full_b["short_at_k"][0] == 0.0
+    assert plain_b["mean_tokens"][0] < full_b["mean_tokens"][0]
 
 
 # --------------------------------------------------------------------------- scaling

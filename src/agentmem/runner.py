@@ -18,7 +18,7 @@ import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ from agentmem.arms.base import Arm, Query, Result
 from agentmem.corpus.io import load_corpus, load_queries
 from agentmem.embeddings import load_embeddings
 from agentmem.io import write_json, write_parquet
+from agentmem.metrics import fill_rate, searchable_counts
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +129,52 @@ def run_rows(query_id: str, res: Result, latency_ms: float, k: int) -> list[dict
     ]
 
 
+def short_unfiltered(
+    queries: Sequence[Query], returned: Mapping[str, int], memories: pl.DataFrame, k: int
+) -> tuple[int, int, int]:
+    """Count the queries without a predicate that were answered with fewer ids than slots.
+
+    Args:
+        queries: the queries run.
+        returned: ``{query_id: ids returned (first k)}``.
+        memories: the corpus memories (a query's slots are min(k, memories of its scope)).
+        k: cut-off.
+
+    Returns:
+        ``(short, asked, fewest)``: queries without a predicate whose
+        :func:`agentmem.metrics.fill_rate` is below 1, queries without a predicate, and
+        the fewest ids one of the short ones got (0 when none is short).
+    """
+    plain = {q.query_id: q.filters for q in queries if q.predicate is None}
+    searchable = searchable_counts(memories, plain)
+    short = [returned[q] for q in plain if fill_rate(returned[q], k, searchable[q]) < 1.0]
+    return len(short), len(plain), min(short, default=0)
+
+
+def warn_short(arm_name: str, arm: Arm, short: tuple[int, int, int], k: int) -> None:
+    """Log one warning when an arm that ranks by vector answered unfiltered queries short.
+
+    ``short`` is :func:`short_unfiltered`'s count. A text-only arm
+    (``capabilities.vector_access == "none"``) returns only the memories that match its
+    terms, so its short answers are not warned about; an arm that ranks by vector should
+    fill every slot its scope can (pgvector's HNSW index scan stops at
+    ``hnsw.ef_search`` rows, docs/arms/postgres.md).
+    """
+    n, asked, fewest = short
+    caps = getattr(arm, "capabilities", None)
+    if n == 0 or getattr(caps, "vector_access", "none") == "none":
+        return
+    log.warning(
+        "%s: %d of %d queries without a predicate returned fewer than k = %d ids although "
+        "their scope held more (fewest: %d); the score tables' fill_at_k columns show it",
+        arm_name,
+        n,
+        asked,
+        k,
+        fewest,
+    )
+
+
 def run_arm(
     arm_name: str,
     params: dict[str, Any] | None,
@@ -149,7 +196,9 @@ def run_arm(
     every memory: the unscoped setting of a dataset with scopes).
 
     The store directory is wiped first, so an interrupted earlier run never leaks into
-    this one. The arm is always closed (embedded servers stopped), even on errors.
+    this one. The arm is always closed (embedded servers stopped), even on errors. When an
+    arm that ranks by vector answers queries without a predicate with fewer ids than their
+    scope allows, one warning says how many (:func:`warn_short`).
 
     Returns:
         The build record written to ``build_out``; a product arm's also holds
@@ -168,6 +217,7 @@ def run_arm(
     store.mkdir(parents=True)
     arm = make_arm(arm_name, params)
     rows: list[dict] = []
+    returned: dict[str, int] = {}
     plans: dict[str, Any] = {}
     try:
         t0 = time.perf_counter()
@@ -179,6 +229,7 @@ def run_arm(
         ):
             res, ms = time_query(arm, q, k, warmup, repeats)
             rows.extend(run_rows(q.query_id, res, ms, k))
+            returned[q.query_id] = len(res.memory_ids[:k])
         for q in queries:
             if q.query_class not in plans:
                 plans[q.query_class] = {
@@ -188,6 +239,7 @@ def run_arm(
                 }
     finally:
         arm.close()
+    warn_short(arm_name, arm, short_unfiltered(queries, returned, corpus.memories, k), k)
     n = corpus.memories.height
     build = {
         "arm": arm_name,
