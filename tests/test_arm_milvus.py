@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -10,6 +11,7 @@ import numpy as np
 import polars as pl
 import pytest
 from support.hostile import HOSTILE_TEXTS
+from support.paths import REPO
 from support.tiny import fake_vector, make_tiny
 
 from agentmem.arms import ARMS
@@ -281,6 +283,55 @@ def test_remember_refuses_stored_and_unknown_ids_writing_nothing(arm):
     assert arm.fetch(["N1", "N2"])["superseded_by"].to_list() == ["N2", None]
 
 
+_REFUSING_PROCESS = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+
+    import polars as pl
+    from support.tiny import make_tiny
+
+    from agentmem.arms.base import ArmError, Corpus, Embeddings
+    from agentmem.arms.milvus import MilvusLiteArm
+
+    root, too_long = Path(sys.argv[1]), "x" * 65536
+    corpus, vectors = make_tiny()
+    arm = MilvusLiteArm()
+    arm.build(corpus, vectors, root / "ok")
+    row = {**corpus.memories.row(0, named=True), "memory_id": "N1", "body": too_long}
+    try:
+        arm.remember(pl.DataFrame([row]), Embeddings(["N1"], vectors.get(["M1"])))
+    except ArmError as exc:
+        print("REFUSED", exc)
+    arm.close()
+    long_m1 = pl.when(pl.col("memory_id") == "M1").then(pl.lit(too_long)).otherwise("body")
+    other = MilvusLiteArm()
+    try:
+        other.build(Corpus(corpus.memories.with_columns(body=long_m1)), vectors, root / "long")
+    except ArmError as exc:
+        print("REFUSED", exc)
+    other.close()
+    """
+)
+
+
+def test_a_refused_value_is_an_arm_error_and_nothing_is_printed(tmp_path):
+    """A body over the VARCHAR limit, in remember and in build, in a process of its own:
+    Milvus Lite refuses it, the ArmError carries its message (field and limit), and the
+    process's stderr (a terminal, a workflow log) stays empty of the product's error log."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _REFUSING_PROCESS, str(tmp_path)],
+        capture_output=True, text=True, timeout=300, check=True,
+        env={**os.environ, "PYTHONPATH": str(REPO / "tests")},
+    )  # fmt: skip
+    refused = [line for line in proc.stdout.splitlines() if line.startswith("REFUSED")]
+    assert len(refused) == 2, proc.stdout + proc.stderr
+    for line in refused:
+        assert line.startswith("REFUSED milvus-lite: ")
+        assert "VARCHAR field 'body' value length 65536 exceeds max_length=65535" in line
+    assert "ERROR" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
 def test_hostile_values_are_stored_and_filtered_verbatim(arm):
     sess = "'; DROP TABLE x; --\"\\\n\x00😀"
     body = "it's O'Brien's \"quoted\" \\ text\x00 NEAR(a b)"
@@ -362,8 +413,12 @@ def test_one_process_per_store_and_close_releases_it(arm, tmp_path):
     store = tmp_path / "store"
     out = _open_elsewhere(store)
     assert "REFUSED" in out and "Open local milvus failed" in out and str(store) in out
-    # Milvus Lite logs the cause, pymilvus reports only "Open local milvus failed"
-    assert "DataDirLockedError: another process holds the lock on" in out
+    # Milvus Lite logs the cause, pymilvus reports only "Open local milvus failed": the
+    # arm puts the logged cause into its ArmError and keeps the log off stderr
+    refused = next(line for line in out.splitlines() if line.startswith("REFUSED"))
+    assert "Milvus Lite: Failed to start MilvusLite server for" in refused
+    assert "DataDirLockedError: another process holds the lock on" in refused
+    assert "Traceback" not in out and out.count("DataDirLockedError") == 1
     arm.close()  # stops the in-process server and releases the lock
     assert "OPENED 6" in _open_elsewhere(store)
     arm.open(store)
