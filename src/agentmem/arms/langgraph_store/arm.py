@@ -84,6 +84,12 @@ class LangGraphStoreArm(ProductArm):
       range-filtered search) and then applies the filter to pgvector's ``ef_search``
       (40) candidates, so filtered searches can come back short; for an equality
       filter the planner expects few rows and scans + sorts exactly instead.
+    * The store never sets ``hnsw.ef_search`` (its session runs pgvector's defaults:
+      ``ef_search = 40``, iterative scans off), so ``limit`` above 40 returns at most
+      about 40 items on the HNSW path, filtered or not: an unfiltered ``k = 50`` over
+      2,037 memories returned 40-43 on every query; at ``k = 100`` the planner sorted
+      exactly and filled. The score tables' fill columns show it
+      (:func:`agentmem.metrics.fill_rate`).
     * An empty ``query`` string is not a vector search: the store lists items by
       ``updated_at`` instead.
     * The store API has no count (``aggregate=False``) and no lookup of a key across

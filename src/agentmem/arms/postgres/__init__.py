@@ -17,6 +17,12 @@ so a selective scope can return fewer than ``k`` ids at the default ``ef_search 
 ``pg-hnsw-iterative``'s iterative scan keeps scanning until ``k`` rows of the scope pass.
 The planner may instead read the scope's index and sort exact distances when it
 estimates the scope small; EXPLAIN shows which path ran.
+
+``k`` above ``hnsw.ef_search``: the HNSW index scan yields at most about ``ef_search``
+rows (40 by default) whatever the filter, so ``pg-hnsw`` answers an unfiltered ``k = 50``
+with ~40 ids and ``pg-hybrid``'s HNSW branch stops there too (its GIN branch does not);
+``pg-hnsw-iterative`` keeps scanning and fills. The fill columns of the score tables
+(:func:`agentmem.metrics.fill_rate`) show it; docs/arms/postgres.md has the measurements.
 """
 
 from agentmem.arms.postgres.hnsw import PgHnswArm, PgHnswIterativeArm

@@ -15,11 +15,23 @@ class PgHnswArm(_PgArm):
     """``pg-hnsw``: pgvector HNSW (cosine) with the predicate in ``WHERE``.
 
     ``SELECT memory_id FROM memories WHERE <predicate> ORDER BY embedding <=> $q LIMIT k``.
-    With pgvector's default ``hnsw.ef_search = 40`` and iterative scans off, a filtered
-    query examines only ~40 nearest candidates and then filters them, so it can return
-    fewer than ``k`` ids ("underfill") — the behaviour this arm exists to show; see
-    :class:`PgHnswIterativeArm` for the fix. (The planner may also skip the HNSW index for
-    a very selective predicate and sort exact distances instead; EXPLAIN shows which.)
+    pgvector's HNSW index scan yields at most about ``hnsw.ef_search`` rows (default 40;
+    iterative scans off), and the ``WHERE`` and ``LIMIT`` act on those. So:
+
+    * a filtered query examines only ~40 nearest candidates and then filters them, so it
+      can return fewer than ``k`` ids ("underfill") — the behaviour this arm exists to
+      show;
+    * ``k`` above ``ef_search`` returns at most about ``ef_search`` ids, filtered or not:
+      an unfiltered ``k = 50`` over 2,037 memories returned 40-43 ids on every query
+      (docs/arms/postgres.md).
+
+    :class:`PgHnswIterativeArm` fills both. The planner may skip the HNSW index and sort
+    exact distances instead — for a very selective predicate or scope, or a ``LIMIT`` large
+    against the table (``k = 200`` of 2,037 memories) — and then fills; EXPLAIN shows
+    which. Where it shows: ``fill_at_k`` / ``short_at_k`` of the budget sweep,
+    ``fill_at_10`` / ``short_at_10`` of the by-class table, ``fill_at_50`` /
+    ``short_at_50`` of an external dataset's scores (its unscoped R@50 is over ~40 ids,
+    marked † in the report), and one warning in the run log.
     Aggregates: ``SELECT count(*) ... WHERE <predicate>``.
 
     Scope: where pgvector applies the predicate — ``scope_id = $s`` AND-ed into the same
@@ -70,11 +82,12 @@ class PgHnswIterativeArm(PgHnswArm):
     """``pg-hnsw-iterative``: pg-hnsw with pgvector 0.8 iterative index scans.
 
     Session settings ``hnsw.iterative_scan = relaxed_order`` and ``hnsw.max_scan_tuples``
-    let a filtered HNSW scan continue past ``ef_search`` candidates until ``k`` rows pass
-    the predicate (or ``max_scan_tuples`` tuples were visited), so filtered queries fill
-    their ``k`` slots. Relaxed order may return slightly out-of-order rows, so the ``k``
-    results are re-sorted by distance in a materialized CTE, as pgvector's README
-    recommends (``ORDER BY distance + 0``)::
+    let an HNSW scan continue past ``ef_search`` candidates until ``k`` rows pass the
+    predicate (or ``max_scan_tuples`` tuples were visited), so filtered queries fill their
+    ``k`` slots, and so does any ``k`` above ``ef_search`` (unfiltered ``k = 50``: 50 ids,
+    where :class:`PgHnswArm` returns ~40). Relaxed order may return slightly out-of-order
+    rows, so the ``k`` results are re-sorted by distance in a materialized CTE, as
+    pgvector's README recommends (``ORDER BY distance + 0``)::
 
         WITH relaxed AS MATERIALIZED (SELECT memory_id, embedding <=> $q AS distance
             FROM memories WHERE <predicate> ORDER BY distance LIMIT k)
