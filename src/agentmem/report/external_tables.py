@@ -188,10 +188,10 @@ def external_tables(dataset_id: str, scores_csv: str | Path, unit: str | None) -
     if set(FILL_COLUMNS) <= set(t.columns):
         tables.append(
             _table(
-                "Fill: per question min(returned, k) / min(k, memories of its scope (every "
-                "memory, unscoped)), averaged; short@50: the share of questions below 1, "
-                "all categories. Below 1, the recall at that k counts fewer memories than k "
-                f"({SHORT_MARK} in the tables above)",
+                "Fill: per question, min(returned, k) / min(k, memories it could be "
+                "answered from: its scope's, every memory unscoped), averaged over all "
+                "categories; short@50: the share of questions below 1. Below 1, the recall "
+                f"at that k counts fewer memories than k ({SHORT_MARK} in the tables above)",
                 settings,
                 [f"fill@{k}" for k in RECALL_KS] + [f"short@{RUN_K}"],
                 [
