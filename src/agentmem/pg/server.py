@@ -1,18 +1,21 @@
 """The embedded PostgreSQL server of one data directory (:class:`EmbeddedServer`).
 
-Facts this works around (verified here, see DESIGN §9): pgserver caches its server
-object per process, so after the postmaster is SIGKILLed ``get_server`` returns the dead
-server. A killed or stopped postmaster stays a zombie until its parent reaps it, and
-pgserver counts zombies as running; here a zombie is dead
-(:func:`~agentmem.procs.process_alive`). pgserver only stops a server when the last
-process in ``pgdata/.handle_pids.json`` lets go, so pids of processes that died without
-cleaning up are pruned from that list before use.
+Facts this works around: pgserver caches its server object per process, so after the
+postmaster is SIGKILLed ``get_server`` returns the dead server. A killed or stopped
+postmaster stays a zombie until its parent reaps it, and pgserver counts zombies as
+running; here a zombie is dead (:func:`~agentmem.procs.process_alive`). pgserver only
+stops a server when the last process in ``pgdata/.handle_pids.json`` lets go, so pids of
+processes that died without cleaning up are pruned from that list before use. pgserver
+rewrites that list in place (truncate, then write), so it is read only under pgserver's
+lock. Joining a shared server and letting go of it last are serialised across processes
+by :func:`~agentmem.pg.postmaster.data_dir_lock`, so a server is never stopped under a
+process that is joining it.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
-import json
 import os
 import threading
 import time
@@ -25,6 +28,8 @@ import psutil
 from agentmem.pg.errors import PgError
 from agentmem.pg.postmaster import (
     STOP_TIMEOUT_S,
+    data_dir_lock,
+    handle_pids,
     import_pgserver,
     kill_leftover_servers,
     log_tail,
@@ -56,8 +61,11 @@ class EmbeddedServer:
       :meth:`release`. pgserver runs in this process; holders in this process share one
       reference-counted object per data directory, other processes join through
       pgserver's ``pgdata/.handle_pids.json``, and the last release anywhere stops the
-      server (``pg_ctl stop``, fast mode). An acquire after the postmaster died restarts
-      it (crash recovery replays WAL).
+      server (``pg_ctl stop``, fast mode). Joining and the last release of a process
+      hold the data directory's lock (:func:`~agentmem.pg.postmaster.data_dir_lock`,
+      file ``<pgdata>.lock``), so they never overlap. An acquire after the postmaster
+      died restarts it (crash recovery replays WAL). A process that exits still holding
+      references lets go at exit, the same way.
     * **owned**, by the integrity trials: ``with EmbeddedServer(pgdata) as srv``,
       :meth:`start`, :meth:`kill`, :meth:`stop`. Every :meth:`start` runs pgserver in a
       fresh Python process, so the server can be SIGKILLed and started again on the same
@@ -82,6 +90,7 @@ class EmbeddedServer:
 
     _registry: ClassVar[dict[Path, EmbeddedServer]] = {}
     _registry_lock: ClassVar[threading.Lock] = threading.Lock()
+    _exit_hook: ClassVar[bool] = False
 
     def __init__(self, pgdata: str | Path, *, create: bool = True) -> None:
         self.pgdata = Path(pgdata).expanduser().resolve()
@@ -150,27 +159,34 @@ class EmbeddedServer:
             The handle shared by this process; call :meth:`release` once when done.
 
         Raises:
-            PgError: naming ``pgdata`` when the cluster is missing, or the server cannot
-                start (the tail of the server log is included).
+            PgError: naming ``pgdata`` when the cluster is missing, the server cannot
+                start (the tail of the server log is included), or another process keeps
+                the data directory locked for :data:`~agentmem.pg.postmaster.LOCK_TIMEOUT_S`
+                seconds.
         """
         wanted = cls(pgdata, create=create)
         wanted._check()
         with cls._registry_lock:
             handle = cls._registry.get(wanted.pgdata)
-            if handle is None:
-                handle = wanted
-                handle._server = handle._join()
-            # pgserver may hand back a cached server object whose postmaster has died
-            try:
-                handle._ensure_running()
-                # pg_ctl starts the postmaster in a session of its own: a niced
-                # (background) job lowers that session too, or it would not stay niced
-                share_background_priority(postmaster_pid(handle.pgdata))
-            except PgError:
-                if handle.refs == 0:  # nobody in this process uses it: leave nothing running
-                    cls._registry.pop(handle.pgdata, None)
-                    handle._stop_shared()
-                raise
+            if handle is not None and handle._running():
+                # held by this process, so listed as a holder: nobody stops it meanwhile
+                handle.refs += 1
+                return handle
+            with data_dir_lock(wanted.pgdata):
+                if handle is None:
+                    handle = wanted
+                    handle._server = handle._join()
+                # pgserver may hand back a cached server object whose postmaster has died
+                try:
+                    handle._ensure_running()
+                    # pg_ctl starts the postmaster in a session of its own: a niced
+                    # (background) job lowers that session too, or it would not stay niced
+                    share_background_priority(postmaster_pid(handle.pgdata))
+                except PgError:
+                    if handle.refs == 0:  # nobody in this process uses it: leave nothing running
+                        cls._registry.pop(handle.pgdata, None)
+                        handle._stop_shared()
+                    raise
             cls._registry[handle.pgdata] = handle
             handle.refs += 1
             return handle
@@ -180,16 +196,43 @@ class EmbeddedServer:
 
         Waits until the postmaster has exited (a zombie awaiting reaping counts as
         exited). A server still held by another live process is left running.
+
+        Raises:
+            PgError: when another process keeps the data directory locked for
+                :data:`~agentmem.pg.postmaster.LOCK_TIMEOUT_S` seconds (the server is
+                then left running).
         """
         with self._registry_lock:
             self.refs -= 1
             if self.refs > 0:
                 return
             self._registry.pop(self.pgdata, None)
-            self._stop_shared()
+            with data_dir_lock(self.pgdata):
+                self._stop_shared()
+
+    @classmethod
+    def _release_at_exit(cls) -> None:
+        """Let go of every server this process still holds (run at interpreter exit).
+
+        Replaces pgserver's own exit hook, which would stop a server without the data
+        directory's lock.
+        """
+        with cls._registry_lock:
+            handles = list(cls._registry.values())
+            cls._registry.clear()
+            for handle in handles:
+                handle.refs = 0
+                try:
+                    with data_dir_lock(handle.pgdata):
+                        handle._stop_shared()
+                except PgError:
+                    pass  # the server stays up; the next process to join prunes this pid
 
     def _join(self) -> Any:
-        """Run ``pgserver.get_server`` after pruning stale handle pids and zombies."""
+        """Run ``pgserver.get_server`` after pruning stale handle pids and zombies.
+
+        The caller holds :func:`~agentmem.pg.postmaster.data_dir_lock`.
+        """
         pgserver = import_pgserver()
         from pgserver.postgres_server import PostgresServer
 
@@ -215,6 +258,11 @@ class EmbeddedServer:
         # process is listed even when pgserver handed back a cached object.
         with PostgresServer._lock:
             server.global_process_id_list.get_and_add(os.getpid())
+        # at exit, let go under the data directory's lock (not through pgserver's hook)
+        atexit.unregister(server._cleanup)
+        if not EmbeddedServer._exit_hook:
+            atexit.register(EmbeddedServer._release_at_exit)
+            EmbeddedServer._exit_hook = True
         return server
 
     def _ensure_running(self) -> None:
@@ -258,15 +306,24 @@ class EmbeddedServer:
         """Whether pgserver recorded a started postmaster (a failed start leaves none)."""
         return getattr(self._server, "_postmaster_info", None) is not None
 
+    def _running(self) -> bool:
+        """Whether the postmaster this handle joined is started and alive."""
+        return self._ready() and process_alive(self.pid)
+
     def _stop_shared(self) -> None:
-        """Let go of the server via pgserver; stop it if no other live process holds it."""
+        """Let go of the server via pgserver; stop it if no other live process holds it.
+
+        The caller holds :func:`~agentmem.pg.postmaster.data_dir_lock`, so no process
+        joins between the check for other holders and the stop.
+        """
         import_pgserver()
         pid = self.pid
         try:
             self._server.cleanup()
         except Exception:  # pgserver raises when the server already died; checked below
             pass
-        if not process_alive(pid) or self._other_holders():
+        others = self._other_holders()
+        if not process_alive(pid) or others is None or others:
             return
         if not pg_ctl_stop(self.pgdata, timeout=60):
             try:
@@ -279,12 +336,15 @@ class EmbeddedServer:
             except psutil.Error:
                 pass
 
-    def _other_holders(self) -> list[int]:
-        """Return live pids other than this process listed in ``.handle_pids.json``."""
-        try:
-            pids = json.loads((self.pgdata / ".handle_pids.json").read_text())
-        except (OSError, ValueError):
-            return []
+    def _other_holders(self) -> list[int] | None:
+        """Return live pids other than this process listed in ``.handle_pids.json``.
+
+        ``None`` when the list is unreadable: the holders are unknown, so the server is
+        left running (the next process to join replaces the list).
+        """
+        pids = handle_pids(self.pgdata)
+        if pids is None:
+            return None
         return [p for p in pids if p != os.getpid() and process_alive(p)]
 
     # ----------------------------------------------------------------------- owned
