@@ -1,13 +1,24 @@
-"""ArmBase: the per-instance lock and the exception contract every built-in arm inherits."""
+"""ArmBase: the per-instance lock and the exception contract every built-in arm inherits;
+the one conversion of embeddings to float32 every arm uses."""
 
 from __future__ import annotations
 
 import threading
 import time
+from decimal import Decimal
 
+import numpy as np
+import polars as pl
 import pytest
 
-from agentmem.arms.base import ArmBase, ArmError
+from agentmem.arms.base import (
+    ArmBase,
+    ArmError,
+    Embeddings,
+    checked_vector,
+    float32_array,
+    prepare_memories,
+)
 
 
 class _Probe(ArmBase):
@@ -76,3 +87,52 @@ def test_calls_on_one_instance_never_overlap():
     for t in workers:
         t.join()
     assert bare.overlaps > 0
+
+
+# ------------------------------------------------------------ embeddings as float32
+@pytest.mark.parametrize(
+    "values",
+    [
+        [1, 2, 3],
+        np.array([0.5, 1.5, -2.0], dtype=np.float64),
+        np.array([[1, 0], [0, 1]], dtype=np.int64),
+        np.array([True, False]),
+        [Decimal("0.25"), Decimal("1")],
+        np.arange(6, dtype=np.float32)[::2],  # not contiguous
+    ],
+)
+def test_float32_array_converts_numbers_keeping_the_shape(values):
+    got = float32_array(values, "arm-x", "query 'q1' embedding")
+    assert got.dtype == np.float32 and got.flags["C_CONTIGUOUS"]
+    assert got.shape == np.asarray(values).shape
+    np.testing.assert_array_equal(got, np.asarray(values, dtype=np.float64).astype(np.float32))
+
+
+@pytest.mark.parametrize(
+    ("values", "reason"),
+    [
+        (np.array(["a", "b"]), "not numeric (dtype <U1)"),
+        (["a", "b"], "not numeric (dtype <U1)"),
+        (["0.5", "1.5"], "not numeric (dtype <U3)"),  # numpy would read these as numbers
+        (np.array([b"a"]), "not numeric (dtype |S1)"),
+        (np.array([1 + 2j]), "not numeric (dtype complex128)"),
+        (np.array(["2024-01-01"], dtype="datetime64[D]"), "not numeric (dtype datetime64[D])"),
+        (np.array([1.0, "a"], dtype=object), "not an array of numbers (could not convert"),
+        ([[1.0], [1.0, 2.0]], "not an array of numbers ("),  # ragged
+    ],
+)
+def test_float32_array_refuses_what_is_not_numbers_naming_arm_and_field(values, reason):
+    with pytest.raises(ArmError) as info:
+        float32_array(values, "arm-x", "query 'q1' embedding")
+    assert str(info.value).startswith(f"arm-x: query 'q1' embedding: {reason}")
+
+
+def test_checked_vector_and_prepare_memories_name_the_arm_and_field():
+    words = np.array(["a", "b"] * 192)
+    for emb in (words, words.tolist()):
+        with pytest.raises(ArmError, match=r"^sqlite-fts: query 'q1' embedding: not numeric "):
+            checked_vector(emb, "sqlite-fts", "query 'q1'")
+    assert checked_vector(np.ones((1, 384)), "a", "q").shape == (384,)
+    frame = pl.DataFrame([{"memory_id": "N1", "body": "b", "created_day": 1}])
+    with pytest.raises(ArmError, match=r"^sqlite-fts: remember: embeddings: not numeric "):
+        prepare_memories(frame, Embeddings(["N1"], words.reshape(1, -1)), "sqlite-fts")

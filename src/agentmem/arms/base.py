@@ -123,6 +123,33 @@ class BuildStats:
     index_ms: float
 
 
+def float32_array(values: Any, owner: str, what: str) -> np.ndarray:
+    """Return embeddings (one vector or a matrix of them) as a contiguous float32 array.
+
+    The one conversion of embeddings the arms make. Arrays of integers, floats or booleans
+    and (nested) lists of numbers convert; anything else is refused: strings (numpy would
+    read ``"0.5"`` as a number and fail on ``"a"`` with a message naming neither arm nor
+    field), bytes, complex numbers (numpy would drop the imaginary part), dates, ragged
+    lists and objects that are not numbers. The shape is left as given.
+
+    Args:
+        values: the embedding(s), any array-like.
+        owner: the arm name, for the message.
+        what: what they are, e.g. ``"query 'q1' embedding"`` or ``"build: embeddings"``.
+
+    Raises:
+        ArmError: ``"<owner>: <what>: not numeric (dtype <U1)"``, or ``"... not an array of
+            numbers (<numpy's reason>)"``.
+    """
+    try:
+        arr = np.asarray(values)
+        if arr.dtype.kind in "biufO":  # "O": e.g. Decimal elements, converted one by one
+            return np.ascontiguousarray(arr, dtype=np.float32)
+    except (TypeError, ValueError) as exc:  # ragged lists, objects that are not numbers
+        raise ArmError(f"{owner}: {what}: not an array of numbers ({exc})") from None
+    raise ArmError(f"{owner}: {what}: not numeric (dtype {arr.dtype})")
+
+
 def checked_vector(vec: Any, owner: str, what: str, dim: int = VECTOR_DIM) -> np.ndarray:
     """Return an embedding as a contiguous float32 array of shape ``(dim,)``.
 
@@ -133,11 +160,12 @@ def checked_vector(vec: Any, owner: str, what: str, dim: int = VECTOR_DIM) -> np
         dim: required length (384 for all-MiniLM-L6-v2).
 
     Raises:
-        ArmError: when ``vec`` is ``None`` or does not hold ``dim`` values.
+        ArmError: when ``vec`` is ``None``, is not numeric (:func:`float32_array`) or does
+            not hold ``dim`` values.
     """
     if vec is None:
         raise ArmError(f"{owner}: {what} has no embedding")
-    v = np.ascontiguousarray(vec, dtype=np.float32).reshape(-1)
+    v = float32_array(vec, owner, f"{what} embedding").reshape(-1)
     if v.shape[0] != dim:
         raise ArmError(f"{owner}: {what} embedding has {v.shape[0]} values, need {dim}")
     return v
@@ -380,7 +408,8 @@ def prepare_memories(memories: pl.DataFrame, vectors: Embeddings, owner: str) ->
             column is missing or null, a value cannot be cast to its dtype, an id repeats
             within the batch, a memory supersedes itself, a ``scope_id`` is ``""`` (no
             :class:`Query` can ask for that scope; null is "no scope"), or an embedding is
-            missing, not ``VECTOR_DIM`` values or not finite.
+            missing, not numeric (:func:`float32_array`), not ``VECTOR_DIM`` values or not
+            finite.
     """
     from agentmem.tokens import count_tokens
 
@@ -438,7 +467,7 @@ def prepare_memories(memories: pl.DataFrame, vectors: Embeddings, owner: str) ->
         mat = vectors.get(ids.to_list()) if n else np.zeros((0, VECTOR_DIM), np.float32)
     except KeyError as exc:
         raise ArmError(f"{owner}: remember: {exc.args[0]}") from None
-    mat = np.ascontiguousarray(mat, dtype=np.float32)
+    mat = float32_array(mat, owner, "remember: embeddings")
     if mat.ndim != 2 or mat.shape[1] != VECTOR_DIM:
         raise ArmError(f"{owner}: remember: embeddings have shape {mat.shape}, need (n, 384)")
     if not np.all(np.isfinite(mat)):
