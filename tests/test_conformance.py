@@ -6,6 +6,7 @@ New arms are picked up from ``agentmem.arms.ARMS`` automatically.
 from __future__ import annotations
 
 import gc
+import re
 import threading
 
 import numpy as np
@@ -217,6 +218,39 @@ def test_only_documented_exceptions_leave_the_arm(built, smoke):
     finally:
         arm.open(store)  # leave the module fixture usable
     assert arm.query(first, K).memory_ids == before  # no bad call left the arm broken
+
+
+def test_string_embeddings_are_refused_naming_the_arm_and_field(built, smoke, tmp_path):
+    """A string array or list where an embedding goes: query, remember and build raise
+    ArmError naming the arm and the field (an arm that reads no vectors answers a query
+    and builds without them); the arm stays usable."""
+    name, arm, _, _ = built
+    first = smoke["queries"][0]
+    before = arm.query(first, K).memory_ids
+    words = np.array(["a", "b"] * 192)
+    reads_vectors = ARMS[name].capabilities.vector_access != "none"
+    prefix = re.escape(name)
+    for emb in (words, words.tolist()):
+        try:
+            arm.query(Query("q1", "timeout", emb), K)  # type: ignore[arg-type]
+        except ArmError as exc:
+            assert re.match(rf"{prefix}: query 'q1' embedding: not numeric ", str(exc)), exc
+        else:
+            assert not reads_vectors, name
+    row = _memory("str-1", "a memory with a string vector")
+    with pytest.raises(ArmError, match=rf"^{prefix}: remember: embeddings: not numeric "):
+        arm.remember(pl.DataFrame([row]), Embeddings(["str-1"], words.reshape(1, -1)))
+    assert arm.fetch(["str-1"]).height == 0
+    if reads_vectors:  # refused before any store or server is made
+        ids = smoke["vectors"].ids
+        fresh = ARMS[name]()
+        try:
+            with pytest.raises(ArmError, match=rf"^{prefix}: build: embeddings: not numeric "):
+                fresh.build(smoke["corpus"], Embeddings(ids, np.tile(words, (len(ids), 1))),
+                            tmp_path / "strings")  # fmt: skip
+        finally:
+            fresh.close()
+    assert arm.query(first, K).memory_ids == before  # nothing written, still answers
 
 
 def test_open_missing_store_names_path(tmp_path):

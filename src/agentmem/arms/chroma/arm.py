@@ -30,6 +30,7 @@ from agentmem.arms.base import (
     Result,
     StorageStats,
     checked_vector,
+    float32_array,
     prepare_memories,
 )
 from agentmem.arms.product import (
@@ -215,7 +216,7 @@ class ChromaArm(ProductArm):
             matrix = vectors.get(ids) if ids else np.zeros((0, vectors.dim), np.float32)
         except KeyError as exc:
             raise ArmError(f"{self.name}: cannot build store in {store_dir}: {exc}") from exc
-        matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+        matrix = float32_array(matrix, self.name, "build: embeddings")
         metas = metadata_rows(memories)
         docs = [str(b) for b in memories.get_column("body").to_list()]
         path.mkdir(parents=True, exist_ok=True)

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import ClassVar
 
 import apsw
-import numpy as np
 import polars as pl
 
 from agentmem.arms.base import (
@@ -25,6 +24,7 @@ from agentmem.arms.base import (
     Embeddings,
     RawIngest,
     StorageStats,
+    float32_array,
 )
 from agentmem.arms.graph.confidence import (
     CORRECTED_CONFIDENCE,
@@ -160,7 +160,7 @@ class SqliteGraphArm(RememberMixin, DecayMixin, RetrievalMixin):
             raise ArmError(f"{self.name}: corpus memories lack columns {missing} ({path})")
         ids = mem["memory_id"].to_list()
         try:
-            mat = np.ascontiguousarray(vectors.get(ids), dtype=np.float32)
+            mat = float32_array(vectors.get(ids), self.name, "build: embeddings")
         except KeyError as exc:
             raise ArmError(f"{self.name}: {exc.args[0]} ({path})") from None
         if len(ids) and (mat.ndim != 2 or mat.shape[1] != VECTOR_DIM):

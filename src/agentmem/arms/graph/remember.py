@@ -13,7 +13,7 @@ import apsw
 import numpy as np
 import polars as pl
 
-from agentmem.arms.base import VECTOR_DIM, ArmError, Embeddings, prepare_memories
+from agentmem.arms.base import VECTOR_DIM, ArmError, Embeddings, float32_array, prepare_memories
 from agentmem.arms.graph.confidence import DECAY_RATES, DEFAULT_CONFIDENCE
 from agentmem.arms.graph.connections import GraphStore
 from agentmem.arms.graph.edges import add_entity_edge, link_to_fact, place_in_session, supersede
@@ -68,7 +68,8 @@ class RememberMixin(GraphStore):
 
         Raises:
             ValueError: on an empty body, bad confidence, embedding shape or an empty scope_id.
-            ArmError: when the store is not open, the id exists, or SQLite fails.
+            ArmError: when the store is not open, the id exists, the embedding is not
+                numeric, or SQLite fails.
         """
         job = self._node_job(
             body, kind, day=day, session_id=session_id, fact_id=fact_id,
@@ -258,7 +259,7 @@ class RememberMixin(GraphStore):
         day = int(day)
         vec: bytes | None = None
         if embedding is not None:
-            v = np.ascontiguousarray(embedding, dtype=np.float32).reshape(-1)
+            v = float32_array(embedding, self.name, "embedding").reshape(-1)
             if v.shape[0] != VECTOR_DIM:
                 raise ValueError(f"embedding has {v.shape[0]} values, need {VECTOR_DIM}")
             vec = v.tobytes()

@@ -26,6 +26,7 @@ from agentmem.arms.base import (
     Result,
     StorageStats,
     checked_vector,
+    float32_array,
     prepare_memories,
 )
 from agentmem.arms.product import (
@@ -264,7 +265,7 @@ class LanceDbArm(ProductArm):
             matrix = vectors.get(ids) if ids else np.zeros((0, VECTOR_DIM), np.float32)
         except KeyError as exc:
             raise ArmError(f"{self.name}: cannot build store in {store_dir}: {exc}") from None
-        data = _arrow_rows(memories, matrix)
+        data = _arrow_rows(memories, float32_array(matrix, self.name, "build: embeddings"))
         self._dir = store_dir
         try:
             store_dir.mkdir(parents=True, exist_ok=True)

@@ -30,6 +30,7 @@ from agentmem.arms.base import (
     Result,
     StorageStats,
     checked_vector,
+    float32_array,
     prepare_memories,
 )
 from agentmem.arms.langgraph_store.items import (
@@ -216,7 +217,7 @@ class LangGraphStoreArm(ProductArm):
             raise ArmError(f"{self.name}: corpus memories lack columns {missing} ({store_dir})")
         ids = mem.get_column("memory_id").to_list()
         try:
-            mat = np.ascontiguousarray(vectors.get(ids), dtype=np.float32)
+            mat = float32_array(vectors.get(ids), self.name, "build: embeddings")
         except KeyError as exc:
             raise ArmError(f"{self.name}: {exc.args[0]} ({store_dir})") from None
         if mat.ndim != 2 or mat.shape[1] != VECTOR_DIM:

@@ -47,6 +47,7 @@ from agentmem.arms.base import (
     Query,
     Result,
     StorageStats,
+    float32_array,
     prepare_memories,
 )
 from agentmem.arms.mem0.embedder import cached_embedder
@@ -301,6 +302,7 @@ class Mem0Arm(ProductArm):
             matrix = vectors.get(ids) if ids else np.zeros((0, VECTOR_DIM), np.float32)
         except KeyError as exc:
             raise ArmError(f"{self.name}: cannot build store in {store_dir}: {exc}") from None
+        matrix = float32_array(matrix, self.name, "build: embeddings")
         store_dir.mkdir(parents=True, exist_ok=True)
         for entry in self._store_entries(store_dir):
             if entry.is_dir():
@@ -447,11 +449,12 @@ class Mem0Arm(ProductArm):
             ``q.wants_count`` and the arm declares ``aggregate``, else ``None``.
 
         Raises:
-            ArmError: when the arm is not open, the embedding is not 384 finite values or
+            ArmError: when the arm is not open, the embedding is not 384 finite numbers or
                 mem0 fails.
         """
         mem = self._require_open()
-        vec = np.asarray(q.embedding, dtype=np.float32).reshape(-1)
+        vec = float32_array(q.embedding, self.name, f"query {q.query_id!r} embedding")
+        vec = vec.reshape(-1)
         if vec.shape[0] != VECTOR_DIM:
             raise ArmError(
                 f"{self.name}: query {q.query_id!r} embedding has {vec.shape[0]} values, "

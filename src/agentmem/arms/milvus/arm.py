@@ -32,6 +32,7 @@ from agentmem.arms.base import (
     Result,
     StorageStats,
     checked_vector,
+    float32_array,
     prepare_memories,
 )
 from agentmem.arms.milvus.expr import ids_expr, query_expr
@@ -343,7 +344,7 @@ class MilvusLiteArm(ProductArm):
             matrix = vectors.get(ids) if ids else np.zeros((0, VECTOR_DIM), np.float32)
         except KeyError as exc:
             raise ArmError(f"{self.name}: cannot build store in {store_dir}: {exc}") from exc
-        matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+        matrix = float32_array(matrix, self.name, "build: embeddings")
         store_dir.mkdir(parents=True, exist_ok=True)
         self._connect(store_dir)
         client = self._client

@@ -34,6 +34,7 @@ from agentmem.arms.base import (
     Result,
     StorageStats,
     checked_vector,
+    float32_array,
     prepare_memories,
 )
 from agentmem.arms.postgres.catalog import (
@@ -157,8 +158,8 @@ class _PgArm(ArmBase):
         mat: np.ndarray | None = None
         if self._uses_vectors:
             try:
-                mat = np.ascontiguousarray(
-                    vectors.get(mem["memory_id"].to_list()), dtype=np.float32
+                mat = float32_array(
+                    vectors.get(mem["memory_id"].to_list()), self.name, "build: embeddings"
                 )
             except KeyError as exc:
                 raise ArmError(f"{self.name}: {exc.args[0]} ({store_dir})") from None

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import apsw
-import numpy as np
 import polars as pl
 
 from agentmem.arms.base import (
@@ -30,6 +29,7 @@ from agentmem.arms.base import (
     RawIngest,
     Result,
     StorageStats,
+    float32_array,
     prepare_memories,
 )
 from agentmem.arms.rows import fetch_ids
@@ -146,7 +146,7 @@ class SqliteArm(ArmBase):
         if self._uses_vectors:
             ids = mem["memory_id"].to_list()
             try:
-                mat = np.ascontiguousarray(vectors.get(ids), dtype=np.float32)
+                mat = float32_array(vectors.get(ids), self.name, "build: embeddings")
             except KeyError as exc:
                 raise ArmError(f"{self.name}: {exc.args[0]} ({path})") from None
             if mat.ndim != 2 or mat.shape[1] != VECTOR_DIM:

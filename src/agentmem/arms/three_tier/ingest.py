@@ -18,7 +18,7 @@ import polars as pl
 import psycopg
 from psycopg import sql
 
-from agentmem.arms.base import VECTOR_DIM, ArmError, BuildStats, Corpus, Embeddings
+from agentmem.arms.base import VECTOR_DIM, ArmError, BuildStats, Corpus, Embeddings, float32_array
 from agentmem.arms.postgres import BUILD_MAINTENANCE_WORK_MEM
 from agentmem.arms.three_tier.compaction import CompactionMixin
 from agentmem.arms.three_tier.records import TierEvent, elapsed_ms
@@ -77,7 +77,7 @@ class IngestMixin(CompactionMixin):
         mem = mem.sort("seq", maintain_order=True)
         ids = mem["memory_id"].to_list()
         try:
-            mat = np.ascontiguousarray(vectors.get(ids), dtype=np.float32)
+            mat = float32_array(vectors.get(ids), self.name, "build: embeddings")
         except KeyError as exc:
             raise ArmError(f"{self.name}: {exc.args[0]} ({store_dir})") from None
         if mat.ndim != 2 or mat.shape[1] != VECTOR_DIM:

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 import hnswlib
 import numpy as np
 
-from agentmem.arms.base import ArmError, BareCall, Capabilities, Query, Result
+from agentmem.arms.base import ArmError, BareCall, Capabilities, Query, Result, float32_array
 from agentmem.arms.vector.recall import topk_recall
 from agentmem.arms.vector.store import META_NAME, HnswStore
 
@@ -63,7 +63,8 @@ class FileVecArm(HnswStore):
             Up to ``k`` ids, most similar first; ``count`` is ``None``.
 
         Raises:
-            ArmError: when the arm is not open or the embedding has the wrong dimension.
+            ArmError: when the arm is not open or the embedding is not numeric or has the
+                wrong dimension.
         """
         labels = self._search(q, k, self._scope_labels(q))
         return Result(memory_ids=[self._ids[i] for i in labels], count=None)
@@ -84,7 +85,8 @@ class FileVecArm(HnswStore):
             search runs).
 
         Raises:
-            ArmError: when the arm is not open or the embedding has the wrong dimension.
+            ArmError: when the arm is not open or the embedding is not numeric or has the
+                wrong dimension.
         """
         plan = self._bare_search(q, k, self._scope_labels(q))
         if plan is None:
@@ -122,14 +124,16 @@ class FileVecArm(HnswStore):
         :meth:`_search`).
 
         Raises:
-            ArmError: when the arm is not open or the embedding has the wrong dimension.
+            ArmError: when the arm is not open or the embedding is not numeric or has the
+                wrong dimension.
         """
         store_dir = self._require_open()
         index = self._index
         assert index is not None
         pool = len(self._ids) if allowed is None else len(allowed)
         n_fetch = min(int(n_fetch), pool)
-        vec = np.ascontiguousarray(np.asarray(q.embedding, dtype=np.float32).reshape(1, -1))
+        vec = float32_array(q.embedding, self.name, f"query {q.query_id!r} embedding")
+        vec = vec.reshape(1, -1)
         if vec.shape[1] != self._dim:
             raise ArmError(
                 f"{self.name}: query {q.query_id!r} embedding has dim {vec.shape[1]}, "
@@ -196,8 +200,9 @@ class FileVecArm(HnswStore):
                 hnswlib (``knn_query(filter=...)``) and at most ``len(allowed)`` return.
 
         Raises:
-            ArmError: when the arm is not open, the embedding has the wrong dimension or
-                hnswlib cannot return ``n_fetch`` neighbours even at ``ef = n``.
+            ArmError: when the arm is not open, the embedding is not numeric or has the
+                wrong dimension, or hnswlib cannot return ``n_fetch`` neighbours even at
+                ``ef = n``.
         """
         store_dir = self._require_open()
         assert self._index is not None
@@ -205,7 +210,8 @@ class FileVecArm(HnswStore):
         n_fetch = min(int(n_fetch), n if allowed is None else len(allowed))
         if n_fetch <= 0:
             return []
-        vec = np.asarray(q.embedding, dtype=np.float32).reshape(1, -1)
+        vec = float32_array(q.embedding, self.name, f"query {q.query_id!r} embedding")
+        vec = vec.reshape(1, -1)
         if vec.shape[1] != self._dim:
             raise ArmError(
                 f"{self.name}: query {q.query_id!r} embedding has dim {vec.shape[1]}, "

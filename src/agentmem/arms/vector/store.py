@@ -33,6 +33,7 @@ from agentmem.arms.base import (
     Query,
     RawIngest,
     StorageStats,
+    float32_array,
     prepare_memories,
 )
 from agentmem.arms.rows import memory_frame
@@ -127,6 +128,7 @@ class HnswStore(ArmBase):
             matrix = vectors.get(ids) if ids else np.zeros((0, vectors.dim), np.float32)
         except KeyError as exc:
             raise ArmError(f"{self.name}: cannot build store in {store_dir}: {exc}") from exc
+        matrix = float32_array(matrix, self.name, "build: embeddings")
         meta = with_filter_columns(memories).with_columns(
             pl.int_range(pl.len(), dtype=pl.Int64).alias("label")
         )
