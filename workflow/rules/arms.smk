@@ -36,6 +36,7 @@ rule score_run:
         queries="results/corpus/{size}/queries.parquet",
         qrels="results/corpus/{size}/qrels.parquet",
         memories="results/corpus/{size}/memories.parquet",
+        code=library_file("agentmem/metrics.py"),
     output:
         "results/metrics/{size}/{arm}.parquet",
     log:

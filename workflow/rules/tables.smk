@@ -5,6 +5,7 @@
 rule tabulate_by_class:
     input:
         metrics=main_metrics(),
+        code=library_file("agentmem/report/tables.py"),
     output:
         csv=report(
             "results/tables/by_class.csv",

@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 
 from agentmem.io import write_csv
-from agentmem.types import Predicate
+from agentmem.metrics import fill_rate, query_filters, searchable_counts
 
 
 def fill_rates(
@@ -27,27 +27,22 @@ def fill_rates(
     """Per arm: how many result slots filtered queries filled.
 
     For each query with a predicate, ``slots = min(k, |memories satisfying it|)`` and
-    ``fill = min(returned, slots) / slots``.
+    ``fill = min(returned, slots) / slots`` (:func:`agentmem.metrics.fill_rate`).
 
     Writes ``out`` (CSV): arm, filtered_queries, mean_fill_rate, full_share (share of
     filtered queries with every slot filled), mean_returned, mean_slots.
     """
     mem = pl.read_parquet(memories)
-    rows_mem = mem.select("created_day", "session_id", "fact_id", "superseded_by").to_dicts()
     qs = pl.read_parquet(queries).filter(pl.col("predicate_field").is_not_null())
-    slots: dict[str, int] = {}
-    for q in qs.iter_rows(named=True):
-        pred = Predicate.parse(q["predicate_field"], q["predicate_op"], q["predicate_value"])
-        assert pred is not None
-        eligible = sum(pred.matches(r) for r in rows_mem)
-        slots[q["query_id"]] = min(k, eligible)
+    searchable = searchable_counts(mem, query_filters(qs, scoped=False))
+    slots = {q: min(k, n) for q, n in searchable.items()}
     out_rows = []
     for arm, path in runs.items():
         r = pl.read_parquet(path).filter(pl.col("query_id").is_in(list(slots)))
         returned = dict(
             r.group_by("query_id").agg(pl.col("memory_id").is_not_null().sum()).iter_rows()
         )
-        fills = [min(returned.get(q, 0), s) / s if s else 1.0 for q, s in slots.items()]
+        fills = [fill_rate(returned.get(q, 0), k, n) for q, n in searchable.items()]
         out_rows.append(
             {
                 "arm": arm,
