@@ -247,3 +247,15 @@ def test_data_dir_lock_waits_for_its_holder_and_dies_with_it(tmp_path: Path) -> 
         if holder.poll() is None:
             holder.kill()
             holder.wait()
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [("4242\n/data\n", 4242), ("-4242\n/data\n", None), ("0\n", None), ("", None)],
+)
+def test_postmaster_pid_of_a_standalone_backend_is_none(
+    tmp_path: Path, content: str, expected: int | None
+) -> None:
+    """initdb's bootstrap backend writes its pid negated into postmaster.pid: no postmaster."""
+    (tmp_path / "postmaster.pid").write_text(content)
+    assert pg.postmaster_pid(tmp_path) == expected

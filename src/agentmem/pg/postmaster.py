@@ -87,13 +87,15 @@ def postmaster_pid(pgdata: Path) -> int | None:
 
     The file is removed by a clean shutdown and left behind by a crash; check
     :func:`~agentmem.procs.process_alive` to know whether that postmaster still runs.
+    A standalone backend (``initdb``'s bootstrap, single-user mode) writes its pid
+    negated: that is no postmaster, so ``None`` too.
     """
     f = Path(pgdata) / "postmaster.pid"
     try:
-        first = f.read_text().splitlines()[0].strip()
-        return int(first)
+        pid = int(f.read_text().splitlines()[0].strip())
     except (OSError, IndexError, ValueError):
         return None
+    return pid if pid > 0 else None
 
 
 def log_tail(pgdata: Path, lines: int = 8) -> str:
