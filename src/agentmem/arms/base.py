@@ -385,7 +385,9 @@ class Remembered:
         return self.memories.get_column("memory_id").to_list()
 
 
-def prepare_memories(memories: pl.DataFrame, vectors: Embeddings, owner: str) -> Remembered:
+def prepare_memories(
+    memories: pl.DataFrame, vectors: Embeddings, owner: str, call: str = "remember"
+) -> Remembered:
     """Validate and complete a frame for :meth:`Arm.remember` (one place, for every arm).
 
     Required columns: ``memory_id`` and ``body`` (non-null strings) and ``created_day``
@@ -399,6 +401,8 @@ def prepare_memories(memories: pl.DataFrame, vectors: Embeddings, owner: str) ->
         memories: the rows to remember.
         vectors: embeddings holding (at least) every new ``memory_id``.
         owner: the arm name, for messages.
+        call: the arm method validating the rows, for messages (``"build"`` when an arm
+            builds its store through this function).
 
     Returns:
         The :class:`Remembered` batch.
@@ -414,15 +418,15 @@ def prepare_memories(memories: pl.DataFrame, vectors: Embeddings, owner: str) ->
     from agentmem.tokens import count_tokens
 
     if not isinstance(memories, pl.DataFrame):
-        raise ArmError(f"{owner}: remember needs a polars DataFrame, got {type(memories)}")
+        raise ArmError(f"{owner}: {call} needs a polars DataFrame, got {type(memories)}")
     for col in ("memory_id", "body", "created_day"):
         if col not in memories.columns:
-            raise ArmError(f"{owner}: remember: column {col!r} is required")
+            raise ArmError(f"{owner}: {call}: column {col!r} is required")
         if memories.get_column(col).null_count():
-            raise ArmError(f"{owner}: remember: column {col!r} has null values")
+            raise ArmError(f"{owner}: {call}: column {col!r} has null values")
     unknown = set(memories.columns) - set(MEMORY_SCHEMA) - {SUPERSEDES}
     if unknown:
-        raise ArmError(f"{owner}: remember: unknown columns {sorted(unknown)}")
+        raise ArmError(f"{owner}: {call}: unknown columns {sorted(unknown)}")
     n = memories.height
     try:
         frame = memories.select(
@@ -437,17 +441,17 @@ def prepare_memories(memories: pl.DataFrame, vectors: Embeddings, owner: str) ->
             ]
         )
     except pl.exceptions.PolarsError as exc:
-        raise ArmError(f"{owner}: remember: a value has the wrong type: {exc}") from exc
+        raise ArmError(f"{owner}: {call}: a value has the wrong type: {exc}") from exc
     ids = frame.get_column("memory_id")
     empty_scope = ids.filter(frame.get_column("scope_id") == "")
     if empty_scope.len():
         raise ArmError(
-            f"{owner}: remember: memory {empty_scope.item(0)!r} has an empty scope_id "
+            f"{owner}: {call}: memory {empty_scope.item(0)!r} has an empty scope_id "
             "(null for no scope; no query can ask for scope '')"
         )
     if ids.n_unique() != n:
         dup = ids.filter(ids.is_duplicated()).item(0)
-        raise ArmError(f"{owner}: remember: memory id {dup!r} appears twice in the batch")
+        raise ArmError(f"{owner}: {call}: memory id {dup!r} appears twice in the batch")
     base_seq = time.time_ns()
     tokens = count_tokens(frame.get_column("body").to_list()) if n else []
     fills = {c: pl.col(c).fill_null(v) for c, v in MEMORY_DEFAULTS.items()}
@@ -461,17 +465,17 @@ def prepare_memories(memories: pl.DataFrame, vectors: Embeddings, owner: str) ->
     for new_id, olds in zip(ids.to_list(), frame.get_column(SUPERSEDES).to_list(), strict=True):
         for old in olds or ():
             if old == new_id:
-                raise ArmError(f"{owner}: remember: memory {new_id!r} supersedes itself")
+                raise ArmError(f"{owner}: {call}: memory {new_id!r} supersedes itself")
             supersessions.append((old, new_id))
     try:
         mat = vectors.get(ids.to_list()) if n else np.zeros((0, VECTOR_DIM), np.float32)
     except KeyError as exc:
-        raise ArmError(f"{owner}: remember: {exc.args[0]}") from None
-    mat = float32_array(mat, owner, "remember: embeddings")
+        raise ArmError(f"{owner}: {call}: {exc.args[0]}") from None
+    mat = float32_array(mat, owner, f"{call}: embeddings")
     if mat.ndim != 2 or mat.shape[1] != VECTOR_DIM:
-        raise ArmError(f"{owner}: remember: embeddings have shape {mat.shape}, need (n, 384)")
+        raise ArmError(f"{owner}: {call}: embeddings have shape {mat.shape}, need (n, 384)")
     if not np.all(np.isfinite(mat)):
-        raise ArmError(f"{owner}: remember: an embedding has non-finite values")
+        raise ArmError(f"{owner}: {call}: an embedding has non-finite values")
     return Remembered(frame.drop(SUPERSEDES), mat, supersessions)
 
 

@@ -33,6 +33,7 @@ from agentmem.arms.base import (
     Query,
     Result,
     StorageStats,
+    checked_vector,
     prepare_memories,
 )
 
@@ -96,7 +97,7 @@ class ExampleBagArm(ArmBase):
         t0 = time.perf_counter()
         mem = corpus.memories
         batch = prepare_memories(
-            mem.select([c for c in mem.columns if c in MEMORY_SCHEMA]), vectors, self.name
+            mem.select([c for c in mem.columns if c in MEMORY_SCHEMA]), vectors, self.name, "build"
         )
         store_dir = Path(store_dir)
         store_dir.mkdir(parents=True, exist_ok=True)
@@ -129,13 +130,10 @@ class ExampleBagArm(ArmBase):
     def query(self, q: Query, k: int) -> Result:
         """Top ``k`` rows the scope and predicate admit, by cosine to ``q.embedding``."""
         self._open_path()
-        if q.embedding is None:
-            raise ArmError(f"{self.name}: query {q.query_id!r} has no embedding")
-        v = np.asarray(q.embedding, dtype=np.float32).reshape(-1)
-        if v.shape[0] != VECTOR_DIM or not np.all(np.isfinite(v)):
-            raise ArmError(
-                f"{self.name}: query {q.query_id!r} needs {VECTOR_DIM} finite embedding values"
-            )
+        # None, non-numeric (strings), the wrong length: an ArmError naming arm and query
+        v = checked_vector(q.embedding, self.name, f"query {q.query_id!r}")
+        if not np.all(np.isfinite(v)):
+            raise ArmError(f"{self.name}: query {q.query_id!r} embedding has non-finite values")
         if k <= 0:
             return Result([])
         keep = [i for i, r in enumerate(self._rows) if all(p.matches(r) for p in q.filters)]
