@@ -1,4 +1,8 @@
-"""Command line of the bench (``scripts/bench.py``, ``python -m agentmem.bench``)."""
+"""Command line of the bench (``scripts/bench.py``, ``python -m agentmem.bench``).
+
+``python -m agentmem.bench timeline`` (:func:`timeline_main`) says where a workflow run's time
+went, from its Snakemake log (:mod:`agentmem.bench.timeline`).
+"""
 
 from __future__ import annotations
 
@@ -18,12 +22,16 @@ log = logging.getLogger(__name__)
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: ``python scripts/bench.py [--size s] [--out results/bench] [--pipeline]``.
 
-    ``--pipeline-cores N`` sets ``snakemake --cores`` for ``--pipeline`` (default 16).
+    ``--pipeline-cores N`` sets ``snakemake --cores`` for ``--pipeline`` (default 16). A first
+    argument ``timeline`` runs :func:`timeline_main` on the rest.
 
     Returns:
         0 (targets missed are reported in the summary, not by the exit status); 2 on a
         usage error.
     """
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["timeline"]:
+        return timeline_main(argv[1:])
     p = argparse.ArgumentParser(
         prog="bench.py",
         description=(
@@ -32,6 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "(--pipeline) the whole "
             "workflow. Writes results/bench/*.json and summary.md."
         ),
+        epilog="bench.py timeline [--log PATH]: where a workflow run's time went (see --help).",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p.add_argument("--size", default="s", help="corpus size from the config")
@@ -100,4 +109,53 @@ def main(argv: Sequence[str] | None = None) -> int:
     print((args.out / "summary.md").read_text())
     missed = sum(1 for r in res["rows"] if r["met"] is False)
     log.info("summary: %s (%d target(s) missed)", args.out / "summary.md", missed)
+    return 0
+
+
+def timeline_main(argv: Sequence[str] | None = None) -> int:
+    """``python -m agentmem.bench timeline [--log PATH] [--benchmarks DIR] [--out DIR]``.
+
+    Writes ``timeline.csv``, ``timeline.md`` and ``timeline.svg`` (+ ``.png``) of one workflow
+    run into ``--out`` and prints the Markdown (:mod:`agentmem.bench.timeline`).
+
+    Returns:
+        0; 2 when there is no log, it cannot be read or it shows no job.
+    """
+    from agentmem.bench.timeline import build_timeline, latest_log, rule_groups, write_timeline
+
+    p = argparse.ArgumentParser(
+        prog="bench.py timeline",
+        description=(
+            "Where a workflow run's time went: one row per job (lane, start, end, wall, CPU, "
+            "peak RSS), per-lane busy and idle time, the critical path, a figure."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument(
+        "--log",
+        type=Path,
+        default=None,
+        help="Snakemake log of the run (default: the newest .snakemake/log/*.snakemake.log here)",
+    )
+    p.add_argument(
+        "--benchmarks",
+        type=Path,
+        default=Path("results/benchmarks"),
+        help="the run's benchmark files (the jobs' precise wall time, CPU and peak RSS)",
+    )
+    p.add_argument("--out", type=Path, default=Path("results/bench"), help="output directory")
+    args = p.parse_args(argv)
+    try:
+        log_path = args.log if args.log is not None else latest_log(Path.cwd())
+        if not log_path.is_file():
+            raise BenchError(f"Snakemake log {log_path} does not exist")
+        tl = build_timeline(log_path, args.benchmarks)
+        if not tl["jobs"]:
+            raise BenchError(f"{log_path}: no job ran in that run (nothing to draw)")
+        paths = write_timeline(tl, args.out, rule_groups(Path.cwd()))
+    except BenchError as exc:
+        print(f"bench timeline: {exc}", file=sys.stderr)
+        return 2
+    print(paths["md"].read_text())
+    print(f"Timeline: {paths['md']}, {paths['csv']}, {paths['svg']}")
     return 0

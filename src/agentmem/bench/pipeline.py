@@ -18,6 +18,7 @@ import psutil
 from agentmem.bench.errors import BenchError
 from agentmem.bench.jobs import read_job_benchmarks, summarise_jobs, write_job_csv
 from agentmem.bench.targets import PIPELINE_MAX_S, target_met
+from agentmem.bench.timeline import build_timeline, latest_log, rule_groups, write_timeline
 from agentmem.config import load_config
 from agentmem.io import write_text
 
@@ -158,7 +159,9 @@ def pipeline_benchmark(
     (before the forced rebuild overwrites a figure's file), the jobs' Snakemake benchmark files
     ``<tmp>/results/benchmarks/**/*.tsv`` are read
     (:func:`~agentmem.bench.jobs.read_job_benchmarks`), summarised
-    (:func:`~agentmem.bench.jobs.summarise_jobs`) and written to ``out_dir/pipeline_jobs.csv``.
+    (:func:`~agentmem.bench.jobs.summarise_jobs`) and written to ``out_dir/pipeline_jobs.csv``,
+    and the run's timeline (:mod:`~agentmem.bench.timeline`, from its Snakemake log) is written to
+    ``out_dir/timeline.{csv,md,svg}``.
 
     Args:
         repo: the repository (holds ``Snakefile``, ``config/``, ``profiles/``).
@@ -171,8 +174,8 @@ def pipeline_benchmark(
         ``config``, ``cores``, ``workdir``, the LoCoMo fields of :func:`_link_locomo`, ``phases``
         (one :func:`run_monitored` record per phase, with its target and whether it was met),
         ``peak_job_rss_mb`` (psutil, MiB), the fields of :func:`~agentmem.bench.jobs.summarise_jobs`
-        plus ``jobs_csv`` (or ``jobs_error`` when a benchmark file could not be read) and ``error``
-        when a phase failed.
+        plus ``jobs_csv`` (or ``jobs_error`` when a benchmark file could not be read), ``timeline``
+        (:func:`_collect_timeline`; or ``timeline_error``) and ``error`` when a phase failed.
 
     Raises:
         BenchError: when the config file does not exist.
@@ -203,6 +206,7 @@ def pipeline_benchmark(
             phases[phase] = run_monitored(base, out_dir / f"pipeline_{phase}.log")
             if phase == "full":
                 rec.update(_collect_jobs(tmp / "results" / "benchmarks", out_dir))
+                rec.update(_collect_timeline(tmp, out_dir, repo))
             if phases[phase]["returncode"] != 0:
                 raise BenchError(f"snakemake {phase} run failed: see {phases[phase]['log']}")
         # the target goes before the options: --configfile takes several values
@@ -254,3 +258,37 @@ def _collect_jobs(bench_dir: Path, out_dir: Path) -> dict[str, Any]:
     write_job_csv(csv, jobs)
     log.info("pipeline: %d job benchmark files -> %s", len(jobs), csv)
     return {**summarise_jobs(jobs), "jobs_csv": str(csv)}
+
+
+def _collect_timeline(workdir: Path, out_dir: Path, repo: Path) -> dict[str, Any]:
+    """Write the timeline of the newest run in ``workdir`` to ``out_dir/timeline.{csv,md,svg}``.
+
+    Returns:
+        ``{"timeline": {...}}``: the three paths (``csv``, ``md``, ``svg``), ``elapsed_s``,
+        ``cpu_util``, ``lanes`` (per lane ``busy_s``, ``idle_s``, ``utilisation``) and
+        ``critical_path`` (``jobs``: their labels, first to last; ``wall_s``, ``wait_s``);
+        ``{"timeline_error": ...}`` when it cannot be made (the pipeline record keeps its
+        timings).
+    """
+    try:
+        tl = build_timeline(latest_log(workdir), workdir / "results" / "benchmarks")
+        paths = write_timeline(tl, out_dir, rule_groups(repo))
+    except (BenchError, OSError, ValueError) as exc:
+        log.error("pipeline: timeline: %s", exc)
+        return {"timeline_error": f"{type(exc).__name__}: {exc}"}
+    log.info("pipeline: timeline of the full run -> %s", paths["md"])
+    cp = tl["critical_path"]
+    keep = ("busy_s", "idle_s", "utilisation")
+    return {
+        "timeline": {
+            **{k: str(v) for k, v in paths.items()},
+            "elapsed_s": tl["totals"]["elapsed_s"],
+            "cpu_util": tl["totals"]["cpu_util"],
+            "lanes": {n: {k: s[k] for k in keep} for n, s in tl["lanes"].items()},
+            "critical_path": {
+                "jobs": [s["label"] for s in cp],
+                "wall_s": round(sum(s["wall_s"] for s in cp), 3),
+                "wait_s": round(sum(s["wait_s"] for s in cp), 3),
+            },
+        }
+    }

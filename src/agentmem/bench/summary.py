@@ -176,13 +176,14 @@ def pipeline_job_tables(pipe: dict[str, Any] | None, top: int = 10) -> list[str]
 
     Args:
         pipe: the pipeline record (:func:`~agentmem.bench.pipeline.pipeline_benchmark`); ``None``,
-            or one without ``slowest_jobs`` / ``by_rule``, gives no lines.
+            or one without ``slowest_jobs`` / ``by_rule`` / ``timeline``, gives no lines.
         top: rows per table.
 
     Returns:
         Lines of two tables: ``## Slowest jobs`` (job, wall s, peak RSS MiB, CPU s) and
         ``## Wall time by rule`` (rule, jobs, sum s, max s), each introduced by a
-        sentence with the job count and summed wall time.
+        sentence with the job count and summed wall time; then, when the record has a
+        ``timeline``, ``## Where the time went`` (:func:`timeline_section`).
     """
     if not pipe:
         return []
@@ -214,6 +215,49 @@ def pipeline_job_tables(pipe: dict[str, Any] | None, top: int = 10) -> list[str]
                 f"| {r['rule']} | {r['jobs']} | {_num(r['wall_s_sum'])} | {_num(r['wall_s_max'])} |"
             )
         lines.append("")
+    return lines + timeline_section(pipe)
+
+
+def timeline_section(pipe: dict[str, Any]) -> list[str]:
+    """Markdown lines pointing to the full run's timeline (``timeline.{md,svg,csv}``).
+
+    Args:
+        pipe: the pipeline record; its ``timeline`` (see
+            :func:`~agentmem.bench.pipeline.pipeline_benchmark`) gives elapsed seconds, CPU
+            utilisation, per-lane busy / idle seconds and the critical path; a
+            ``timeline_error`` is shown instead.
+
+    Returns:
+        ``## Where the time went``, a sentence naming the files, a lane table (lane, busy s,
+        idle s, utilisation) and the critical path as one line; ``[]`` without either key.
+    """
+    tl, err = pipe.get("timeline"), pipe.get("timeline_error")
+    if not tl:
+        return ["## Where the time went", "", f"No timeline: {err}", ""] if err else []
+    util = tl.get("cpu_util")
+    names = {k: Path(tl[k]).name for k in ("md", "svg", "csv")}
+    lines = [
+        "## Where the time went",
+        "",
+        f"Timeline of the full run, beside this file: `{names['md']}` (lanes, critical path, "
+        f"slowest jobs, rules), `{names['svg']}` (one bar per job over wall-clock time), "
+        f"`{names['csv']}` (one row per job). Elapsed {_num(tl['elapsed_s'])} s from the first "
+        f"job's start; CPU {_num(None if util is None else 100 * util, '.0f')}% of the cores.",
+        "",
+        "| lane | busy s | idle s | utilisation |",
+        "|---|---:|---:|---:|",
+    ]
+    for lane, s in tl.get("lanes", {}).items():
+        util = f"{100 * s['utilisation']:.0f}%"
+        lines.append(f"| {lane} | {_num(s['busy_s'])} | {_num(s['idle_s'])} | {util} |")
+    cp = tl.get("critical_path") or {}
+    jobs = cp.get("jobs") or []
+    lines += [
+        "",
+        f"Critical path ({len(jobs)} jobs: {_num(cp.get('wall_s'))} s running, "
+        f"{_num(cp.get('wait_s'))} s waiting for a slot or core): {' → '.join(jobs)}.",
+        "",
+    ]
     return lines
 
 
