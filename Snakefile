@@ -37,3 +37,14 @@ onsuccess:
     # say where the report is (when this run built or kept it)
     if Path("results/report/index.html").is_file():
         print(f"Report: {Path('results/report/index.html').resolve()}")
+    # where this run's time went: results/bench/timeline.{csv,md,svg} (when any job ran); a
+    # failure here is a warning, never a failed run
+    try:
+        from agentmem.bench.timeline import run_timeline
+
+        groups = {r.name: Path(r.snakefile).stem for r in workflow.rules}
+        line = run_timeline(log, "results/bench", groups)
+        if line:
+            print(line)
+    except Exception as exc:
+        print(f"Warning: no timeline of this run ({type(exc).__name__}: {exc})")
