@@ -59,14 +59,11 @@ def rule_groups(workdir: str | Path = ".") -> dict[str, str]:
 
 
 def read_log(path: str | Path) -> dict[str, Any]:
-    """Parse a Snakemake log.
+    """Parse a Snakemake log: ``cores``, ``workdir`` (``None`` if absent) and ``jobs``.
 
-    Returns:
-        ``cores`` (``Provided cores`` or ``None``), ``workdir`` (or ``None``) and ``jobs``:
-        per started job ``rule``, ``t`` (start, seconds on a UTC-like clock), its indented
-        fields as text (``jobid``, ``input``, ``output``, ``wildcards``, ``threads``,
-        ``resources``, ``benchmark``, ...), ``end_t`` (the log's last time if it never
-        ends), ``order`` (line of its end) and ``status`` (``ok``/``failed``/``incomplete``).
+    Each job: ``rule``, ``t`` / ``end_t`` (s, UTC-like clock; an unfinished job ends at the
+    log's last time), ``order`` (line of its end), ``status`` (``ok``, ``failed``,
+    ``incomplete``) and its indented fields as text (``jobid``, ``input``, ``output``, ...).
 
     Raises:
         BenchError: when the file cannot be read.
@@ -142,19 +139,14 @@ def _paths(text: str, wd: str | None) -> list[str]:
 
 
 def build_timeline(log: str | Path, benchmarks: str | Path | None = None) -> dict[str, Any]:
-    """Jobs, lanes, critical path and totals of one run (seconds since its first job start).
+    """Jobs, lanes, critical path and totals of one run, in s since its first job started.
 
-    Args:
-        log: the run's Snakemake log.
-        benchmarks: its ``results/benchmarks`` directory; ``None``: the ``benchmark:`` paths
-            of the log, relative to the log's working directory.
-
-    Returns:
-        ``log``, ``cores``, ``jobs`` (dicts with :data:`COLUMNS` and ``label``,
-        ``rule/wildcard values``; ``[]`` when no job ran), ``lanes`` (:func:`lane_stats`),
-        ``critical_path`` (:func:`critical_path`) and ``totals`` (``elapsed_s``, ``jobs``,
-        ``failed``, ``incomplete``, ``wall_s``; ``cpu_s`` over the ``cpu_jobs`` jobs whose
-        benchmark has it, ``None`` for none; ``cpu_util``: that over elapsed x cores).
+    ``benchmarks`` is the run's ``results/benchmarks`` (``None``: the log's paths, relative to
+    its working directory). Returns ``log``, ``cores``, ``jobs`` (:data:`COLUMNS` plus
+    ``label``; ``[]`` when no job ran), ``lanes`` (:func:`lane_stats`), ``critical_path``
+    (:func:`critical_path`) and ``totals``: ``elapsed_s``, ``jobs``, ``failed``,
+    ``incomplete``, ``wall_s``, ``cpu_s`` (over the ``cpu_jobs`` with a figure; ``None`` if
+    none) and ``cpu_util`` (CPU / (elapsed x cores)).
 
     Raises:
         BenchError: when the log cannot be read.
@@ -217,15 +209,12 @@ def build_timeline(log: str | Path, benchmarks: str | Path | None = None) -> dic
 
 
 def critical_path(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The chain ending at the last job to finish (of the ``ok`` ones, if any); marks it.
+    """The chain ending at the last ``ok`` job to finish; sets ``on_critical_path`` on it.
 
-    Each step's predecessor is the job whose ``outputs`` hold one of its ``inputs`` (the path
-    or a parent directory) that finished last (log order breaks ties). Sets
-    ``on_critical_path`` on the chain's jobs.
-
-    Returns:
-        Steps first to last: ``jobid``, ``label``, ``lane``, ``start_s``, ``wait_s`` (start
-        minus the predecessor's end; the first step's start), ``wall_s``, ``end_s``.
+    A step's predecessor produced one of its inputs (the path or a parent directory) and
+    finished last (log order breaks ties). Returns the steps first to last: ``jobid``,
+    ``label``, ``lane``, ``start_s``, ``wall_s``, ``end_s``, ``wait_s`` (start minus the
+    predecessor's end, s); ``[]`` for no jobs.
     """
     done = [j for j in jobs if j["status"] == "ok"] or jobs
     if not done:
@@ -252,11 +241,10 @@ def critical_path(jobs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def lane_stats(jobs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per lane with jobs, in :data:`LANE_ORDER`: how busy it was.
+    """Per lane with jobs, in :data:`LANE_ORDER`: how busy it was (seconds).
 
-    Returns:
-        ``{lane: {jobs, job_s (summed wall), first_s, last_s, busy_s (some job of it ran),
-        idle_s (none did, between first_s and last_s), utilisation (busy / span; 1 for 0)}}``.
+    ``{lane: {jobs, job_s (summed wall), first_s, last_s, busy_s (some job ran), idle_s (none
+    did, between first and last), utilisation (busy / that span; 1.0 for a zero span)}}``.
     """
     out = {}
     for lane in LANE_ORDER:
@@ -338,12 +326,11 @@ finished last: {sum(s["wall_s"] for s in cp):,.1f} s running, \
 def plot_timeline(
     tl: dict[str, Any], svg: str | Path, groups: dict[str, str] | None = None
 ) -> None:
-    """Draw ``svg`` (and the ``.png`` beside it): a row per lane, sub-rows where jobs overlap.
+    """Draw ``svg`` (+ ``.png``): a row per lane, sub-rows where its jobs overlap.
 
-    Bars span each job's start to end, coloured by ``groups[rule]`` (:func:`rule_groups`;
-    else the rule's first word); the critical path is outlined, failed or unfinished jobs
-    hatched red; each lane's span is shaded, so idle time is shade without bars. Bars
-    wider than 4% of the run are labelled.
+    Bars span each job, coloured by ``groups[rule]`` (:func:`rule_groups`; else the rule's
+    first word); the critical path outlined, failed or unfinished jobs hatched red, each
+    lane's span shaded (idle time: shade without bars); bars over 4% of the run labelled.
     """
     from matplotlib.patches import Patch
 
@@ -400,13 +387,9 @@ def plot_timeline(
 def write_timeline(
     tl: dict[str, Any], out_dir: str | Path, groups: dict[str, str] | None = None
 ) -> dict[str, Path]:
-    """Write ``timeline.csv`` (:data:`COLUMNS`), ``timeline.md`` and ``timeline.svg`` / ``.png``.
+    """Write ``timeline.csv`` (:data:`COLUMNS`), ``.md`` and ``.svg`` / ``.png`` to ``out_dir``.
 
-    Returns:
-        ``{"csv": path, "md": path, "svg": path}``.
-
-    Raises:
-        BenchError: when no job ran.
+    Returns ``{"csv", "md", "svg"}`` paths. Raises :class:`BenchError` when no job ran.
     """
     if not tl["jobs"]:
         raise BenchError(f"{tl['log']}: the log shows no job, so there is no timeline to draw")
@@ -425,15 +408,10 @@ def write_timeline(
 def run_timeline(
     log: Any, out_dir: str | Path = "results/bench", groups: dict[str, str] | None = None
 ) -> str | None:
-    """The workflow's ``onsuccess`` hook: write the timeline of the run that just ended.
+    """The workflow's ``onsuccess`` hook: the timeline of the run that just ended.
 
-    Args:
-        log: Snakemake's ``log`` (a path, or a list of them: the first is read).
-        out_dir: where ``timeline.{csv,md,svg}`` go; benchmarks are read as the log names them.
-        groups: rule -> group for the figure's colours.
-
-    Returns:
-        One line saying where it is, or ``None`` when no job ran (nothing written).
+    ``log`` is Snakemake's (a path, or a list: the first is read). Returns one line saying
+    where the files are, or ``None`` when no job ran (nothing written).
     """
     log = next(iter(log), None) if isinstance(log, list | tuple) else log
     tl = build_timeline(log) if log else {"jobs": []}
