@@ -318,3 +318,14 @@ def test_robustness_corpora_seeds_baseline_variants():
     # variants at the main size: the headline run is their baseline
     at_main = load_config({"robustness": {"seeds": [], "models": []}})
     assert [c.kind for c in robustness_corpora(at_main).values()] == ["variant"] * 6
+
+
+def test_embedding_backend_accepts_onnx_int8_and_refuses_an_unknown_one():
+    assert load_config({}).embedding.backend == "onnx"  # the default stays the fp32 graph
+    cfg = load_config({"embedding": {"backend": "onnx-int8"}})
+    assert cfg.embedding.backend == "onnx-int8"
+    with pytest.raises(
+        ConfigError,
+        match=r"embedding\.backend: Input should be 'onnx', 'onnx-int8' or 'torch' \(got 'int4'\)",
+    ):
+        load_config({"embedding": {"backend": "int4"}})

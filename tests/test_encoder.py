@@ -1,4 +1,4 @@
-"""The ONNX Runtime encoder against sentence-transformers (torch) on the packaged model."""
+"""The ONNX Runtime encoders (fp32 and int8) against sentence-transformers on the packaged model."""
 
 from __future__ import annotations
 
@@ -18,11 +18,14 @@ from agentmem.corpus import write_corpus
 from agentmem.embeddings import cache_subdir, embed_texts
 from agentmem.encoder import (
     EncoderError,
+    Int8OnnxEncoder,
     OnnxEncoder,
     TorchEncoder,
     export_onnx,
     get_encoder,
+    int8_path,
     model_dir,
+    quantize_onnx,
     usable_threads,
 )
 
@@ -41,7 +44,17 @@ HOSTILE = [
 
 @pytest.fixture(scope="module")
 def onnx_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return export_onnx(tmp_path_factory.mktemp("encoder") / "model.onnx")
+    """The fp32 export: a link to the session's (``$AGENTMEM_TEST_ONNX``), else exported here.
+
+    A link in a directory of this module's own, so graphs derived beside it (the int8 one)
+    stay here.
+    """
+    out = tmp_path_factory.mktemp("encoder") / "model.onnx"
+    shared = os.environ.get("AGENTMEM_TEST_ONNX")
+    if shared and Path(shared).is_file():
+        out.symlink_to(Path(shared).resolve())
+        return out
+    return export_onnx(out)
 
 
 @pytest.fixture(scope="module")
@@ -264,3 +277,64 @@ def test_embed_texts_with_the_second_model_fills_its_own_cache(tmp_path):
     vec = pl.read_parquet(out)["vector"].to_numpy()
     assert vec.shape == (2, 384)
     assert np.allclose(np.linalg.norm(vec, axis=1), 1.0, atol=1e-5)
+
+
+@pytest.fixture(scope="module")
+def int8_encoder(onnx_model: Path) -> Int8OnnxEncoder:
+    return Int8OnnxEncoder(onnx_model, threads=1)
+
+
+def test_the_int8_graph_is_derived_from_the_fp32_export(onnx_model, int8_encoder):
+    import onnx
+
+    graph = int8_path(onnx_model)
+    assert graph == onnx_model.with_name("model.int8.onnx") and graph.is_file()
+    ops = [n.op_type for n in onnx.load(str(graph), load_external_data=False).graph.node]
+    # the 36 weight products of the 6 layers are int8; the 12 attention products stay fp32
+    assert ops.count("MatMulInteger") == 36 and ops.count("MatMul") == 12
+    assert graph.stat().st_size < 0.7 * onnx_model.stat().st_size
+    before = graph.stat()
+    assert quantize_onnx(onnx_model) == graph  # reused, not derived again
+    assert (graph.stat().st_ino, graph.stat().st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+
+
+def test_int8_vectors_are_unit_and_near_the_fp32_ones(onnx_model, int8_encoder, corpus_texts):
+    texts = corpus_texts[:24] + corpus_texts[-len(HOSTILE) :]
+    fp32 = OnnxEncoder(onnx_model, threads=1).encode(texts, batch_size=16)
+    int8 = int8_encoder.encode(texts, batch_size=16)
+    assert int8.shape == (len(texts), 384) and int8.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(int8, axis=1), 1.0, atol=1e-5)
+    cos = (fp32 * int8).sum(axis=1)
+    assert cos.min() >= 0.95, [texts[i][:40] for i in np.argsort(cos)[:3]]
+    assert cos.max() < 0.99999  # a different graph: not the fp32 vectors themselves
+    assert int8_encoder.backend == "onnx-int8"
+    assert get_encoder("onnx-int8", str(onnx_model), 1).backend == "onnx-int8"
+    with pytest.raises(ValueError, match="onnx-int8 encoder backend needs the exported model"):
+        get_encoder("onnx-int8")
+
+
+def test_quantising_a_missing_export_fails_and_leaves_nothing(tmp_path):
+    with pytest.raises(EncoderError, match="does not exist; export it"):
+        quantize_onnx(tmp_path / "absent.onnx")
+    with pytest.raises(EncoderError, match="does not exist"):
+        Int8OnnxEncoder(tmp_path / "absent.onnx")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_int8_backend_has_its_own_cache(tmp_path, onnx_model, int8_encoder):
+    assert cache_subdir(tmp_path, "onnx-int8") == tmp_path / "onnx-int8"
+    assert cache_subdir(tmp_path, "onnx-int8") != cache_subdir(tmp_path, "onnx")
+    texts, ids = ["the relay restarts nightly", "the build broke on Tuesday"], ["a", "b"]
+    cache = tmp_path / "cache"
+    kw = {"progress": False, "onnx_model": onnx_model}
+    first = embed_texts(ids, texts, tmp_path / "o.parquet", cache, backend="onnx", **kw)
+    assert first["encoded"] == 2
+    # the int8 backend does not read the fp32 vectors: it encodes both texts into its own dir
+    second = embed_texts(ids, texts, tmp_path / "i.parquet", cache, backend="onnx-int8", **kw)
+    assert second == {"texts": 2, "cached": 0, "encoded": 2}
+    assert sorted(p.name for p in cache.iterdir()) == ["onnx", "onnx-int8"]
+    again = embed_texts(ids, texts, tmp_path / "i2.parquet", cache, backend="onnx-int8", **kw)
+    assert again == {"texts": 2, "cached": 2, "encoded": 0}
+    a = pl.read_parquet(tmp_path / "o.parquet")["vector"].to_numpy()
+    b = pl.read_parquet(tmp_path / "i.parquet")["vector"].to_numpy()
+    assert not np.array_equal(a, b) and ((a * b).sum(axis=1) >= 0.95).all()

