@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import collections
+import importlib.util
 import os
+import sys
 
 import apsw
 import polars as pl
@@ -29,6 +31,8 @@ from agentmem.trials.fleet import (
     run_fleet,
 )
 from agentmem.trials.fleet.check import check_store
+from agentmem.trials.fleet.pool import AgentPool
+from agentmem.trials.fleet.zygote import ImportRecorder
 
 MIX = {"recall": 0.70, "remember": 0.25, "correction": 0.05}
 
@@ -252,6 +256,15 @@ def test_sqlite_fleet_loses_nothing_and_stays_intact(fleet_rows):
     assert kill["problems"] is None
 
 
+def test_agents_are_forked_and_reused_across_runs(fleet_rows):
+    _, work = fleet_rows
+    logs = work / "logs"
+    assert "ready in" in (logs / "zygote.log").read_text()
+    # per supported arm: the two agents of N = 2 (N = 1 and the SIGKILL run reuse them)
+    # and the checker; none replaced
+    assert len(list(logs.glob("agent-*.log"))) == 2 * 3
+
+
 def test_unsupported_arm_is_listed_with_its_reason(fleet_rows):
     t, _ = fleet_rows
     m = t.filter(pl.col("arm") == "milvus-lite").row(0, named=True)
@@ -321,3 +334,93 @@ def test_figure_draws_the_rows_and_an_empty_table(fleet_rows, tmp_path):
     plot(tmp_path / "empty.csv", tmp_path / "empty.svg")
     assert "no arm took part" in (tmp_path / "empty.svg").read_text()
     assert (tmp_path / "empty.png").stat().st_size > 0
+
+
+# ----------------------------------------------------------------------------- zygote
+class _Sink:
+    """Stands in for a zygote: what an ImportRecorder sends."""
+
+    broken = False
+
+    def __init__(self):
+        self.sent = []
+
+    def begin(self):
+        self.sent.append(("begin",))
+
+    def preload(self, module, env):
+        self.sent.append(("import", module, env))
+
+    def end(self, env):
+        self.sent.append(("end", env))
+
+
+def test_import_recorder_sends_imports_with_their_environment(tmp_path, monkeypatch):
+    (tmp_path / "fleetrec_a.py").write_text("import fleetrec_b\n")
+    (tmp_path / "fleetrec_b.py").write_text("")
+    (tmp_path / "fleetrec_probed.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("FLEETREC", raising=False)
+    sink = _Sink()
+    try:
+        with ImportRecorder(sink):
+            os.environ["FLEETREC"] = "on"  # an arm sets its product's switch first
+            import fleetrec_a  # noqa: F401
+
+            del os.environ["FLEETREC"]
+            assert importlib.util.find_spec("fleetrec_probed") is not None  # looked for only
+            assert importlib.util.find_spec("fleetrec_missing") is None
+    finally:
+        for m in ("fleetrec_a", "fleetrec_b"):
+            sys.modules.pop(m, None)
+    assert sink.sent[0] == ("begin",) and sink.sent[-1] == ("end", {})
+    imports = {m: env for _, m, env in sink.sent[1:-1]}
+    assert imports == {"fleetrec_a": {"FLEETREC": "on"}, "fleetrec_b": {"FLEETREC": "on"}}
+
+
+def test_zygote_imports_then_forks_agents_in_their_own_process_group(corpus, tmp_path, monkeypatch):
+    mods = tmp_path / "mods"
+    mods.mkdir()
+    (mods / "fleetzyg_mark.py").write_text(
+        "import os, pathlib\n"
+        f"pathlib.Path({str(tmp_path / 'mark')!r}).write_text("
+        "f\"{os.environ.get('FLEETZYG')} {os.getpid()}\")\n"
+    )
+    monkeypatch.setenv("PYTHONPATH", str(mods))  # the zygote's path
+    pool = AgentPool(*corpus, tmp_path)
+    try:
+        assert pool.zygote is not None
+        pool.zygote.begin()
+        pool.zygote.preload("fleetzyg_mark", {"FLEETZYG": "set"})
+        pool.zygote.end({})
+        a, b = pool.take(2)
+        assert a.proc is None and a.zygote is pool.zygote  # forked, not started cold
+        # imported once, in the zygote, with the environment it was sent with
+        assert (tmp_path / "mark").read_text() == f"set {pool.zygote.proc.pid}"
+        for agent in (a, b):  # each its own session and process group
+            assert os.getsid(agent.pid) == agent.pid == os.getpgid(agent.pid)
+        assert os.getpgid(a.pid) != os.getpgid(0)
+        a.kill()
+        assert not a.alive() and b.alive()
+        a.kill()  # a second kill does nothing (its pid may be reused)
+        assert pool.take(2)[1] is b and pool.agents[0] is not a  # the dead one is replaced
+        pool.retire()  # the arm's end: forked agents go
+        assert pool.agents == [] and not b.alive()
+    finally:
+        pool.close()
+
+
+def test_pool_starts_agents_cold_once_the_zygote_is_gone(corpus, tmp_path):
+    pool = AgentPool(*corpus, tmp_path)
+    try:
+        assert pool.zygote is not None
+        pool.zygote.proc.kill()
+        pool.zygote.proc.wait()
+        (a,) = pool.take(1)
+        assert pool.zygote is None and a.proc is not None  # a cold process
+        assert os.getpgid(a.pid) == a.pid
+        pool.retire()  # cold agents are kept for the next arm
+        assert pool.agents == [a] and a.alive()
+    finally:
+        pool.close()
+    assert not a.alive()

@@ -1,8 +1,9 @@
 """One fleet agent process: opens a store, runs its operations, reports what happened.
 
-``python -m agentmem.trials.fleet agent --corpus DIR --embeddings FILE`` loads the fleet
-corpus once, prints ``{"ready": true}`` and then answers one JSON command per stdin
-line (a protocol private to :mod:`agentmem.trials.fleet.runner`):
+``python -m agentmem.trials.fleet agent --corpus DIR --embeddings FILE`` (or a child the
+zygote forked with these arguments, :mod:`.zygote`) loads the fleet corpus once, prints
+``{"ready": true}`` and then answers one JSON command per stdin line (a protocol private
+to :mod:`agentmem.trials.fleet.runner`):
 
 * ``{"cmd": "open", "arm", "params", "store"}``: open the store with a new arm instance
   (its own connection); answers ``{"opened": true}`` or ``{"error": message}``.

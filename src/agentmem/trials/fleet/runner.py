@@ -5,9 +5,11 @@ N in ``processes``, N agent processes (:mod:`.agent`), each with its own arm ins
 and connection, released together on the same store; a separate process then checks the
 store (:mod:`.check`). Last, ``kill_processes`` agents run a long plan and are killed
 with SIGKILL mid-run, and the check asks whether every write they had acknowledged
-survived. Agent processes are started once and reused across arms and runs (each run
-opens the store anew; :mod:`.pool`); killed ones are replaced. The experiment, its columns and what
-"contention" means on a machine with fewer cores than agents: docs/experiments/fleet.md.
+survived. Agent processes are forked from a zygote that imported, while the store was
+built, what the build imported (:mod:`.zygote`), and reused across the arm's runs (each
+run opens the store anew; :mod:`.pool`); killed ones are replaced. The experiment, its
+columns and what "contention" means on a machine with fewer cores than agents:
+docs/experiments/fleet.md.
 """
 
 from __future__ import annotations
@@ -165,8 +167,10 @@ class _ArmRuns:
         self.opened = False  # some run's agents opened the store
         self.broken = False  # ... and a later run's could not: no run follows
         self.checker: Agent | None = None
-        #: seconds spent opening the store in the agents and checking it (progress lines)
-        self.phases = {"open": 0.0, "check": 0.0}
+        #: seconds spent building the store, starting agents (forked or cold, until they
+        #: have loaded the corpus), opening the store in them, running and checking
+        #: (the progress line)
+        self.phases = dict.fromkeys(("build", "start", "open", "run", "check"), 0.0)
 
     def check(
         self, row: dict[str, Any], acked: list[str], attempted: list[str], corrections: list[Any]
@@ -199,6 +203,13 @@ class _ArmRuns:
         self.earlier += acked
         self.earlier_attempted += attempted
         self.phases["check"] += time.monotonic() - t0
+
+    def _take(self, n: int) -> list[Agent]:
+        t0 = time.monotonic()
+        try:
+            return self.pool.take(n)
+        finally:
+            self.phases["start"] += time.monotonic() - t0
 
     def _open(self, row: dict[str, Any], agents: list[Agent]) -> bool:
         """Open the store in every agent; False (the row says why) when one cannot."""
@@ -262,9 +273,10 @@ class _ArmRuns:
     def run(self, run: str, plans: list[list[Op]]) -> dict[str, Any]:
         """One run: ``len(plans)`` agents open the store, run together, then the check."""
         row = _blank(self.name, "run", len(plans))
-        agents = self.pool.take(len(plans))
+        agents = self._take(len(plans))
         if not self._open(row, agents):
             return row
+        t0 = time.monotonic()
         live, died, attempted = self._launch(run, agents, plans)
         deadline = time.monotonic() + RUN_TIMEOUT_S
         stats = []
@@ -275,6 +287,7 @@ class _ArmRuns:
                 a.kill()
                 died.append(str(exc))
                 attempted += _writes([plans[agents.index(a)]])  # what it wrote is unknown
+        self.phases["run"] += time.monotonic() - t0
         if died:
             self.pool.start(len(self.pool.agents))
         if stats:
@@ -300,7 +313,9 @@ class _ArmRuns:
         """Build the store, run every N and (``kill_at``) the SIGKILL run, then delete it.
 
         The builder keeps its arm open until the runs end (an embedded server it started
-        serves every run); the store is deleted afterwards.
+        serves every run); the store is deleted afterwards. While the store is built,
+        the pool's zygote imports what the build imports; the arm's agents and checker
+        are forked afterwards and retired at the end.
 
         Raises:
             TrialError: when the store cannot be built or an agent process fails.
@@ -312,11 +327,14 @@ class _ArmRuns:
         self.store.mkdir(parents=True)
         owner = make_arm(self.name, self.params)
         rows: list[dict[str, Any]] = []
-        checker = self.pool.spawn()  # loads its corpus while the store is built
+        t0 = time.monotonic()
         try:
-            owner.build(data.corpus, data.vectors, self.store)
-            self.checker = self.pool.ready(checker)
-            t0 = time.monotonic()
+            with self.pool.recording():
+                owner.build(data.corpus, data.vectors, self.store)
+            self.phases["build"] = time.monotonic() - t0
+            t = time.monotonic()
+            self.checker = self.pool.ready(self.pool.spawn())
+            self.phases["start"] += time.monotonic() - t
             for n in processes:
                 rows.append(self.run(f"n{n}", plans[f"n{n}"]))
                 if progress:
@@ -328,9 +346,11 @@ class _ArmRuns:
                 if progress:
                     _say(rows[-1])
             if progress:
+                p = self.phases
                 print(
-                    f"fleet {self.name}: {time.monotonic() - t0:.1f} s (opening "
-                    f"{self.phases['open']:.1f} s, checks {self.phases['check']:.1f} s)",
+                    f"fleet {self.name}: {time.monotonic() - t0:.1f} s (build {p['build']:.1f} s, "
+                    f"starting agents {p['start']:.1f} s, opening {p['open']:.1f} s, runs "
+                    f"{p['run']:.1f} s, checks {p['check']:.1f} s)",
                     file=sys.stderr,
                     flush=True,
                 )
@@ -339,8 +359,9 @@ class _ArmRuns:
             raise TrialError(f"fleet: {self.name}: {exc}") from exc
         finally:
             try:
-                (self.checker or checker).kill()
-                checker.kill()
+                if self.checker is not None:
+                    self.checker.kill()
+                self.pool.retire()
             finally:
                 try:
                     owner.close()
@@ -354,9 +375,10 @@ class _ArmRuns:
         plans' timed writes, so it lands mid-run on fast and slow stores alike.
         """
         row = _blank(self.name, "sigkill", len(plans))
-        agents = self.pool.take(len(plans))
+        agents = self._take(len(plans))
         if not self._open(row, agents):
             return row
+        t1 = time.monotonic()
         live, died, _ = self._launch("sigkill", agents, plans, acks=True)
         warm = len(agents)  # each agent's untimed warm-up write is acknowledged first
         target = warm + max(1, int(kill_at * (len(_writes(plans)) - warm)))
@@ -369,7 +391,7 @@ class _ArmRuns:
         for a in agents:
             a.kill()  # SIGKILL to the process group; the acks it wrote are read to the end
         seconds = time.monotonic() - t0
-        self.pool.start(len(self.pool.agents))  # replacements load while the check runs
+        self.phases["run"] += time.monotonic() - t1
         acked = [m for a in agents for m in a.acks]
         row.update(seconds=round(seconds, 3), acknowledged=len(acked))
         self.check(row, acked, _writes(plans), [])
@@ -441,18 +463,17 @@ def run_fleet(
         return []
     for name in arms:
         make_arm(name, arm_params.get(name))  # unknown arms fail before anything runs
-    data = FleetData.load(corpus_dir, embeddings)
-    runs = [(f"n{n}", n, operations) for n in processes]
-    if kill_processes:
-        runs.append(("sigkill", kill_processes, kill_operations))
-    plans = plan_runs(data, runs, mix, seed)
     logs = root / "logs"
     shutil.rmtree(logs, ignore_errors=True)
     logs.mkdir(parents=True)
-    pool = AgentPool(corpus_dir, embeddings, logs)
+    pool = AgentPool(corpus_dir, embeddings, logs)  # its zygote imports meanwhile
     rows: list[dict[str, Any]] = []
     try:
-        pool.start(max([*processes, kill_processes]))
+        data = FleetData.load(corpus_dir, embeddings)
+        runs = [(f"n{n}", n, operations) for n in processes]
+        if kill_processes:
+            runs.append(("sigkill", kill_processes, kill_operations))
+        plans = plan_runs(data, runs, mix, seed)
         for name in arms:
             params = dict(arm_params.get(name) or {})
             reason = unsupported_reason(type(make_arm(name, params)))
