@@ -193,6 +193,22 @@ def test_check_counts_a_lost_write_a_duplicate_and_an_unacknowledged_one(data, t
     assert out["duplicated"] == 1
 
 
+def test_check_counts_the_corrections_in_force(data, tmp_path):
+    arm = make_arm("file-jsonl")
+    arm.build(data.corpus, data.vectors, tmp_path)
+    (fact_a, olds_a), (fact_b, olds_b) = list(data.fact_memories.items())[:2]
+    arm.remember(*data.new_memory(("correction", fact_a, "c1"), "r", 0)[:2])
+    # c2 is stored as a plain remember: it supersedes nothing of fact b
+    arm.remember(*data.new_memory(("remember", olds_b[-1], "c2"), "r", 0)[:2])
+    arm.close()
+    msg = {"arm": "file-jsonl", "store": str(tmp_path), "k": 10}
+    msg.update(acked=["c1", "c2"], attempted=["c1", "c2"])
+    msg["corrections"] = [["c1", olds_a], ["c2", olds_b], ["never-written", olds_b]]
+    out = check_store(data, msg)
+    assert out["lost"] == 0 and out["integrity"] == []
+    assert out["corrections_in_force"] == 1
+
+
 def test_check_reports_a_store_it_cannot_open(data, tmp_path):
     out = check_store(data, {"arm": "sqlite-fts", "store": str(tmp_path / "none"), "acked": ["a"]})
     assert out["opened"] is False and out["lost"] is None

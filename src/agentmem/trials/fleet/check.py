@@ -44,11 +44,12 @@ def stored_rows(arm: Any, data: FleetData) -> int | None:
     return None
 
 
-def _found(arm: Any, ids: list[str]) -> set[str]:
-    found: set[str] = set()
+def _fetched(arm: Any, ids: list[str]) -> list[tuple[str, Any]]:
+    """``(memory_id, superseded_by)`` of every row ``fetch`` returns for ``ids`` (500 a call)."""
+    rows: list[tuple[str, Any]] = []
     for i in range(0, len(ids), 500):
-        found.update(arm.fetch(ids[i : i + 500]).get_column("memory_id").to_list())
-    return found
+        rows += arm.fetch(ids[i : i + 500]).select("memory_id", "superseded_by").rows()
+    return rows
 
 
 def check_store(data: FleetData, msg: dict[str, Any]) -> dict[str, Any]:
@@ -117,7 +118,7 @@ def check_store(data: FleetData, msg: dict[str, Any]) -> dict[str, Any]:
         corpus_ids = data.memories.get_column("memory_id").to_list()
         try:
             known = list(dict.fromkeys(corpus_ids + earlier_attempted + attempted))
-            found = _found(arm, known)
+            found = {m for m, _ in _fetched(arm, known)}
             rows = stored_rows(arm, data)
         except (ArmError, ValueError) as exc:
             problems.append(f"reading the store back fails: {exc}")
@@ -128,12 +129,13 @@ def check_store(data: FleetData, msg: dict[str, Any]) -> dict[str, Any]:
         out["unacked_present"] = sum(1 for m in attempted if m in found and m not in acked_set)
         out["duplicated"] = None if rows is None else max(0, rows - len(found))
         in_force = returned = 0
-        for new_id, olds in corrections:
-            if new_id not in found:
-                continue
-            stored = arm.fetch(olds)
-            by = stored.get_column("superseded_by").to_list()
-            if stored.height == len(olds) and all(b == new_id for b in by):
+        stored = [(new_id, olds) for new_id, olds in corrections if new_id in found]
+        superseded_by: dict[str, list[Any]] = {}  # one fetch for every correction's olds
+        for m, by in _fetched(arm, [m for _, olds in stored for m in olds]):
+            superseded_by.setdefault(m, []).append(by)
+        for new_id, olds in stored:
+            by = [b for m in dict.fromkeys(olds) for b in superseded_by.get(m, [])]
+            if len(by) == len(olds) and all(b == new_id for b in by):
                 in_force += 1
             source = olds[-1]  # the correction restates its fact's latest memory
             q = data.current_query(new_id, data.body(source), data.vectors.get([source])[0])
