@@ -619,7 +619,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     c.add_argument("--out", type=Path, required=True, help="output directory (created)")
     c.add_argument("--size", default="m", help="corpus size (default m)")
     c.add_argument("--arms", help="comma-separated arms (default: the vector arms)")
-    c.add_argument("--speed-texts", type=int, default=2000, help="texts timed (default 2000)")
+    c.add_argument(
+        "--speed-texts", type=int, default=2000, help="texts timed (default 2000; 0: none)"
+    )
     c.add_argument("--control", action="store_true", help="also rerun each arm on the fp32 vectors")
     args = parser.parse_args(argv)
     if args.command == "quantize":
@@ -627,7 +629,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     from agentmem.bench.embedding import VECTOR_ARMS, int8_comparison
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
+    logging.getLogger("agentmem").setLevel(logging.INFO)  # the arms' progress, not pgserver's
     rec = int8_comparison(
         args.root,
         args.out,

@@ -328,7 +328,8 @@ def int8_comparison(
         out_dir: the output directory (created).
         size: the corpus size.
         arms: the arms compared (each must have fp32 scores under ``root``).
-        speed_texts: texts of the corpus timed by :func:`encoder_speed` (a seeded sample).
+        speed_texts: texts of the corpus timed by :func:`encoder_speed` (a seeded sample;
+            0 times nothing, ``speed`` is then None).
         control: also rerun each arm on the fp32 vectors (column ``fp32_rerun``): a
             difference there is the arm's own run-to-run variation, not the encoder's.
         progress: show progress bars.
@@ -374,7 +375,11 @@ def int8_comparison(
     pool = list(dict.fromkeys(mem + qs))
     rng = np.random.default_rng(cfg.corpus.seed)
     sample = [pool[i] for i in rng.permutation(len(pool))[:speed_texts]]
-    speed = encoder_speed(sample, graph, batch_size=cfg.embedding.batch_size, progress=progress)
+    speed = (
+        encoder_speed(sample, graph, batch_size=cfg.embedding.batch_size, progress=progress)
+        if sample
+        else None
+    )
 
     set_encoder_threads(1, "onnx-int8")
     int8_vectors = out_dir / "embeddings" / f"{size}.parquet"
