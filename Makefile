@@ -62,18 +62,21 @@ lint: $(STAMP)  ## ruff, snakefmt --check, snakemake --lint (any lint fails the 
 # jobs are mostly other processes waiting on each other, so the three share 2 cores well.
 # The first two reports are printed after the third's. The encoder's ONNX export is made
 # once, before them (the config allows one model): every test working directory that runs
-# the workflow starts with it (tests/support/workflow.py).
+# the workflow starts with it (tests/support/workflow.py). The three share one embedding
+# cache (TEST_EMBEDDINGS, tests/support/corpora.py): a text the tests embed is encoded once.
 E2E_TESTS := tests/test_e2e.py tests/test_metrics.py
 EXECUTOR_TESTS := tests/test_slurm.py tests/test_cluster.py tests/test_plugins.py \
   tests/test_external_pg.py
 PYTEST_TMP := $(or $(TMPDIR),/tmp)/agentmem-pytest-$(shell id -u)
 TEST_ONNX := $(PYTEST_TMP)/encoder
+TEST_EMBEDDINGS := $(PYTEST_TMP)/embeddings
 
 test: lint chromium  ## lint, then pytest (unit, arm conformance, bad input, end-to-end smoke run)
-	@rm -rf $(TEST_ONNX) && mkdir -p $(TEST_ONNX)
+	@rm -rf $(TEST_ONNX) $(TEST_EMBEDDINGS) && mkdir -p $(TEST_ONNX)
 	@HF_HUB_OFFLINE=1 $(BIN)/python -c "import sys; from agentmem.encoder import export_onnx; \
 	  export_onnx(sys.argv[1])" $(TEST_ONNX)/all-MiniLM-L6-v2.onnx
-	@export AGENTMEM_TEST_ONNX=$(TEST_ONNX)/all-MiniLM-L6-v2.onnx; \
+	@export AGENTMEM_TEST_ONNX=$(TEST_ONNX)/all-MiniLM-L6-v2.onnx \
+	  AGENTMEM_TEST_EMBEDDINGS=$(TEST_EMBEDDINGS); \
 	$(BIN)/pytest -q -p no:cacheprovider --durations=8 --basetemp=$(PYTEST_TMP)/e2e \
 	  $(E2E_TESTS) > $(PYTEST_TMP)/e2e.log 2>&1 & e2e=$$!; \
 	$(BIN)/pytest -q -p no:cacheprovider --durations=8 --basetemp=$(PYTEST_TMP)/executors \

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from support.conformance import SELECTED_ARMS
+from support.corpora import CACHE_ENV
 from support.tiny import make_tiny
 from support.workflow import copy_workflow_config, run_snakemake
 
@@ -41,6 +42,14 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(broken.message())
         raise pytest.UsageError(f"--arm {name}: unknown arm; registered arms: {sorted(ARMS)}")
     SELECTED_ARMS[:] = list(dict.fromkeys(config.getoption("--arm")))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def embedding_cache_for_the_session(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``$AGENTMEM_TEST_EMBEDDINGS``: kept when set (``make test`` shares one directory
+    between its test processes), else a directory under this session's base temp."""
+    default = tmp_path_factory.getbasetemp() / "embedding-cache"
+    return Path(os.environ.setdefault(CACHE_ENV, str(default)))
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ import json
 
 import polars as pl
 import pytest
+from support.corpora import embedding_cache, encoder_options
 from support.paths import REPO
 
 from agentmem.config import CorpusConfig, SizeConfig, load_config
@@ -169,7 +170,8 @@ def test_main_size_table5_matches_the_study(main_dir, request, tmp_path):
     """Every Table 5 cell within the study's tolerance, with real all-MiniLM-L6-v2 vectors.
 
     Only the texts the table reads are embedded (queries, their relevant memories, the
-    memories of the random pairs), through a cache kept in pytest's cache directory.
+    memories of the random pairs), through a cache kept in pytest's cache directory (the
+    session's embedding cache without one), with the tests' encoder.
     """
     from agentmem.arms.base import Embeddings
     from agentmem.corpus.validation import (
@@ -188,15 +190,16 @@ def test_main_size_table5_matches_the_study(main_dir, request, tmp_path):
     need = set(qrels["memory_id"].to_list()) | {ids[i] for i in (*a.tolist(), *b.tolist())}
     sub = mem.filter(pl.col("memory_id").is_in(sorted(need)))
     # pytest's cache directory keeps the vectors between runs; without it (-p no:cacheprovider)
-    # they are computed into tmp_path
+    # they go to the session's embedding cache
     store = getattr(request.config, "cache", None)
-    cache = store.mkdir("agentmem-embeddings") if store is not None else tmp_path / "cache"
+    cache = store.mkdir("agentmem-embeddings") if store is not None else embedding_cache()
     embed_texts(
         q["query_id"].to_list() + sub["memory_id"].to_list(),
         q["text"].to_list() + sub["body"].to_list(),
         tmp_path / "emb.parquet",
         cache,
         progress=False,
+        **encoder_options(),
     )
     vec = load_embeddings(tmp_path / "emb.parquet")
     data = ValidationInput(mem, q, qrels, Embeddings(ids=vec.ids, matrix=vec.matrix))

@@ -13,6 +13,7 @@ import time
 
 import polars as pl
 import pytest
+from support.corpora import embedding_cache, encoder_options
 from support.paths import LOCOMO, REPO
 
 from agentmem.corpus.io import load_corpus, load_qrels
@@ -624,7 +625,7 @@ def test_real_end_to_end_sqlite_fts(tmp_path):
         197,
     )
     emb = tmp_path / "emb.parquet"
-    embed_corpus(c, emb, tmp_path / "cache", progress=False)
+    embed_corpus(c, emb, embedding_cache(), progress=False, **encoder_options())
     runs = tmp_path / "runs" / "sqlite-fts.parquet"
     run_arm(
         "sqlite-fts", None, c, emb, tmp_path / "store", runs, tmp_path / "build.json",
