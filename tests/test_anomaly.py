@@ -1,8 +1,8 @@
 """Update anomaly: restatement statistics and the top-k repair probe.
 
-The probe runs on a small real corpus (60 facts) with real all-MiniLM-L6-v2 vectors and
-real sqlite-fts / file-vec stores, reopened from disk as the pipeline does, and on stub
-arms whose answers are known exactly.
+The probe runs on the session's small real corpus (``support.corpora.small_corpus``, 80
+facts) with real all-MiniLM-L6-v2 vectors and real sqlite-fts / file-vec stores, reopened
+from disk as the pipeline does, and on stub arms whose answers are known exactly.
 """
 
 from __future__ import annotations
@@ -13,11 +13,10 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from support.corpora import build_corpus
+from support.corpora import SMALL, small_corpus
 
 from agentmem.arms import ARMS
 from agentmem.arms.base import ArmError, Result
-from agentmem.config import SizeConfig
 from agentmem.corpus import load_corpus
 from agentmem.corpus.queries import QUERY_CLASSES
 from agentmem.embeddings import load_embeddings
@@ -144,9 +143,12 @@ def test_select_probe_queries_in_class_order():
 
 @pytest.fixture(scope="module")
 def small(tmp_path_factory):
-    """60-fact corpus, real embeddings, sqlite-fts and file-vec stores built then closed."""
+    """The small corpus (linked in), real embeddings, sqlite-fts and file-vec stores built
+    then closed."""
     d = tmp_path_factory.mktemp("anomaly")
-    corpus_dir, emb = build_corpus(d, SizeConfig(facts=60, queries_per_class=3))
+    corpus_dir, emb = small_corpus(tmp_path_factory)
+    (d / "corpus").symlink_to(corpus_dir)
+    (d / "emb.parquet").symlink_to(emb)
     corpus = load_corpus(corpus_dir)
     vectors = load_embeddings(emb)
     for name in ("sqlite-fts", "file-vec"):
@@ -318,6 +320,6 @@ def test_write_restatement_stats(small, tmp_path):
     counts = restatement_counts(load_corpus(small / "corpus").memories)["restatements"]
     multi = counts.filter(counts > 1)
     assert s["facts"] == multi.len() and s["single_memory_facts"] == (counts == 1).sum()
-    assert s["facts"] + s["single_memory_facts"] == 60
+    assert s["facts"] + s["single_memory_facts"] == SMALL.facts
     assert s["mean"] == pytest.approx(multi.mean())
     assert s["max"] >= s["p90"] >= s["median"] >= 2
