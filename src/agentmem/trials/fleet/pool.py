@@ -48,6 +48,14 @@ def _wait_exit(pid: int, timeout: float) -> bool:
         os.close(fd)
 
 
+def _kill_all(agents: list[Agent]) -> None:
+    """Kill every agent: SIGKILL to all process groups first, so they end together."""
+    for a in agents:
+        a.sigkill()
+    for a in agents:
+        a.kill()
+
+
 class Agent:
     """One agent process and the thread that reads its stdout into a queue.
 
@@ -144,6 +152,16 @@ class Agent:
             return self.proc.poll() is None
         return process_alive(self.pid)
 
+    def sigkill(self) -> None:
+        """Send SIGKILL to the process group and return at once (:meth:`kill` then waits)."""
+        if not self._killed and not self._reaped():
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.pid, signal.SIGKILL)
+
+    def _reaped(self) -> bool:
+        """Whether a cold process has been reaped already (its pid may be reused)."""
+        return self.proc is not None and self.proc.returncode is not None
+
     def kill(self, timeout: float = 10.0) -> None:
         """SIGKILL the process group, then read what it had written (acks) to the end.
 
@@ -154,7 +172,8 @@ class Agent:
             return
         self._killed = True
         if self.proc is not None:
-            kill_group(self.proc, timeout)
+            if not self._reaped():
+                kill_group(self.proc, timeout)
         else:  # a zygote's child: it stays a zombie, its pid reserved, until reaped
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.pid, signal.SIGKILL)
@@ -253,21 +272,19 @@ class AgentPool:
             a.ready = True
         return a
 
-    def retire(self) -> None:
+    def retire(self, others: list[Agent] | None = None) -> None:
         """End of an arm: kill the forked agents (the next arm's are forked after its build).
 
         Cold agents are kept: they import the next arm's product when they open its store.
+        ``others`` (the arm's checker) are killed too, whichever way they started.
         """
-        for a in self.agents:
-            if a.zygote is not None:
-                a.kill()
+        _kill_all([a for a in self.agents if a.zygote is not None] + list(others or []))
         self.agents = [a for a in self.agents if a.zygote is None]
 
     def close(self) -> None:
         """Kill every agent process (and anything it started), then end the zygote."""
         try:
-            for a in self.agents:
-                a.kill()
+            _kill_all(self.agents)
         finally:
             self.agents = []
             if self.zygote is not None:

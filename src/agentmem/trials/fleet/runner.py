@@ -167,6 +167,8 @@ class _ArmRuns:
         self.opened = False  # some run's agents opened the store
         self.broken = False  # ... and a later run's could not: no run follows
         self.checker: Agent | None = None
+        #: agents the next run takes: started while a check runs, so they load meanwhile
+        self.upcoming = 0
         #: seconds spent building the store, starting agents (forked or cold, until they
         #: have loaded the corpus), opening the store in them, running and checking
         #: (the progress line)
@@ -192,6 +194,7 @@ class _ArmRuns:
         }
         try:
             self.checker.send(msg)
+            self._start(self.upcoming)  # the next run's new agents load while it checks
             chk = self.checker.recv(RUN_TIMEOUT_S, "checked")
             _apply_check(row, chk)
             self.broken = self.broken or not chk.get("opened")  # no later run can open it
@@ -209,6 +212,12 @@ class _ArmRuns:
         try:
             return self.pool.take(n)
         finally:
+            self.phases["start"] += time.monotonic() - t0
+
+    def _start(self, n: int) -> None:
+        if n:  # (none after the last run: the SIGKILLed agents are not replaced)
+            t0 = time.monotonic()
+            self.pool.start(n)
             self.phases["start"] += time.monotonic() - t0
 
     def _open(self, row: dict[str, Any], agents: list[Agent]) -> bool:
@@ -332,10 +341,14 @@ class _ArmRuns:
             with self.pool.recording():
                 owner.build(data.corpus, data.vectors, self.store)
             self.phases["build"] = time.monotonic() - t0
+            sizes = [*processes, *([len(plans["sigkill"])] if kill_at is not None else [])]
             t = time.monotonic()
-            self.checker = self.pool.ready(self.pool.spawn())
+            checker = self.pool.spawn()
+            self.pool.start(sizes[0])  # the first run's agents load beside the checker
+            self.checker = self.pool.ready(checker)
             self.phases["start"] += time.monotonic() - t
-            for n in processes:
+            for i, n in enumerate(processes):
+                self.upcoming = sizes[i + 1] if i + 1 < len(sizes) else 0
                 rows.append(self.run(f"n{n}", plans[f"n{n}"]))
                 if progress:
                     _say(rows[-1])
@@ -359,9 +372,7 @@ class _ArmRuns:
             raise TrialError(f"fleet: {self.name}: {exc}") from exc
         finally:
             try:
-                if self.checker is not None:
-                    self.checker.kill()
-                self.pool.retire()
+                self.pool.retire([self.checker] if self.checker is not None else [])
             finally:
                 try:
                     owner.close()
@@ -392,6 +403,7 @@ class _ArmRuns:
             a.kill()  # SIGKILL to the process group; the acks it wrote are read to the end
         seconds = time.monotonic() - t0
         self.phases["run"] += time.monotonic() - t1
+        self.upcoming = 0
         acked = [m for a in agents for m in a.acks]
         row.update(seconds=round(seconds, 3), acknowledged=len(acked))
         self.check(row, acked, _writes(plans), [])

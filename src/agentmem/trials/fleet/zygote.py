@@ -389,8 +389,8 @@ def zygote_main(argv: list[str] | None = None) -> None:
             elif cmd == "end":
                 _apply_env(base, msg.get("env") or {})
                 _say(
-                    f"imported {imported} modules in {time.monotonic() - block:.1f} s; "
-                    f"threads {_threads()}"
+                    f"imported {imported} modules, done {time.monotonic() - block:.1f} s after "
+                    f"the build began; threads {_threads()}"
                 )
             for fd in fds:  # the child has its copies
                 os.close(fd)
