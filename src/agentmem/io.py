@@ -13,11 +13,12 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
-
-import polars as pl
+from typing import TYPE_CHECKING, Any
 
 from agentmem.procs import run_in_background
+
+if TYPE_CHECKING:
+    import polars as pl
 
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)

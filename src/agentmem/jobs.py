@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentmem.io import run_in_background
+from agentmem.procs import run_in_background
 
 #: File name of each corpus file a rule declares, by the name it declares it under
 #: (``results/corpus/{size}/`` and ``results/external/locomo/corpus/``, DESIGN §2).

@@ -35,7 +35,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-import numpy as np
 import polars as pl
 
 from agentmem.types import Predicate
@@ -324,6 +323,8 @@ def bootstrap_ci(
     Returns:
         ``(low, high)``; ``(nan, nan)`` for an empty sample.
     """
+    import numpy as np  # here: scoring a run needs no numpy
+
     x = np.asarray(values, dtype=float)
     if x.size == 0:
         return (math.nan, math.nan)

@@ -17,8 +17,6 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-import psutil
-
 #: Niceness of jobs that run beside the timing jobs (DESIGN §5): on Linux a nice-19 task
 #: weighs 15 against a nice-0 task's 1024 in the CFS scheduler, so a timing job sharing
 #: a core with background jobs still gets ~90% of it.
@@ -42,6 +40,8 @@ def process_alive(pid: int | None) -> bool:
     """
     if not pid:
         return False
+    import psutil  # here: start_job imports this module and needs no psutil
+
     try:
         return psutil.Process(pid).status() not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
     except (psutil.NoSuchProcess, psutil.AccessDenied):
@@ -50,6 +50,8 @@ def process_alive(pid: int | None) -> bool:
 
 def process_gone(pid: int) -> bool:
     """Return whether ``pid`` no longer exists at all (not even as a zombie)."""
+    import psutil
+
     return not psutil.pid_exists(pid)
 
 
@@ -70,6 +72,8 @@ def wait_until(predicate: Callable[[], object], timeout: float, interval: float 
 
 def children(pid: int) -> list[int]:
     """Return the direct children of ``pid`` (zombies included; empty when it is gone)."""
+    import psutil
+
     try:
         return [c.pid for c in psutil.Process(pid).children()]
     except psutil.Error:
@@ -78,6 +82,8 @@ def children(pid: int) -> list[int]:
 
 def descendants(pid: int) -> list[int]:
     """Return all descendants of ``pid`` from one process-table snapshot (empty when gone)."""
+    import psutil
+
     try:
         return [c.pid for c in psutil.Process(pid).children(recursive=True)]
     except psutil.Error:

@@ -21,11 +21,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import polars as pl
 
-from agentmem.config import Config, CorpusConfig, variant_options
+if TYPE_CHECKING:
+    from agentmem.config import Config, CorpusConfig
 
 Kind = Literal["seed", "variant", "baseline", "model"]
 
@@ -64,6 +65,8 @@ def robustness_corpora(cfg: Config) -> dict[str, RobustnessCorpus]:
     The baseline ``default-<size>`` is there when variants are configured at a size other
     than the main size.
     """
+    from agentmem.config import variant_options
+
     rob = cfg.robustness
     out: dict[str, RobustnessCorpus] = {}
     seed_size = rob.seed_size or cfg.main_size

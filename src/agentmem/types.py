@@ -8,10 +8,12 @@ of them. Schemas of the tables are in DESIGN §2.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
 import polars as pl
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "MEMORY_SCHEMA",

@@ -20,14 +20,17 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
 
-from agentmem.config import CorpusConfig, SizeConfig
 from agentmem.corpus import templates as T
 from agentmem.corpus.world import RECORD_TYPES, Fact, build_world
 from agentmem.tokens import count_tokens
 from agentmem.types import MEMORY_SCHEMA
+
+if TYPE_CHECKING:
+    from agentmem.config import CorpusConfig, SizeConfig
 
 #: chance that a restatement after the first is identifier-bearing (the first always is)
 ID_FORM_SHARE = 0.4

@@ -10,15 +10,16 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 
-from agentmem.config import CorpusConfig, SizeConfig
-from agentmem.corpus.generate import generate
-from agentmem.corpus.queries import QUERY_CLASSES, make_queries
 from agentmem.io import write_json, write_parquet
 from agentmem.types import Corpus, Embeddings, Predicate, Query
+
+if TYPE_CHECKING:
+    from agentmem.config import CorpusConfig, SizeConfig
 
 SCHEMA_VERSION = 1
 FILES = ("memories", "facts", "entities", "sessions", "agents", "queries", "qrels")
@@ -45,6 +46,10 @@ def write_corpus(out_dir: str | Path, size: SizeConfig, opts: CorpusConfig) -> d
         memories, facts, sessions, queries, distractors, superseded, queries_by_class,
         files -> sha256).
     """
+    # the generator is imported here: the jobs that only read a corpus do without it
+    from agentmem.corpus.generate import generate
+    from agentmem.corpus.queries import QUERY_CLASSES, make_queries
+
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     g = generate(size, opts)

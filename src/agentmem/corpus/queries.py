@@ -13,12 +13,15 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import polars as pl
 
-from agentmem.config import CorpusConfig
 from agentmem.corpus import templates as T
 from agentmem.corpus.generate import Fact, semantic_question, temporal_question
+
+if TYPE_CHECKING:
+    from agentmem.config import CorpusConfig
 
 QUERY_CLASSES = (
     "lexical",

@@ -10,11 +10,14 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import polars as pl
 
-from agentmem.config import CorpusConfig
 from agentmem.corpus import templates as T
+
+if TYPE_CHECKING:
+    from agentmem.config import CorpusConfig
 
 #: record type -> (identifier prefix, share of facts, memory kind)
 RECORD_TYPES: dict[str, tuple[str, float, str]] = {

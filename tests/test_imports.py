@@ -1,0 +1,82 @@
+"""What a workflow job imports: the modules a light job needs do not pull in heavy ones.
+
+Every job is a fresh Python process, so a module imported but not used costs its import
+time once per job. Each case imports the modules a script imports, in a subprocess, and
+lists which of the heavy modules ended up in ``sys.modules``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+#: heavy modules: the arm registry (every arm and its database driver), the config models
+#: (pydantic), plotting state, the encoder's torch, SciPy
+HEAVY = (
+    "agentmem.arms",
+    "agentmem.config",
+    "pydantic",
+    "matplotlib",
+    "matplotlib.pyplot",
+    "torch",
+    "scipy",
+    "numpy",
+    "polars",
+    "psutil",
+)
+
+
+def _loaded(code: str) -> set[str]:
+    """The modules of :data:`HEAVY` that ``code`` imports (run in a fresh interpreter)."""
+    report = f"import json, sys\nprint(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
+    probe = f"{code}\n{report}"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return set(json.loads(out.stdout.splitlines()[-1]))
+
+
+@pytest.mark.parametrize(
+    ("code", "absent"),
+    [
+        # every script's first line; render_schema needs nothing more
+        ("from agentmem.jobs import start_job", HEAVY),
+        (
+            "from agentmem.jobs import start_job\n"
+            "from agentmem.io import write_text\n"
+            "from agentmem.schema import mermaid_er",
+            HEAVY,
+        ),
+        # score_run, combine_*, tabulate_by_class, publish_validation
+        (
+            "from agentmem.report.tables import score_run_file, concat_csv, write_by_class",
+            {"agentmem.arms", "agentmem.config", "pydantic", "matplotlib", "torch", "numpy"},
+        ),
+        # the corpus readers (run_arm, the sweeps, the probes) and the query classes
+        (
+            "from agentmem.corpus.io import load_corpus, load_queries\n"
+            "from agentmem.corpus.queries import QUERY_CLASSES",
+            {"agentmem.arms", "agentmem.config", "pydantic", "matplotlib", "torch"},
+        ),
+        # run_arm
+        (
+            "from agentmem.runner import run_arm",
+            {"agentmem.config", "pydantic", "matplotlib", "torch", "scipy"},
+        ),
+        # check_robustness_corpus: the config models are for the DAG, not the job
+        ("from agentmem.robustness import check_corpus", {"agentmem.config", "pydantic"}),
+    ],
+    ids=["start_job", "render_schema", "report.tables", "corpus.io", "runner", "robustness"],
+)
+def test_a_job_imports_no_heavy_module_it_does_not_use(code, absent):
+    assert _loaded(code) & set(absent) == set()
+
+
+def test_the_lazy_names_of_the_corpus_package_still_import():
+    import agentmem.corpus as corpus
+    from agentmem.corpus import io, load_corpus, write_corpus
+
+    assert load_corpus is io.load_corpus and write_corpus is io.write_corpus
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        _ = corpus.nope
