@@ -58,15 +58,17 @@ lint: $(STAMP)  ## ruff, snakefmt --check, snakemake --lint (any lint fails the 
 # Three pytest processes side by side, each with its own basetemp: the smoke run and the
 # tests reading it (test_metrics' trec_eval cross-check too; the smoke run is built once);
 # the workflow runs through executors and with other configurations (SLURM, the cluster
-# executor, plug-in arms, an external PostgreSQL); and everything else. The workflow runs'
-# jobs are mostly other processes waiting on each other, so the three share 2 cores well.
+# executor, plug-in arms, an external PostgreSQL, the configurations and flags it refuses:
+# these need no smoke run, so they run beside it, not after it); and everything else. The
+# workflow runs' jobs are mostly other processes waiting on each other, so the three share
+# 2 cores well.
 # The first two reports are printed after the third's. The encoder's ONNX export is made
 # once, before them (the config allows one model): every test working directory that runs
 # the workflow starts with it (tests/support/workflow.py). The three share one embedding
 # cache (TEST_EMBEDDINGS, tests/support/corpora.py): a text the tests embed is encoded once.
 E2E_TESTS := tests/test_e2e.py tests/test_metrics.py
 EXECUTOR_TESTS := tests/test_slurm.py tests/test_cluster.py tests/test_plugins.py \
-  tests/test_external_pg.py
+  tests/test_external_pg.py tests/test_workflow_refusals.py
 PYTEST_TMP := $(or $(TMPDIR),/tmp)/agentmem-pytest-$(shell id -u)
 TEST_ONNX := $(PYTEST_TMP)/encoder
 TEST_EMBEDDINGS := $(PYTEST_TMP)/embeddings
