@@ -66,8 +66,23 @@ def _loaded(code: str) -> set[str]:
         ),
         # check_robustness_corpus: the config models are for the DAG, not the job
         ("from agentmem.robustness import check_corpus", {"agentmem.config", "pydantic"}),
+        # generate_corpus
+        (
+            "from agentmem.config import CorpusConfig, SizeConfig\n"
+            "from agentmem.corpus import write_corpus\n"
+            "from agentmem.corpus.io import FILES",
+            {"agentmem.arms", "numpy", "matplotlib", "torch", "scipy"},
+        ),
     ],
-    ids=["start_job", "render_schema", "report.tables", "corpus.io", "runner", "robustness"],
+    ids=[
+        "start_job",
+        "render_schema",
+        "report.tables",
+        "corpus.io",
+        "runner",
+        "robustness",
+        "generate_corpus",
+    ],
 )
 def test_a_job_imports_no_heavy_module_it_does_not_use(code, absent):
     assert _loaded(code) & set(absent) == set()
@@ -80,3 +95,52 @@ def test_the_lazy_names_of_the_corpus_package_still_import():
     assert load_corpus is io.load_corpus and write_corpus is io.write_corpus
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         _ = corpus.nope
+
+
+def test_the_workflow_parse_imports_no_job_code():
+    """What workflow/rules/common.smk imports to build the DAG: the config, the arm
+    registry and constants, not the runner, the encoder or the report's comparison."""
+    code = (
+        "from agentmem.config import load_config\n"
+        "from agentmem.external import DatasetError, validate_dataset\n"
+        "from agentmem.external.format import DATASET_FILES\n"
+        "from agentmem.external.score import RUN_K\n"
+        "from agentmem.jobs import CORPUS_FILES, CORPUS_TABLES\n"
+        "from agentmem.report.reference import ANOMALY_ARM\n"
+        "from agentmem.robustness import robustness_arms, robustness_corpora\n"
+        "from agentmem.sweeps.ablation import ablated_arms\n"
+        "from agentmem.sweeps.postfilter import postfilter_roles\n"
+        "import json, sys\n"
+        "print(json.dumps(sorted(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = set(json.loads(out.stdout.splitlines()[-1]))
+    unused = {
+        "agentmem.runner",
+        "agentmem.embeddings",
+        "agentmem.encoder",
+        "agentmem.corpus.io",
+        "agentmem.external.prepare",
+        "agentmem.report.reference.comparison",
+        "tqdm",
+        "pyarrow",
+        "scipy",
+        "matplotlib",
+        "torch",
+    }
+    assert loaded & unused == set()
+
+
+def test_the_lazy_names_of_the_reference_and_external_packages_still_import():
+    import agentmem.external as external
+    import agentmem.report.reference as reference
+    from agentmem.external.score import score_dataset
+    from agentmem.report.reference.render import write_vs_reference
+
+    for package in (external, reference):
+        for name in package.__all__:
+            assert getattr(package, name) is not None, name
+    assert reference.write_vs_reference is write_vs_reference
+    assert external.score_dataset is score_dataset
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        _ = reference.nope

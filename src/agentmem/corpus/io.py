@@ -12,7 +12,6 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
 import polars as pl
 
 from agentmem.io import write_json, write_parquet
@@ -135,6 +134,8 @@ def load_queries(
     Raises:
         CorpusError: when a query has no embedding, a malformed predicate or an empty scope.
     """
+    import numpy as np  # here: writing a corpus or reading its tables needs no numpy
+
     d = Path(corpus_dir)
     _require(d, ("queries",))
     df = pl.read_parquet(d / "queries.parquet")
