@@ -1,4 +1,5 @@
 # Helpers, config validation and wildcard constraints (no rules here).
+import functools
 import re
 import sys
 from pathlib import Path
@@ -193,11 +194,13 @@ def arm_params(wildcards):
     return dict(CFG.arm_params.get(wildcards.arm, {}))
 
 
+@functools.cache
 def arm_files(cls):
     """Source files of arm class ``cls`` wherever it is installed (a plug-in's is outside src/).
 
     Its module; when that module is part of a package other than agentmem/arms itself (a
     family package such as agentmem/arms/sqlite/, or a plug-in's), every module of it.
+    Computed once per class (every arm run's input function asks again); callers copy it.
     """
     import inspect
 

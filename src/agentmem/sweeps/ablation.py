@@ -15,13 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from tqdm import tqdm
 
 from agentmem.arms import ARMS
-from agentmem.corpus.io import load_qrels, load_queries
-from agentmem.embeddings import load_embeddings
 from agentmem.metrics import ndcg_at_k, recall_at_k
-from agentmem.runner import opened
 
 #: The name of the unchanged arm's rows.
 CONFIGURED = "as configured"
@@ -81,6 +77,13 @@ def ablation_sweep(
         ValueError: when it gives one a value the arm refuses;
         ``agentmem.arms.base.ArmError``: when a store does not open.
     """
+    # here, not at the top: the workflow's DAG imports this module for ablated_arms only
+    from tqdm import tqdm
+
+    from agentmem.corpus.io import load_qrels, load_queries
+    from agentmem.embeddings import load_embeddings
+    from agentmem.runner import opened
+
     vectors = load_embeddings(embeddings_path)
     queries = load_queries(corpus_dir, vectors)
     rel: dict[str, set[str]] = {}

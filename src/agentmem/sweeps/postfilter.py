@@ -22,10 +22,7 @@ import polars as pl
 
 from agentmem.arms import ARMS
 from agentmem.arms.base import Arm, Query
-from agentmem.corpus.io import load_corpus, load_qrels, load_queries
-from agentmem.embeddings import load_embeddings
 from agentmem.metrics import fill_rate, recall_at_k, searchable_counts
-from agentmem.runner import opened
 
 #: The default overfetch factors: powers of two, ×1 … ×128 (REFERENCE §4).
 DEFAULT_OVERFETCH: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128)
@@ -204,6 +201,11 @@ def postfilter_sweep(
         agentmem.arms.base.ArmError: when a store cannot be opened or queried.
         agentmem.corpus.io.CorpusError: when the corpus directory is incomplete.
     """
+    # here, not at the top: the workflow's DAG imports this module for postfilter_roles only
+    from agentmem.corpus.io import load_corpus, load_qrels, load_queries
+    from agentmem.embeddings import load_embeddings
+    from agentmem.runner import opened
+
     factors = sorted({int(x) for x in overfetch})
     if k < 1 or any(x < 1 for x in factors):
         raise ValueError(f"need k >= 1 and overfetch factors >= 1, got k={k}, {factors}")
