@@ -26,9 +26,9 @@ Snakemake start-up, twice, and the status polling):
   with the profile's heavy requests and ``run_arm`` with its expression-valued ones.
   These outputs are deterministic; the rest of the smoke DAG adds jobs, not new ways
   of running one (tests/test_e2e.py runs all of it locally);
-- locally, the same targets: the SLURM run's outputs must be the same bytes (corpus,
-  schema) or the same values (vectors up to float rounding; the arm's rankings, less
-  the latencies);
+- locally, the same targets, starting with the session's encoder export (``make test``
+  makes it once): the SLURM run's outputs must be the same bytes (corpus, schema) or the
+  same values (vectors up to float rounding; the arm's rankings, less the latencies);
 - on SLURM, a LoCoMo target with no LoCoMo file: its job fails on the node, twice (the
   profile's ``retries: 1``), and the workflow exits non-zero.
 
@@ -97,9 +97,14 @@ def _node_for_profile() -> Node:
     return Node(cpus=2 * max(int(c) for c in cpus), memory_mb=2 * max(mems))
 
 
-def _workdir(extra_config: str = "{}\n") -> Path:
+def _workdir(extra_config: str = "{}\n", encoder: bool = False) -> Path:
+    """A working directory for one run; ``encoder``: it starts with the session's export.
+
+    The SLURM runs do not (export_encoder is one of their SLURM jobs); the local run, the
+    reference for their outputs, does.
+    """
     wd = Path(tempfile.mkdtemp(prefix="agentmem-slurm-"))
-    copy_workflow_config(wd)  # no shared encoder export: export_encoder is a SLURM job
+    copy_workflow_config(wd, encoder=encoder)
     (wd / "config" / "test.yaml").write_text(extra_config)
     return wd
 
@@ -182,7 +187,7 @@ def cluster() -> Iterator[SingleNodeSlurm]:
 @pytest.fixture(scope="module")
 def runs(cluster: SingleNodeSlurm) -> Iterator[Runs]:
     """The three runs (see the module docstring), side by side."""
-    wds = {"ok": _workdir(), "failing": _workdir(NO_LOCOMO), "local": _workdir()}
+    wds = {"ok": _workdir(), "failing": _workdir(NO_LOCOMO), "local": _workdir(encoder=True)}
     seen: dict[str, list[str]] = {}
     done = threading.Event()
 
