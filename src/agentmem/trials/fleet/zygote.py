@@ -293,6 +293,12 @@ def _say(text: str) -> None:
     print(f"{time.strftime('%H:%M:%S')} zygote: {text}", file=sys.stderr, flush=True)
 
 
+def _name(comm: str) -> None:
+    """Name this process in ``ps -o comm`` and ``top`` (its command line stays the zygote's)."""
+    with contextlib.suppress(OSError):
+        Path("/proc/self/comm").write_text(comm)
+
+
 def _reply(sock: socket.socket, msg: dict[str, Any]) -> None:
     sock.send(json.dumps(msg).encode())
 
@@ -302,6 +308,7 @@ def _child(argv: list[str], fds: list[int], sock: socket.socket) -> None:
     code = 1
     try:
         os.setsid()
+        _name("fleet-agent")
         sock.close()
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
@@ -334,6 +341,7 @@ def zygote_main(argv: list[str] | None = None) -> None:
     ap.add_argument("--control-fd", type=int, required=True, help="the control socket")
     args = ap.parse_args(argv)
     sock = socket.socket(fileno=args.control_fd)
+    _name("fleet-zygote")
     # LanceDB resets its runtime in every forked child and says so each time
     warnings.filterwarnings("ignore", "lancedb fork support is experimental", RuntimeWarning)
     t0 = time.monotonic()
