@@ -353,11 +353,12 @@ class _ArmRuns:
                 if progress:
                     _say(rows[-1])
                 if not rows[-1]["supported"] or self.broken:
-                    return rows
-            if kill_at is not None:
-                rows.append(self.sigkill(plans["sigkill"], kill_at))
-                if progress:
-                    _say(rows[-1])
+                    break  # no later run: the store is not shared, or broke
+            else:
+                if kill_at is not None:
+                    rows.append(self.sigkill(plans["sigkill"], kill_at))
+                    if progress:
+                        _say(rows[-1])
             if progress:
                 p = self.phases
                 print(
