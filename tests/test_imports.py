@@ -73,6 +73,11 @@ def _loaded(code: str) -> set[str]:
             "from agentmem.corpus.io import FILES",
             {"agentmem.arms", "numpy", "matplotlib", "torch", "scipy"},
         ),
+        # the plot jobs: a Figure on the Agg canvas, no pyplot
+        (
+            "from agentmem.report.figures import crash, er_diagram, external, fleet, validation",
+            {"matplotlib.pyplot", "agentmem.config", "pydantic", "torch", "scipy"},
+        ),
     ],
     ids=[
         "start_job",
@@ -82,6 +87,7 @@ def _loaded(code: str) -> set[str]:
         "runner",
         "robustness",
         "generate_corpus",
+        "figures",
     ],
 )
 def test_a_job_imports_no_heavy_module_it_does_not_use(code, absent):

@@ -7,14 +7,14 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from agentmem.report.figures._common import plt, save
+from agentmem.report.figures._common import save, subplots
 
 
 def plot(anomaly_csv: str | Path, out_svg: str | Path) -> None:
     """Update anomaly: restatements a top-k repair reaches vs all restatements, per arm."""
     t = pl.read_csv(anomaly_csv).sort("stale_fraction")
     y = np.arange(t.height)
-    fig, ax = plt.subplots(figsize=(7, 0.8 + 0.32 * t.height))
+    fig, ax = subplots(figsize=(7, 0.8 + 0.32 * t.height))
     ax.barh(y, t["mean_total"], color="#ddd", label="restatements per fact")
     ax.barh(y, t["mean_reached"], color="#2e86c1", label="reached by a top-k repair")
     for i, r in enumerate(t.iter_rows(named=True)):

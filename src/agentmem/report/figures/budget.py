@@ -7,7 +7,7 @@ from pathlib import Path
 import polars as pl
 
 from agentmem.report.colors import arm_style
-from agentmem.report.figures._common import plt, save
+from agentmem.report.figures._common import save, subplots
 
 
 def plot(budget_csv: str | Path, out_svg: str | Path) -> None:
@@ -20,7 +20,7 @@ def plot(budget_csv: str | Path, out_svg: str | Path) -> None:
     """
     t = pl.read_csv(budget_csv)
     arms = t["arm"].unique(maintain_order=True).to_list()
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9.5, 3.8))
+    fig, (ax1, ax2) = subplots(1, 2, figsize=(9.5, 3.8))
     for arm in arms:
         s = t.filter(pl.col("arm") == arm).sort("k")
         style = arm_style(arm)

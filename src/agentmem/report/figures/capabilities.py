@@ -14,7 +14,7 @@ from pathlib import Path
 
 from matplotlib.patches import Rectangle
 
-from agentmem.report.figures._common import plt, save
+from agentmem.report.figures._common import save, subplots
 
 #: Boolean capability columns, then the two access-path columns.
 BOOL_COLUMNS: tuple[str, ...] = ("predicate", "join", "aggregate", "transactions")
@@ -58,7 +58,7 @@ def plot(arms: Sequence[str], out_svg: str | Path) -> None:
     widths = [1.35] * len(BOOL_COLUMNS) + [2.0] * len(ACCESS_COLUMNS)
     x0 = [sum(widths[:i]) for i in range(len(cols))]
     n = len(rows)
-    fig, ax = plt.subplots(figsize=(1.6 + 0.75 * sum(widths), 0.7 + 0.32 * n))
+    fig, ax = subplots(figsize=(1.6 + 0.75 * sum(widths), 0.7 + 0.32 * n))
     for i, r in enumerate(rows):
         yy = n - 1 - i
         for j, col in enumerate(cols):

@@ -8,7 +8,7 @@ import numpy as np
 import polars as pl
 
 from agentmem.report.colors import arm_color
-from agentmem.report.figures._common import plt, save
+from agentmem.report.figures._common import save, subplots
 
 #: The seed's claims (REFERENCE §5), drawn as reference marks.
 CLAIM_REDUCTION_PCT = -89.9
@@ -42,7 +42,7 @@ def plot(table_csv: str | Path, out_svg: str | Path) -> None:
         .agg(pl.col("cumulative_tokens").sum())
     )
     end = dict(ends.iter_rows())
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6), gridspec_kw={"width_ratios": [1.2, 1.2, 1]})
+    fig, axes = subplots(1, 3, figsize=(12, 3.6), gridspec_kw={"width_ratios": [1.2, 1.2, 1]})
     ax_cum, ax_ctx, ax_hit = axes
     for s in strategies:
         m = mean.filter(pl.col("strategy") == s)

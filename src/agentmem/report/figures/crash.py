@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from agentmem.report.figures._common import plt, save
+from agentmem.report.figures._common import save, subplots
 
 
 def plot(crash_csv: str | Path, out_svg: str | Path) -> None:
@@ -21,7 +21,7 @@ def plot(crash_csv: str | Path, out_svg: str | Path) -> None:
     )
     x = np.arange(fam.height)
     w = 0.27
-    fig, ax = plt.subplots(figsize=(7, 3.2))
+    fig, ax = subplots(figsize=(7, 3.2))
     for off, col, label, color in [
         (-w, "unreadable", "store unreadable", "#c0392b"),
         (0, "integrity", "integrity check failed", "#e67e22"),

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import polars as pl
 
-from agentmem.report.figures._common import plt, save
+from agentmem.report.figures._common import save, subplots
 
 
 def plot(table_csv: str | Path, out_svg: str | Path) -> None:
@@ -20,7 +20,7 @@ def plot(table_csv: str | Path, out_svg: str | Path) -> None:
     """
     t = pl.read_csv(table_csv).sort("day")
     day = t["day"]
-    fig, (a, b, c) = plt.subplots(1, 3, figsize=(12, 3.2))
+    fig, (a, b, c) = subplots(1, 3, figsize=(12, 3.2))
     a.plot(day, t["pruned_fraction"], color="#c0392b", label="nodes pruned")
     a.plot(day, t["valid_fact_recall"], color="#27ae60", label="valid facts still stored")
     a.set_ylim(-0.02, 1.05)

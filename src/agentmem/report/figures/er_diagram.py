@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentmem.report.figures._common import plt, save
+from matplotlib.patches import Rectangle
+
+from agentmem.report.figures._common import save, subplots
 from agentmem.schema import SCHEMA
 
 #: (x, y) of each table's box, top-left corner, in axis units.
@@ -29,8 +31,8 @@ def _box(ax, name: str) -> dict[str, tuple[float, float]]:  # noqa: ANN001
     t = SCHEMA.table(name)
     x, y = LAYOUT[name]
     h = ROW * (len(t.columns) + 1)
-    ax.add_patch(plt.Rectangle((x, y - h), WIDTH, h, fill=False, lw=1.2))
-    ax.add_patch(plt.Rectangle((x, y - ROW), WIDTH, ROW, color="#2e4057"))
+    ax.add_patch(Rectangle((x, y - h), WIDTH, h, fill=False, lw=1.2))
+    ax.add_patch(Rectangle((x, y - ROW), WIDTH, ROW, color="#2e4057"))
     ax.text(x + 0.1, y - ROW / 2, name, color="white", va="center", weight="bold", fontsize=9)
     anchors = {}
     for i, c in enumerate(t.columns, start=1):
@@ -62,7 +64,7 @@ def _box(ax, name: str) -> dict[str, tuple[float, float]]:  # noqa: ANN001
 
 def plot(out_svg: str | Path) -> None:
     """Draw the ER diagram of :data:`agentmem.schema.SCHEMA` to ``out_svg`` (+ ``.png``)."""
-    fig, ax = plt.subplots(figsize=(11, 6.2))
+    fig, ax = subplots(figsize=(11, 6.2))
     anchors = {t.name: _box(ax, t.name) for t in SCHEMA.tables}
     for table, col, rt, rc in SCHEMA.relationships():
         x0, y0 = anchors[table][col]

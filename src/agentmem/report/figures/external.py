@@ -15,11 +15,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import matplotlib
 import numpy as np
 import polars as pl
 
 from agentmem.external.published import published
-from agentmem.report.figures._common import plt, save
+from agentmem.report.figures._common import save, subplots
 
 #: the recall cut-offs of the scores table
 _KS = (5, 10, 25, 50)
@@ -67,7 +68,7 @@ def plot(
     val = {(r["arm"], r["category"]): r for r in first.iter_rows(named=True)}
     dragon = _dragon(unit)
 
-    fig, (ax1, ax2, ax3) = plt.subplots(
+    fig, (ax1, ax2, ax3) = subplots(
         1,
         3,
         figsize=(15.0, max(4.8, 1.9 + 0.3 * len(arms))),
@@ -96,7 +97,7 @@ def plot(
         fontsize=9,
     )
 
-    cmap = plt.get_cmap("tab20")
+    cmap = matplotlib.colormaps["tab20"]
     for i, a in enumerate(arms):
         r = val.get((a, "all"))
         if r is None:

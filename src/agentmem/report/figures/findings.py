@@ -9,7 +9,7 @@ import polars as pl
 from matplotlib.colors import ListedColormap
 from matplotlib.patches import Patch
 
-from agentmem.report.figures._common import plt, save
+from agentmem.report.figures._common import save, subplots
 
 #: verdict -> colour (holds green, weakens amber, flips red, n/a grey)
 COLOURS = {"holds": "#58a55c", "weakens": "#f0ad4e", "flips": "#d9534f", "n/a": "#d5d5d5"}
@@ -32,7 +32,7 @@ def plot(findings_csv: str | Path, out_svg: str | Path) -> None:
     numbers = sorted(set(t["finding"].to_list()))
     verdicts = list(COLOURS)
     grid = np.zeros((len(numbers), len(corpora)))
-    fig, ax = plt.subplots(figsize=(2.6 + 0.85 * len(corpora), 1.0 + 0.42 * len(numbers)))
+    fig, ax = subplots(figsize=(2.6 + 0.85 * len(corpora), 1.0 + 0.42 * len(numbers)))
     for r in t.iter_rows(named=True):
         i, j = numbers.index(r["finding"]), corpora.index(r["corpus"])
         grid[i, j] = verdicts.index(r["verdict"])

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import matplotlib
 import polars as pl
 
-from agentmem.report.figures._common import plt, save
+from agentmem.report.figures._common import save, subplots
 
 
 def plot(fleet_csv: str | Path, out_svg: str | Path) -> None:
@@ -23,7 +24,7 @@ def plot(fleet_csv: str | Path, out_svg: str | Path) -> None:
         t = t.filter(
             (pl.col("variant") == "run") & pl.col("supported") & pl.col("ops_per_s").is_not_null()
         )
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), sharex=True)
+    fig, axes = subplots(1, 2, figsize=(10, 4.2), sharex=True)
     if t.height == 0:
         for ax in axes:
             ax.text(0.5, 0.5, "no arm took part", ha="center", va="center")
@@ -32,7 +33,7 @@ def plot(fleet_csv: str | Path, out_svg: str | Path) -> None:
     cores = int(t["cores"].max())  # type: ignore[arg-type]
     ns = sorted(set(t["processes"].to_list()))
     arms = list(dict.fromkeys(t["arm"].to_list()))
-    cmap = plt.get_cmap("tab10")
+    cmap = matplotlib.colormaps["tab10"]
     for i, arm in enumerate(arms):
         color, dash = cmap(i % 10), ("-", "--", ":")[(i // 10) % 3]
         sub = t.filter(pl.col("arm") == arm).sort("processes")

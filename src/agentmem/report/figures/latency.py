@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from agentmem.report.figures._common import plt, save
+from agentmem.report.figures._common import save, subplots
 from agentmem.report.reference import overall_published
 
 
@@ -34,7 +34,7 @@ def plot(by_class_csv: str | Path, out_svg: str | Path) -> None:
     p50 = t["p50_ms"].to_numpy().astype(float)
     p95 = t["p95_ms"].to_numpy().astype(float)
     y = np.arange(len(arms))[::-1]
-    fig, ax = plt.subplots(figsize=(6.8, 0.9 + 0.3 * len(arms)))
+    fig, ax = subplots(figsize=(6.8, 0.9 + 0.3 * len(arms)))
     ax.hlines(y, p50, p95, color="#7fa7d1", linewidth=3, label="ours p50 → p95")
     ax.scatter(p50, y, color="#1f4e79", s=22, zorder=3, label="ours p50")
     ax.scatter(p95, y, color="#1f4e79", s=22, marker="|", zorder=3, label="ours p95")

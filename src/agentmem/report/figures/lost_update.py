@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from agentmem.report.figures._common import plt, save
+from agentmem.report.figures._common import save, subplots
 
 
 def plot(lost_csv: str | Path, out_svg: str | Path) -> None:
@@ -17,7 +17,7 @@ def plot(lost_csv: str | Path, out_svg: str | Path) -> None:
     modes = list(dict.fromkeys(t["mode"].to_list()))
     x = np.arange(len(stores))
     w = 0.8 / max(1, len(modes))
-    fig, ax = plt.subplots(figsize=(7, 3.2))
+    fig, ax = subplots(figsize=(7, 3.2))
     for i, mode in enumerate(modes):
         sub = {
             r["store"]: r["share"] for r in t.filter(pl.col("mode") == mode).iter_rows(named=True)

@@ -8,7 +8,7 @@ import numpy as np
 import polars as pl
 
 from agentmem.corpus.queries import QUERY_CLASSES
-from agentmem.report.figures._common import plt, save
+from agentmem.report.figures._common import save, subplots
 
 
 def plot(by_class_csv: str | Path, out_svg: str | Path) -> None:
@@ -19,7 +19,7 @@ def plot(by_class_csv: str | Path, out_svg: str | Path) -> None:
     grid = np.full((len(arms), len(classes)), np.nan)
     for r in t.iter_rows(named=True):
         grid[arms.index(r["arm"]), classes.index(r["query_class"])] = r["ndcg_at_10"]
-    fig, ax = plt.subplots(figsize=(1.0 + 0.75 * len(classes), 0.8 + 0.38 * len(arms)))
+    fig, ax = subplots(figsize=(1.0 + 0.75 * len(classes), 0.8 + 0.38 * len(arms)))
     im = ax.imshow(grid, cmap="viridis", vmin=0, vmax=1, aspect="auto")
     ax.set_xticks(range(len(classes)), classes, rotation=35, ha="right")
     ax.set_yticks(range(len(arms)), arms)

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+from matplotlib.axes import Axes
 
-from agentmem.report.figures._common import plt, save
+from agentmem.report.figures._common import save, subplots
 from agentmem.report.reference import overall_published
 
 #: Metric column -> panel title.
@@ -49,7 +50,7 @@ def plot(
         raise ValueError(f"{ci_csv} has no rows for query_class {query_class!r}")
     arms = t["arm"].unique(maintain_order=True).to_list()
     y = np.arange(len(arms))[::-1]
-    fig, axes = plt.subplots(
+    fig, axes = subplots(
         1, len(metrics), figsize=(2.6 * len(metrics) + 1.4, 0.8 + 0.3 * len(arms)), sharey=True
     )
     axes = np.atleast_1d(axes)
@@ -98,7 +99,7 @@ def plot(
     save(fig, out_svg)
 
 
-def _seed_bars(ax: plt.Axes, seeds: str | Path, arms: list[str], y: np.ndarray, cls: str) -> None:
+def _seed_bars(ax: Axes, seeds: str | Path, arms: list[str], y: np.ndarray, cls: str) -> None:
     """The across-seed mean and 95 % t-interval of each arm that has one, below its row."""
     t = pl.read_csv(seeds).filter(
         (pl.col("query_class") == cls) & pl.col("ndcg_ci_low").is_not_null()

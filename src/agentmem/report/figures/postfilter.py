@@ -7,7 +7,7 @@ from pathlib import Path
 import polars as pl
 
 from agentmem.report.colors import arm_color
-from agentmem.report.figures._common import plt, save
+from agentmem.report.figures._common import save, subplots
 
 #: Line styles of the reference arms (horizontal lines), in table order.
 REFERENCE_LINESTYLES = ("--", ":", "-.", (0, (5, 1, 1, 1)))
@@ -42,7 +42,7 @@ def plot(postfilter_csv: str | Path, out_svg: str | Path) -> None:
     t = pl.read_csv(postfilter_csv)
     swept = t.filter(pl.col("overfetch").is_not_null()).sort("overfetch")
     refs = t.filter(pl.col("overfetch").is_null())
-    fig, axes = plt.subplots(1, 2, figsize=(8, 3.3), sharex=True)
+    fig, axes = subplots(1, 2, figsize=(8, 3.3), sharex=True)
     panels = [("fill_rate", "fill rate (slots filled / slots)"), ("recall_at_10", "recall@10")]
     for ax, (col, label) in zip(axes, panels, strict=True):
         for arm in swept["arm"].unique(maintain_order=True).to_list():

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from agentmem.report.figures._common import plt, save
+from agentmem.report.figures._common import save, subplots
 from agentmem.report.reference import overall_published
 
 #: Bar colour per arm family (unknown families grey).
@@ -93,7 +93,7 @@ def plot(
     vals = t["bytes_per_memory"].to_numpy()
     colors = [FAMILY_COLORS.get(f or "", "#5d6d7e") for f in t["family"].to_list()]
     y = np.arange(len(names))[::-1]
-    fig, ax = plt.subplots(figsize=(6.8, 0.9 + 0.3 * len(names)))
+    fig, ax = subplots(figsize=(6.8, 0.9 + 0.3 * len(names)))
     ax.barh(y, vals, color=colors, height=0.65)
     pub = overall_published("bytes_per_memory")
     have = [(pub[a], yy) for a, yy in zip(names, y, strict=True) if a in pub]

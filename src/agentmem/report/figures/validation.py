@@ -14,8 +14,9 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+from matplotlib.patches import Rectangle
 
-from agentmem.report.figures._common import plt, save
+from agentmem.report.figures._common import save, subplots
 
 _EXPRESSIBLE = "#2e86c1"
 _NOT_EXPRESSIBLE = "#a6acaf"
@@ -48,7 +49,7 @@ def plot(table_csv: str | Path, out_svg: str | Path) -> None:
     expressible = [str(v).lower() == "true" for v in cls["similarity_expressible"].to_list()]
     labels = [f"{c}\n(n={q})" for c, q in zip(names, cls["queries"].to_list(), strict=True)]
 
-    fig, (ax, ax2) = plt.subplots(
+    fig, (ax, ax2) = subplots(
         1, 2, figsize=(10, 3.4), gridspec_kw={"width_ratios": [1.25, 1]}, sharex=False
     )
     bars = ax.bar(
@@ -65,8 +66,8 @@ def plot(table_csv: str | Path, out_svg: str | Path) -> None:
     ax.set_title("Query–target similarity per class")
     ax.legend(
         handles=[
-            plt.Rectangle((0, 0), 1, 1, color=_EXPRESSIBLE),
-            plt.Rectangle((0, 0), 1, 1, color=_NOT_EXPRESSIBLE),
+            Rectangle((0, 0), 1, 1, color=_EXPRESSIBLE),
+            Rectangle((0, 0), 1, 1, color=_NOT_EXPRESSIBLE),
             rline,
         ],
         labels=[
