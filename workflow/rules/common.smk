@@ -155,6 +155,9 @@ def library_package(relpath, pattern="*.py"):
 # the exported ONNX encoder (agentmem.encoder.export_onnx), read by the encoder jobs when
 # embedding.backend is onnx
 ONNX_ENCODER = f"results/cache/encoder/{CFG.embedding.model}.onnx"
+# its int8 graph (agentmem.encoder.quantize_onnx), read beside it when embedding.backend is
+# onnx-int8
+ONNX_INT8_ENCODER = f"results/cache/encoder/{CFG.embedding.model}.int8.onnx"
 
 
 def encoder_threads(wildcards):
@@ -175,8 +178,13 @@ def encoder_threads(wildcards):
 
 
 def encoder_model(wildcards=None):
-    """The exported model the encoder jobs read: [ONNX_ENCODER] for onnx, none for torch."""
-    return [ONNX_ENCODER] if CFG.embedding.backend == "onnx" else []
+    """The graphs an encoder job reads: [ONNX_ENCODER] for onnx; for onnx-int8 the fp32
+    export (the path the job is given) and its int8 graph beside it (what it runs); none
+    for torch."""
+    return {
+        "onnx": [ONNX_ENCODER],
+        "onnx-int8": [ONNX_ENCODER, ONNX_INT8_ENCODER],
+    }.get(CFG.embedding.backend, [])
 
 
 def corpus_files(*names, corpus="results/corpus/{size}"):

@@ -14,19 +14,6 @@ rule export_encoder:
         "../../scripts/export_encoder.py"
 
 
-# the int8 graph of the exported encoder (agentmem.encoder.quantize_onnx), read by the
-# encoder jobs when embedding.backend is onnx-int8
-ONNX_INT8_ENCODER = f"results/cache/encoder/{CFG.embedding.model}.int8.onnx"
-
-
-def encoder_graphs(wildcards=None):
-    """The graphs an encoder job reads: the fp32 export for onnx; for onnx-int8 the fp32
-    export (the path the job is given) and its int8 graph beside it (what it runs)."""
-    if CFG.embedding.backend == "onnx-int8":
-        return [ONNX_ENCODER, ONNX_INT8_ENCODER]
-    return encoder_model(wildcards)
-
-
 rule quantize_encoder:
     input:
         ONNX_ENCODER,
@@ -50,7 +37,7 @@ rule embed_texts:
     input:
         memories="results/corpus/{size}/memories.parquet",
         queries="results/corpus/{size}/queries.parquet",
-        encoder=encoder_graphs,
+        encoder=encoder_model,
         # a size above the main one is embedded after the main size: on one core it would
         # otherwise hold off the main size's encoder, the head of the critical path
         after_main=lambda wc: (

@@ -22,6 +22,7 @@ from agentmem.bench.pipeline import pipeline_benchmark
 from agentmem.bench.remember import remember_benchmark
 from agentmem.bench.summary import pipeline_job_tables, render_summary, summary_rows
 from agentmem.config import Config, ConfigError, SizeConfig, load_config
+from agentmem.encoder import ONNX_BACKENDS
 from agentmem.io import write_json, write_text
 
 log = logging.getLogger(__name__)
@@ -59,8 +60,9 @@ def prepare_corpus(
 ) -> tuple[Path, Path]:
     """Generate corpus ``size`` in ``out_dir/corpus/<size>``; embed it (cache ``out_dir/cache``).
 
-    The encoder is the config's ``embedding.backend``; for ``onnx`` the model is exported
-    to :func:`onnx_model_path` first (reused when it exists).
+    The encoder is the config's ``embedding.backend``; for ``onnx`` and ``onnx-int8`` the
+    model is exported to :func:`onnx_model_path` first (reused when it exists; the int8
+    graph is derived beside it).
 
     Returns:
         ``(corpus_dir, embeddings_path)``.
@@ -79,7 +81,7 @@ def prepare_corpus(
     write_corpus(corpus_dir, sizes[size], cfg.corpus)
     backend = cfg.embedding.backend
     onnx_model = None
-    if backend == "onnx":
+    if backend in ONNX_BACKENDS:
         from agentmem.encoder import export_onnx
 
         onnx_model = export_onnx(onnx_model_path(out_dir, cfg))
