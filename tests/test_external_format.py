@@ -221,6 +221,19 @@ def test_write_dataset_round_trip(tmp_path):
     assert again.qrels == ds.qrels
 
 
+def test_write_dataset_refuses_a_lone_surrogate_naming_file_and_line(tmp_path):
+    """A converter's record with a lone surrogate: an error naming where, not a traceback."""
+    memories = [
+        {"_id": "m1", "text": "fine", "session": "s1", "day": 0},
+        {"_id": "m2", "text": "half a pair \ud800 here", "session": "s1", "day": 0},
+    ]
+    with pytest.raises(DatasetError) as err:
+        write_dataset(tmp_path / "out", {"name": "x"}, memories, [], [])
+    assert (err.value.path.name, err.value.line, err.value.field) == ("corpus.jsonl", 2, "text")
+    assert "lone surrogate" in str(err.value)
+    assert not (tmp_path / "out" / "corpus.jsonl").exists()
+
+
 # ------------------------------------------------------------------ scoring
 
 RUN_SCOPED = {

@@ -757,17 +757,26 @@ def write_dataset(
 
     Returns:
         ``out_dir`` as a Path. The files are not validated here; :func:`read_dataset` does.
+
+    Raises:
+        DatasetError: a string holds a character no UTF-8 file can (a lone surrogate) or
+            no arm can store (NUL), naming the file and line the record would have had.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     head = {"format": FORMAT, "version": FORMAT_VERSION, **meta}
     write_text(out / "dataset.json", json.dumps(head, indent=2, ensure_ascii=False) + "\n")
 
-    def jsonl(rows: Iterable[Mapping[str, Any]]) -> str:
-        return "".join(json.dumps(dict(r), ensure_ascii=False) + "\n" for r in rows)
+    def jsonl(name: str, rows: Iterable[Mapping[str, Any]]) -> str:
+        lines = []
+        for no, row in enumerate(rows, start=1):
+            for key, value in row.items():
+                _check_chars(out / name, no, key, value)
+            lines.append(json.dumps(dict(row), ensure_ascii=False) + "\n")
+        return "".join(lines)
 
-    write_text(out / "corpus.jsonl", jsonl(memories))
-    write_text(out / "queries.jsonl", jsonl(queries))
+    write_text(out / "corpus.jsonl", jsonl("corpus.jsonl", memories))
+    write_text(out / "queries.jsonl", jsonl("queries.jsonl", queries))
     lines = ["\t".join(QRELS_HEADER)] + [f"{q}\t{m}\t{int(s)}" for q, m, s in qrels]
     write_text(out / "qrels.tsv", "\n".join(lines) + "\n")
     return out
