@@ -3,12 +3,9 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-# one job slot per CPU and one more: the timing job holds one CPU, and two background jobs
-# (background_slot=2) share the other, taking at SCHED_IDLE whatever CPU the timing job
-# leaves (agentmem.jobs.start_job). More (--cores 16 on 2 CPUs) lets a dozen niced jobs
-# share the core that the background encoder of the largest size needs before its timing
-# runs can start.
-CORES ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) + 1 )))
+# one job slot per CPU: more (--cores 16 on 2 CPUs) lets a dozen niced jobs share the core
+# that the background encoder of the largest size needs before its timing runs can start
+CORES ?= $(shell nproc 2>/dev/null || echo 2)
 STAMP := $(VENV)/.installed-stamp
 # Python caches each module it compiles (__pycache__) on first import, and every later job
 # and test process reuses it: a shell that sets PYTHONDONTWRITEBYTECODE makes each of the

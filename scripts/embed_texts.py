@@ -1,9 +1,8 @@
 from agentmem.jobs import corpus_dir, start_job
 
 # the encoder of the main and smaller sizes holds bench_slot (full priority); one of a
-# larger size runs in the background (params.background: nice 19, one thread), ahead of the
-# idle background jobs (not SCHED_IDLE): the timing runs of its size wait for its vectors
-start_job(snakemake, background=snakemake.params.get("background", False), idle=False)
+# larger size runs in the background (params.background: nice 19, one thread)
+start_job(snakemake, background=snakemake.params.get("background", False))
 
 # Embed every memory body and query text of a corpus (agentmem.embeddings.embed_corpus).
 # input.memories, input.queries  the corpus files it reads; input.encoder the graphs it reads:

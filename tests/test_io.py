@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -31,28 +30,6 @@ def test_run_in_background_raises_niceness_and_never_lowers_it() -> None:
     before, first, second, now = json.loads(out.stdout)
     assert 0 <= before <= 19
     assert (first, second, now) == (19, 19, 19)
-
-
-@pytest.mark.skipif(not hasattr(os, "SCHED_IDLE"), reason="no SCHED_IDLE")
-def test_idle_background_job_and_its_children_run_at_sched_idle() -> None:
-    """start_job's idle jobs (background_slot) take SCHED_IDLE; a child inherits it."""
-    code = (
-        "import json, os, subprocess, sys\n"
-        "from agentmem.io import run_in_background\n"
-        "plain = os.sched_getscheduler(0)\n"
-        "run_in_background(idle=True)\n"
-        "probe = 'import os; print(os.sched_getscheduler(0))'\n"
-        "child = subprocess.run([sys.executable, '-c', probe],\n"
-        "                       capture_output=True, text=True, check=True).stdout\n"
-        "print(json.dumps([plain, os.sched_getscheduler(0), int(child), os.nice(0)]))\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60
-    )
-    assert out.returncode == 0, out.stderr
-    plain, now, child, nice = json.loads(out.stdout)
-    assert plain == os.SCHED_OTHER
-    assert (now, child, nice) == (os.SCHED_IDLE, os.SCHED_IDLE, 19)
 
 
 def test_share_background_priority_lowers_a_child_session() -> None:

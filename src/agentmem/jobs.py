@@ -32,7 +32,7 @@ CORPUS_FILES = {
 CORPUS_TABLES = ("memories", "sessions", "facts", "entities")
 
 
-def start_job(snakemake: Any, *, background: bool = True, idle: bool | None = None) -> None:
+def start_job(snakemake: Any, *, background: bool = True) -> None:
     """Send stderr to the job's log (open until the job ends); nice every untimed job.
 
     Args:
@@ -42,16 +42,10 @@ def start_job(snakemake: Any, *, background: bool = True, idle: bool | None = No
             export), which keep their priority; otherwise the job runs at
             :data:`agentmem.io.BACKGROUND_NICENESS` (:func:`agentmem.io.run_in_background`),
             so it cannot slow a timing job down much.
-        idle: run a background job at ``SCHED_IDLE`` too (it takes only CPU no other job
-            wants); ``None``: when the job holds the resource ``background_slot`` (the heavy
-            untimed jobs; an encoder in that lane passes ``False``, so that the jobs waiting
-            for its vectors are not held back by the idle ones).
     """
     sys.stderr = open(snakemake.log[0], "w")  # kept open: the job's stderr until it exits
     if background:
-        if idle is None:
-            idle = bool(snakemake.resources.get("background_slot", 0))
-        run_in_background(idle=idle)
+        run_in_background()
 
 
 def corpus_dir(files: Any, *names: str) -> Path:

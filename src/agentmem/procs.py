@@ -185,22 +185,17 @@ def child_env() -> dict[str, str]:
 
 
 # --------------------------------------------------------------------------- CPU priority
-def run_in_background(niceness: int = BACKGROUND_NICENESS, *, idle: bool = False) -> int:
+def run_in_background(niceness: int = BACKGROUND_NICENESS) -> int:
     """Lower this process's CPU priority to ``niceness`` (never raises it).
 
     Called first by every workflow script that neither times anything nor encodes
     (scoring, untimed sweeps, plots, LoCoMo runs, crash trials), so that with ``--cores``
     above the machine's core count the jobs holding ``bench_slot`` (timing jobs and the
     encoder) are not slowed by them.
-    With ``idle`` the process also takes Linux's ``SCHED_IDLE`` policy (sched(7)): it runs
-    only on a core that no other process wants, so it fills the cycles a timing job leaves
-    (a PostgreSQL arm waiting on its server) without taking any from it or from a niced
-    encoder. Children (e.g. an embedded PostgreSQL server started by the job) and threads
-    started later inherit both.
+    Children (e.g. an embedded PostgreSQL server started by the job) inherit it.
 
     Args:
         niceness: target niceness, 0..19.
-        idle: also switch to ``SCHED_IDLE`` where the platform has it (no error where not).
 
     Returns:
         The niceness now in effect (unchanged where ``os.nice`` is unavailable).
@@ -210,11 +205,6 @@ def run_in_background(niceness: int = BACKGROUND_NICENESS, *, idle: bool = False
     current = os.nice(0)
     if niceness > current:
         current = os.nice(niceness - current)
-    if idle and hasattr(os, "SCHED_IDLE"):
-        try:
-            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-        except OSError:  # pragma: no cover - a sandbox that forbids it: niceness only
-            pass
     return current
 
 

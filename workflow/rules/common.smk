@@ -1,6 +1,5 @@
 # Helpers, config validation and wildcard constraints (no rules here).
 import functools
-import os
 import re
 import sys
 from pathlib import Path
@@ -163,16 +162,16 @@ ONNX_INT8_ENCODER = f"results/cache/encoder/{CFG.embedding.model}.int8.onnx"
 
 def encoder_threads(wildcards):
     """Threads of the {size} wildcard's encoder: 1 above the main size (a background job);
-    else 2, but 1 in a local run with --cores 2 or fewer or on 2 CPUs, where a 2-thread job
-    waits until both cores are free at once while 1-thread untimed jobs keep taking the one
-    that frees up (over a minute at the head of the smoke run), and would starve the crash
-    trials beside it. On a cluster, the profile's set-threads."""
+    else 2, but 1 in a local run with --cores 2 or fewer, where a 2-thread job waits until
+    both cores are free at once while 1-thread untimed jobs keep taking the one that frees
+    up (over a minute at the head of the smoke run). On a cluster, the profile's
+    set-threads."""
     if above_main(wildcards.size):
         return 1
     if not (workflow.local_exec and workflow.is_main_process):  # a cluster, or its job
         return 2
     try:
-        cores = min(workflow.cores, len(os.sched_getaffinity(0)))
+        cores = workflow.cores
     except WorkflowError:  # no --cores given
         return 2
     return 1 if cores <= 2 else 2
