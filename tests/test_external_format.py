@@ -869,3 +869,21 @@ def test_referential_problems_are_reported_not_dropped(tmp_path, caplog):
     pq = per_query_scores(tmp_path / "out", runs)
     q8 = pq.filter(pl.col("query_id") == "q8")
     assert q8["level"].to_list() == ["evidence"] and q8["recall_at_5"].item() == 0.5
+
+
+def test_external_figure_draws_a_scores_table(tmp_path):
+    """The external dataset's figure (constrained layout, three panels) from a scores table."""
+    from agentmem.report.figures.external import plot
+
+    rows = [
+        {"setting": s, "arm": a, "level": "evidence", "category": c, "n_queries": 4}
+        | {f"recall_at_{k}": min(1.0, 0.1 * i + 0.02 * k) for k in (5, 10, 25, 50)}
+        for s in ("scoped", "unscoped")
+        for i, a in enumerate(("sqlite-fts", "pg-hnsw"))
+        for c in ("single-hop", "all")
+    ]
+    pl.DataFrame(rows).write_csv(tmp_path / "scores.csv")
+    plot(tmp_path / "scores.csv", tmp_path / "external.svg", dataset="tiny")
+    svg = (tmp_path / "external.svg").read_text()
+    assert "sqlite-fts" in svg and "Evidence recall@10 by category (scoped; 4 questions)" in svg
+    assert (tmp_path / "external.png").stat().st_size > 0

@@ -33,14 +33,21 @@ matplotlib.rcParams.update(
 
 
 def subplots(
-    nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float] | None = None, **kwargs: Any
+    nrows: int = 1,
+    ncols: int = 1,
+    *,
+    figsize: tuple[float, float] | None = None,
+    layout: str | None = None,
+    **kwargs: Any,
 ) -> tuple[Figure, Any]:
     """A new figure on the Agg canvas and its axes, as ``matplotlib.pyplot.subplots`` makes.
 
-    ``kwargs`` go to :meth:`matplotlib.figure.Figure.subplots` (``sharex``, ``sharey``,
-    ``gridspec_kw``, ...). Returns ``(figure, axes)``: one Axes, or an array of them.
+    ``figsize`` and ``layout`` (e.g. ``"constrained"``) go to the
+    :class:`~matplotlib.figure.Figure`, ``kwargs`` to
+    :meth:`matplotlib.figure.Figure.subplots` (``sharex``, ``sharey``, ``gridspec_kw``, ...).
+    Returns ``(figure, axes)``: one Axes, or an array of them.
     """
-    fig = Figure(figsize=figsize)
+    fig = Figure(figsize=figsize, layout=layout)
     FigureCanvasAgg(fig)
     return fig, fig.subplots(nrows, ncols, **kwargs)
 
