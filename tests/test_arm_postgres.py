@@ -1075,6 +1075,24 @@ def test_predicate_sql_translates_a_conjunction(tiny_arms) -> None:
     assert predicate_sql(())[0].as_string(conn) == "TRUE"
 
 
+def test_statements_are_rendered_once_per_shape_and_bind_every_value() -> None:
+    from agentmem.arms.postgres import PgBtreeArm, PgGinArm
+    from agentmem.arms.postgres.queries import predicate_parts
+
+    gin = PgGinArm()
+    first = Query("a", "CFG-799 decide", fake_vector("a"), Predicate("created_day", "<=", 3))
+    other = Query("b", "SVC-5345 later", fake_vector("b"), Predicate("created_day", "<=", 9))
+    (s1, p1), (s2, p2) = gin._ranking(first, 5), gin._ranking(other, 7)
+    assert s1 is s2  # same shape (two terms, one <= filter): one rendered statement
+    assert (p1["t0"], p1["t1"], p1["pv0"], p1["k"]) == ("cfg-799", "decide", 3, 5)
+    assert (p2["t0"], p2["t1"], p2["pv0"], p2["k"]) == ("svc-5345", "later", 9, 7)
+    scoped = Query("c", "CFG-799 decide", fake_vector("c"), scope="u1")
+    assert gin._ranking(scoped, 5)[0] is not s1  # another shape, another statement
+    assert predicate_parts(Predicate("scope_id", "=", "u\x00")) == ((("", "false"),), {})
+    btree, _ = PgBtreeArm()._ranking(first, 5)
+    assert btree.as_string(None).count("ILIKE %(t") == 2
+
+
 @pytest.mark.parametrize("name", [c.name for c in ARM_CLASSES])
 @pytest.mark.parametrize(
     ("scope", "pred", "allowed"),

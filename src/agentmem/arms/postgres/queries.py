@@ -13,6 +13,7 @@ via :mod:`agentmem.text`.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 from psycopg import sql
@@ -28,27 +29,77 @@ from agentmem.text import is_utf8, query_terms
 TS_RANK_NORMALIZATION = 1
 
 
-def _one_condition(pred: Predicate, name: str) -> tuple[sql.Composable, dict[str, Any]]:
-    """Translate one predicate, its value bound as ``name``.
+#: A conjunction's shape: one ``(column, op)`` per predicate (``("", "false")`` for a value
+#: no stored text can equal). Statements are composed and rendered once per shape
+#: (:func:`condition_sql`); the values are bound on every call.
+PredicateShape = tuple[tuple[str, str], ...]
 
-    A text value holding NUL or not UTF-8 (:func:`~agentmem.text.is_utf8`) matches
-    nothing (PostgreSQL ``text`` cannot store either, so no stored value equals it, and
-    psycopg cannot send the second): the condition is ``FALSE`` and nothing is bound.
+
+def rendered(stmt: sql.Composable) -> sql.SQL:
+    """``stmt`` rendered to its SQL text once, as a :class:`psycopg.sql.SQL` to compose or run.
+
+    Identifiers and literals are quoted as psycopg quotes them without a connection
+    (``Composable.as_string(None)``); running the result skips psycopg's composition.
+    """
+    return sql.SQL(stmt.as_string(None))
+
+
+def predicate_parts(
+    preds: Predicate | Sequence[Predicate] | None,
+) -> tuple[PredicateShape, dict[str, Any]]:
+    """Split a conjunction of predicates into its shape and its bound values.
+
+    The ``i``-th value is bound as ``pv<i>``. A text value holding NUL or not UTF-8
+    (:func:`~agentmem.text.is_utf8`) matches nothing (PostgreSQL ``text`` cannot store
+    either, and psycopg cannot send the second): its condition is ``FALSE``, nothing bound.
 
     Raises:
         ArmError: for a field or op outside the supported set.
     """
-    if pred.field not in PREDICATE_FIELDS:
-        raise ArmError(f"unsupported predicate field {pred.field!r}")
-    col = sql.Identifier(pred.field)
-    if pred.op == "is_null":
-        return sql.SQL("{} IS NULL").format(col), {}
-    if pred.op not in ("<=", "="):
-        raise ArmError(f"unsupported predicate op {pred.op!r}")
-    if isinstance(pred.value, str) and ("\x00" in pred.value or not is_utf8(pred.value)):
-        return sql.SQL("FALSE"), {}
-    cmp = sql.SQL("{} <= {}") if pred.op == "<=" else sql.SQL("{} = {}")
-    return cmp.format(col, sql.Placeholder(name)), {name: pred.value}
+    if preds is None:
+        preds = ()
+    elif isinstance(preds, Predicate):
+        preds = (preds,)
+    shape: list[tuple[str, str]] = []
+    params: dict[str, Any] = {}
+    for i, pred in enumerate(preds):
+        if pred.field not in PREDICATE_FIELDS:
+            raise ArmError(f"unsupported predicate field {pred.field!r}")
+        if pred.op not in ("<=", "=", "is_null"):
+            raise ArmError(f"unsupported predicate op {pred.op!r}")
+        value = pred.value
+        if pred.op != "is_null" and isinstance(value, str) and (
+            "\x00" in value or not is_utf8(value)
+        ):
+            shape.append(("", "false"))
+            continue
+        shape.append((pred.field, pred.op))
+        if pred.op != "is_null":
+            params[f"pv{i}"] = value
+    return tuple(shape), params
+
+
+@lru_cache(maxsize=256)
+def condition_sql(shape: PredicateShape) -> sql.SQL:
+    """The rendered condition of a :data:`PredicateShape` (``TRUE`` for the empty one).
+
+    Conditions ``<column> <= %(pv<i>)s``, ``<column> = %(pv<i>)s``, ``<column> IS NULL``
+    or ``FALSE``, joined by ``AND``; each column an :class:`~psycopg.sql.Identifier`.
+    """
+    conds: list[sql.Composable] = []
+    for i, (field, op) in enumerate(shape):
+        if op == "false":
+            conds.append(sql.SQL("FALSE"))
+        elif op == "is_null":
+            conds.append(sql.SQL("{} IS NULL").format(sql.Identifier(field)))
+        else:
+            cmp = sql.SQL("{} <= {}") if op == "<=" else sql.SQL("{} = {}")
+            conds.append(cmp.format(sql.Identifier(field), sql.Placeholder(f"pv{i}")))
+    if not conds:
+        return sql.SQL("TRUE")
+    if len(conds) == 1:
+        return rendered(conds[0])
+    return rendered(sql.SQL("(") + sql.SQL(" AND ").join(conds) + sql.SQL(")"))
 
 
 def predicate_sql(
@@ -62,31 +113,18 @@ def predicate_sql(
             no filter.
 
     Returns:
-        ``(condition, params)``: ``TRUE`` without filters; otherwise the conditions
+        ``(condition, params)``: :func:`condition_sql` of the shape and the values of
+        :func:`predicate_parts` — ``TRUE`` without filters; otherwise the conditions
         ``<column> <= %(pv<i>)s``, ``<column> = %(pv<i>)s`` or ``<column> IS NULL``
-        joined by ``AND``, each column an :class:`~psycopg.sql.Identifier` from
-        :data:`~agentmem.arms.base.PREDICATE_FIELDS` and the ``i``-th value bound as
-        ``pv<i>``, never spliced (a hostile scope or id is only ever a value); a value
-        holding NUL or not UTF-8 gives ``FALSE`` (no stored text can hold it).
+        joined by ``AND``, each column from :data:`~agentmem.arms.base.PREDICATE_FIELDS`
+        and the ``i``-th value bound as ``pv<i>``, never spliced (a hostile scope or id is
+        only ever a value); a value holding NUL or not UTF-8 gives ``FALSE``.
 
     Raises:
         ArmError: for a field or op outside the supported set.
     """
-    if preds is None:
-        preds = ()
-    elif isinstance(preds, Predicate):
-        preds = (preds,)
-    conds: list[sql.Composable] = []
-    params: dict[str, Any] = {}
-    for i, pred in enumerate(preds):
-        cond, bound = _one_condition(pred, f"pv{i}")
-        conds.append(cond)
-        params.update(bound)
-    if not conds:
-        return sql.SQL("TRUE"), {}
-    if len(conds) == 1:
-        return conds[0], params
-    return sql.SQL("(") + sql.SQL(" AND ").join(conds) + sql.SQL(")"), params
+    shape, params = predicate_parts(preds)
+    return condition_sql(shape), params
 
 
 def safe_terms(text: str) -> list[str]:
@@ -112,11 +150,16 @@ def tsquery_sql(terms: list[str], prefix: str = "t") -> tuple[sql.Composable, di
     Returns:
         ``(expression, params)``.
     """
+    return tsquery_expr(len(terms), prefix), {f"{prefix}{i}": t for i, t in enumerate(terms)}
+
+
+@lru_cache(maxsize=256)
+def tsquery_expr(n_terms: int, prefix: str = "t") -> sql.SQL:
+    """The rendered OR-tsquery of :func:`tsquery_sql` over ``n_terms`` bound terms."""
     parts = [
         sql.SQL("plainto_tsquery({}, {})").format(
             sql.Literal(TS_CONFIG), sql.Placeholder(f"{prefix}{i}")
         )
-        for i in range(len(terms))
+        for i in range(n_terms)
     ]
-    expr = sql.SQL("(") + sql.SQL(" || ").join(parts) + sql.SQL(")")
-    return expr, {f"{prefix}{i}": t for i, t in enumerate(terms)}
+    return rendered(sql.SQL("(") + sql.SQL(" || ").join(parts) + sql.SQL(")"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, ClassVar
 
 from psycopg import sql
@@ -10,9 +11,12 @@ from agentmem.arms.base import Capabilities, Query
 from agentmem.arms.postgres.base import _PgArm
 from agentmem.arms.postgres.queries import (
     TS_RANK_NORMALIZATION,
-    predicate_sql,
+    PredicateShape,
+    condition_sql,
+    predicate_parts,
+    rendered,
     safe_terms,
-    tsquery_sql,
+    tsquery_expr,
 )
 from agentmem.text import like_pattern
 
@@ -46,19 +50,9 @@ class PgBtreeArm(_PgArm):
         terms = safe_terms(q.text)
         if not terms:
             return None
-        cond, params = predicate_sql(q.filters)
-        score = sql.SQL(" + ").join(
-            sql.SQL("(body ILIKE {} ESCAPE '\\')::int").format(sql.Placeholder(f"t{i}"))
-            for i in range(len(terms))
-        )
-        stmt = sql.SQL(
-            "SELECT memory_id FROM ("
-            "SELECT memory_id, created_day, seq, ({}) AS score FROM memories WHERE {}"
-            ") AS scored WHERE score > 0 "
-            "ORDER BY score DESC, created_day DESC, seq DESC LIMIT %(k)s"
-        ).format(score, cond)
+        shape, params = predicate_parts(q.filters)
         binds = {f"t{i}": like_pattern(t) for i, t in enumerate(terms)}
-        return stmt, {**params, **binds, "k": int(k)}
+        return _btree_sql(len(terms), shape), {**params, **binds, "k": int(k)}
 
 
 class PgGinArm(_PgArm):
@@ -93,11 +87,41 @@ class PgGinArm(_PgArm):
         terms = safe_terms(q.text)
         if not terms:
             return None
-        cond, params = predicate_sql(q.filters)
-        tsq, tparams = tsquery_sql(terms)
-        stmt = sql.SQL(
+        shape, params = predicate_parts(q.filters)
+        tparams = {f"t{i}": t for i, t in enumerate(terms)}
+        return _gin_sql(len(terms), shape), {
+            **params,
+            **tparams,
+            "k": int(k),
+            "rnorm": TS_RANK_NORMALIZATION,
+        }
+
+
+@lru_cache(maxsize=256)
+def _btree_sql(n_terms: int, shape: PredicateShape) -> sql.SQL:
+    """pg-btree's ranking statement for ``n_terms`` terms and a filter shape, rendered once."""
+    score = sql.SQL(" + ").join(
+        sql.SQL("(body ILIKE {} ESCAPE '\\')::int").format(sql.Placeholder(f"t{i}"))
+        for i in range(n_terms)
+    )
+    return rendered(
+        sql.SQL(
+            "SELECT memory_id FROM ("
+            "SELECT memory_id, created_day, seq, ({}) AS score FROM memories WHERE {}"
+            ") AS scored WHERE score > 0 "
+            "ORDER BY score DESC, created_day DESC, seq DESC LIMIT %(k)s"
+        ).format(score, condition_sql(shape))
+    )
+
+
+@lru_cache(maxsize=256)
+def _gin_sql(n_terms: int, shape: PredicateShape) -> sql.SQL:
+    """pg-gin's ranking statement for ``n_terms`` terms and a filter shape, rendered once."""
+    tsq = tsquery_expr(n_terms)
+    return rendered(
+        sql.SQL(
             "SELECT memory_id FROM memories WHERE tsv @@ {tsq} AND {cond} "
             "ORDER BY ts_rank_cd(tsv, {tsq}, %(rnorm)s) DESC, created_day DESC, seq DESC "
             "LIMIT %(k)s"
-        ).format(tsq=tsq, cond=cond)
-        return stmt, {**params, **tparams, "k": int(k), "rnorm": TS_RANK_NORMALIZATION}
+        ).format(tsq=tsq, cond=condition_sql(shape))
+    )
