@@ -44,8 +44,8 @@ def query_terms(text: str, *, keep_stopwords: bool = False) -> list[str]:
     """
     out: list[str] = []
     seen: set[str] = set()
-    for m in _TOKEN.finditer(text or ""):
-        t = m.group(0).lower()
+    for t in _TOKEN.findall(text or ""):
+        t = t.lower()
         if t in seen or (not keep_stopwords and t in STOPWORDS):
             continue
         seen.add(t)

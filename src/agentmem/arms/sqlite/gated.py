@@ -113,7 +113,9 @@ def text_keys(text: str) -> tuple[list[str], list[str]]:
         and lower-cased (``adr-297``, ``ADR-297``), to be looked up as entity ids. Tokens
         that are not UTF-8 are dropped.
     """
-    words = [w for w in _WORD.findall(text.lower())[:MAX_KEY_WORDS] if is_utf8(w)]
+    # a text that is UTF-8 has no lone surrogate, nor has any piece of it: checked once
+    whole = is_utf8(text)
+    words = [w for w in _WORD.findall(text.lower())[:MAX_KEY_WORDS] if whole or is_utf8(w)]
     names: dict[str, None] = {}
     for n in range(1, MAX_NAME_WORDS + 1):
         for i in range(len(words) - n + 1):
@@ -124,7 +126,7 @@ def text_keys(text: str) -> tuple[list[str], list[str]]:
     hyphenated = [t for t in _HYPHENATED.findall(text) if "-" in t][:MAX_KEY_WORDS]
     raw = hyphenated + _WORD.findall(text)[:MAX_KEY_WORDS]
     for tok in raw:
-        if is_utf8(tok) and tok.lower() not in STOPWORDS:
+        if (whole or is_utf8(tok)) and tok.lower() not in STOPWORDS:
             for form in (tok, tok.upper(), tok.lower()):
                 ids[form] = None
     return list(names), list(ids)
@@ -383,18 +385,25 @@ class SqliteGatedArm(SqliteArm):
         t = {r[0]: (r[1] / best if best > 0 else 0.0) for r in rows["text"]}
         d_lo = min(r[2] or 0 for r in cands)
         d_span = max(r[2] or 0 for r in cands) - d_lo
-        ranked = []
-        for i, mid, day, seq, cos, corrects in cands:
-            v = max(cos, 0.0)
-            ek = e.get(i, 0.0)
-            s = (
-                self.key_weight * ek
-                + self.text_weight * t.get(i, 0.0)
-                + self.dense_weight * v
-                + self.correction_weight * corrects
-                + self.recency_weight * ek * (((day or 0) - d_lo) / d_span if d_span > 0 else 0.0)
+        kw, tw, dw = self.key_weight, self.text_weight, self.dense_weight
+        cw, rw = self.correction_weight, self.recency_weight
+        e_get, t_get = e.get, t.get
+        # the terms summed left to right as the class docstring writes them
+        ranked = [
+            (
+                -(
+                    kw * (ek := e_get(i, 0.0))
+                    + tw * t_get(i, 0.0)
+                    + dw * (cos if cos > 0.0 else 0.0)
+                    + cw * corrects
+                    + rw * ek * (((day or 0) - d_lo) / d_span if d_span > 0 else 0.0)
+                ),
+                -(day or 0),
+                -(seq or 0),
+                mid,
             )
-            ranked.append((-s, -(day or 0), -(seq or 0), mid))
+            for i, mid, day, seq, cos, corrects in cands
+        ]
         ranked.sort()
         return [r[3] for r in ranked[:k]]
 
