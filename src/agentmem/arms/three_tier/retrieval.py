@@ -11,6 +11,7 @@ import math
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import apsw
@@ -18,7 +19,7 @@ import psycopg
 from psycopg import sql
 
 from agentmem.arms.base import ArmError, Query, Result
-from agentmem.arms.postgres import predicate_sql as pg_predicate_sql
+from agentmem.arms.postgres.queries import PredicateShape, condition_sql, predicate_parts, rendered
 from agentmem.arms.sqlite import format_plan
 from agentmem.arms.sqlite import predicate_sql as sqlite_predicate_sql
 from agentmem.arms.three_tier.records import elapsed_ms
@@ -74,6 +75,28 @@ def rrf_fuse(lists: Iterable[list[tuple[str, Any, Any]]], rrf_k: int) -> list[tu
     return [(m, score[m]) for m in order]
 
 
+@lru_cache(maxsize=256)
+def _l3_ranking_sql(shape: PredicateShape) -> sql.SQL:
+    """The L3 vector tier's ranking statement for a filter shape, rendered once."""
+    return rendered(
+        sql.SQL(
+            "SELECT memory_id, created_day, seq FROM l3_memories WHERE {} "
+            "ORDER BY embedding <=> %(qv)s LIMIT %(bk)s"
+        ).format(condition_sql(shape))
+    )
+
+
+@lru_cache(maxsize=256)
+def _l3_count_sql(shape: PredicateShape) -> sql.SQL:
+    """The L1 ∪ L3 count statement for a filter shape, rendered once."""
+    return rendered(
+        sql.SQL(
+            "SELECT count(*) FROM (SELECT memory_id FROM l3_memories WHERE {} "
+            "UNION SELECT unnest(%(l1)s::text[])) AS u"
+        ).format(condition_sql(shape))
+    )
+
+
 class RetrievalMixin(TierStore):
     """``query``, bench hooks, ``explain`` of :class:`~agentmem.arms.three_tier.ThreeTierArm`.
 
@@ -83,7 +106,7 @@ class RetrievalMixin(TierStore):
     def _statements(self, q: Query, k: int) -> list[_Stmt]:
         """Return the ranking statements :meth:`query` runs (keyword ones only with terms)."""
         cond, params = sqlite_predicate_sql(q.filters)
-        pcond, pparams = pg_predicate_sql(q.filters)
+        pshape, pparams = predicate_parts(q.filters)
         match = fts5_match(q.text)
         bk = max(int(self.branch_k), 1)
         out: list[_Stmt] = []
@@ -149,10 +172,7 @@ class RetrievalMixin(TierStore):
                 "L3",
                 "L3 vector",
                 "postgres",
-                sql.SQL(
-                    "SELECT memory_id, created_day, seq FROM l3_memories WHERE {} "
-                    "ORDER BY embedding <=> %(qv)s LIMIT %(bk)s"
-                ).format(pcond),
+                _l3_ranking_sql(pshape),
                 {**pparams, "qv": self._vector(q.embedding, f"query {q.query_id!r}"), "bk": bk},
             )
         )
@@ -161,7 +181,7 @@ class RetrievalMixin(TierStore):
     def _count_statements(self, q: Query) -> tuple[_Stmt, Callable[[list[str]], _Stmt]]:
         """Return the L1 id statement and a builder of the L1 ∪ L3 count statement."""
         cond, params = sqlite_predicate_sql(q.filters)
-        pcond, pparams = pg_predicate_sql(q.filters)
+        pshape, pparams = predicate_parts(q.filters)
         l1 = _Stmt(
             "L1",
             "count: L1 ids",
@@ -175,10 +195,7 @@ class RetrievalMixin(TierStore):
                 "L3",
                 "count: L1 ∪ L3",
                 "postgres",
-                sql.SQL(
-                    "SELECT count(*) FROM (SELECT memory_id FROM l3_memories WHERE {} "
-                    "UNION SELECT unnest(%(l1)s::text[])) AS u"
-                ).format(pcond),
+                _l3_count_sql(pshape),
                 {**pparams, "l1": l1_ids},
             )
 
@@ -187,8 +204,8 @@ class RetrievalMixin(TierStore):
     def _run(self, st: _Stmt) -> list[tuple[Any, ...]]:
         """Execute one statement on its engine and return all rows."""
         if st.engine == "sqlite":
-            return [tuple(r) for r in self._sqlite().execute(st.text, st.params)]
-        return [tuple(r) for r in self._pg().execute(st.text, st.params).fetchall()]
+            return self._sqlite().execute(st.text, st.params).fetchall()
+        return self._pg().execute(st.text, st.params).fetchall()
 
     def query(self, q: Query, k: int) -> Result:
         """Return at most ``k`` memory ids fused over the three tiers, plus the count if wanted.
@@ -211,7 +228,7 @@ class RetrievalMixin(TierStore):
                 lists: list[list[tuple[str, Any, Any]]] = []
                 for st in self._statements(q, k):
                     t0 = time.perf_counter()
-                    lists.append([(r[0], r[1], r[2]) for r in self._run(st)])
+                    lists.append(self._run(st))  # rows (memory_id, created_day, seq)
                     lat[st.tier] += elapsed_ms(t0)
                 t0 = time.perf_counter()
                 ids = [m for m, _ in rrf_fuse(lists, self.rrf_k)[:k]]
