@@ -123,6 +123,15 @@ def test_within_a_year_only_superseded_nodes_go(year, memories):
         assert (frac, valid) == pytest.approx(expected_state(memories, day))
 
 
+def test_days_that_prune_nothing_carry_the_measures_of_the_day_before(corpus, year, tmp_path):
+    corpus_dir, emb = corpus
+    every_day = decay_sweep(corpus_dir, emb, tmp_path, rerun_unchanged=True)
+    assert every_day.equals(year)
+    # the carried-over days are most of the year: only the first day and the pruning ones ran
+    changed = year["pruned_fraction"].diff().fill_null(1.0) != 0
+    assert 0 < int(changed.sum()) < year.height // 4
+
+
 def test_long_horizon_matches_the_formula(long_run, memories):
     table, _ = long_run
     assert table["day"].to_list() == sorted({*LONG_DAYS, 300})

@@ -61,8 +61,13 @@ def decay_sweep(
     work_dir: str | Path,
     days: Iterable[int] = range(0, 366, 7),
     k: int = 10,
+    rerun_unchanged: bool = False,
 ) -> pl.DataFrame:
     """Run the graph arm's decay job day by day and measure retrieval (module docstring).
+
+    A day on which the job prunes nothing leaves the store's searchable rows as they were
+    (the job otherwise only rewrites ``confidence``, which the arm's ranking does not
+    read), so its measures are those of the day before and the queries are not rerun.
 
     Args:
         corpus_dir: corpus directory (memories, queries, qrels Parquet files).
@@ -70,6 +75,8 @@ def decay_sweep(
         work_dir: directory for the store (``work_dir/sqlite-graph/graph.db``, replaced).
         days: simulated days (deduplicated and processed in ascending order; >= 0).
         k: result length per query and the nDCG cut-off.
+        rerun_unchanged: run every query on every day, pruned or not (the check that
+            carrying the measures over changes nothing).
 
     Returns:
         One row per day with the columns of :data:`DECAY_SCHEMA`, ascending ``day``.
@@ -101,6 +108,9 @@ def decay_sweep(
         try:
             for day in todo:
                 stats = arm.decay(day)
+                if rows and not stats["pruned"] and not rerun_unchanged:
+                    rows.append({**rows[-1], "day": day})
+                    continue
                 ndcg: dict[str, list[float]] = {c: [] for c in EVALUATED_CLASSES}
                 toks: list[int] = []
                 for q in queries:
