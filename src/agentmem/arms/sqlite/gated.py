@@ -115,20 +115,18 @@ def text_keys(text: str) -> tuple[list[str], list[str]]:
     """
     # a text that is UTF-8 has no lone surrogate, nor has any piece of it: checked once
     whole = is_utf8(text)
-    words = [w for w in _WORD.findall(text.lower())[:MAX_KEY_WORDS] if whole or is_utf8(w)]
-    names: dict[str, None] = {}
-    for n in range(1, MAX_NAME_WORDS + 1):
-        for i in range(len(words) - n + 1):
-            if n == 1 and words[i] in STOPWORDS:
-                continue
-            names[" ".join(words[i : i + n])] = None
+    words = _WORD.findall(text.lower())[:MAX_KEY_WORDS]
+    if not whole:
+        words = [w for w in words if is_utf8(w)]
+    names = dict.fromkeys(w for w in words if w not in STOPWORDS)
+    for n in range(2, MAX_NAME_WORDS + 1):
+        names.update(dict.fromkeys(" ".join(words[i : i + n]) for i in range(len(words) - n + 1)))
     ids: dict[str, None] = {}
     hyphenated = [t for t in _HYPHENATED.findall(text) if "-" in t][:MAX_KEY_WORDS]
-    raw = hyphenated + _WORD.findall(text)[:MAX_KEY_WORDS]
-    for tok in raw:
-        if (whole or is_utf8(tok)) and tok.lower() not in STOPWORDS:
-            for form in (tok, tok.upper(), tok.lower()):
-                ids[form] = None
+    for tok in hyphenated + _WORD.findall(text)[:MAX_KEY_WORDS]:
+        low = tok.lower()
+        if low not in STOPWORDS and (whole or is_utf8(tok)):
+            ids[tok] = ids[tok.upper()] = ids[low] = None
     return list(names), list(ids)
 
 
@@ -298,9 +296,13 @@ class SqliteGatedArm(SqliteArm):
             ArmError: when the embedding is missing, not of size 384 or not finite.
         """
         v = checked_vector(q.embedding, self.name, f"query {q.query_id!r}", VECTOR_DIM)
-        if not np.isfinite(v).all():
+        # quantise() of one row, without its 2-D bookkeeping: the same float32 operations
+        peak = np.abs(v).max()
+        if not np.isfinite(peak):  # NaN and inf both make the peak non-finite
             raise ArmError(f"{self.name}: query {q.query_id!r} embedding holds NaN or inf")
-        return quantise(v.reshape(1, -1))[0].tobytes()
+        if peak == 0:
+            peak = np.float32(1.0)
+        return np.rint(v / peak * 127.0).astype(np.int8).tobytes()
 
     def _statements(self, q: Query) -> dict[str, tuple[str, dict[str, Any]] | None]:
         """The statements whose bindings come from the query alone: keys, text, dense.
