@@ -48,3 +48,13 @@ onsuccess:
             print(line)
     except Exception as exc:
         print(f"Warning: no timeline of this run ({type(exc).__name__}: {exc})")
+    # exit now, not when the job-rate limit's last timer fires (agentmem.jobs)
+    from agentmem.jobs import cancel_pending_timers
+
+    cancel_pending_timers()
+
+
+onerror:
+    from agentmem.jobs import cancel_pending_timers
+
+    cancel_pending_timers()

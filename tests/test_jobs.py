@@ -57,3 +57,20 @@ def test_corpus_dir_is_the_folder_of_the_declared_files():
 def test_corpus_dir_refuses_undeclared_or_scattered_files(declared, needle):
     with pytest.raises(ValueError, match=needle):
         corpus_dir(Namedlist(fromdict=declared), "memories", "queries")
+
+
+def test_cancel_pending_timers_lets_the_process_exit_at_once() -> None:
+    import threading
+
+    from agentmem.jobs import cancel_pending_timers
+
+    fired: list[int] = []
+    timers = [threading.Timer(60.0, fired.append, (i,)) for i in range(2)]
+    for t in timers:
+        t.start()
+    assert cancel_pending_timers() >= 2
+    for t in timers:
+        t.join(timeout=5.0)
+        assert not t.is_alive()  # ended now, not in 60 s
+    assert fired == []  # and its function never ran
+    assert cancel_pending_timers() == 0

@@ -68,8 +68,10 @@ def predicate_parts(
         if pred.op not in ("<=", "=", "is_null"):
             raise ArmError(f"unsupported predicate op {pred.op!r}")
         value = pred.value
-        if pred.op != "is_null" and isinstance(value, str) and (
-            "\x00" in value or not is_utf8(value)
+        if (
+            pred.op != "is_null"
+            and isinstance(value, str)
+            and ("\x00" in value or not is_utf8(value))
         ):
             shape.append(("", "false"))
             continue
