@@ -226,7 +226,7 @@ class FileVecArm(HnswStore):
                 labels, _ = self._index.knn_query(vec, k=n_fetch, num_threads=1, filter=admit)
             except RuntimeError:  # fewer than n_fetch reachable at this ef: widen once
                 continue
-            return [int(i) for i in labels[0]]
+            return labels[0].tolist()  # Python ints
         raise ArmError(
             f"{self.name}: hnswlib could not return {n_fetch} neighbours from {store_dir}"
         )

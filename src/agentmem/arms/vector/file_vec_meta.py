@@ -142,7 +142,7 @@ class FileVecMetaArm(FileVecArm):
         if raw is None or k <= 0:
             return []
         (labels, _), filters = raw
-        keep = self._post_filter([int(i) for i in labels[0]], filters)
+        keep = self._post_filter(labels[0].tolist(), filters)
         return [self._ids[i] for i in keep[:k]]
 
     def _post_filter(self, labels: list[int], filters: tuple[Predicate, ...]) -> list[int]:
@@ -152,7 +152,10 @@ class FileVecMetaArm(FileVecArm):
         is only compared for equality, so no value widens the filter.
         """
         rows = self._pred_rows
-        return [i for i in labels if all(p.matches(rows[i]) for p in filters)]
+        for p in filters:  # one pass per predicate: the conjunction, order kept
+            matches = p.matches
+            labels = [i for i in labels if matches(rows[i])]
+        return labels
 
     def explain(self, q: Query, k: int = 10) -> str:
         """Describe the search + Python post-filter ``query`` runs for ``q``."""
