@@ -138,6 +138,11 @@ def test_report_shows_stale_exposure_by_class(scored, tmp_path):
     want_a = dict.fromkeys(classes, "–") | {"lexical": "0.500", "currency": "0.125", "all": "0.250"}
     want_b = dict.fromkeys(classes, "–") | {"currency": "0.500", "all": "0.500"}
     assert rows == {"A": [want_a[c] for c in classes], "B": [want_b[c] for c in classes]}
+    # the last section links the run's timeline, which the workflow draws after the page
+    section = html.split('<h2 id="timeline">', 1)[1]
+    assert section.startswith("11. Where the run's time went</h2>")
+    assert '<img src="../bench/timeline.svg"' in section
+    assert '<a href="#timeline">' in html
 
 
 def test_by_class_fill_by_hand_and_the_markdown_marks_short_precision(tmp_path):

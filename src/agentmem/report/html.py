@@ -150,7 +150,8 @@ Python {{ env.python }}, SQLite {{ env.packages.sqlite }}, {{ env.cpus }} CPUs.<
 {% for name, version in versions %}<tr><td>{{ name }}</td><td>{{ version or "–" }}</td></tr>
 {% endfor %}</table></details>
 <nav>{% for s in sections %}<a href="#{{ s.anchor }}">{{ s.title }}</a>{% endfor %}
-<a href="#reference">10. The published study beside ours</a></nav>
+<a href="#reference">10. The published study beside ours</a>
+<a href="#timeline">11. Where the run's time went</a></nav>
 
 {% for s in sections %}
 <h2 id="{{ s.anchor }}">{{ s.title }}</h2>
@@ -254,6 +255,16 @@ interval over queries</caption>
 <td>{{ f(r.difference) }}</td><td class="{{ verdict_class(r.verdict) }}">{{ r.verdict }}</td>
 </tr>{% endfor %}</table>{% endfor %}
 {% else %}<p class="note">(no comparison table)</p>{% endif %}
+
+<h2 id="timeline">11. Where the run's time went</h2>
+<p class="note">Every job of the last workflow run in this directory as a bar on its lane
+(timing jobs, background jobs, crash trials, the rest) over wall-clock time, the critical
+path outlined, each lane's idle time in its table. The workflow draws it when a run ends,
+after this page, to <code>results/bench/timeline.svg</code> (table:
+<code>timeline.md</code>, one row per job: <code>timeline.csv</code>; docs/BENCHMARKS.md),
+so it is linked, not embedded: after a rerun of a few targets it shows that rerun.</p>
+<figure><img src="../bench/timeline.svg" alt="no timeline yet: results/bench/timeline.svg is
+written when a workflow run ends"></figure>
 </body></html>
 """
 
