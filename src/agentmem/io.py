@@ -1,7 +1,7 @@
 """Atomic output helpers: every result file is written to a temp file, then renamed.
 
 An interrupted job therefore never leaves a half-written file that looks finished
-(DESIGN §2). ``os.replace`` is atomic on POSIX within one filesystem. The workflow
+(docs/DATA.md). ``os.replace`` is atomic on POSIX within one filesystem. The workflow
 scripts' :func:`~agentmem.procs.run_in_background` is re-exported here for them.
 """
 

@@ -1,7 +1,7 @@
 """What every workflow script (``scripts/*.py``, run by Snakemake's ``script:``) does first.
 
 :func:`start_job` sends the job's stderr to its log and lowers the priority of every job
-that is not timed (DESIGN §5). :func:`corpus_dir` gives the library the directory of a
+that is not timed (docs/MEASUREMENT.md §1). :func:`corpus_dir` gives the library the directory of a
 job's corpus files after checking that the rule declares each file the call reads or
 writes. :func:`cancel_pending_timers` is for the workflow's ``onsuccess`` / ``onerror``.
 """
@@ -16,7 +16,7 @@ from typing import Any
 from agentmem.procs import run_in_background
 
 #: File name of each corpus file a rule declares, by the name it declares it under
-#: (``results/corpus/{size}/`` and ``results/external/locomo/corpus/``, DESIGN §2).
+#: (``results/corpus/{size}/`` and ``results/external/locomo/corpus/``, docs/DATA.md).
 CORPUS_FILES = {
     "memories": "memories.parquet",
     "facts": "facts.parquet",

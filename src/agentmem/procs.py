@@ -17,9 +17,9 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-#: Niceness of jobs that run beside the timing jobs (DESIGN §5): on Linux a nice-19 task
-#: weighs 15 against a nice-0 task's 1024 in the CFS scheduler, so a timing job sharing
-#: a core with background jobs still gets ~90% of it.
+#: Niceness of jobs that run beside the timing jobs (docs/MEASUREMENT.md §1): on Linux a
+#: nice-19 task weighs 15 against a nice-0 task's 1024 in the CFS scheduler, so a timing
+#: job sharing a core with background jobs still gets ~90% of it.
 BACKGROUND_NICENESS = 19
 
 _PR_SET_CHILD_SUBREAPER = 36

@@ -3,8 +3,8 @@
 Free text reaches FTS5 MATCH, tsquery and LIKE patterns. It is never spliced into SQL:
 arms bind parameters, and the match expressions built here quote every term so that
 operators (``NEAR``, ``AND``, ``OR``, ``NOT``, ``*``, ``^``, ``:``, ``-``, parentheses,
-quotes) in the user's text are data, not syntax (DESIGN §3; the FTS5 pitfall that a bare
-``ADR-297`` parses as a column filter / NOT).
+quotes) in the user's text are data, not syntax (docs/WRITING_AN_ARM.md; the FTS5
+pitfall that a bare ``ADR-297`` parses as a column filter / NOT).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Ground truth (:mod:`agentmem.corpus`), measurement (:mod:`agentmem.metrics`,
 :mod:`agentmem.summarise`) and the arms all speak these types; this module imports none
-of them. Schemas of the tables are in DESIGN §2.
+of them. Schemas of the tables are in docs/DATA.md.
 """
 
 from __future__ import annotations
@@ -178,7 +178,7 @@ class Result:
     count: int | None = None
 
 
-#: Columns and dtypes of a memory row (``memories.parquet``, DESIGN §2); every corpus
+#: Columns and dtypes of a memory row (``memories.parquet``, docs/DATA.md); every corpus
 #: source and every :meth:`Arm.remember` call uses these.
 MEMORY_SCHEMA: dict[str, pl.DataType] = {
     "memory_id": pl.String,
@@ -201,7 +201,7 @@ MEMORY_SCHEMA: dict[str, pl.DataType] = {
 
 @dataclass
 class Corpus:
-    """The tables an arm ingests, as polars DataFrames (schemas in DESIGN §2).
+    """The tables an arm ingests, as polars DataFrames (schemas in docs/DATA.md).
 
     Attributes:
         memories: one row per memory; columns memory_id, session_id, turn_no, seq,

@@ -1,4 +1,4 @@
-"""The synthetic corpus: world, facts, memories, sessions, queries and qrels (DESIGN §4)."""
+"""The synthetic corpus: world, facts, memories, sessions, queries and qrels (docs/CORPUS.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seeded, byte-reproducible generation of the synthetic agent-memory corpus (DESIGN §4).
+"""Seeded, byte-reproducible generation of the synthetic agent-memory corpus (docs/CORPUS.md).
 
 Pipeline: world (:mod:`.world`: services, records, one fact per record) → 1..N
 renderings per fact (identifier-bearing and paraphrase forms) → distractors (mention an
@@ -168,7 +168,7 @@ def light_restatements(rng: random.Random, lo: int, hi: int) -> int:
     Squaring skews the count toward ``lo`` (most facts are mentioned once or twice, a few
     more often): for 1–4, P(1) = P(u < √(1/6)) ≈ 0.41, P(2) ≈ 0.30, P(3) ≈ 0.21,
     P(4) ≈ 0.09. With every 11th fact heavy (6–14) and 12 % corrected this gives the
-    restatement distribution of REFERENCE §1 (over facts with more than one memory:
+    restatement distribution of docs/STUDY.md §1 (over facts with more than one memory:
     mean ≈ 3.7, median 3, p90 8, max 15; ≈ 1/3 of facts with a single memory).
     """
     return lo + round((hi - lo) * rng.random() ** 2)

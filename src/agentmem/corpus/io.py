@@ -1,6 +1,6 @@
 """Writing a corpus directory (Parquet + ``manifest.json``) and reading it back.
 
-Layout of ``results/corpus/{size}/`` (DESIGN §2): memories, facts, entities, sessions,
+Layout of ``results/corpus/{size}/`` (docs/DATA.md): memories, facts, entities, sessions,
 agents, queries, qrels as Parquet, plus ``manifest.json`` with counts, options and the
 sha256 of each file. Same seed and options → byte-identical files.
 """

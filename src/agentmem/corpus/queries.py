@@ -1,4 +1,4 @@
-"""Queries of the eight classes and their definitional qrels (REFERENCE §2).
+"""Queries of the eight classes and their definitional qrels (docs/STUDY.md §2).
 
 Relevance is by construction, never by judgement: a class fixes the question, the relevant
 memories and the structured predicate for the fact it targets (lexical, semantic,

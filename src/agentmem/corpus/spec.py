@@ -3,7 +3,7 @@
 The study ("Persistent memory architecture in agents using DBMS", public capture
 HKTITAN/dbms-agent-memory ``data/capture.json``) measured its own corpus before any arm
 ran: the per-class validation table (its Table 5), the restatement distribution and the
-corpus counts (REFERENCE §1–2). A reproduction is only comparable when its corpus has the
+corpus counts (docs/STUDY.md §1–2). A reproduction is only comparable when its corpus has the
 same properties, so this module holds those published values with a tolerance each, and
 :func:`restatement_stats` / :func:`corpus_spec_table` measure ours the same way.
 
@@ -84,7 +84,7 @@ TABLE5: dict[str, dict[str, float]] = {
 #: The study's mean cosine of random memory pairs (the baseline of Table 5).
 RANDOM_PAIR_COSINE = 0.266
 
-#: The study's restatement distribution (REFERENCE §1, over the 1,695 facts with more than
+#: The study's restatement distribution (docs/STUDY.md §1, over the 1,695 facts with more than
 #: one memory; the other 805 facts have one).
 RESTATEMENTS: dict[str, float] = {
     "mean": 3.69,
@@ -93,7 +93,7 @@ RESTATEMENTS: dict[str, float] = {
     "max": 15,
     "single_memory_facts": 805,
 }
-#: The study's corpus counts at the main size (REFERENCE §1, manifest keys).
+#: The study's corpus counts at the main size (docs/STUDY.md §1, manifest keys).
 COUNTS: dict[str, float] = {
     "facts": 2500,
     "memories": 8282,

@@ -3,7 +3,7 @@
 Every fact type has *identifier-bearing* forms (they carry the record's identifier, e.g.
 ``CFG-7991``, and the service identifier ``SVC-5345``) and *paraphrase* forms (they name
 the service and restate the value in words, with no identifier); questions are written
-per query class (REFERENCE §2). Services are named by a hyphenated slug
+per query class (docs/STUDY.md §2). Services are named by a hyphenated slug
 (``billing-api``), spelled in a memory as :data:`agentmem.corpus.generate.SERVICE_NAMED_SHARE`
 decides. The forms, the service names and every placeholder (``{rid}``, ``{svc}``,
 ``{vp}``, ...) are described in ``docs/CORPUS.md``; ``docs/VALIDATION.md`` says how much

@@ -1,4 +1,4 @@
-"""Corpus validation (the study's Table 5) and the dense-failure probe (DESIGN §4).
+"""Corpus validation (the study's Table 5) and the dense-failure probe (docs/CORPUS.md).
 
 :func:`validation_table` measures, per query class, the term, rare-term and identifier
 overlap and the cosine between questions and their relevant memories with the study's own

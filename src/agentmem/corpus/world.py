@@ -1,6 +1,6 @@
-"""The generator's world: services, records and one fact per record (DESIGN §4).
+"""The generator's world: services, records and one fact per record (docs/CORPUS.md).
 
-Proportions follow REFERENCE §1 (per 2,500 facts: 1,000 config records, 650 incidents,
+Proportions follow docs/STUDY.md §1 (per 2,500 facts: 1,000 config records, 650 incidents,
 475 decisions, 200 people, 175 runbooks, 250 services). Identifiers are sparse and
 fixed-width; every draw comes from the generator's one ``random.Random``.
 """
