@@ -108,7 +108,7 @@ bench: $(STAMP)  ## benchmarks -> results/bench/*.json + summary.md (add ARGS=--
 	@echo "Summary: $(CURDIR)/results/bench/summary.md"
 
 schema: $(STAMP)  ## regenerate workflow/schemas/config.schema.yaml from the pydantic model
-	$(BIN)/python -m agentmem.config
+	$(BIN)/agentmem schema
 
 clean:  ## remove results/ and .snakemake/ (keeps .venv)
 	rm -rf results .snakemake

@@ -1,8 +1,8 @@
 from agentmem.jobs import start_job
 
-start_job(snakemake)  # not a timing job: yield the CPU to those (DESIGN §5)
+start_job(snakemake)  # not a timing job: yield the CPU to those (docs/MEASUREMENT.md §1)
 
-# Our results beside the published study (REFERENCE.md §1-4).
+# Our results beside the published study (docs/STUDY.md §1-4).
 # input.capture: results/capture.json; its folder is the results directory compare() reads
 #   from, and the rule declares every file it reads there (input.*; a missing one becomes
 #   "not measured")

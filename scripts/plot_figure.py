@@ -1,6 +1,6 @@
 from agentmem.jobs import start_job
 
-start_job(snakemake)  # not a timing job: yield the CPU to those (DESIGN §5)
+start_job(snakemake)  # not a timing job: yield the CPU to those (docs/MEASUREMENT.md §1)
 
 # One figure: agentmem.report.figures.<params.figure>.plot, for every plot rule (figures.smk).
 # input.table   the table the figure draws (a CSV), or

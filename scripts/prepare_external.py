@@ -1,6 +1,6 @@
 from agentmem.jobs import start_job
 
-start_job(snakemake)  # not a timing job: yield the CPU to those (DESIGN §5)
+start_job(snakemake)  # not a timing job: yield the CPU to those (docs/MEASUREMENT.md §1)
 
 # An agentmem-memory dataset as a corpus directory (agentmem.external.prepare_dataset).
 #   params.source  the dataset directory (a LoCoMo unit's converted dataset, or the

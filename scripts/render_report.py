@@ -1,6 +1,6 @@
 from agentmem.jobs import start_job
 
-start_job(snakemake)  # not a timing job: yield the CPU to those (DESIGN §5)
+start_job(snakemake)  # not a timing job: yield the CPU to those (docs/MEASUREMENT.md §1)
 
 # The HTML report (agentmem.report.html.render_report).
 # input.external  scores.csv of each external dataset shown (results/external/<id>/), the

@@ -1,6 +1,6 @@
 from agentmem.jobs import CORPUS_TABLES, corpus_dir, start_job
 
-start_job(snakemake)  # not a timing job: yield the CPU to those (DESIGN §5)
+start_job(snakemake)  # not a timing job: yield the CPU to those (docs/MEASUREMENT.md §1)
 
 # Token-budget sweep of ONE arm (rule combine_budget_sweeps concatenates the per-arm CSVs).
 # snakemake.params.arm         arm name

@@ -2,7 +2,7 @@ from agentmem.jobs import start_job
 
 start_job(snakemake)  # counts records, not milliseconds: yield the CPU to timing jobs
 
-# Crash trials of ONE family -> results/trials/crash/{family}.csv (DESIGN §6).
+# Crash trials of ONE family -> results/trials/crash/{family}.csv (docs/MEASUREMENT.md §2).
 # params: family, trials, seed, record_chars, batch_size, baseline_records,
 #         max_kill_after_ms (config trials.crash.* and trials.seed)
 # output[0]: the CSV; optional output.work_dir: where the trials write (default: a

@@ -1,6 +1,6 @@
 from agentmem.jobs import CORPUS_TABLES, corpus_dir, start_job
 
-start_job(snakemake)  # not a timing job: yield the CPU to those (DESIGN §5)
+start_job(snakemake)  # not a timing job: yield the CPU to those (docs/MEASUREMENT.md §1)
 
 # sqlite-graph decay over simulated days (agentmem.sweeps.decay.decay_sweep).
 # snakemake.input.memories, sessions, facts, entities, queries, qrels   the corpus files

@@ -2,7 +2,7 @@ from agentmem.jobs import start_job
 
 start_job(snakemake, background=False)  # a timing job (holds bench_slot): full priority
 
-# Lost-update trials, every store x mode -> results/trials/lost_update.csv (DESIGN §6).
+# Lost-update trials, every store x mode -> results/trials/lost_update.csv (docs/MEASUREMENT.md §2).
 # params: writers, increments, modes (config trials.lost_update.*)
 # output[0]: the CSV; optional output.work_dir: where the trials write (default: a
 #         temporary directory, removed afterwards).

@@ -1,6 +1,6 @@
 from agentmem.jobs import start_job
 
-start_job(snakemake)  # not a timing job: yield the CPU to those (DESIGN §5)
+start_job(snakemake)  # not a timing job: yield the CPU to those (docs/MEASUREMENT.md §1)
 
 # Score every run of one external dataset (agentmem.external.score_dataset) and write our
 # rows beside the published figures (agentmem.external.published.write_comparison_md).

@@ -1,6 +1,6 @@
 from agentmem.jobs import start_job
 
-start_job(snakemake)  # not a timing job: yield the CPU to those (DESIGN §5)
+start_job(snakemake)  # not a timing job: yield the CPU to those (docs/MEASUREMENT.md §1)
 
 # Scaling table and fitted exponents from the per-(size, arm) build records and metrics.
 # snakemake.params.entries    list of [arm, size], one per job

@@ -1,6 +1,6 @@
 from agentmem.jobs import corpus_dir, start_job
 
-start_job(snakemake)  # not a timing job: yield the CPU to those (DESIGN §5)
+start_job(snakemake)  # not a timing job: yield the CPU to those (docs/MEASUREMENT.md §1)
 
 # Corpus validation (agentmem.corpus.validation.write_validation).
 # input: the corpus files it reads (memories, queries, qrels, manifest), embeddings

@@ -183,7 +183,7 @@ def test_missing_and_malformed_files(tmp_path):
 
 
 def test_conversation_arms_are_the_configured_ones_in_order():
-    from agentmem.config import conversation_arms
+    from agentmem.workflow.selection import conversation_arms
 
     cfg = load_config(REPO / "config/config.yaml")
     assert conversation_arms(cfg) == ["file-vec", "sqlite-fts", "three-tier"]
@@ -192,7 +192,7 @@ def test_conversation_arms_are_the_configured_ones_in_order():
 
 
 def test_scaling_arms_are_the_configured_ones_in_the_order_of_arms():
-    from agentmem.config import scaling_arms
+    from agentmem.workflow.selection import scaling_arms
 
     cfg = load_config({"arms": ["file-jsonl", "pg-gin", "sqlite-fts"]})
     assert scaling_arms(cfg) == ["file-jsonl", "pg-gin", "sqlite-fts"]  # null: every arm
@@ -204,7 +204,8 @@ def test_scaling_arms_are_the_configured_ones_in_the_order_of_arms():
 
 
 def test_external_datasets_and_their_ids():
-    from agentmem.config import LocomoConfig, external_runs
+    from agentmem.config import LocomoConfig
+    from agentmem.workflow.selection import external_runs
 
     default = load_config(REPO / "config/config.yaml")
     assert list(external_runs(default)) == [

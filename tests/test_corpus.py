@@ -213,7 +213,7 @@ def test_main_size_table5_matches_the_study(main_dir, request, tmp_path):
     assert not bad, f"(class, statistic, ours, study) outside tolerance: {bad}"
     assert table["all_pass"].all()
     rows = {r["query_class"]: r for r in table.iter_rows(named=True)}
-    # the contrasts the study draws from the table (REFERENCE §7, finding 12)
+    # the contrasts the study draws from the table (docs/STUDY.md §7, finding 12)
     assert abs(rows["lexical"]["mean_cosine"] - rows["random_pairs"]["mean_cosine"]) < 0.05
     assert rows["semantic"]["mean_cosine"] > rows["random_pairs"]["mean_cosine"] + 0.4
     assert rows["semantic"]["identifier_overlap"] == 0.0

@@ -12,12 +12,13 @@ from support.paths import LOCOMO, REPO
 from support.workflow import run_snakemake
 
 from agentmem.arms import ARMS
-from agentmem.config import external_runs, load_config
+from agentmem.config import load_config
 from agentmem.corpus.queries import QUERY_CLASSES
 from agentmem.external import score_dataset
 from agentmem.external.score import LEVELS, SCORE_COLUMNS
 from agentmem.report.capture import package_versions
 from agentmem.report.html import _versions
+from agentmem.workflow.selection import external_runs
 
 FIGURES = (
     "ndcg_heatmap",

@@ -144,7 +144,8 @@ def test_paired_bootstrap_errors():
 
 
 def test_configured_pairs_are_the_studys_and_ours_and_keep_only_configured_arms():
-    from agentmem.config import load_config, paired_tests
+    from agentmem.config import load_config
+    from agentmem.workflow.selection import paired_tests
 
     cfg = load_config(REPO / "config" / "config.yaml")
     assert paired_tests(cfg) == [

@@ -1,11 +1,11 @@
 """Build one arm on one corpus size, run every query, time it, and record raw results.
 
-Measurement rules (DESIGN §5): one warm-up call, then the median of ``repeats`` timed
+Measurement rules (docs/MEASUREMENT.md §1): one warm-up call, then the median of ``repeats`` timed
 calls per query (``time.perf_counter_ns`` around ``Arm.query`` only). The ranked ids of the
 first timed call are stored. Scores are *not* computed here: :mod:`agentmem.metrics` turns
 the raw run into metrics later (ann-benchmarks style).
 
-Outputs (DESIGN §2): ``runs`` Parquet (one row per (query, rank); an empty result is one
+Outputs (docs/DATA.md): ``runs`` Parquet (one row per (query, rank); an empty result is one
 row with null rank/memory_id), ``build`` JSON (ingest_ms, index_ms, storage from the
 engine's own accounting with a per-object breakdown, bytes per memory) and ``plans`` JSON
 (one EXPLAIN per query class).

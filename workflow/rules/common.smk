@@ -7,12 +7,10 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-from agentmem.config import (
-    EXTERNAL_SETTINGS,
-    LOCOMO_UNITS,
+from agentmem.config import EXTERNAL_SETTINGS, LOCOMO_UNITS, load_config
+from agentmem.workflow.selection import (
     conversation_arms,
     external_runs,
-    load_config,
     paired_tests,
     scaling_arms,
 )
@@ -38,7 +36,7 @@ CFG = load_config(config)
 # 2) ... and the JSON schema generated from it, as Snakemake users expect (fills defaults).
 validate(config, schema="../schemas/config.schema.yaml")
 
-# 3) DESIGN §5: no two timing jobs overlap, which needs the resource cap bench_slot=1.
+# 3) docs/MEASUREMENT.md §1: no two timing jobs overlap, which needs the resource cap bench_slot=1.
 #    profiles/default sets it, but a --resources flag on the command line replaces that
 #    whole list (Snakemake does not merge it), silently lifting the cap: refuse to start.
 #    Only the scheduling process enforces resources; a job running on a node (or in a
@@ -101,7 +99,7 @@ if robustness_corpora(CFG) and not ROBUSTNESS_ARMS:
         "(the findings table then has the study's and the headline run's columns only)",
         file=sys.stderr,
     )
-#: the external datasets by id (agentmem.config.ExternalRun), whether present or not
+#: the external datasets by id (agentmem.workflow.selection.ExternalRun), whether present or not
 EXTERNAL = external_runs(CFG)
 #: the configured LoCoMo entries (format locomo) by name
 LOCOMO_NAMES = [n for n, d in CFG.external.items() if d.format == "locomo"]
@@ -329,7 +327,7 @@ for _name, _entry in CFG.external.items():
 
 
 def external_run(wildcards):
-    """The :class:`agentmem.config.ExternalRun` of the {dataset} wildcard."""
+    """The :class:`agentmem.workflow.selection.ExternalRun` of the {dataset} wildcard."""
     return EXTERNAL[wildcards.dataset]
 
 
@@ -381,7 +379,7 @@ def external_scoped(wildcards):
 
 def external_runs_of(wildcards):
     """The runs Parquet of every setting x arm of the {dataset} wildcard (settings outer;
-    the arms of its entry, :class:`agentmem.config.ExternalRun`).
+    the arms of its entry, :class:`agentmem.workflow.selection.ExternalRun`).
 
     Raises:
         WorkflowError: when the entry runs no arm (none of its ``arms`` is configured).

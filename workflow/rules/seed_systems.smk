@@ -1,4 +1,4 @@
-# The seed systems' claims (REFERENCE §5): long conversations and forgetting.
+# The seed systems' claims (docs/STUDY.md §5): long conversations and forgetting.
 
 
 rule run_conversation_sweep:

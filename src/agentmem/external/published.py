@@ -4,9 +4,9 @@ Two sets (``docs/LOCOMO.md``, "Published figures"):
 
 - the LoCoMo paper's retrieval table (Maharana et al. 2024), DRAGON retriever, evidence
   recall at k within one conversation per memory unit (turns, observations, session
-  summaries): values as quoted by secondary sources (REFERENCE §8), not read from the paper;
+  summaries): values as quoted by secondary sources (docs/STUDY.md §8), not read from the paper;
 - session-level anchors over 1,978 questions (BM25; BM25 + dense max-sim fusion) reported
-  in public work (REFERENCE §6).
+  in public work (docs/STUDY.md §6).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ DRAGON: dict[str, dict[tuple[str, int], float]] = {
     "summaries": {("all", 5): 0.721, ("all", 10): 0.847},
 }
 
-#: published session-level retrieval over 1,978 questions (REFERENCE §6)
+#: published session-level retrieval over 1,978 questions (docs/STUDY.md §6)
 ANCHORS = (
     {
         "system": "BM25 (published)",
@@ -121,7 +121,7 @@ def published(unit: str | None = None) -> pl.DataFrame:
 
 
 def anchors() -> pl.DataFrame:
-    """Published session-level LoCoMo retrieval anchors (REFERENCE §6), to print beside ours.
+    """Published session-level LoCoMo retrieval anchors (docs/STUDY.md §6), to print beside ours.
 
     Returns:
         system, hit_at_1, recall_at_5, ndcg_at_5, n_questions: BM25 (Hit@1 .640, R@5 .833,
@@ -269,7 +269,7 @@ def write_comparison_md(scores_csv: str | Path, out_md: str | Path, unit: str | 
             *_group_table(t),
             "",
             "Ours: sessions ranked by their best turn among the top 50 retrieved. "
-            "Published: " + ANCHOR_SOURCE + " (REFERENCE §6). Why the rows need not match: "
+            "Published: " + ANCHOR_SOURCE + " (docs/STUDY.md §6). Why the rows need not match: "
             "the question set (1,978 there), the unit (a session-level retriever ranks whole "
             "sessions, whose longer text gives BM25 more term matches) and the published "
             "systems' tokenisation and parameters, which are not known to us.",

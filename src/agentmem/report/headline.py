@@ -1,4 +1,4 @@
-"""The study's twelve headline findings (REFERENCE §7) and our own claim as checks on outputs.
+"""The study's twelve headline findings (docs/STUDY.md §7) and our own claim as checks on outputs.
 
 Each :class:`HeadlineFinding` computes one statistic from a lookup (``ref -> value``, the
 keys of :class:`agentmem.report.reference.OurResults`), on the published numbers (the
@@ -38,7 +38,7 @@ from agentmem.report.reference.lookups import ndcg, need
 from agentmem.report.reference.records import Lookup
 from agentmem.report.stats import seed_interval
 
-#: the five structural classes (REFERENCE §2: they need a predicate, a join or a count)
+#: the five structural classes (docs/STUDY.md §2: they need a predicate, a join or a count)
 STRUCTURAL = ("temporal", "provenance", "currency", "aggregate", "negation")
 VERDICTS = ("holds", "weakens", "flips", "n/a")
 
@@ -47,10 +47,10 @@ Stat = Callable[[Lookup], float | None]
 
 @dataclass(frozen=True)
 class HeadlineFinding:
-    """One finding checked on every result tree: one of REFERENCE §7's twelve, or our own.
+    """One finding checked on every result tree: one of docs/STUDY.md §7's twelve, or our own.
 
     Attributes:
-        number: its number in REFERENCE §7 (1-12), or 13 on for our own claims.
+        number: its number in docs/STUDY.md §7 (1-12), or 13 on for our own claims.
         claim: the finding in words.
         statistic: what the number is.
         stat: computes the statistic from a lookup (None when an input is missing).
@@ -355,7 +355,7 @@ HEADLINE_FINDINGS: tuple[HeadlineFinding, ...] = (
         _cosine_flips,
     ),
 )
-"""The twelve findings of REFERENCE §7, in its order."""
+"""The twelve findings of docs/STUDY.md §7, in its order."""
 
 #: The arm built from the measurements (docs/arms/sqlite-gated.md) whose claim finding 13 checks.
 RECOMMENDED_ARM = "sqlite-gated"

@@ -2,7 +2,7 @@
 
 Builds :class:`~agentmem.arms.graph.SqliteGraphArm` (default parameters) on a corpus
 once, then for each simulated day in ascending order runs the seed's decay job
-(:meth:`~agentmem.arms.graph.SqliteGraphArm.decay`, REFERENCE §5) and measures the
+(:meth:`~agentmem.arms.graph.SqliteGraphArm.decay`, docs/STUDY.md §5) and measures the
 pruned fraction, context tokens per query, currency and lexical nDCG@k and the share of
 facts whose current value is still stored (:data:`DECAY_SCHEMA`). The decay rule, the
 clock (last access = the day a memory was written) and the measures are in

@@ -24,7 +24,7 @@ from agentmem.arms import ARMS
 from agentmem.arms.base import Arm, Query
 from agentmem.metrics import fill_rate, recall_at_k, searchable_counts
 
-#: The default overfetch factors: powers of two, ×1 … ×128 (REFERENCE §4).
+#: The default overfetch factors: powers of two, ×1 … ×128 (docs/STUDY.md §4).
 DEFAULT_OVERFETCH: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128)
 #: Column order of the sweep table (``results/sweeps/postfilter.csv``).
 POSTFILTER_SCHEMA: dict[str, pl.DataType] = {

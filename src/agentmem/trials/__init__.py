@@ -1,4 +1,4 @@
-"""Integrity trials (DESIGN §6): crashes, lost updates, update anomalies.
+"""Integrity trials (docs/MEASUREMENT.md §2): crashes, lost updates, update anomalies.
 
 :mod:`.crash` measures whether a store loses data when a writer or the server dies
 (docs/experiments/crash.md), :mod:`.lost_update` whether it loses updates when writers

@@ -1,4 +1,4 @@
-"""The update anomaly (DESIGN §6, REFERENCE §4): restated facts and the repair they need.
+"""The update anomaly (docs/MEASUREMENT.md §2, docs/STUDY.md §4): restated facts and the repair they need.
 
 A denormalised store writes one fact into many memories ("restatements"); when the fact
 changes every one must be found and updated, where a normalised schema updates one
@@ -139,7 +139,7 @@ def repair_probe(
         ``{"arm": arm.name, "facts_probed": int, "mean_reached": float,
         "mean_total": float, "stale_fraction": float}`` with
         ``stale_fraction = 1 - sum(reached) / sum(total)``: the share of restatements the
-        repair leaves unfound, hence stale (REFERENCE §4: 63.9 % at k = 10 on pg-hybrid).
+        repair leaves unfound, hence stale (docs/STUDY.md §4: 63.9 % at k = 10 on pg-hybrid).
 
     Raises:
         ValueError: when ``k < 1``, ``facts < 1`` or no question qualifies.

@@ -10,7 +10,7 @@ import polars as pl
 from agentmem.report.colors import arm_color
 from agentmem.report.figures._common import save, subplots
 
-#: The seed's claims (REFERENCE §5), drawn as reference marks.
+#: The seed's claims (docs/STUDY.md §5), drawn as reference marks.
 CLAIM_REDUCTION_PCT = -89.9
 CLAIM_CAP_TOKENS = 3250
 CLAIM_RECALL = 0.968

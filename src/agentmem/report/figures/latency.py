@@ -1,8 +1,8 @@
 """Figure: query latency per arm, p50 and p95 over all queries, log scale.
 
-Latency per query is the median of the timed runs after a warm-up (DESIGN §5); p50 and
+Latency per query is the median of the timed runs after a warm-up (docs/MEASUREMENT.md §1); p50 and
 p95 are taken over queries (``by_class.csv``, ``query_class == "all"``). Published p50
-and p95 (REFERENCE §3) are drawn as red markers for the study's ten arms; they come from
+and p95 (docs/STUDY.md §3) are drawn as red markers for the study's ten arms; they come from
 another machine and engine build (PGlite/WebAssembly), so compare orderings.
 """
 

@@ -3,7 +3,7 @@
 Each panel is one metric: a dot per arm at its mean over all queries, a bar for the 95 %
 percentile-bootstrap interval over queries (:func:`agentmem.report.stats.bootstrap_table`),
 and a red diamond at the published value where the arm is one of the study's ten
-(REFERENCE §3, :data:`agentmem.report.reference.OVERALL`). With the across-seed table
+(docs/STUDY.md §3, :data:`agentmem.report.reference.OVERALL`). With the across-seed table
 (``results/tables/by_class_seeds.csv``) the nDCG@10 panel also shows, just below each arm
 run on every seed, the mean over corpus seeds and its 95 % Student-t interval.
 """

@@ -2,7 +2,7 @@
 
 Bytes come from each build's ``storage_bytes`` / ``memories`` (``results/builds/{size}/
 {arm}.json``: SQLite ``dbstat``, PostgreSQL ``pg_total_relation_size``, file sizes), or
-from ``results/sweeps/scaling.csv`` at one size. Published bytes per memory (REFERENCE §3)
+from ``results/sweeps/scaling.csv`` at one size. Published bytes per memory (docs/STUDY.md §3)
 are red markers.
 """
 
@@ -106,7 +106,7 @@ def plot(
             linewidths=2,
             color="#c0392b",
             zorder=3,
-            label="published (REFERENCE §3)",
+            label="published (docs/STUDY.md §3)",
         )
     xmax = max([*vals.tolist(), *pub.values(), 1.0])
     for a, v, yy in zip(names, vals, y, strict=True):

@@ -5,7 +5,7 @@ whether the class is answerable by similarity alone, with the random memory-pair
 a dashed reference line. Right panel: identifier overlap and rare-term overlap per class
 (share of pairs whose memory contains an identifier the query names). Together they show
 that lexical queries share the identifier with their targets yet sit at the random
-baseline, while semantic queries share no identifier yet sit far above it (DESIGN §4).
+baseline, while semantic queries share no identifier yet sit far above it (docs/CORPUS.md).
 """
 
 from __future__ import annotations

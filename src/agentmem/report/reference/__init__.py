@@ -1,7 +1,7 @@
-"""The published study's numbers (REFERENCE.md §1–4) as data, and our results beside them.
+"""The published study's numbers (docs/STUDY.md §1–4) as data, and our results beside them.
 
 The study ("Persistent memory architecture in agents using DBMS", public capture
-HKTITAN/dbms-agent-memory ``data/capture.json``, transcribed in ``REFERENCE.md``) is the
+HKTITAN/dbms-agent-memory ``data/capture.json``, transcribed in ``docs/STUDY.md``) is the
 yardstick. Submodules:
 
 - :mod:`.study`: the published figures, read from the data files under ``data/``;

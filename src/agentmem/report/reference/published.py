@@ -1,7 +1,7 @@
 """Every published number as a :class:`~agentmem.report.reference.records.Published` record.
 
 :func:`published_numbers` expands the figures of :mod:`agentmem.report.reference.study`
-into one record per number, in REFERENCE.md document order, each naming its section,
+into one record per number, in docs/STUDY.md document order, each naming its section,
 where in it the number stands, its tolerance kind and the lookup key (``ref``) of our
 corresponding result.
 """
@@ -117,7 +117,7 @@ class _Builder:
 
 
 def published_numbers() -> list[Published]:
-    """Every number of REFERENCE.md §1–4 as a :class:`Published` record, in document order.
+    """Every number of docs/STUDY.md §1–4 as a :class:`Published` record, in document order.
 
     Returns:
         The list (the §3 ten-arm table gives 70 records, the by-class grid 80, the two

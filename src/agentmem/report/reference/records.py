@@ -1,6 +1,6 @@
 """Record types of the comparison: lookup keys, published numbers, findings, tolerances.
 
-A :class:`Published` record is one number of REFERENCE.md with the lookup key (``ref``) of
+A :class:`Published` record is one number of docs/STUDY.md with the lookup key (``ref``) of
 our corresponding result; a :class:`Finding` is a claim tested by a statistic computed the
 same way on the published numbers and on ours. :data:`TOLERANCES` says, per kind of
 number, when ours reproduces the published value.
@@ -61,7 +61,7 @@ class Published:
     """One published number.
 
     Attributes:
-        section: REFERENCE.md section, ``"§1"`` … ``"§4"``.
+        section: docs/STUDY.md section, ``"§1"`` … ``"§4"``.
         group: the table or paragraph of that section it belongs to (a heading in
             ``vs_reference.md``).
         item: human-readable name of the quantity.
@@ -70,7 +70,7 @@ class Published:
         ref: lookup key of our corresponding result (see
             :class:`~agentmem.report.reference.ours.OurResults`).
         kind: tolerance kind, a key of :data:`TOLERANCES`.
-        source: where in REFERENCE.md the number stands.
+        source: where in docs/STUDY.md the number stands.
         note: context shown with every comparison (how ours was measured).
         why: why ours may differ, if known (shown only when the verdict is not
             "reproduced" / "same setting").

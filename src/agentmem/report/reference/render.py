@@ -57,7 +57,7 @@ def render_markdown(table: pl.DataFrame, missing: Iterable[str] = (), main_size:
     lines = [
         "# Our results beside the published study",
         "",
-        "Published: REFERENCE.md (the study's public capture; PGlite/WebAssembly, Node, "
+        "Published: docs/STUDY.md (the study's public capture; PGlite/WebAssembly, Node, "
         "Windows, single run). Ours: this run, main size "
         f"`{main_size}`. `difference` = ours − published.",
         "",

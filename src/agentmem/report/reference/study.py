@@ -1,7 +1,7 @@
-"""The published figures of the study (REFERENCE.md §1–4), loaded from the package's data files.
+"""The published figures of the study (docs/STUDY.md §1–4), loaded from the package's data files.
 
 The numbers live in ``data/corpus.yaml`` (§1), ``data/queries.yaml`` (§2), ``data/arms.yaml``
-(§3) and ``data/experiments.yaml`` (§4), each commented with where in REFERENCE.md it
+(§3) and ``data/experiments.yaml`` (§4), each commented with where in docs/STUDY.md it
 stands; this module reads them with :mod:`importlib.resources` into the constants below
 and derives the study's arm groups from the arms' declared capabilities.
 """
@@ -60,7 +60,7 @@ _S3 = _load("arms.yaml")
 _S4 = _load("experiments.yaml")
 
 CLASSES: tuple[str, ...] = tuple(_S2["classes"])
-"""The eight query classes in REFERENCE §2 order."""
+"""The eight query classes in docs/STUDY.md §2 order."""
 
 # §1 Corpus (main size)
 

