@@ -2,8 +2,8 @@ from agentmem.jobs import CORPUS_TABLES, corpus_dir, start_job
 
 start_job(snakemake)  # not a timing job: yield the CPU to those (docs/MEASUREMENT.md §1)
 
-# Update-anomaly repair probe on ONE already-built arm (docs/MEASUREMENT.md §2), as the study ran it:
-# the corpus's own fact questions with their embeddings and predicates.
+# Update-anomaly repair probe on ONE already-built arm (docs/MEASUREMENT.md §2), as the study
+# ran it: the corpus's own fact questions with their embeddings and predicates.
 # params: arm, arm_params, facts, k
 # input: store (the arm's store, built by run_arm), the corpus files the probe reads
 # (memories, sessions, facts, entities, queries, qrels), embeddings (the corpus's vectors);

@@ -1,4 +1,4 @@
-"""The update anomaly (docs/MEASUREMENT.md §2, docs/STUDY.md §4): restated facts and the repair they need.
+"""The update anomaly (docs/MEASUREMENT.md §2, docs/STUDY.md §4): restated facts, their repair.
 
 A denormalised store writes one fact into many memories ("restatements"); when the fact
 changes every one must be found and updated, where a normalised schema updates one

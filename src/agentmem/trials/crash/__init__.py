@@ -1,4 +1,4 @@
-"""Crash trials (docs/MEASUREMENT.md §2, docs/STUDY.md §4): SIGKILL during sustained writes, then reopen.
+"""Crash trials (docs/MEASUREMENT.md §2, docs/STUDY.md §4): SIGKILL amid writes, then reopen.
 
 A writer child (:mod:`.writer`) writes records (:mod:`.records`) and reports the ids it
 considers committed; the parent (:mod:`.runner`) SIGKILLs it, or the PostgreSQL

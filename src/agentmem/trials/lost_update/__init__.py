@@ -1,4 +1,4 @@
-"""Lost-update trials (docs/MEASUREMENT.md §2, docs/STUDY.md §4): concurrent increments of one counter.
+"""Lost-update trials (docs/MEASUREMENT.md §2, docs/STUDY.md §4): concurrent increments.
 
 Writers (:mod:`.writers`) each add 1 to one shared counter, all starting together, in
 threads or in processes (:mod:`.runner`); ``lost = expected - observed``. The stores,

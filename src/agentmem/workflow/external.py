@@ -1,0 +1,185 @@
+"""The workflow's external datasets: which exist, their runs, inputs and targets.
+
+Each dataset id (``<name>`` for an agentmem-memory dataset, ``<name>-<unit>`` for a LoCoMo
+unit) is prepared, embedded, run by the arms of its entry in each of its settings and
+scored under ``results/external/<id>/`` (docs/DATASETS.md).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from snakemake.exceptions import WorkflowError
+
+from agentmem.config import Config
+from agentmem.external import DatasetError, validate_dataset
+from agentmem.external.format import DATASET_FILES
+from agentmem.workflow.selection import ExternalRun, external_runs
+
+
+class PreflightError(Exception):
+    """A dataset or setting that stops the workflow before any job; the message says why."""
+
+
+def source_present(entry: Any) -> bool:
+    """Whether an ``external`` entry's source (LoCoMo file, dataset directory) exists."""
+    p = Path(entry.path)
+    return p.is_file() if entry.format == "locomo" else p.is_dir()
+
+
+class ExternalPlan:
+    """The external datasets of one configuration.
+
+    Attributes:
+        runs: every configured dataset by id (:class:`ExternalRun`), present or not.
+        locomo_names: the entries of format ``locomo``, by name.
+        present: names of the entries whose source exists (the others are skipped).
+        ids: ids of the datasets the default target builds: source present and some
+            configured arm to run.
+        notices: one line per entry left out, saying why and what to set.
+    """
+
+    def __init__(self, cfg: Config) -> None:
+        self.cfg = cfg
+        self.runs = external_runs(cfg)
+        self.locomo_names = [n for n, d in cfg.external.items() if d.format == "locomo"]
+        self.present = [n for n, d in cfg.external.items() if source_present(d)]
+        self.ids = [i for i, r in self.runs.items() if r.name in self.present and r.arms]
+        self.notices: list[str] = []
+        for name, entry in cfg.external.items():
+            if name in self.present:
+                continue
+            if entry.format == "locomo":
+                self.notices.append(
+                    f"LoCoMo file {entry.path} not found: skipping the LoCoMo targets "
+                    f"(set external.{name}.path in config/config.yaml or in your --configfile)."
+                )
+            else:
+                self.notices.append(
+                    f"dataset directory {entry.path} not found: skipping the targets of "
+                    f"external.{name} (set its path; the format: docs/DATASETS.md)."
+                )
+        for name, entry in cfg.external.items():
+            if name in self.present and entry.arms is not None:
+                if not any(r.arms for r in self.runs.values() if r.name == name):
+                    why = "is []" if not entry.arms else f"{entry.arms} names none of arms"
+                    self.notices.append(f"external.{name}.arms {why}: skipping its targets")
+
+    def check_datasets(self) -> None:
+        """Validate every present agentmem-memory dataset (file, line and field of a fault).
+
+        Raises:
+            PreflightError: ``agentmem: external.<name>: <what is wrong>``.
+        """
+        for name in self.present:
+            if self.cfg.external[name].format == "agentmem-memory":
+                try:
+                    validate_dataset(self.cfg.external[name].path)
+                except DatasetError as exc:
+                    raise PreflightError(f"agentmem: external.{name}: {exc}") from None
+
+    # -- input functions of the {dataset}, {locomo} and {setting} wildcards -----------------
+
+    def run(self, wildcards: Any) -> ExternalRun:
+        """The :class:`ExternalRun` of the {dataset} wildcard."""
+        return self.runs[wildcards.dataset]
+
+    def locomo_path(self, wildcards: Any) -> str:
+        """The {locomo} entry's configured LoCoMo file (``external.<name>.path``)."""
+        return self.cfg.external[wildcards.locomo].path
+
+    def locomo_source(self, wildcards: Any) -> list[str]:
+        """The {locomo} entry's LoCoMo file as an input when present, else nothing.
+
+        Without it the job fails with a message saying where to get the file.
+        """
+        path = self.locomo_path(wildcards)
+        return [path] if Path(path).is_file() else []
+
+    def locomo_limit(self, wildcards: Any) -> int | None:
+        """The {locomo} entry's ``limit_conversations`` (None: every conversation)."""
+        return self.cfg.external[wildcards.locomo].limit_conversations
+
+    def source(self, wildcards: Any) -> list[str]:
+        """The dataset files prepare_external reads for the {dataset}.
+
+        A LoCoMo unit's converted dataset, or the configured directory's files (none when
+        it is missing: the job then says so).
+        """
+        run = self.run(wildcards)
+        if run.format == "agentmem-memory" and not Path(run.path).is_dir():
+            return []
+        return [f"{run.source}/{name}" for name in DATASET_FILES]
+
+    def prepare_params(self, wildcards: Any) -> str:
+        """The dataset directory prepare_external reads (``ExternalRun.source``)."""
+        return self.run(wildcards).source
+
+    def warmup(self, wildcards: Any) -> int:
+        """Untimed calls per query of the {dataset}'s runs (its entry's ``warmup``)."""
+        return self.cfg.external[self.run(wildcards).name].warmup
+
+    def repeats(self, wildcards: Any) -> int:
+        """Calls per query of the {dataset}'s runs (its entry's ``repeats``)."""
+        return self.cfg.external[self.run(wildcards).name].repeats
+
+    @staticmethod
+    def scoped(wildcards: Any) -> bool:
+        """Whether the {setting} wildcard keeps each query's scope (``scoped``)."""
+        return wildcards.setting == "scoped"
+
+    def runs_of(self, wildcards: Any) -> list[str]:
+        """The runs Parquet of every setting x arm of the {dataset} (settings outer).
+
+        Raises:
+            WorkflowError: when the entry runs no arm (none of its ``arms`` is configured).
+        """
+        run = self.run(wildcards)
+        if not run.arms:
+            raise WorkflowError(
+                f"{wildcards.dataset}: external.{run.name}.arms names none of the configured "
+                f"arms {list(self.cfg.arms)}: nothing to score"
+            )
+        return [
+            f"results/external/{wildcards.dataset}/runs/{setting}/{arm}.parquet"
+            for setting, arm in self.run_keys(wildcards)
+        ]
+
+    def run_keys(self, wildcards: Any) -> list[list[str]]:
+        """[setting, arm] of each of :meth:`runs_of`'s files, in the same order."""
+        run = self.run(wildcards)
+        return [[setting, arm] for setting in run.settings for arm in run.arms]
+
+    def units(self) -> dict[str, str | None]:
+        """Dataset id -> the LoCoMo unit whose published figures are shown beside it."""
+        return {i: (r.unit if r.format == "locomo" else None) for i, r in self.runs.items()}
+
+    def published_unit(self, wildcards: Any) -> str | None:
+        """The LoCoMo unit whose published figures the {dataset}'s comparison shows.
+
+        ``None`` for an agentmem-memory dataset (no published figures).
+        """
+        return self.units()[wildcards.dataset]
+
+    def figure_options(self, wildcards: Any) -> dict[str, Any]:
+        """Keyword arguments of the external figure: the dataset id and its published unit."""
+        return {"dataset": wildcards.dataset, "unit": self.published_unit(wildcards)}
+
+    # -- targets ----------------------------------------------------------------------------
+
+    def targets(self) -> list[str]:
+        """Scores, comparison and figure of every external dataset whose source exists."""
+        return [
+            f
+            for i in self.ids
+            for f in (
+                f"results/external/{i}/scores.csv",
+                f"results/external/{i}/vs_published.md",
+                f"results/figures/external-{i}.svg",
+            )
+        ]
+
+    def scores(self) -> list[str]:
+        """Scores of the external datasets in the report (those whose source exists)."""
+        return [f"results/external/{i}/scores.csv" for i in self.ids]

@@ -1,0 +1,247 @@
+"""What the workflow builds for one configuration: sizes, arms, targets and input files.
+
+:class:`Plan` is computed once from the validated :class:`~agentmem.config.Config` when the
+Snakefile is parsed. ``workflow/rules/common.smk`` binds its attributes and methods to the
+names the rules use. Input functions are methods taking Snakemake's ``wildcards`` (any
+object with the wildcard names as attributes).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from pathlib import Path
+from typing import Any
+
+from snakemake.io import expand
+
+from agentmem.config import Config
+from agentmem.jobs import CORPUS_FILES
+from agentmem.sweeps.ablation import ablated_arms
+from agentmem.sweeps.postfilter import postfilter_roles
+from agentmem.workflow.external import ExternalPlan
+from agentmem.workflow.robustness import RobustnessPlan
+from agentmem.workflow.selection import conversation_arms, scaling_arms
+
+#: the report's figures, each a target ``results/figures/<name>.svg`` (and ``.png``)
+FIGURE_NAMES = (
+    "ndcg_heatmap",
+    "crash",
+    "lost_update",
+    "fleet",
+    "anomaly",
+    "postfilter",
+    "budget",
+    "scaling",
+    "validation",
+    "er_diagram",
+    "overall",
+    "latency",
+    "storage",
+    "capabilities",
+    "conversation",
+    "decay",
+    "findings",
+)
+
+
+@functools.cache
+def arm_files(cls: type) -> tuple[str, ...]:
+    """Source files of arm class ``cls`` wherever it is installed (a plug-in's is outside src/).
+
+    Its module; when that module is part of a package other than ``agentmem/arms`` itself
+    (a family package such as ``agentmem/arms/sqlite/``, or a plug-in's), every module of
+    that package, sorted. Cached per class.
+    """
+    import agentmem.arms
+
+    source = Path(inspect.getsourcefile(cls) or inspect.getfile(cls)).resolve()
+    folder = source.parent
+    in_package = (folder / "__init__.py").is_file()
+    if not in_package or folder == Path(agentmem.arms.__file__).resolve().parent:
+        return (str(source),)
+    return tuple(sorted(str(p) for p in folder.glob("*.py")))
+
+
+class Plan:
+    """The workflow of one configuration.
+
+    Args:
+        cfg: the validated configuration.
+        basedir: the repository root (the Snakefile's directory); library files are
+            listed as inputs under ``basedir/src`` so that editing one reruns its dependants.
+
+    Attributes:
+        sizes: every configured size; ``main``: the main size; ``corpus_sizes``: the sizes
+            whose corpus is built (main size first, then the scaling sizes).
+        arm_names: the configured arms, in order. ``fleet_arms``, ``scaling_arms``,
+            ``postfilter_arms``, ``ablation_arms``, ``conversation_arms``: the arms each
+            experiment runs (each from its config section and the arms' declarations).
+        external: the external datasets (:class:`ExternalPlan`); ``robustness``: the
+            further corpora (:class:`RobustnessPlan`).
+        notices: lines the workflow prints before it starts (parts it leaves out, and why).
+    """
+
+    def __init__(self, cfg: Config, basedir: str | Path) -> None:
+        self.cfg = cfg
+        self.basedir = Path(basedir)
+        self.sizes = list(cfg.sizes)
+        self.main = cfg.main_size
+        self.main_corpus = f"results/corpus/{self.main}"
+        self.corpus_sizes = list(dict.fromkeys([self.main, *cfg.scaling_sizes]))
+        self.arm_names = list(cfg.arms)
+        fleet = cfg.trials.fleet
+        self.fleet_arms = [a for a in self.arm_names if fleet.arms is None or a in fleet.arms]
+        self.fleet_size = fleet.size or self.main
+        self.crash_families = list(cfg.trials.crash.families)
+        self.scaling_arms = scaling_arms(cfg)
+        self.scaling_entries = [(a, s) for s in cfg.scaling_sizes for a in self.scaling_arms]
+        self.postfilter_arms = [a for role in postfilter_roles(self.arm_names) for a in role]
+        self.ablation_arms = ablated_arms(self.arm_names)
+        self.conversation_arms = conversation_arms(cfg)
+        self.figures = [f"results/figures/{name}.svg" for name in FIGURE_NAMES]
+        self.onnx_encoder = f"results/cache/encoder/{cfg.embedding.model}.onnx"
+        self.onnx_int8_encoder = f"results/cache/encoder/{cfg.embedding.model}.int8.onnx"
+        self.external = ExternalPlan(cfg)
+        self.robustness = RobustnessPlan(cfg, self)
+        self.notices: list[str] = []
+        left_out = [a for a in fleet.arms or () if a not in self.arm_names]
+        if left_out:
+            self.notices.append(
+                f"trials.fleet.arms {left_out} are not in arms: the fleet leaves them out"
+                + ("" if self.fleet_arms else " (no arm is left: its table holds the columns only)")
+            )
+        self.notices += self.robustness.notices + self.external.notices
+
+    # -- sizes and settings ---------------------------------------------------------------
+
+    def above_main(self, size: str) -> bool:
+        """True for a corpus size with more facts than the main size (its runs come last)."""
+        return self.cfg.sizes[size].facts > self.cfg.sizes[self.main].facts
+
+    def size_params(self, wildcards: Any) -> dict[str, Any]:
+        """Size settings (facts, queries_per_class) of the {size} wildcard."""
+        return self.cfg.sizes[wildcards.size].model_dump()
+
+    def arm_params(self, wildcards: Any) -> dict[str, Any]:
+        """Constructor parameters of the {arm} wildcard, from config ``arm_params``."""
+        return dict(self.cfg.arm_params.get(wildcards.arm, {}))
+
+    def encoder_model(self, wildcards: Any = None) -> list[str]:
+        """The graphs an encoder job reads, by ``embedding.backend``.
+
+        The ONNX export for ``onnx``; for ``onnx-int8`` the fp32 export (the path the job
+        is given) and its int8 graph beside it (what it runs); none for ``torch``.
+        """
+        return {
+            "onnx": [self.onnx_encoder],
+            "onnx-int8": [self.onnx_encoder, self.onnx_int8_encoder],
+        }.get(self.cfg.embedding.backend, [])
+
+    # -- files ----------------------------------------------------------------------------
+
+    def library_file(self, relpath: str) -> str:
+        """Absolute path of a file under ``src/`` (an input, so edits rerun dependants)."""
+        return str(self.basedir / "src" / relpath)
+
+    def library_package(self, relpath: str, pattern: str = "*.py") -> list[str]:
+        """Absolute paths of a package's files under ``src/``, sorted."""
+        return sorted(str(f) for f in (self.basedir / "src" / relpath).glob(pattern))
+
+    @staticmethod
+    def corpus_files(*names: str, corpus: str = "results/corpus/{size}") -> dict[str, str]:
+        """Named inputs: the files ``names`` (keys of ``CORPUS_FILES``) of one corpus."""
+        return {name: f"{corpus}/{CORPUS_FILES[name]}" for name in names}
+
+    def arms_sources(self, arms: list[str]) -> list[str]:
+        """Source files of the arms ``arms``, each once, in order."""
+        from agentmem.arms import ARMS
+
+        return list(dict.fromkeys(f for a in arms for f in arm_files(ARMS[a])))
+
+    def arm_sources(self, wildcards: Any) -> list[str]:
+        """Source files an arm run depends on: the {arm}'s files and the runner."""
+        return [*self.arms_sources([wildcards.arm]), self.library_file("agentmem/runner.py")]
+
+    def conversation_sources(self) -> list[str]:
+        """The conversation sweep's package and the source files of the arms it drives."""
+        return [
+            *self.library_package("agentmem/sweeps/conversation"),
+            *self.arms_sources(self.conversation_arms),
+        ]
+
+    def fleet_sources(self) -> list[str]:
+        """The fleet trial's package and the source files of the arms it runs."""
+        return [
+            *self.library_package("agentmem/trials/fleet"),
+            *self.arms_sources(self.fleet_arms),
+        ]
+
+    def main_files(self, pattern: str, arms: list[str] | None = None) -> list[str]:
+        """``pattern`` (with ``{size}`` and ``{arm}``) at the main size for ``arms``.
+
+        ``arms`` defaults to every configured arm; the paths are in arm order.
+        """
+        return expand(pattern, size=self.main, arm=self.arm_names if arms is None else arms)
+
+    def postfilter_stores(self) -> list[str]:
+        """Store directories of the post-filter arms at the main size, in their order."""
+        return self.main_files("results/stores/{size}/{arm}", self.postfilter_arms)
+
+    def ablation_stores(self) -> list[str]:
+        """Store directories of the ablated arms at the main size, in their order."""
+        return self.main_files("results/stores/{size}/{arm}", self.ablation_arms)
+
+    def main_metrics(self) -> list[str]:
+        """Per-query score tables of every arm at the main size."""
+        return self.main_files("results/metrics/{size}/{arm}.parquet")
+
+    def main_builds(self) -> list[str]:
+        """Build records of every arm at the main size."""
+        return self.main_files("results/builds/{size}/{arm}.json")
+
+    def anomaly_tables(self) -> list[str]:
+        """One update-anomaly probe per arm at the main size."""
+        return self.main_files("results/trials/anomaly/{size}/{arm}.csv")
+
+    def crash_tables(self) -> list[str]:
+        """One crash-trial table per configured family."""
+        return expand("results/trials/crash/{family}.csv", family=self.crash_families)
+
+    # -- targets --------------------------------------------------------------------------
+
+    def report_figures(self) -> list[str]:
+        """Figures in the HTML report (an external dataset's when its source exists)."""
+        return self.figures + [f"results/figures/external-{i}.svg" for i in self.external.ids]
+
+    def all_targets(self) -> list[str]:
+        """Everything ``snakemake`` builds by default."""
+        main = self.main
+        return [
+            "results/tables/by_class.csv",
+            "results/tables/by_class.md",
+            "results/tables/capabilities.md",
+            "results/tables/fill_rate.csv",
+            f"results/tables/hnsw_recall_{main}.json",
+            "results/trials/crash.csv",
+            "results/trials/lost_update.csv",
+            "results/trials/fleet.csv",
+            "results/trials/anomaly.csv",
+            f"results/trials/restatements/{main}.json",
+            "results/tables/validation.csv",
+            "results/schema/er.mmd",
+            f"results/tables/dense_probe_{main}.csv",
+            "results/sweeps/postfilter.csv",
+            *(["results/sweeps/ablation.csv"] if self.ablation_arms else []),
+            "results/sweeps/budget.csv",
+            "results/sweeps/scaling.csv",
+            "results/capture.json",
+            "results/tables/vs_reference.md",
+            "results/tables/paired_bootstrap.csv",
+            "results/tables/findings.csv",
+            "results/tables/findings.md",
+            "results/tables/by_class_seeds.csv",
+            "results/report/index.html",
+            *self.figures,
+            *self.external.targets(),
+        ]

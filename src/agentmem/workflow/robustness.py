@@ -1,0 +1,149 @@
+"""The workflow's further corpora (docs/ROBUSTNESS.md): their files, inputs and arms.
+
+Each further corpus has its results tree under ``results/robustness/<id>/`` in the layout
+of ``results/`` itself (:mod:`agentmem.robustness`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from snakemake.exceptions import WorkflowError
+from snakemake.io import expand
+
+from agentmem.config import Config
+from agentmem.report.reference import ANOMALY_ARM
+from agentmem.robustness import robustness_arms, robustness_corpora
+from agentmem.sweeps.postfilter import postfilter_roles
+
+if TYPE_CHECKING:
+    from agentmem.workflow.plan import Plan
+
+#: the results tree of the {variant} wildcard's corpus
+ROB = "results/robustness/{variant}"
+
+
+class RobustnessPlan:
+    """The further corpora of one configuration.
+
+    Attributes:
+        arms: the arms run on each further corpus (untimed).
+        corpora: the further corpora by id (:class:`agentmem.robustness.RobustnessCorpus`);
+            none when no robustness arm is configured (a second ``--configfile`` narrowing
+            ``arms``).
+        notices: a line when corpora are configured but no arm is left to run on them.
+    """
+
+    def __init__(self, cfg: Config, plan: Plan) -> None:
+        self.cfg = cfg
+        self.plan = plan
+        self.arms = robustness_arms(cfg)
+        configured = robustness_corpora(cfg)
+        self.corpora = configured if self.arms else {}
+        self.notices: list[str] = []
+        if configured and not self.arms:
+            self.notices.append(
+                "robustness.arms names none of the configured arms: skipping the further "
+                "corpora (the findings table then has the study's and the headline run's "
+                "columns only)"
+            )
+
+    def size(self, variant: str) -> str:
+        """The corpus size of further corpus ``variant``."""
+        return self.corpora[variant].size
+
+    def options(self, wildcards: Any) -> dict[str, Any]:
+        """Generator options of the {variant} wildcard's corpus.
+
+        Raises:
+            WorkflowError: when {size} is not the size the corpus is configured at.
+        """
+        corpus = self.corpora[wildcards.variant]
+        if wildcards.size != corpus.size:
+            key = {"seed": "robustness.seed_size", "model": "main_size"}.get(
+                corpus.kind, "robustness.variant_size"
+            )
+            raise WorkflowError(
+                f"{corpus.id} is configured at size {corpus.size} ({key}), not {wildcards.size}"
+            )
+        return corpus.options.model_dump()
+
+    def files(self, variant: str, *patterns: str) -> list[str]:
+        """Files of corpus ``variant`` at its size.
+
+        ``patterns`` are relative to the corpus's root, with ``{size}`` and ``{arm}``; a
+        pattern naming ``{arm}`` gives one file per robustness arm.
+        """
+        root = self.corpora[variant].root
+        return [
+            f
+            for p in patterns
+            for f in expand(
+                f"{root}/{p}", size=self.size(variant), arm=self.arms, allow_missing=True
+            )
+        ]
+
+    def swept_arms(self) -> list[str]:
+        """The post-filtering arms among the robustness arms (the post-filter sweep's)."""
+        return postfilter_roles(self.arms)[0]
+
+    def anomaly_arms(self) -> list[str]:
+        """The arm the study ran its update-anomaly probe on, if it is a robustness arm."""
+        return [a for a in self.arms if a == ANOMALY_ARM]
+
+    def inputs(self, variant: str) -> list[str]:
+        """Every file of corpus ``variant`` the findings table reads."""
+        return self.files(
+            variant,
+            "corpus/{size}/manifest.json",
+            "tables/by_class_{size}.csv",
+            "tables/validation_{size}.csv",
+            "trials/anomaly_{size}.csv",
+            "sweeps/postfilter_{size}.csv",
+            "builds/{size}/{arm}.json",
+        )
+
+    def encoder(self, wildcards: Any) -> list[str]:
+        """The exported model the {variant}'s encoder reads.
+
+        None for a further model, which ships its own graph.
+        """
+        return [] if self.corpora[wildcards.variant].model else self.plan.encoder_model()
+
+    def outputs(self, pattern: str) -> list[str]:
+        """``pattern`` (under a corpus's root, with ``{arm}``) for every robustness arm.
+
+        The {variant} and {size} wildcards are kept for the rule's own wildcards.
+        """
+        return expand(f"{ROB}/{pattern}", arm=self.arms, allow_missing=True)
+
+    def arm_sources(self, wildcards: Any = None) -> list[str]:
+        """Source files of every robustness arm, the runner and the probes.
+
+        Editing one reruns the further corpora's runs.
+        """
+        lib = self.plan.library_file
+        return [
+            *self.plan.arms_sources(self.arms),
+            lib("agentmem/runner.py"),
+            lib("agentmem/robustness.py"),
+            lib("agentmem/trials/anomaly.py"),
+            lib("agentmem/sweeps/postfilter.py"),
+        ]
+
+    def findings_corpora(self) -> dict[str, list[str]]:
+        """Further corpus id -> [kind, size, results directory], in config order."""
+        return {i: [c.kind, c.size, c.root] for i, c in self.corpora.items()}
+
+    def seed_by_class(self) -> dict[str, str]:
+        """Seed label -> by-class CSV of each seed corpus.
+
+        The headline run's table is there too when the seeds are at the main size.
+        """
+        seeds = {i: c for i, c in self.corpora.items() if c.kind == "seed"}
+        out = {}
+        if not seeds or any(c.size == self.plan.main for c in seeds.values()):
+            out[f"seed-{self.cfg.corpus.seed}"] = "results/tables/by_class.csv"
+        for i, c in seeds.items():
+            out[i] = f"{c.root}/tables/by_class_{c.size}.csv"
+        return out

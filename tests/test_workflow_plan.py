@@ -1,0 +1,165 @@
+"""The workflow's plan (agentmem.workflow): arms, targets, inputs and preflight checks."""
+
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from snakemake.exceptions import WorkflowError
+
+from agentmem.config import load_config
+from agentmem.workflow.external import PreflightError
+from agentmem.workflow.plan import FIGURE_NAMES, Plan, arm_files
+
+REPO = Path(__file__).resolve().parents[1]
+LOCOMO = REPO.parent / "shared" / "data" / "locomo" / "locomo10.json"
+
+
+def plan(overrides=None, base="config/config.yaml", **kw):
+    """The Plan of ``base`` with top-level keys replaced by ``overrides``."""
+    import yaml
+
+    data = yaml.safe_load((REPO / base).read_text())
+    data.update(overrides or {})
+    return Plan(load_config(data), REPO)
+
+
+@pytest.fixture(autouse=True)
+def _at_repo(monkeypatch):
+    monkeypatch.chdir(REPO)  # dataset paths in the configs are relative to the repository
+
+
+def test_default_config_plan():
+    p = plan({"external": {"locomo": {"path": "no/such/locomo10.json"}}})
+    assert p.main == "m" and p.corpus_sizes == ["m", "xs", "s", "l"]
+    assert p.main_corpus == "results/corpus/m"
+    assert p.fleet_size == "xs"
+    assert p.fleet_arms[:3] == ["file-jsonl", "file-vec", "sqlite-fts"]
+    assert "chroma" in p.arm_names and "chroma" not in p.scaling_arms
+    assert len(p.scaling_entries) == 4 * 14 and p.scaling_entries[0] == ("file-jsonl", "xs")
+    assert p.ablation_arms == ["sqlite-gated"]
+    assert p.conversation_arms == ["file-vec", "sqlite-fts", "three-tier"]
+    assert p.above_main("l") and not p.above_main("m") and not p.above_main("xs")
+    assert p.notices == [
+        "LoCoMo file no/such/locomo10.json not found: skipping the LoCoMo targets (set "
+        "external.locomo.path in config/config.yaml or in your --configfile)."
+    ]
+    assert p.external.ids == [] and p.external.targets() == []
+    targets = p.all_targets()
+    assert len(targets) == 24 + len(FIGURE_NAMES) == 41
+    assert targets[0] == "results/tables/by_class.csv"
+    assert "results/tables/hnsw_recall_m.json" in targets
+    assert "results/sweeps/ablation.csv" in targets
+    assert targets[-1] == "results/figures/findings.svg"
+    assert p.main_builds()[0] == "results/builds/m/file-jsonl.json"
+    assert len(p.main_metrics()) == len(p.arm_names) == 20
+    assert p.crash_tables()[0] == "results/trials/crash/file-append.csv"
+    assert p.encoder_model() == ["results/cache/encoder/all-MiniLM-L6-v2.onnx"]
+
+
+def test_ablation_target_only_with_an_ablated_arm():
+    p = plan({"arms": ["sqlite-fts", "pg-hnsw"], "scaling_arms": None})
+    assert p.ablation_arms == [] and "results/sweeps/ablation.csv" not in p.all_targets()
+    assert p.postfilter_arms == ["pg-hnsw"]  # no post-filtering arm: the reference line only
+    assert p.postfilter_stores() == ["results/stores/m/pg-hnsw"]
+
+
+def test_fleet_arms_not_configured_are_named():
+    p = plan({"arms": ["sqlite-fts"], "scaling_arms": None})
+    assert p.fleet_arms == ["sqlite-fts"]
+    assert p.notices[0].startswith("trials.fleet.arms ['file-jsonl', 'file-vec', 'sqlite-graph'")
+    assert p.notices[0].endswith("are not in arms: the fleet leaves them out")
+
+
+def test_robustness_without_arms_is_skipped_with_a_notice():
+    p = plan({"arms": ["three-tier"], "scaling_arms": None})
+    assert p.robustness.arms == [] and p.robustness.corpora == {}
+    assert any(n.startswith("robustness.arms names none of the configured arms") for n in p.notices)
+
+
+def test_robustness_inputs_and_options():
+    p = plan()
+    assert list(p.robustness.corpora)[:3] == ["seed-20260811", "seed-20260813", "default-s"]
+    assert p.robustness.seed_by_class() == {
+        "seed-20260809": "results/tables/by_class.csv",
+        "seed-20260811": "results/robustness/seed-20260811/tables/by_class_m.csv",
+        "seed-20260813": "results/robustness/seed-20260813/tables/by_class_m.csv",
+    }
+    inputs = p.robustness.inputs("distractors-none")
+    assert inputs[0] == "results/robustness/distractors-none/corpus/s/manifest.json"
+    assert "results/robustness/distractors-none/builds/s/pg-hybrid.json" in inputs
+    wc = SimpleNamespace(variant="distractors-none", size="s")
+    assert p.robustness.options(wc)["distractor_ratio"] == 0.0
+    with pytest.raises(WorkflowError, match=r"configured at size s \(robustness.variant_size\)"):
+        p.robustness.options(SimpleNamespace(variant="distractors-none", size="m"))
+    assert p.robustness.swept_arms() == ["file-vec-meta"]
+    assert p.robustness.anomaly_arms() == ["pg-hybrid"]  # the study probed pg-hybrid
+    model = SimpleNamespace(variant="model-paraphrase-MiniLM-L3-v2")
+    assert p.robustness.encoder(model) == []
+
+
+def test_smoke_external_datasets():
+    if not LOCOMO.is_file():
+        pytest.skip(f"{LOCOMO} absent (a user's clone has no ../shared)")
+    p = plan(base="config/smoke.yaml")
+    assert p.external.ids == ["locomo-turns", "tiny"]
+    assert p.notices == []
+    assert p.all_targets()[-3:] == [
+        "results/external/tiny/scores.csv",
+        "results/external/tiny/vs_published.md",
+        "results/figures/external-tiny.svg",
+    ]
+    turns = SimpleNamespace(dataset="locomo-turns")
+    assert p.external.run_keys(turns)[:2] == [["scoped", "file-jsonl"], ["scoped", "file-vec"]]
+    assert p.external.runs_of(turns)[0] == (
+        "results/external/locomo-turns/runs/scoped/file-jsonl.parquet"
+    )
+    assert p.external.figure_options(turns) == {"dataset": "locomo-turns", "unit": "turns"}
+    assert p.external.published_unit(SimpleNamespace(dataset="tiny")) is None
+    assert p.external.source(turns)[0] == "results/external/locomo/source/turns/dataset.json"
+    assert p.external.warmup(turns) == 0 and p.external.repeats(turns) == 1
+    assert p.external.locomo_limit(SimpleNamespace(locomo="locomo")) == 2
+
+
+def test_dataset_naming_no_configured_arm():
+    p = plan(
+        {
+            "external": {
+                "mine": {"format": "agentmem-memory", "path": "tests/data/tiny-memory", "arms": []}
+            }
+        }
+    )
+    assert p.external.ids == [] and p.notices == ["external.mine.arms is []: skipping its targets"]
+    with pytest.raises(WorkflowError, match="external.mine.arms names none of the configured"):
+        p.external.runs_of(SimpleNamespace(dataset="mine"))
+
+
+def test_malformed_dataset_is_refused_before_any_job(tmp_path):
+    bad = tmp_path / "bad"
+    shutil.copytree(REPO / "tests/data/tiny-memory", bad)
+    lines = (bad / "corpus.jsonl").read_text().splitlines()
+    lines[1] = lines[1].replace('"day": 0', '"day": -1')
+    (bad / "corpus.jsonl").write_text("\n".join(lines) + "\n")
+    p = plan({"external": {"mine": {"format": "agentmem-memory", "path": str(bad)}}})
+    with pytest.raises(PreflightError) as err:
+        p.external.check_datasets()
+    assert str(err.value).startswith(f"agentmem: external.mine: {bad}/corpus.jsonl:2: day: ")
+    missing = plan({"external": {"mine": {"format": "agentmem-memory", "path": "nope"}}})
+    missing.external.check_datasets()  # an absent dataset is skipped, not refused
+    assert missing.notices[0].startswith("dataset directory nope not found")
+
+
+def test_sources_list_every_module_of_an_arm_family():
+    from agentmem.arms import ARMS
+
+    sqlite = arm_files(ARMS["sqlite-fts"])
+    assert all(f.startswith(str(REPO / "src/agentmem/arms/sqlite/")) for f in sqlite)
+    assert str(REPO / "src/agentmem/arms/sqlite/fts.py") in sqlite and sqlite == tuple(
+        sorted(sqlite)
+    )
+    p = plan()
+    runs = p.arm_sources(SimpleNamespace(arm="sqlite-fts"))
+    assert runs == [*sqlite, str(REPO / "src/agentmem/runner.py")]
+    conv = p.conversation_sources()
+    assert conv[0].startswith(str(REPO / "src/agentmem/sweeps/conversation/"))
+    assert len(conv) == len(set(conv))
