@@ -1077,7 +1077,7 @@ def test_predicate_sql_translates_a_conjunction(tiny_arms) -> None:
 
 def test_statements_are_rendered_once_per_shape_and_bind_every_value() -> None:
     from agentmem.arms.postgres import PgBtreeArm, PgGinArm
-    from agentmem.arms.postgres.queries import predicate_parts
+    from agentmem.sql.postgres.queries import predicate_parts
 
     gin = PgGinArm()
     first = Query("a", "CFG-799 decide", fake_vector("a"), Predicate("created_day", "<=", 3))

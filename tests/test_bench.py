@@ -565,7 +565,7 @@ def test_raw_jsonl_and_hnsw_write_every_memory(tiny, tmp_path: Path) -> None:
 
 def test_ingest_and_harness_read_the_arms_own_hooks(tiny, tmp_path: Path) -> None:
     """The raw path, its basis and the bare-call text come from the arm, with its params."""
-    from agentmem.runner import make_arm
+    from agentmem.arms.factory import make_arm
 
     corpus, vectors = tiny
     params = {"M": 8, "ef_construction": 64}
@@ -603,7 +603,7 @@ def test_remember_rows_copy_the_corpus_under_fresh_ids(tiny) -> None:
 
 @pytest.mark.parametrize(("name", "target"), [("sqlite-fts", "<= 5 ms"), ("file-jsonl", None)])
 def test_remember_benchmark_on_the_tiny_corpus(tiny, tmp_path: Path, name, target) -> None:
-    from agentmem.runner import make_arm
+    from agentmem.arms.factory import make_arm
 
     corpus, vectors = tiny
     arm = make_arm(name)

@@ -270,3 +270,31 @@ def test_recall_notes_what_the_arm_cannot_do(tiny, tmp_path, capsys):
     err = capsys.readouterr().err
     assert "file-jsonl cannot apply predicates; --where is ignored" in err
     assert "file-jsonl cannot count; --count is ignored" in err
+
+
+def test_recall_reopens_a_store_with_the_parameters_it_was_built_with(tiny, tmp_path, capsys):
+    """A workflow store (<root>/stores/<size>/<arm>) is reopened with its build record's params."""
+    from agentmem.arms.vector import FileVecMetaArm
+    from agentmem.cli.common import new_arm, recorded_params
+
+    corpus, vectors = tiny
+    store = tmp_path / "stores" / "xs" / "file-vec-meta"
+    arm = FileVecMetaArm(overfetch=2, ef_search=60)
+    arm.build(corpus, vectors, store)
+    arm.close()
+    assert recorded_params(store, "file-vec-meta") is None  # no build record yet
+    assert new_arm("file-vec-meta", store)[0].overfetch == 4  # so the defaults
+    record = tmp_path / "builds" / "xs" / "file-vec-meta.json"
+    record.parent.mkdir(parents=True)
+    record.write_text(
+        json.dumps({"arm": "file-vec-meta", "params": {"overfetch": 2, "ef_search": 60}})
+    )
+    assert recorded_params(store, "file-vec-meta") == {"overfetch": 2, "ef_search": 60}
+    assert recorded_params(store, "file-vec") is None  # another arm's name: not its store
+    reopened, code = new_arm("file-vec-meta", store)
+    assert code == 0 and (reopened.overfetch, reopened.ef_search) == (2, 60)
+    assert main(["recall", "--arm", "file-vec-meta", "--store", str(store), "CFG-799"]) == 0
+    assert "M" in capsys.readouterr().out
+    record.write_text(json.dumps({"params": {"overfetch": 0}}))
+    assert new_arm("file-vec-meta", store) == (None, 1)
+    assert "recorded parameters {'overfetch': 0}" in capsys.readouterr().err

@@ -14,12 +14,12 @@ import pytest
 from support.corpora import small_corpus
 
 from agentmem.arms.base import ArmError
-from agentmem.arms.postgres.catalog import consistency_problems
-from agentmem.arms.sqlite.connection import integrity_problems
 from agentmem.config import Config
 from agentmem.pg import EmbeddedServer
 from agentmem.report.html import _fleet_summary
-from agentmem.runner import make_arm
+from agentmem.arms.factory import make_arm
+from agentmem.sql.postgres.catalog import consistency_problems
+from agentmem.sql.sqlite.connection import integrity_problems
 from agentmem.trials import TrialError
 from agentmem.trials.fleet import (
     ERROR_KINDS,

@@ -9,7 +9,8 @@ from snakemake.exceptions import WorkflowError
 
 from agentmem.config import load_config
 from agentmem.workflow.external import PreflightError
-from agentmem.workflow.plan import FIGURE_NAMES, Plan, arm_files
+from agentmem.workflow.plan import FIGURE_NAMES, Plan
+from agentmem.workflow.sources import arm_files
 
 REPO = Path(__file__).resolve().parents[1]
 LOCOMO = REPO.parent / "shared" / "data" / "locomo" / "locomo10.json"
@@ -153,10 +154,14 @@ def test_sources_list_every_module_of_an_arm_family():
     from agentmem.arms import ARMS
 
     sqlite = arm_files(ARMS["sqlite-fts"])
-    assert all(f.startswith(str(REPO / "src/agentmem/arms/sqlite/")) for f in sqlite)
-    assert str(REPO / "src/agentmem/arms/sqlite/fts.py") in sqlite and sqlite == tuple(
-        sorted(sqlite)
-    )
+    own = [f for f in sqlite if f.startswith(str(REPO / "src/agentmem/arms/sqlite/"))]
+    shared = [f for f in sqlite if f.startswith(str(REPO / "src/agentmem/sql/sqlite/"))]
+    assert own == sorted(own) and str(REPO / "src/agentmem/arms/sqlite/fts.py") in own
+    # the shared SQL layer the family imports, so that editing it reruns the family's jobs
+    assert [Path(f).name for f in shared] == ["connection.py", "schema.py", "statements.py"]
+    assert sqlite == (*own, *shared)
+    files = arm_files(ARMS["file-jsonl"])
+    assert not any("/agentmem/sql/" in f for f in files)
     p = plan()
     runs = p.arm_sources(SimpleNamespace(arm="sqlite-fts"))
     assert runs == [*sqlite, str(REPO / "src/agentmem/runner.py")]

@@ -26,8 +26,8 @@ from typing import Any
 import polars as pl
 from tqdm import tqdm
 
-from agentmem.arms import ARMS
 from agentmem.arms.base import Arm, Query, Result
+from agentmem.arms.factory import make_arm
 from agentmem.corpus.io import load_corpus, load_queries
 from agentmem.embeddings import load_embeddings
 from agentmem.io import write_json, write_parquet
@@ -42,17 +42,6 @@ RUN_SCHEMA = {
     "count": pl.Int64,
     "latency_ms": pl.Float64,
 }
-
-
-def make_arm(name: str, params: dict[str, Any] | None = None) -> Arm:
-    """Instantiate a registered arm.
-
-    Raises:
-        KeyError: naming the unknown arm and the known ones.
-    """
-    if name not in ARMS:
-        raise KeyError(f"unknown arm {name!r}; known arms: {sorted(ARMS)}")
-    return ARMS[name](**(params or {}))
 
 
 @contextmanager

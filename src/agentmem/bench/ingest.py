@@ -52,8 +52,8 @@ def ingest_benchmark(
             (:func:`~agentmem.bench.harness.no_hooks_reason`).
         agentmem.arms.base.ArmError: when a build fails (the arm is closed first).
     """
+    from agentmem.arms.factory import make_arm
     from agentmem.pg import PgError, connect_store, drop_store
-    from agentmem.runner import make_arm
 
     arm: Arm | None = make_arm(arm_name, params)
     reason = no_hooks_reason(arm)

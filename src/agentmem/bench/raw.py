@@ -22,8 +22,8 @@ import psycopg
 from psycopg import sql
 
 from agentmem.arms.base import Arm, Corpus, Embeddings, RawIngest
-from agentmem.arms.sqlite.connection import remove_database
 from agentmem.bench.errors import BenchError
+from agentmem.sql.sqlite.connection import remove_database
 
 
 def _raw_jsonl(corpus: Corpus, scratch: Path) -> float:

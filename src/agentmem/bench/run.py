@@ -140,7 +140,7 @@ def bench_arms(
     Returns:
         ``(harness records by arm, ingest records by arm, remember records by arm)``.
     """
-    from agentmem.runner import make_arm
+    from agentmem.arms.factory import make_arm
 
     harness: dict[str, dict] = {}
     ingest: dict[str, dict] = {}

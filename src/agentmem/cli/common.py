@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from pathlib import Path
 from typing import Any
 
 #: Exit codes: the arm or its store failed; the arguments were bad.
@@ -16,9 +18,33 @@ def fail(message: str, code: int) -> int:
     return code
 
 
-def new_arm(name: str) -> tuple[Any, int]:
-    """Instantiate arm ``name``: ``(arm, 0)``, or ``(None, exit code)`` after a message."""
+def recorded_params(store: str | Path, name: str) -> dict[str, Any] | None:
+    """The constructor parameters store ``store`` of arm ``name`` was built with.
+
+    Read from the build record the workflow writes beside its stores: a store
+    ``<root>/stores/<size>/<name>`` has ``<root>/builds/<size>/<name>.json``, whose
+    ``params`` are the ones the build used (config ``arm_params``). ``None`` when the store
+    is not in that layout or the record is missing or unreadable.
+    """
+    path = Path(store).resolve()
+    if path.name != name or path.parent.parent.name != "stores":
+        return None
+    record = path.parent.parent.parent / "builds" / path.parent.name / f"{name}.json"
+    try:
+        params = json.loads(record.read_text()).get("params")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return dict(params) if isinstance(params, dict) else None
+
+
+def new_arm(name: str, store: str | Path | None = None) -> tuple[Any, int]:
+    """Instantiate arm ``name``: ``(arm, 0)``, or ``(None, exit code)`` after a message.
+
+    With ``store``, the arm gets the parameters the store was built with
+    (:func:`recorded_params`), else its defaults.
+    """
     from agentmem.arms import ARMS, plugin_problem
+    from agentmem.arms.factory import make_arm
 
     broken = plugin_problem(name)
     if broken is not None:
@@ -29,10 +55,13 @@ def new_arm(name: str) -> tuple[Any, int]:
         )
     from agentmem.arms.base import ArmError
 
+    params = recorded_params(store, name) if store is not None else None
     try:
-        return ARMS[name](), 0
+        return make_arm(name, params), 0
     except ArmError as exc:
         return None, fail(str(exc), EXIT_ARM)
+    except (TypeError, ValueError) as exc:
+        return None, fail(f"{name}: the store's recorded parameters {params!r}: {exc}", EXIT_ARM)
 
 
 def text_embedding(arm: Any, text: str) -> Any:

@@ -129,7 +129,7 @@ def _cmd_recall(args: argparse.Namespace) -> int:
             pred = parse_where(args.where)
         except ValueError as exc:
             return fail(f"bad --where: {exc}", EXIT_USAGE)
-    arm, code = new_arm(args.arm)
+    arm, code = new_arm(args.arm, args.store)
     if arm is None:
         return code
     if pred is not None and not arm.capabilities.predicate:

@@ -62,7 +62,7 @@ def _cmd_remember(args: argparse.Namespace) -> int:
             return fail(f"{what} is not valid UTF-8", EXIT_USAGE)
     if args.id is not None and (problem := _id_problem(args.id)):
         return fail(f"--id {args.id[:40]!r}: {problem}", EXIT_USAGE)
-    arm, code = new_arm(args.arm)
+    arm, code = new_arm(args.arm, args.store)
     if arm is None:
         return code
     mid = args.id or f"cli-{uuid.uuid4().hex[:12]}"

@@ -14,7 +14,7 @@ from snakemake.exceptions import WorkflowError
 
 from agentmem.config import Config
 from agentmem.external import DatasetError, validate_dataset
-from agentmem.external.format import DATASET_FILES
+from agentmem.external.schema import DATASET_FILES
 from agentmem.workflow.selection import ExternalRun, external_runs
 
 

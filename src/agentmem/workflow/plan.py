@@ -8,8 +8,6 @@ object with the wildcard names as attributes).
 
 from __future__ import annotations
 
-import functools
-import inspect
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +20,7 @@ from agentmem.sweeps.postfilter import postfilter_roles
 from agentmem.workflow.external import ExternalPlan
 from agentmem.workflow.robustness import RobustnessPlan
 from agentmem.workflow.selection import conversation_arms, scaling_arms
+from agentmem.workflow.sources import Sources
 
 #: the report's figures, each a target ``results/figures/<name>.svg`` (and ``.png``)
 FIGURE_NAMES = (
@@ -43,24 +42,6 @@ FIGURE_NAMES = (
     "decay",
     "findings",
 )
-
-
-@functools.cache
-def arm_files(cls: type) -> tuple[str, ...]:
-    """Source files of arm class ``cls`` wherever it is installed (a plug-in's is outside src/).
-
-    Its module; when that module is part of a package other than ``agentmem/arms`` itself
-    (a family package such as ``agentmem/arms/sqlite/``, or a plug-in's), every module of
-    that package, sorted. Cached per class.
-    """
-    import agentmem.arms
-
-    source = Path(inspect.getsourcefile(cls) or inspect.getfile(cls)).resolve()
-    folder = source.parent
-    in_package = (folder / "__init__.py").is_file()
-    if not in_package or folder == Path(agentmem.arms.__file__).resolve().parent:
-        return (str(source),)
-    return tuple(sorted(str(p) for p in folder.glob("*.py")))
 
 
 class Plan:
@@ -103,7 +84,8 @@ class Plan:
         self.onnx_encoder = f"results/cache/encoder/{cfg.embedding.model}.onnx"
         self.onnx_int8_encoder = f"results/cache/encoder/{cfg.embedding.model}.int8.onnx"
         self.external = ExternalPlan(cfg)
-        self.robustness = RobustnessPlan(cfg, self)
+        self.sources = Sources(basedir)
+        self.robustness = RobustnessPlan(cfg, self.main, self.encoder_model(), self.sources)
         self.notices: list[str] = []
         left_out = [a for a in fleet.arms or () if a not in self.arm_names]
         if left_out:
@@ -142,39 +124,33 @@ class Plan:
 
     def library_file(self, relpath: str) -> str:
         """Absolute path of a file under ``src/`` (an input, so edits rerun dependants)."""
-        return str(self.basedir / "src" / relpath)
+        return self.sources.library_file(relpath)
 
     def library_package(self, relpath: str, pattern: str = "*.py") -> list[str]:
         """Absolute paths of a package's files under ``src/``, sorted."""
-        return sorted(str(f) for f in (self.basedir / "src" / relpath).glob(pattern))
+        return self.sources.library_package(relpath, pattern)
 
     @staticmethod
     def corpus_files(*names: str, corpus: str = "results/corpus/{size}") -> dict[str, str]:
         """Named inputs: the files ``names`` (keys of ``CORPUS_FILES``) of one corpus."""
         return {name: f"{corpus}/{CORPUS_FILES[name]}" for name in names}
 
-    def arms_sources(self, arms: list[str]) -> list[str]:
-        """Source files of the arms ``arms``, each once, in order."""
-        from agentmem.arms import ARMS
-
-        return list(dict.fromkeys(f for a in arms for f in arm_files(ARMS[a])))
-
     def arm_sources(self, wildcards: Any) -> list[str]:
         """Source files an arm run depends on: the {arm}'s files and the runner."""
-        return [*self.arms_sources([wildcards.arm]), self.library_file("agentmem/runner.py")]
+        return [*self.sources.arms([wildcards.arm]), self.library_file("agentmem/runner.py")]
 
     def conversation_sources(self) -> list[str]:
         """The conversation sweep's package and the source files of the arms it drives."""
         return [
             *self.library_package("agentmem/sweeps/conversation"),
-            *self.arms_sources(self.conversation_arms),
+            *self.sources.arms(self.conversation_arms),
         ]
 
     def fleet_sources(self) -> list[str]:
         """The fleet trial's package and the source files of the arms it runs."""
         return [
             *self.library_package("agentmem/trials/fleet"),
-            *self.arms_sources(self.fleet_arms),
+            *self.sources.arms(self.fleet_arms),
         ]
 
     def main_files(self, pattern: str, arms: list[str] | None = None) -> list[str]:

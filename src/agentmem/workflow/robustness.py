@@ -6,7 +6,7 @@ of ``results/`` itself (:mod:`agentmem.robustness`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from snakemake.exceptions import WorkflowError
 from snakemake.io import expand
@@ -15,9 +15,7 @@ from agentmem.config import Config
 from agentmem.report.reference import ANOMALY_ARM
 from agentmem.robustness import robustness_arms, robustness_corpora
 from agentmem.sweeps.postfilter import postfilter_roles
-
-if TYPE_CHECKING:
-    from agentmem.workflow.plan import Plan
+from agentmem.workflow.sources import Sources
 
 #: the results tree of the {variant} wildcard's corpus
 ROB = "results/robustness/{variant}"
@@ -25,6 +23,12 @@ ROB = "results/robustness/{variant}"
 
 class RobustnessPlan:
     """The further corpora of one configuration.
+
+    Args:
+        cfg: the validated configuration.
+        main: the main size.
+        encoder_model: the exported graphs the headline encoder reads.
+        sources: where library files are.
 
     Attributes:
         arms: the arms run on each further corpus (untimed).
@@ -34,9 +38,11 @@ class RobustnessPlan:
         notices: a line when corpora are configured but no arm is left to run on them.
     """
 
-    def __init__(self, cfg: Config, plan: Plan) -> None:
+    def __init__(self, cfg: Config, main: str, encoder_model: list[str], sources: Sources) -> None:
         self.cfg = cfg
-        self.plan = plan
+        self.main = main
+        self.encoder_model = encoder_model
+        self.sources = sources
         self.arms = robustness_arms(cfg)
         configured = robustness_corpora(cfg)
         self.corpora = configured if self.arms else {}
@@ -108,7 +114,7 @@ class RobustnessPlan:
 
         None for a further model, which ships its own graph.
         """
-        return [] if self.corpora[wildcards.variant].model else self.plan.encoder_model()
+        return [] if self.corpora[wildcards.variant].model else self.encoder_model
 
     def outputs(self, pattern: str) -> list[str]:
         """``pattern`` (under a corpus's root, with ``{arm}``) for every robustness arm.
@@ -122,9 +128,9 @@ class RobustnessPlan:
 
         Editing one reruns the further corpora's runs.
         """
-        lib = self.plan.library_file
+        lib = self.sources.library_file
         return [
-            *self.plan.arms_sources(self.arms),
+            *self.sources.arms(self.arms),
             lib("agentmem/runner.py"),
             lib("agentmem/robustness.py"),
             lib("agentmem/trials/anomaly.py"),
@@ -142,7 +148,7 @@ class RobustnessPlan:
         """
         seeds = {i: c for i, c in self.corpora.items() if c.kind == "seed"}
         out = {}
-        if not seeds or any(c.size == self.plan.main for c in seeds.values()):
+        if not seeds or any(c.size == self.main for c in seeds.values()):
             out[f"seed-{self.cfg.corpus.seed}"] = "results/tables/by_class.csv"
         for i, c in seeds.items():
             out[i] = f"{c.root}/tables/by_class_{c.size}.csv"

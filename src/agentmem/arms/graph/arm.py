@@ -46,7 +46,7 @@ from agentmem.arms.graph.schema import (
     SCHEMA,
     node_type_of,
 )
-from agentmem.arms.sqlite.connection import (
+from agentmem.sql.sqlite.connection import (
     INTEGRITY_CHECK,
     integrity_problems,
     remove_database,

@@ -17,7 +17,7 @@ from agentmem.arms.base import VECTOR_DIM, ArmError, Query, Result, checked_vect
 from agentmem.arms.graph.connections import GraphStore
 from agentmem.arms.graph.schema import MEMORY_COLUMNS
 from agentmem.arms.rows import memory_frame, memory_rows_frame
-from agentmem.arms.sqlite import format_plan, predicate_sql
+from agentmem.sql.sqlite.statements import format_plan, predicate_sql
 from agentmem.text import fts5_match, is_utf8
 
 #: How a query treats superseded nodes (``hide_superseded``).

@@ -8,7 +8,7 @@ rules are in ``docs/arms/sqlite-graph.md``.
 
 from __future__ import annotations
 
-from agentmem.arms.sqlite.schema import MEMORY_COLUMNS as SQLITE_MEMORY_COLUMNS
+from agentmem.sql.sqlite.schema import MEMORY_COLUMNS as SQLITE_MEMORY_COLUMNS
 
 #: SQLite file of the store inside the store directory.
 DB_NAME = "graph.db"

@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import numpy as np
 import polars as pl
 
 from agentmem.arms.base import (
@@ -29,26 +28,22 @@ from agentmem.arms.base import (
     Query,
     Result,
     StorageStats,
-    checked_vector,
     float32_array,
     prepare_memories,
 )
 from agentmem.arms.langgraph_store.items import (
     SEARCH_PREFIX,
-    can_match,
     has_nul,
     index_config,
     item_values,
     namespace_of,
-    scope_can_match,
-    search_filter,
-    search_prefix,
+    search_args,
 )
 from agentmem.arms.langgraph_store.plans import explain_search, langgraph_api
 from agentmem.arms.langgraph_store.vectors import CachedVectors
-from agentmem.arms.postgres.catalog import relation_sizes
-from agentmem.arms.postgres.schema import BUILD_MAINTENANCE_WORK_MEM
 from agentmem.arms.product import ProductArm, rows_frame
+from agentmem.sql.postgres.catalog import relation_sizes
+from agentmem.sql.postgres.schema import BUILD_MAINTENANCE_WORK_MEM
 
 if TYPE_CHECKING:
     from agentmem.pg import PgHandle
@@ -76,26 +71,12 @@ class LangGraphStoreArm(ProductArm):
     ``store_prefix_idx`` btree. When the planner picks the HNSW index it filters that
     scan's candidates, as it does a predicate.
 
-    Findings (measured, docs/arms/langgraph-store.md):
-
-    * ``$lte`` compares ``value->>'created_day'`` as *text* with ``str(d)``: ``day <= 11``
-      keeps days 0, 1, 10, 11 and 100-110 and drops days 2-9. Passed as the store
-      says; not corrected here.
-    * The search SQL can use the HNSW index (the planner picks it for an unfiltered or
-      range-filtered search) and then applies the filter to pgvector's ``ef_search``
-      (40) candidates, so filtered searches can come back short; for an equality
-      filter the planner expects few rows and scans + sorts exactly instead.
-    * The store never sets ``hnsw.ef_search`` (its session runs pgvector's defaults:
-      ``ef_search = 40``, iterative scans off), so ``limit`` above 40 returns at most
-      about 40 items on the HNSW path, filtered or not: an unfiltered ``k = 50`` over
-      2,037 memories returned 40-43 on every query; at ``k = 100`` the planner sorted
-      exactly and filled. The score tables' fill columns show it
-      (:func:`agentmem.metrics.fill_rate`).
-    * An empty ``query`` string is not a vector search: the store lists items by
-      ``updated_at`` instead.
-    * The store API has no count (``aggregate=False``) and no lookup of a key across
-      namespaces: ``fetch`` and ``remember``'s checks search with ``{"memory_id": id}``,
-      a sequential scan of ``store`` per id.
+    Findings, measured and documented in docs/arms/langgraph-store.md: ``$lte`` compares
+    ``created_day`` as text; the HNSW path filters pgvector's ``ef_search`` (40) candidates
+    and the store never sets ``hnsw.ef_search``, so ``limit`` above 40 returns about 40
+    items filtered or not (the score tables' fill columns show it); an empty query lists
+    items by ``updated_at``; the API has no count and no lookup of a key across
+    namespaces (``fetch`` searches with ``{"memory_id": id}``).
 
     Args:
         m: HNSW ``m`` (``ann_index_config``; pgvector default 16).
@@ -394,27 +375,6 @@ class LangGraphStoreArm(ProductArm):
         return rows_frame([found[i].value for i in dict.fromkeys(ids) if i in found])
 
     # -------------------------------------------------------------------- query
-    def _search_args(
-        self, q: Query
-    ) -> tuple[np.ndarray, tuple[str, ...], dict[str, Any] | None, bool]:
-        """Return ``(query vector, namespace prefix, filter, can_match)`` for ``q``.
-
-        The prefix is the scope's namespace (``("agent",)`` unscoped,
-        :func:`~agentmem.arms.langgraph_store.items.search_prefix`). ``can_match`` is
-        False when no stored memory can match the predicate value
-        (:func:`~agentmem.arms.langgraph_store.items.can_match`: ``""``, NUL, not UTF-8)
-        or be in the scope (:func:`~agentmem.arms.langgraph_store.items.scope_can_match`:
-        ``.``, NUL, not UTF-8).
-
-        Raises:
-            ArmError: when the embedding is missing, not 384 values or not finite.
-        """
-        vec = checked_vector(q.embedding, self.name, f"query {q.query_id!r}", VECTOR_DIM)
-        if not np.all(np.isfinite(vec)):
-            raise ArmError(f"{self.name}: query {q.query_id!r} embedding has non-finite values")
-        possible = can_match(q.predicate) and scope_can_match(q.scope)
-        return vec, search_prefix(q.scope), search_filter(q.predicate), possible
-
     def query(self, q: Query, k: int) -> Result:
         """Return at most ``k`` memory ids, best first; ``count`` is always ``None``.
 
@@ -433,7 +393,7 @@ class LangGraphStoreArm(ProductArm):
         if isinstance(k, bool) or not isinstance(k, int):
             raise ValueError(f"k must be an int, got {k!r}")
         store, _ = self._open_store()
-        vec, prefix, filt, possible = self._search_args(q)
+        vec, prefix, filt, possible = search_args(q, self.name)
         if k <= 0 or not possible:
             return Result(memory_ids=[])
         self._embed.stage([q.text], [vec])
@@ -463,7 +423,7 @@ class LangGraphStoreArm(ProductArm):
         import psycopg
 
         store, conn = self._open_store()
-        vec, prefix, filt, possible = self._search_args(q)
+        vec, prefix, filt, possible = search_args(q, self.name)
         k = max(int(k), 1)
         call = (
             f"store.search({prefix!r}, query=<text, embedded as the cached vector>, "
@@ -493,7 +453,7 @@ class LangGraphStoreArm(ProductArm):
         """Bytes of the store's tables from PostgreSQL's accounting.
 
         Objects: ``store``, ``store_vectors`` and the two migration tables, each heap,
-        TOAST and index (:func:`agentmem.arms.postgres.catalog.relation_sizes`,
+        TOAST and index (:func:`agentmem.sql.postgres.catalog.relation_sizes`,
         ``pg_total_relation_size``); counts: ``items`` (rows of ``store``).
 
         Raises:

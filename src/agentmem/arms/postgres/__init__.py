@@ -1,9 +1,9 @@
 """PostgreSQL arms (family ``postgres``): ILIKE scoring, GIN tsvector, pgvector HNSW, hybrid.
 
 Every arm keeps its store in one database (:mod:`agentmem.pg`) and shares the machinery
-of :mod:`.base`: the schema (:mod:`.schema`), binary COPY bulk load (:mod:`.ingest`),
-the one-transaction write path (:mod:`.remember`), bound SQL fragments
-(:mod:`.queries`) and PostgreSQL's plans and sizes (:mod:`.catalog`). The arms:
+of :mod:`.base`: binary COPY bulk load (:mod:`.ingest`) and the one-transaction write
+path (:mod:`.remember`), over the shared SQL layer :mod:`agentmem.sql.postgres` (the
+schema, bound SQL fragments, PostgreSQL's plans and sizes). The arms:
 :mod:`.text` (``pg-btree``, ``pg-gin``), :mod:`.hnsw` (``pg-hnsw``,
 ``pg-hnsw-iterative``), :mod:`.hybrid` (``pg-hybrid``).
 
@@ -27,9 +27,9 @@ with ~40 ids and ``pg-hybrid``'s HNSW branch stops there too (its GIN branch doe
 
 from agentmem.arms.postgres.hnsw import PgHnswArm, PgHnswIterativeArm
 from agentmem.arms.postgres.hybrid import PgHybridArm
-from agentmem.arms.postgres.queries import TS_RANK_NORMALIZATION, predicate_sql, tsquery_sql
-from agentmem.arms.postgres.schema import BUILD_MAINTENANCE_WORK_MEM, MEMORY_COLUMNS, TS_CONFIG
 from agentmem.arms.postgres.text import PgBtreeArm, PgGinArm
+from agentmem.sql.postgres.queries import TS_RANK_NORMALIZATION, predicate_sql, tsquery_sql
+from agentmem.sql.postgres.schema import BUILD_MAINTENANCE_WORK_MEM, MEMORY_COLUMNS, TS_CONFIG
 
 __all__ = [
     "BUILD_MAINTENANCE_WORK_MEM",

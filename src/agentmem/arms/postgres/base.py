@@ -1,10 +1,11 @@
-"""Shared machinery of the Postgres arms (:class:`_PgArm`): connection, build, open, query.
+"""Shared machinery of the Postgres arms (:class:`PgArm`): connection, build, open, query.
 
 Each arm owns one database (:mod:`agentmem.pg`: an embedded PostgreSQL 18.3 + pgvector
 0.8.2 server per store directory by default, or the external server named by
 ``AGENTMEM_PG_DSN``), opened through :func:`agentmem.pg.connect_store` with the arm's
-name. The tables are in :mod:`.schema`, the bulk load in :mod:`.ingest`, the write path
-in :mod:`.remember`, plans and sizes in :mod:`.catalog`; each arm class gives its
+name. The tables are in :mod:`agentmem.sql.postgres.schema`, the bulk load in
+:mod:`.ingest`, the write path in :mod:`.remember`, plans and sizes in
+:mod:`agentmem.sql.postgres.catalog`; each arm class gives its
 ranking statement and session settings.
 """
 
@@ -37,17 +38,17 @@ from agentmem.arms.base import (
     float32_array,
     prepare_memories,
 )
-from agentmem.arms.postgres.catalog import (
+from agentmem.arms.postgres.ingest import bulk_load, copy_rows
+from agentmem.arms.postgres.remember import fetch_rows, nul_value, write_batch
+from agentmem.pg import PgError, PgHandle, connect_store
+from agentmem.sql.postgres.catalog import (
     CONSISTENCY_CHECK,
     consistency_problems,
     explain_statements,
     relation_sizes,
 )
-from agentmem.arms.postgres.ingest import bulk_load, copy_rows
-from agentmem.arms.postgres.queries import predicate_sql
-from agentmem.arms.postgres.remember import fetch_rows, nul_value, write_batch
-from agentmem.arms.postgres.schema import MEMORY_NAMES, index_ddl, table_ddl
-from agentmem.pg import PgError, PgHandle, connect_store
+from agentmem.sql.postgres.queries import predicate_sql
+from agentmem.sql.postgres.schema import MEMORY_NAMES, index_ddl, table_ddl
 
 
 def check_positive(**params: int) -> None:
@@ -57,7 +58,7 @@ def check_positive(**params: int) -> None:
             raise ValueError(f"{key} must be a positive integer, got {value!r}")
 
 
-class _PgArm(ArmBase):
+class PgArm(ArmBase):
     """Shared machinery of the Postgres arms: schema, build, open, count, explain, storage.
 
     Subclasses set the class variables, :meth:`_session_settings` and :meth:`_ranking`
@@ -335,7 +336,7 @@ class _PgArm(ArmBase):
         """Return at most ``k`` memory ids best first, plus the exact count if wanted.
 
         ``q.scope`` is a hard filter AND-ed with the predicate wherever the arm applies the
-        predicate (:func:`~agentmem.arms.postgres.queries.predicate_sql` of ``q.filters``,
+        predicate (:func:`~agentmem.sql.postgres.queries.predicate_sql` of ``q.filters``,
         bound parameters), in the ranking and in the count. ``Result.count`` (when
         ``q.wants_count``) is ``SELECT count(*)`` of the memories in the scope matching
         the predicate (all memories without either), independent of the text. Hostile

@@ -7,11 +7,11 @@ from typing import Any, ClassVar
 from psycopg import sql
 
 from agentmem.arms.base import Capabilities, Query
-from agentmem.arms.postgres.base import _PgArm, check_positive
-from agentmem.arms.postgres.queries import predicate_sql
+from agentmem.arms.postgres.base import PgArm, check_positive
+from agentmem.sql.postgres.queries import predicate_sql
 
 
-class PgHnswArm(_PgArm):
+class PgHnswArm(PgArm):
     """``pg-hnsw``: pgvector HNSW (cosine) with the predicate in ``WHERE``.
 
     ``SELECT memory_id FROM memories WHERE <predicate> ORDER BY embedding <=> $q LIMIT k``.

@@ -7,8 +7,8 @@ from typing import Any, ClassVar
 from psycopg import sql
 
 from agentmem.arms.base import Capabilities, Query
-from agentmem.arms.postgres.base import _PgArm, check_positive
-from agentmem.arms.postgres.queries import (
+from agentmem.arms.postgres.base import PgArm, check_positive
+from agentmem.sql.postgres.queries import (
     TS_RANK_NORMALIZATION,
     predicate_sql,
     safe_terms,
@@ -16,7 +16,7 @@ from agentmem.arms.postgres.queries import (
 )
 
 
-class PgHybridArm(_PgArm):
+class PgHybridArm(PgArm):
     """``pg-hybrid``: GIN branch + HNSW branch fused by RRF, in ONE SQL statement.
 
     Branch ``gin``: top ``branch_k`` by ``ts_rank_cd`` among ``tsv @@ $tsq AND <predicate>``

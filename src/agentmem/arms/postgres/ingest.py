@@ -18,7 +18,7 @@ import polars as pl
 import psycopg
 from psycopg import sql
 
-from agentmem.arms.postgres.schema import BUILD_MAINTENANCE_WORK_MEM, MEMORY_COLUMNS, MEMORY_NAMES
+from agentmem.sql.postgres.schema import BUILD_MAINTENANCE_WORK_MEM, MEMORY_COLUMNS, MEMORY_NAMES
 
 
 @dataclass

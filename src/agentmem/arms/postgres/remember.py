@@ -19,8 +19,8 @@ import psycopg
 from psycopg import sql
 
 from agentmem.arms.base import MEMORY_SCHEMA, ArmError, Remembered
-from agentmem.arms.postgres.schema import MEMORY_COLUMNS, MEMORY_NAMES
 from agentmem.arms.rows import fetch_ids
+from agentmem.sql.postgres.schema import MEMORY_COLUMNS, MEMORY_NAMES
 
 #: Text columns of a remembered row that PostgreSQL ``text`` must hold (no NUL character).
 _TEXT_COLUMNS = tuple(c for c, t, _ in MEMORY_COLUMNS if t in ("text", "text[]"))

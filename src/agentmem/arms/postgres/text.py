@@ -8,8 +8,8 @@ from typing import Any, ClassVar
 from psycopg import sql
 
 from agentmem.arms.base import Capabilities, Query
-from agentmem.arms.postgres.base import _PgArm
-from agentmem.arms.postgres.queries import (
+from agentmem.arms.postgres.base import PgArm
+from agentmem.sql.postgres.queries import (
     TS_RANK_NORMALIZATION,
     PredicateShape,
     condition_sql,
@@ -21,7 +21,7 @@ from agentmem.arms.postgres.queries import (
 from agentmem.text import like_pattern
 
 
-class PgBtreeArm(_PgArm):
+class PgBtreeArm(PgArm):
     r"""``pg-btree``: B-tree indexes for predicates, ILIKE-term scoring for text.
 
     Same scoring as sqlite-btree: score = number of query terms
@@ -55,7 +55,7 @@ class PgBtreeArm(_PgArm):
         return _btree_sql(len(terms), shape), {**params, **binds, "k": int(k)}
 
 
-class PgGinArm(_PgArm):
+class PgGinArm(PgArm):
     """``pg-gin``: stored English ``tsvector`` + GIN index, ranked by ``ts_rank_cd``.
 
     ``tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', body)) STORED`` with a GIN

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from agentmem.arms.base import Capabilities, Query
-from agentmem.arms.sqlite.sql import predicate_sql
 from agentmem.arms.sqlite.store import SqliteArm
+from agentmem.sql.sqlite.statements import predicate_sql
 from agentmem.text import fts5_match
 
 

@@ -29,8 +29,8 @@ from agentmem.arms.base import (
     checked_vector,
 )
 from agentmem.arms.sqlite.rows import VectorLayout
-from agentmem.arms.sqlite.sql import predicate_sql
 from agentmem.arms.sqlite.store import SqliteArm
+from agentmem.sql.sqlite.statements import predicate_sql
 from agentmem.text import STOPWORDS, fts5_match, is_utf8
 
 #: Longest entity name (in words) looked up in the query text.

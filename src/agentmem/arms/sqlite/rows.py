@@ -18,7 +18,7 @@ import numpy as np
 import polars as pl
 
 from agentmem.arms.base import MEMORY_SCHEMA, ArmError, Remembered
-from agentmem.arms.sqlite.schema import (
+from agentmem.sql.sqlite.schema import (
     BTREE_INDEXES_SQL,
     FTS_SQL,
     INSERT_ENTITY_SQL,

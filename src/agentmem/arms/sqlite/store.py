@@ -33,13 +33,6 @@ from agentmem.arms.base import (
     prepare_memories,
 )
 from agentmem.arms.rows import fetch_ids
-from agentmem.arms.sqlite.connection import (
-    INTEGRITY_CHECK,
-    connect,
-    integrity_problems,
-    object_sizes,
-    remove_database,
-)
 from agentmem.arms.sqlite.rows import (
     FLOAT32_VECTORS,
     VectorLayout,
@@ -49,15 +42,30 @@ from agentmem.arms.sqlite.rows import (
     read_memories,
     write_remembered,
 )
-from agentmem.arms.sqlite.schema import DB_NAME, MEMORY_COLUMNS
-from agentmem.arms.sqlite.sql import explain_statement, predicate_sql
+from agentmem.sql.sqlite.connection import (
+    INTEGRITY_CHECK,
+    connect,
+    integrity_problems,
+    object_sizes,
+    remove_database,
+)
+from agentmem.sql.sqlite.schema import DB_NAME, MEMORY_COLUMNS
+from agentmem.sql.sqlite.statements import explain_statement, predicate_sql
 
 
-def _registered_sqlite_arms() -> dict[str, type[SqliteArm]]:
-    """The registered arms of this family, by name (imported late: the registry imports us)."""
-    from agentmem.arms import ARMS
+def _family_arms() -> dict[str, type[SqliteArm]]:
+    """The arms of this family by name: every named subclass of :class:`SqliteArm`.
 
-    return {n: c for n, c in ARMS.items() if isinstance(c, type) and issubclass(c, SqliteArm)}
+    Plug-in arms built on :class:`SqliteArm` are among them once imported.
+    """
+    out: dict[str, type[SqliteArm]] = {}
+    todo = list(SqliteArm.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        if isinstance(cls.__dict__.get("name"), str):
+            out[cls.name] = cls
+    return out
 
 
 class SqliteArm(ArmBase):
@@ -201,11 +209,7 @@ class SqliteArm(ArmBase):
         if built_by not in (0, self._application_id()):
             conn.close()
             other = next(
-                (
-                    n
-                    for n, c in _registered_sqlite_arms().items()
-                    if c._application_id() == built_by
-                ),
+                (n for n, c in _family_arms().items() if c._application_id() == built_by),
                 f"another arm (application_id {built_by})",
             )
             raise ArmError(
@@ -320,7 +324,7 @@ class SqliteArm(ArmBase):
         """Return at most ``k`` memory ids best first, plus the exact count if wanted.
 
         ``q.scope`` is a hard filter in the same ``WHERE`` as the predicate (both bound
-        parameters, :func:`~agentmem.arms.sqlite.sql.predicate_sql` of ``q.filters``), in
+        parameters, :func:`~agentmem.sql.sqlite.statements.predicate_sql` of ``q.filters``), in
         the ranking and in the count. ``Result.count`` (when ``q.wants_count``) is
         ``SELECT count(*)`` of the memories in the scope matching the predicate (all
         memories without either), independent of the text. Hostile text or scope never

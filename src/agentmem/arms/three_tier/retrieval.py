@@ -19,12 +19,12 @@ import psycopg
 from psycopg import sql
 
 from agentmem.arms.base import ArmError, Query, Result
-from agentmem.arms.postgres.queries import PredicateShape, condition_sql, predicate_parts, rendered
-from agentmem.arms.sqlite import format_plan
-from agentmem.arms.sqlite import predicate_sql as sqlite_predicate_sql
+from agentmem.arms.context import TIERS
 from agentmem.arms.three_tier.records import elapsed_ms
-from agentmem.arms.three_tier.schema import TIERS
 from agentmem.arms.three_tier.store import TierStore
+from agentmem.sql.postgres.queries import PredicateShape, condition_sql, predicate_parts, rendered
+from agentmem.sql.sqlite.statements import format_plan
+from agentmem.sql.sqlite.statements import predicate_sql as sqlite_predicate_sql
 from agentmem.text import fts5_match, is_utf8, query_terms
 
 

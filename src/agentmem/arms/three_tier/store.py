@@ -25,8 +25,6 @@ from agentmem.arms.base import (
     StorageStats,
     checked_vector,
 )
-from agentmem.arms.postgres.catalog import consistency_problems, relation_sizes
-from agentmem.arms.sqlite.connection import integrity_problems, remove_database
 from agentmem.arms.three_tier.schema import (
     DB_NAME,
     L3_NAMES,
@@ -36,6 +34,8 @@ from agentmem.arms.three_tier.schema import (
     pg_table_ddl,
 )
 from agentmem.pg import PgError, PgHandle, connect_store
+from agentmem.sql.postgres.catalog import consistency_problems, relation_sizes
+from agentmem.sql.sqlite.connection import integrity_problems, remove_database
 from agentmem.summarise import Summariser, make_summariser
 
 

@@ -188,7 +188,7 @@ def run_ops(
 
 def agent_main(argv: list[str] | None = None) -> None:
     """Entry point of an agent process (the protocol in this module's docstring)."""
-    from agentmem.runner import make_arm
+    from agentmem.arms.factory import make_arm
     from agentmem.trials.fleet.check import check_store
 
     ap = argparse.ArgumentParser(prog="python -m agentmem.trials.fleet agent")

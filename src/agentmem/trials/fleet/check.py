@@ -72,7 +72,7 @@ def check_store(data: FleetData, msg: dict[str, Any]) -> dict[str, Any]:
         ``corrections_in_force`` / ``corrections_returned``, ``integrity_check`` (what
         the engine checked) and ``integrity`` (problems found, ``[]`` when intact).
     """
-    from agentmem.runner import make_arm
+    from agentmem.arms.factory import make_arm
 
     acked: list[str] = list(msg.get("acked", []))
     attempted: list[str] = list(msg.get("attempted", []))

@@ -19,7 +19,7 @@ from typing import Any
 from psycopg import sql
 
 from agentmem.arms.base import PREDICATE_FIELDS, ArmError, Predicate
-from agentmem.arms.postgres.schema import TS_CONFIG
+from agentmem.sql.postgres.schema import TS_CONFIG
 from agentmem.text import is_utf8, query_terms
 
 #: ``ts_rank_cd`` normalization flag: 1 divides the rank by 1 + log(document length)
