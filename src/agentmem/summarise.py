@@ -106,9 +106,9 @@ def truncate_to_tokens(text: str, budget_tokens: int) -> str:
         return ""
     if count_tokens([text])[0] <= budget_tokens:
         return text
-    from agentmem.tokens import _encoding
+    from agentmem.tokens import o200k_encoding
 
-    enc = _encoding()
+    enc = o200k_encoding()
     ids = enc.encode_ordinary(text)
     n = min(len(ids), budget_tokens)
     while n > 0:

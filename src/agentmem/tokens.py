@@ -7,7 +7,8 @@ from functools import lru_cache
 
 
 @lru_cache(maxsize=1)
-def _encoding():  # noqa: ANN202 - third-party type
+def o200k_encoding():  # noqa: ANN202 - third-party type
+    """The o200k_base encoding of ``bpe-openai``, loaded once (``encode_ordinary``, ...)."""
     import bpe_openai
 
     return bpe_openai.encoding_for_model("gpt-4o")
@@ -15,5 +16,5 @@ def _encoding():  # noqa: ANN202 - third-party type
 
 def count_tokens(texts: Sequence[str]) -> list[int]:
     """Return the o200k_base token count of each text (same order, same length)."""
-    enc = _encoding()
+    enc = o200k_encoding()
     return [len(enc.encode_ordinary(t)) for t in texts]

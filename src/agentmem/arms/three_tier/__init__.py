@@ -12,15 +12,14 @@ records), ``store`` (connections, accounting), ``compaction``, ``ingest``, ``rem
 (:class:`ThreeTierArm`).
 """
 
+from agentmem.arms.context import TIERS, AssembledContext, ContextItem
 from agentmem.arms.three_tier.arm import ThreeTierArm
 from agentmem.arms.three_tier.records import (
-    AssembledContext,
     Compaction,
-    ContextItem,
     TierEvent,
 )
 from agentmem.arms.three_tier.retrieval import rrf_fuse
-from agentmem.arms.three_tier.schema import DB_NAME, LAYOUT_VERSION, TIERS
+from agentmem.arms.three_tier.schema import DB_NAME, LAYOUT_VERSION
 
 __all__ = [
     "DB_NAME",

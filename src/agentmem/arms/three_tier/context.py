@@ -15,11 +15,11 @@ import psycopg
 from psycopg import sql
 
 from agentmem.arms.base import ArmError, Predicate
-from agentmem.arms.postgres import predicate_sql as pg_predicate_sql
-from agentmem.arms.sqlite import predicate_sql as sqlite_predicate_sql
-from agentmem.arms.three_tier.records import AssembledContext, ContextItem, elapsed_ms
-from agentmem.arms.three_tier.schema import TIERS
+from agentmem.arms.context import TIERS, AssembledContext, ContextItem
+from agentmem.arms.three_tier.records import elapsed_ms
 from agentmem.arms.three_tier.store import TierStore
+from agentmem.sql.postgres.queries import predicate_sql as pg_predicate_sql
+from agentmem.sql.sqlite.statements import predicate_sql as sqlite_predicate_sql
 from agentmem.text import fts5_match
 
 

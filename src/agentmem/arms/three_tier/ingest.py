@@ -19,7 +19,7 @@ import psycopg
 from psycopg import sql
 
 from agentmem.arms.base import VECTOR_DIM, ArmError, BuildStats, Corpus, Embeddings, float32_array
-from agentmem.arms.postgres import BUILD_MAINTENANCE_WORK_MEM
+from agentmem.arms.context import TIERS
 from agentmem.arms.three_tier.compaction import CompactionMixin
 from agentmem.arms.three_tier.records import TierEvent, elapsed_ms
 from agentmem.arms.three_tier.schema import (
@@ -28,9 +28,9 @@ from agentmem.arms.three_tier.schema import (
     L3_NAMES,
     MEM_COLUMNS,
     MEM_NAMES,
-    TIERS,
     pg_index_ddl,
 )
+from agentmem.sql.postgres.schema import BUILD_MAINTENANCE_WORK_MEM
 from agentmem.tokens import count_tokens
 
 

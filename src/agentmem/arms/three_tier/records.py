@@ -1,4 +1,6 @@
-"""What the three-tier arm reports: compactions, ingest events and assembled contexts.
+"""What the three-tier arm reports: compactions and ingest events.
+
+Its assembled contexts are :class:`agentmem.arms.context.AssembledContext`.
 
 Every ``latency_ms`` in these records is wall time measured with :func:`elapsed_ms`.
 """
@@ -7,7 +9,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 
 @dataclass(frozen=True)
@@ -62,56 +63,6 @@ class TierEvent:
     def compacted(self) -> bool:
         """Whether this turn triggered a compaction."""
         return bool(self.compactions)
-
-
-@dataclass(frozen=True)
-class ContextItem:
-    """One piece of assembled context.
-
-    Attributes:
-        tier: ``"L1"`` (working-memory turn), ``"L2"`` (summary node) or ``"L3"``
-            (vector-recalled memory).
-        ref: the memory id (L1, L3) or ``"L2:<node_id>"``.
-        text: the text that goes into the prompt (turn body or summary).
-        tokens: o200k tokens of ``text``.
-        memory_ids: the memories behind the item: ``(memory_id,)`` for L1/L3, the covered
-            ids (provenance) for L2 — a summary covers them but need not quote them all.
-        rank: position within its tier's selection (0 = first).
-        keyword_hit: for L1, whether FTS5 matched the turn; for L2, whether FTS5 matched
-            the summary (``False`` for nodes added by recency); always ``False`` for L3.
-    """
-
-    tier: str
-    ref: str
-    text: str
-    tokens: int
-    memory_ids: tuple[str, ...]
-    rank: int
-    keyword_hit: bool = False
-
-
-class AssembledContext(NamedTuple):
-    """Result of :meth:`~agentmem.arms.three_tier.ThreeTierArm.assemble_context` (a 3-tuple).
-
-    Attributes:
-        items: context items, tier order L1 (chronological), L2, L3 (best first).
-        tokens: o200k tokens per tier ``{"L1": ..., "L2": ..., "L3": ...}`` (sum of the
-            items' ``tokens``).
-        latency_ms: wall time per tier in milliseconds (each tier's SQL round trips).
-    """
-
-    items: list[ContextItem]
-    tokens: dict[str, int]
-    latency_ms: dict[str, float]
-
-    @property
-    def total_tokens(self) -> int:
-        """Sum of ``tokens`` over the tiers."""
-        return sum(self.tokens.values())
-
-    def memory_ids(self) -> set[str]:
-        """Every memory id behind the context (L2 provenance included)."""
-        return {m for it in self.items for m in it.memory_ids}
 
 
 def elapsed_ms(t0: float) -> float:

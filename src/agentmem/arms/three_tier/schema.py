@@ -10,14 +10,12 @@ from __future__ import annotations
 from psycopg import sql
 
 from agentmem.arms.base import VECTOR_DIM
-from agentmem.arms.postgres import MEMORY_COLUMNS as PG_MEMORY_COLUMNS
+from agentmem.sql.postgres.schema import MEMORY_COLUMNS as PG_MEMORY_COLUMNS
 
 #: SQLite file of tiers L1 and L2 inside the store directory.
 DB_NAME = "tiers.db"
 #: Version of the on-disk layout, checked by :meth:`~agentmem.arms.three_tier.ThreeTierArm.open`.
 LAYOUT_VERSION = "2"
-#: Tier labels used in context items, token and latency dicts.
-TIERS: tuple[str, str, str] = ("L1", "L2", "L3")
 
 #: Memory columns in storage order: (name, PostgreSQL COPY type, PostgreSQL DDL type) —
 #: the Postgres arms' memory columns (agentmem.arms.postgres) without the entity array.

@@ -8,12 +8,16 @@ the seed's claims (docs/STUDY.md §5): cumulative tokens against append, the per
 cap and long-range recall. Conversations, probes, strategies and measures are described
 in ``docs/experiments/conversation.md``.
 
-Submodules: :mod:`.stream` (conversations), :mod:`.probes` (probe questions),
+The arms that assemble their own context implement
+:class:`agentmem.arms.context.ContextAssembler`. Submodules: :mod:`.records`
+(conversations, probe questions, probes), :mod:`.stream` (memory streams), :mod:`.probes`
+(which questions probe, and when),
 :mod:`.strategies` (append and arms), :mod:`.run` (the sweep and its CSVs),
 :mod:`.summary` (per strategy and per tier), :mod:`.schemas` (table columns).
 """
 
-from agentmem.sweeps.conversation.probes import PROBE_CLASSES, ProbeQuestion, probe_questions
+from agentmem.sweeps.conversation.probes import PROBE_CLASSES, probe_questions
+from agentmem.sweeps.conversation.records import Conversation, Probe, ProbeQuestion
 from agentmem.sweeps.conversation.run import (
     ConversationRun,
     conversation_sweep,
@@ -30,7 +34,6 @@ from agentmem.sweeps.conversation.schemas import (
 from agentmem.sweeps.conversation.strategies import (
     APPEND,
     SWEEP_ARM_PARAMS,
-    ContextAssembler,
     make_conversation_arm,
 )
 from agentmem.sweeps.conversation.stream import SAMPLINGS, remember_frame
@@ -51,8 +54,9 @@ __all__ = [
     "SWEEP_ARM_PARAMS",
     "TIER_SCHEMA",
     "TIER_SUMMARY_SCHEMA",
-    "ContextAssembler",
+    "Conversation",
     "ConversationRun",
+    "Probe",
     "ProbeQuestion",
     "conversation_sweep",
     "make_conversation_arm",

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import polars as pl
 
-from agentmem.sweeps.conversation.stream import _Conversation
+from agentmem.sweeps.conversation.records import Conversation, Probe, ProbeQuestion
 
 #: Query classes whose questions are about one fact and can serve as probes.
 PROBE_CLASSES: tuple[str, ...] = (
@@ -24,25 +23,6 @@ PROBE_CLASSES: tuple[str, ...] = (
     "negation",
     "aggregate",
 )
-
-
-@dataclass(frozen=True)
-class ProbeQuestion:
-    """A corpus query usable as a probe.
-
-    Attributes:
-        query_id: id in ``queries.parquet``.
-        query_class: its class (one of :data:`PROBE_CLASSES`).
-        text: the question.
-        vector: its stored embedding, float32 ``(384,)``.
-        fact_id: the one fact all its qrels belong to.
-    """
-
-    query_id: str
-    query_class: str
-    text: str
-    vector: np.ndarray
-    fact_id: str
 
 
 def probe_questions(
@@ -88,8 +68,8 @@ def probe_questions(
     return out
 
 
-def _schedule_probes(
-    conv: _Conversation,
+def schedule_probes(
+    conv: Conversation,
     questions: Mapping[str, ProbeQuestion],
     correction_of: Mapping[str, str],
     probes_every: int,
@@ -140,10 +120,10 @@ def _schedule_probes(
         )
         gold = frozenset(conv.ids[p] for p in gold_pos)
         since = int(cum[conv.turns[t - 1].stop] - cum[max(gold_pos)])
-        conv.probes[t] = (
-            q,
-            gold,
-            {
+        conv.probes[t] = Probe(
+            question=q,
+            gold=gold,
+            row={
                 "conversation": conv.index,
                 "turn": t,
                 "probe": q.query_id,

@@ -14,20 +14,20 @@ import polars as pl
 from agentmem.arms.base import Embeddings, Query
 from agentmem.corpus.io import load_corpus
 from agentmem.embeddings import load_embeddings
-from agentmem.sweeps.conversation.probes import _schedule_probes, probe_questions
+from agentmem.sweeps.conversation.probes import probe_questions, schedule_probes
+from agentmem.sweeps.conversation.records import Conversation
 from agentmem.sweeps.conversation.schemas import CONVERSATION_SCHEMA, PROBE_SCHEMA, TIER_SCHEMA
 from agentmem.sweeps.conversation.strategies import (
-    _Append,
-    _ArmStrategy,
-    _Strategy,
+    AppendStrategy,
+    ArmStrategy,
+    Strategy,
     make_conversation_arm,
 )
 from agentmem.sweeps.conversation.stream import (
     SAMPLINGS,
-    _Conversation,
-    _topic_stream,
-    _window_stream,
     remember_frame,
+    topic_stream,
+    window_stream,
 )
 from agentmem.sweeps.conversation.summary import summarise_conversation, summarise_tiers
 from agentmem.tokens import count_tokens
@@ -40,7 +40,7 @@ class ConversationRun:
     Attributes:
         table: per strategy x conversation x turn (:data:`CONVERSATION_SCHEMA`).
         tiers: per assembling arm x conversation x turn (:data:`TIER_SCHEMA`; empty when
-            no :class:`ContextAssembler` arm ran).
+            no :class:`~agentmem.arms.context.ContextAssembler` arm ran).
         probes: one row per probe (:data:`PROBE_SCHEMA`).
     """
 
@@ -150,17 +150,17 @@ def run_conversations(
         subject_of = dict(zip(corpus.facts["fact_id"], corpus.facts["subject_id"], strict=True))
 
     n = turns * memories_per_turn
-    convs: list[_Conversation] = []
+    convs: list[Conversation] = []
     for c in range(conversations):
         rng = random.Random(seed * 1000 + c)
         if sampling == "window":
-            stream = _window_stream(memories, n, rng)
+            stream = window_stream(memories, n, rng)
         else:
-            stream = _topic_stream(memories, n, rng, set(questions), subject_of)
+            stream = topic_stream(memories, n, rng, set(questions), subject_of)
         ids = stream["memory_id"].to_list()
         turn_of = [i // memories_per_turn + 1 for i in range(n)]
         vecs = np.ascontiguousarray(vectors.get(ids), dtype=np.float32)
-        conv = _Conversation(
+        conv = Conversation(
             index=c,
             rows=list(stream.iter_rows(named=True)),
             ids=ids,
@@ -172,13 +172,13 @@ def run_conversations(
             frame=remember_frame(stream, turn_of),
             embeddings=Embeddings(ids, vecs),
         )
-        _schedule_probes(conv, questions, correction_of, probes_every, min_gap, l1_max_tokens, rng)
+        schedule_probes(conv, questions, correction_of, probes_every, min_gap, l1_max_tokens, rng)
         convs.append(conv)
 
-    made: list[_Strategy] = [_Append()]
+    made: list[Strategy] = [AppendStrategy()]
     for name in arms:
         made.append(
-            _ArmStrategy(
+            ArmStrategy(
                 name,
                 lambda name=name: make_conversation_arm(name, params.get(name), sweep_params),
                 k,
@@ -196,7 +196,8 @@ def run_conversations(
                 for t in range(1, turns + 1):
                     probe = conv.probes.get(t)
                     if probe is not None:
-                        qid, text, vec = probe[0].query_id, probe[0].text, probe[0].vector
+                        q = probe.question
+                        qid, text, vec = q.query_id, q.text, q.vector
                     else:
                         cur = conv.turns[t - 1]
                         qid, text = f"turn-{conv.index}-{t}", "\n".join(conv.bodies[i] for i in cur)
@@ -212,8 +213,8 @@ def run_conversations(
                             "turn": t,
                             "context_tokens": ctx.tokens,
                             "cumulative_tokens": cum,
-                            "probe": probe[0].query_id if probe else None,
-                            "probe_hit": bool(ctx.ids & probe[1]) if probe else None,
+                            "probe": probe.question.query_id if probe else None,
+                            "probe_hit": bool(ctx.ids & probe.gold) if probe else None,
                             "latency_ms": ctx.latency_ms,
                             "remember_ms": ctx.remember_ms,
                         }
@@ -226,7 +227,7 @@ def run_conversations(
     finally:
         for strat in made:
             strat.close()
-    probe_rows = [p[2] for conv in convs for _, p in sorted(conv.probes.items())]
+    probe_rows = [p.row for conv in convs for _, p in sorted(conv.probes.items())]
     return ConversationRun(
         table=pl.DataFrame(rows, schema=CONVERSATION_SCHEMA, orient="row"),
         tiers=pl.DataFrame(tier_rows, schema=TIER_SCHEMA, orient="row"),

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import inspect
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 
 import numpy as np
 
-from agentmem.arms import ARMS
 from agentmem.arms.base import VECTOR_DIM, Arm, Corpus, Embeddings, Query
-from agentmem.arms.three_tier import TIERS, AssembledContext
+from agentmem.arms.context import TIERS, ContextAssembler
+from agentmem.arms.factory import make_arm
 from agentmem.summarise import split_sentences
-from agentmem.sweeps.conversation.stream import _Conversation
+from agentmem.sweeps.conversation.records import Conversation
 
 #: The baseline strategy (no store: the whole history is the context); always first.
 APPEND = "append"
@@ -23,23 +22,9 @@ APPEND = "append"
 SWEEP_ARM_PARAMS: tuple[str, ...] = ("l1_max_tokens", "summariser")
 
 
-@runtime_checkable
-class ContextAssembler(Protocol):
-    """An arm that assembles a turn's context itself (working memory + summaries + recall).
-
-    The sweep then uses ``assemble_context`` instead of ``query`` for the context and
-    records its tiers (:data:`TIER_SCHEMA`); :class:`~agentmem.arms.three_tier.ThreeTierArm`
-    is one.
-    """
-
-    def assemble_context(self, query_text: str, query_vec: Any, k: int = 5) -> AssembledContext:
-        """Return the context for a turn: items per tier L1, L2, L3, tokens and ms per tier."""
-        ...
-
-
 @dataclass
-class _Context:
-    """What a strategy put into the context for one turn (internal)."""
+class TurnContext:
+    """What a strategy put into the context for one turn."""
 
     ids: set[str]
     tokens: int
@@ -48,40 +33,48 @@ class _Context:
     tier: dict[str, Any] | None = None
 
 
-class _Strategy(Protocol):
-    """A context-assembly strategy driven turn by turn (internal)."""
+class Strategy(Protocol):
+    """A context strategy driven turn by turn: begin a conversation, answer each turn, close."""
 
     name: str
 
-    def begin(self, conv: _Conversation) -> None: ...
+    def begin(self, conv: Conversation) -> None:
+        """Start conversation ``conv`` with an empty memory."""
+        ...
 
-    def turn(self, t: int, query: Query) -> _Context: ...
+    def turn(self, t: int, query: Query) -> TurnContext:
+        """Write turn ``t``'s memories (if the strategy stores any), then give its context."""
+        ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Release the strategy's store; safe to call twice."""
+        ...
 
 
-class _Append:
+class AppendStrategy:
     """Infinite append: the whole history is the context."""
 
     name = APPEND
 
-    def begin(self, conv: _Conversation) -> None:
+    def begin(self, conv: Conversation) -> None:
+        """Start ``conv``: the context of turn t is every memory up to its end."""
         self.c = conv
         self.cum = np.concatenate([[0], np.cumsum(conv.tokens)])
 
-    def turn(self, t: int, query: Query) -> _Context:
+    def turn(self, t: int, query: Query) -> TurnContext:
+        """The whole history up to the end of turn ``t`` (``query`` is not read)."""
         end = self.c.turns[t - 1].stop
         t0 = time.perf_counter()
         prompt = "\n".join(self.c.bodies[:end])
         ms = (time.perf_counter() - t0) * 1e3
         del prompt
-        return _Context(set(self.c.ids[:end]), int(self.cum[end]), ms)
+        return TurnContext(set(self.c.ids[:end]), int(self.cum[end]), ms)
 
     def close(self) -> None:
-        pass
+        """Nothing to release."""
 
 
-class _ArmStrategy:
+class ArmStrategy:
     """A registered arm: remember every turn; recall by ``query`` or ``assemble_context``."""
 
     def __init__(
@@ -94,7 +87,7 @@ class _ArmStrategy:
         self.store_dir = store_dir
         self.empty = Corpus(corpus.memories.clear(), corpus.sessions, corpus.facts, corpus.entities)
 
-    def begin(self, conv: _Conversation) -> None:
+    def begin(self, conv: Conversation) -> None:
         """Build a fresh, empty store for ``conv`` (replacing the last conversation's)."""
         self.c = conv
         self.pos = {m: i for i, m in enumerate(conv.ids)}
@@ -115,7 +108,8 @@ class _ArmStrategy:
         self.arm.remember(rows, self.c.embeddings)
         return (time.perf_counter() - t0) * 1e3
 
-    def turn(self, t: int, query: Query) -> _Context:
+    def turn(self, t: int, query: Query) -> TurnContext:
+        """Remember turn ``t`` through the arm, then recall (or assemble) its context."""
         if self.assembles:
             remember_ms = self._remember(t)
             ctx = self._assemble(t, query)
@@ -133,9 +127,9 @@ class _ArmStrategy:
         del prompt
         remember_ms = self._remember(t)
         ids = {self.c.ids[i] for i in pos}
-        return _Context(ids, int(self.c.tokens[pos].sum()), ms, remember_ms)
+        return TurnContext(ids, int(self.c.tokens[pos].sum()), ms, remember_ms)
 
-    def _assemble(self, t: int, query: Query) -> _Context:
+    def _assemble(self, t: int, query: Query) -> TurnContext:
         t0 = time.perf_counter()
         ctx = self.arm.assemble_context(query.text, query.embedding, self.k)  # type: ignore[attr-defined]
         ms = (time.perf_counter() - t0) * 1e3
@@ -149,7 +143,9 @@ class _ArmStrategy:
                 by_tier[it.tier].update(it.memory_ids)
         ids = set().union(*by_tier.values())
         probe = self.c.probes.get(t)
-        hit_tiers = " ".join(tier for tier in TIERS if by_tier[tier] & probe[1]) if probe else None
+        hit_tiers = (
+            " ".join(tier for tier in TIERS if by_tier[tier] & probe.gold) if probe else None
+        )
         tier = {
             "l1_tokens": ctx.tokens["L1"],
             "l2_tokens": ctx.tokens["L2"],
@@ -159,9 +155,10 @@ class _ArmStrategy:
             "l3_ms": ctx.latency_ms["L3"],
             "hit_tiers": hit_tiers,
         }
-        return _Context(ids, ctx.total_tokens, ms, tier=tier)
+        return TurnContext(ids, ctx.total_tokens, ms, tier=tier)
 
     def close(self) -> None:
+        """Close the arm's store; safe to call twice."""
         if self.arm is not None:
             self.arm.close()
             self.arm = None
@@ -181,12 +178,10 @@ def make_conversation_arm(
     Raises:
         ValueError: on an unknown arm or parameters its constructor refuses.
     """
-    if name not in ARMS:
-        raise ValueError(f"unknown arm {name!r}; known arms: {sorted(ARMS)}")
-    cls = ARMS[name]
-    takes = inspect.signature(cls).parameters
-    kwargs = {**dict(params or {}), **{k: v for k, v in sweep_params.items() if k in takes}}
     try:
-        return cls(**kwargs)
+        return make_arm(name, params, optional=sweep_params)
+    except KeyError as exc:
+        raise ValueError(exc.args[0]) from None
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name}: bad parameters {kwargs!r}: {exc}") from None
+        given = {**dict(params or {}), **dict(sweep_params)}
+        raise ValueError(f"{name}: bad parameters {given!r}: {exc}") from None

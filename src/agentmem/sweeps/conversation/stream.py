@@ -7,22 +7,16 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import polars as pl
 
-from agentmem.arms.base import MEMORY_SCHEMA, SUPERSEDES, Embeddings
-
-if TYPE_CHECKING:
-    from agentmem.sweeps.conversation.probes import ProbeQuestion
+from agentmem.arms.base import MEMORY_SCHEMA, SUPERSEDES
 
 #: Ways to pick a conversation's memories (docs/experiments/conversation.md).
 SAMPLINGS: tuple[str, ...] = ("window", "topics")
 
 
-def _window_stream(memories: pl.DataFrame, n: int, rng: random.Random) -> pl.DataFrame:
+def window_stream(memories: pl.DataFrame, n: int, rng: random.Random) -> pl.DataFrame:
     """Return ``n`` consecutive memories starting at a random session start (seq order)."""
     mem = memories.sort("seq")
     if mem.height < n:
@@ -32,7 +26,7 @@ def _window_stream(memories: pl.DataFrame, n: int, rng: random.Random) -> pl.Dat
     return mem.slice(rng.choice(starts), n)
 
 
-def _topic_stream(
+def topic_stream(
     memories: pl.DataFrame,
     n: int,
     rng: random.Random,
@@ -77,25 +71,6 @@ def _topic_stream(
             f"the corpus's facts give {len(chosen)} memories; a conversation needs {n}"
         )
     return mem[sorted(chosen)[:n]]
-
-
-@dataclass
-class _Conversation:
-    """One simulated conversation (internal)."""
-
-    index: int
-    rows: list[dict[str, Any]]  # memory rows in stream order
-    ids: list[str]
-    bodies: list[str]
-    tokens: np.ndarray  # int64 (n,)
-    vectors: np.ndarray  # float32 (n, 384)
-    turn_of: list[int]  # 1-based turn of each stream position
-    turns: list[range]  # stream positions of turn t at index t - 1
-    frame: pl.DataFrame  # the rows as remember takes them (remember_frame)
-    embeddings: Embeddings  # the stream's vectors keyed by memory id
-    probes: dict[int, tuple[ProbeQuestion, frozenset[str], dict[str, Any]]] = field(
-        default_factory=dict
-    )  # turn -> (question, gold ids, probe row)
 
 
 def remember_frame(stream: pl.DataFrame, turn_of: Sequence[int]) -> pl.DataFrame:

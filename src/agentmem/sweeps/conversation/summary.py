@@ -6,7 +6,7 @@ from typing import Any
 
 import polars as pl
 
-from agentmem.arms.three_tier import TIERS
+from agentmem.arms.context import TIERS
 from agentmem.sweeps.conversation.schemas import SUMMARY_SCHEMA, TIER_SUMMARY_SCHEMA
 from agentmem.sweeps.conversation.strategies import APPEND
 
