@@ -17,7 +17,7 @@ from support.tiny import fake_vector
 from agentmem.arms import ARMS
 from agentmem.arms.base import MEMORY_SCHEMA, Arm, ArmError, Embeddings, Predicate, Query
 from agentmem.arms.mem0 import Mem0FaissArm, Mem0QdrantArm
-from agentmem.arms.mem0.arm import (
+from agentmem.arms.mem0.filters import (
     matches_nothing,
     predicate_filters,
     query_filters,

@@ -7,9 +7,8 @@ import math
 import polars as pl
 import pytest
 
+from agentmem.report.claims import DESIGN_FINDINGS, HEADLINE_FINDINGS
 from agentmem.report.headline import (
-    DESIGN_FINDINGS,
-    HEADLINE_FINDINGS,
     across_seeds,
     by_class_seeds,
     findings_table,

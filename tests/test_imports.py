@@ -107,15 +107,15 @@ def test_the_workflow_parse_imports_no_job_code():
     """What workflow/rules/common.smk imports to build the DAG: the config, the arm
     registry and constants, not the runner, the encoder or the report's comparison."""
     code = (
+        "from agentmem.arms import PLUGIN_PROBLEMS\n"
         "from agentmem.config import load_config\n"
-        "from agentmem.external import DatasetError, validate_dataset\n"
-        "from agentmem.external.format import DATASET_FILES\n"
         "from agentmem.external.score import RUN_K\n"
-        "from agentmem.jobs import CORPUS_FILES, CORPUS_TABLES\n"
-        "from agentmem.report.reference import ANOMALY_ARM\n"
-        "from agentmem.robustness import robustness_arms, robustness_corpora\n"
-        "from agentmem.sweeps.ablation import ablated_arms\n"
-        "from agentmem.sweeps.postfilter import postfilter_roles\n"
+        "from agentmem.jobs import CORPUS_TABLES\n"
+        "from agentmem.workflow.external import PreflightError\n"
+        "from agentmem.workflow.plan import Plan\n"
+        "from agentmem.workflow.robustness import ROB\n"
+        "from agentmem.workflow.selection import paired_tests\n"
+        "Plan(load_config('config/config.yaml'), '.').all_targets()\n"
         "import json, sys\n"
         "print(json.dumps(sorted(sys.modules)))"
     )

@@ -27,7 +27,7 @@ JOB_SCHEMA = {
 }
 
 
-def _tsv_float(text: str) -> float | None:
+def tsv_float(text: str) -> float | None:
     """A TSV cell as a float; ``None`` for ``NA``, ``-``, empty or non-finite values."""
     text = text.strip()
     if text in _MISSING:
@@ -41,7 +41,7 @@ def _tsv_float(text: str) -> float | None:
 
 def _tsv_column(rows: Sequence[Sequence[str]], i: int) -> list[float]:
     """The measured values of column ``i`` over ``rows`` (missing cells dropped)."""
-    vals = [_tsv_float(r[i]) if i < len(r) else None for r in rows]
+    vals = [tsv_float(r[i]) if i < len(r) else None for r in rows]
     return [v for v in vals if v is not None]
 
 

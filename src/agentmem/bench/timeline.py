@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from agentmem.bench.errors import BenchError
-from agentmem.bench.jobs import _tsv_float
+from agentmem.bench.jobs import tsv_float
 from agentmem.io import write_text
 
 #: Declared resource -> lane, in order of precedence; a job declaring none is ``other``.
@@ -127,7 +127,7 @@ def _bench(path: str | None, bench_dir: Path | None, workdir: str | None) -> dic
     for col, agg in (("s", sum), ("cpu_time", sum), ("max_rss", max)):
         c = rows[0].index(col) if rows and col in rows[0] else -1
         cells = [r[c] if 0 <= c < len(r) else "-" for r in rows[1:]]
-        vals = [v for x in cells if (v := _tsv_float(x)) is not None]
+        vals = [v for x in cells if (v := tsv_float(x)) is not None]
         out[col] = agg(vals) if vals else None
     return out
 

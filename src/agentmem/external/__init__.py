@@ -15,31 +15,29 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from agentmem.external.format import (
+    from agentmem.external.format import read_dataset, validate_dataset, write_dataset
+    from agentmem.external.locomo import LocomoFormatError, LocomoMissing, convert_locomo
+    from agentmem.external.prepare import PREPARED_FILES, prepare_dataset
+    from agentmem.external.schema import (
         FORMAT,
         FORMAT_VERSION,
         ISSUE_KINDS,
         Dataset,
         DatasetError,
         Issue,
-        read_dataset,
-        validate_dataset,
-        write_dataset,
     )
-    from agentmem.external.locomo import LocomoFormatError, LocomoMissing, convert_locomo
-    from agentmem.external.prepare import PREPARED_FILES, prepare_dataset
     from agentmem.external.score import SCORE_COLUMNS, score_dataset
 
 #: the submodule that defines each public name (imported on first use)
 _SOURCES: dict[str, str] = {
-    "FORMAT": "agentmem.external.format",
-    "FORMAT_VERSION": "agentmem.external.format",
-    "ISSUE_KINDS": "agentmem.external.format",
+    "FORMAT": "agentmem.external.schema",
+    "FORMAT_VERSION": "agentmem.external.schema",
+    "ISSUE_KINDS": "agentmem.external.schema",
     "PREPARED_FILES": "agentmem.external.prepare",
     "SCORE_COLUMNS": "agentmem.external.score",
-    "Dataset": "agentmem.external.format",
-    "DatasetError": "agentmem.external.format",
-    "Issue": "agentmem.external.format",
+    "Dataset": "agentmem.external.schema",
+    "DatasetError": "agentmem.external.schema",
+    "Issue": "agentmem.external.schema",
     "LocomoFormatError": "agentmem.external.locomo",
     "LocomoMissing": "agentmem.external.locomo",
     "convert_locomo": "agentmem.external.locomo",

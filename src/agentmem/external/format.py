@@ -1,5 +1,8 @@
 """The "agentmem-memory" dataset format (version 1): reading, validating and writing it.
 
+Its files, keys and records are in :mod:`agentmem.external.schema`, the line-level
+readers in :mod:`agentmem.external.reading`.
+
 A dataset is a directory of four files (full specification: ``docs/DATASETS.md``):
 ``dataset.json`` (name, categories), ``corpus.jsonl`` (one memory a line: BEIR's ``_id`` and
 ``text`` plus the memory columns ``session``, ``day``, ``scope``, ``kind``, ``source``,
@@ -15,340 +18,45 @@ no memory, ...) are collected as :class:`Issue` rows and reported, never silentl
 
 from __future__ import annotations
 
-import difflib
 import json
 import logging
-import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from agentmem.external.reading import (
+    check_chars,
+    check_keys,
+    file_lines,
+    got,
+    id_field,
+    int_field,
+    json_lines,
+    key_line,
+    no_duplicate_keys,
+    str_field,
+    str_list_field,
+)
+from agentmem.external.schema import (
+    CORPUS_KEYS,
+    DATASET_FILES,
+    DATASET_KEYS,
+    DEFAULT_CATEGORY,
+    FORMAT,
+    FORMAT_VERSION,
+    KINDS,
+    MAX_SCORE,
+    NAME_PATTERN,
+    QRELS_HEADER,
+    QUERY_KEYS,
+    Dataset,
+    DatasetError,
+    Issue,
+)
 from agentmem.io import write_text
 
 log = logging.getLogger(__name__)
-
-FORMAT = "agentmem-memory"
-FORMAT_VERSION = 1
-#: the files of a dataset directory (other files beside them are ignored)
-DATASET_FILES = ("dataset.json", "corpus.jsonl", "queries.jsonl", "qrels.tsv")
-KINDS = ("episodic", "semantic", "procedural")
-QRELS_HEADER = ("query-id", "corpus-id", "score")
-#: largest qrels score (grades are stored as Int8)
-MAX_SCORE = 127
-DEFAULT_CATEGORY = "all"
-
-DATASET_KEYS = (
-    "format",
-    "version",
-    "name",
-    "unit",
-    "description",
-    "license",
-    "source",
-    "categories",
-)
-CORPUS_KEYS = (
-    "_id",
-    "text",
-    "session",
-    "day",
-    "scope",
-    "kind",
-    "source",
-    "turn",
-    "evidence",
-    "title",
-    "metadata",
-)
-QUERY_KEYS = ("_id", "text", "category", "scope", "evidence", "metadata")
-
-#: referential problems: reported in ``issues.csv`` and the manifest, never fatal
-ISSUE_KINDS = {
-    "unknown-memory": "a qrel names a corpus-id that is not in corpus.jsonl (qrel dropped)",
-    "unknown-query": "a qrel names a query-id that is not in queries.jsonl (qrel dropped)",
-    "empty-scope": "a query's scope holds no memory (scoped retrieval returns nothing)",
-    "out-of-scope": "a relevant memory is outside its query's scope (unreachable when scoped)",
-    "uncovered-evidence": "no memory in the query's scope covers an evidence unit it needs",
-    "no-qrels": "a query with evidence but no relevant memory (scored at evidence level only)",
-    "no-relevant": "a query with no relevant memory and no evidence (query skipped)",
-}
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-#: characters no string of a dataset may hold: NUL (PostgreSQL text cannot hold it) and
-#: lone surrogates (valid JSON escapes such as ``"\ud800"`` that UTF-8 cannot encode)
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-_NUL_PROBLEM = "expected no NUL character (U+0000; PostgreSQL text cannot hold it)"
-_SURROGATE_PROBLEM = "expected no lone surrogate (U+D800..U+DFFF; not encodable as UTF-8)"
-
-
-class DatasetError(ValueError):
-    """A structural error in a dataset; the message is ``<file>:<line>: <field>: <problem>``.
-
-    Attributes:
-        path: the file (or directory) at fault.
-        line: 1-based line number, or ``None`` when the problem is not on one line.
-        field: the field (key or column) at fault, or ``None``.
-    """
-
-    def __init__(self, path: Path, line: int | None, field: str | None, problem: str) -> None:
-        self.path = Path(path)
-        self.line = line
-        self.field = field
-        where = str(path) if line is None else f"{path}:{line}"
-        super().__init__(f"{where}: {field}: {problem}" if field else f"{where}: {problem}")
-
-
-@dataclass(frozen=True)
-class Issue:
-    """A referential problem in a dataset: one row of ``issues.csv``.
-
-    Attributes:
-        file: the file the problem is in (``qrels.tsv``, ``queries.jsonl``).
-        line: 1-based line of the offending row.
-        kind: one of :data:`ISSUE_KINDS`.
-        id: the query or memory id concerned.
-        detail: a readable explanation.
-    """
-
-    file: str
-    line: int
-    kind: str
-    id: str
-    detail: str
-
-
-@dataclass
-class Dataset:
-    """A dataset read and validated by :func:`read_dataset`.
-
-    Attributes:
-        path: the dataset directory.
-        meta: ``dataset.json`` as read (``unit``, ``categories`` etc. only when given).
-        memories: one dict per corpus line, defaults filled in: ``_id``, ``text``,
-            ``session``, ``day``, ``scope`` (str or None), ``kind``, ``source``, ``turn``,
-            ``evidence`` (list[str]), ``line`` (1-based).
-        queries: the queries kept (file order), each ``_id``, ``text``, ``category``,
-            ``scope``, ``evidence`` (the evidence units the answer needs: as given, or the
-            union over its relevant memories in qrels order), ``evidence_given`` (bool),
-            ``line``.
-        qrels: ``(query_id, memory_id, score, line)`` for each qrels row naming a kept
-            query and a known memory, score 0 included.
-        issues: the referential problems found (:class:`Issue`), in file order.
-        skipped_queries: ids of queries dropped for having no relevant memory and no
-            evidence (each also an ``Issue`` of kind ``no-relevant``).
-    """
-
-    path: Path
-    meta: dict[str, Any]
-    memories: list[dict[str, Any]]
-    queries: list[dict[str, Any]]
-    qrels: list[tuple[str, str, int, int]]
-    issues: list[Issue] = field(default_factory=list)
-    skipped_queries: list[str] = field(default_factory=list)
-
-    @property
-    def name(self) -> str:
-        """The dataset's name from ``dataset.json``."""
-        return str(self.meta["name"])
-
-    @property
-    def categories(self) -> list[str]:
-        """Categories of the kept queries: ``dataset.json`` order, else first appearance."""
-        present = list(dict.fromkeys(q["category"] for q in self.queries))
-        declared = self.meta.get("categories")
-        if declared:
-            return [c for c in declared if c in present]
-        return present
-
-    def issue_counts(self) -> dict[str, int]:
-        """Number of issues by kind, every kind of :data:`ISSUE_KINDS` listed (0 if none)."""
-        c = Counter(i.kind for i in self.issues)
-        return {k: int(c.get(k, 0)) for k in ISSUE_KINDS}
-
-
-# ------------------------------------------------------------------ reading
-
-
-def _printable(text: str) -> str:
-    r"""``text`` with each NUL and lone surrogate written as its JSON escape (``\u0000``)."""
-    return _UNSTORABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-
-
-def _got(value: Any) -> str:
-    try:
-        text = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        text = repr(value)
-    text = _printable(text)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _excerpt(text: str, at: int) -> str:
-    """``text`` as :func:`_got` shows it, from at most 20 characters before index ``at``."""
-    start = max(0, at - 20)
-    return ("..." if start else "") + _got(text[start:])
-
-
-def _strings(value: Any) -> Iterator[str]:
-    """Every string of a parsed JSON value: itself, or the keys and values nested in it."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, list):
-        for v in value:
-            yield from _strings(v)
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            yield k
-            yield from _strings(v)
-
-
-def _check_chars(path: Path, no: int | None, key: str, value: Any) -> None:
-    """Refuse a character no arm can store in any string of ``value`` (field ``key``).
-
-    Raises:
-        DatasetError: naming ``path``, line ``no`` and ``key``, showing where the character is.
-    """
-    for text in _strings(value):
-        bad = _UNSTORABLE.search(text)
-        if bad:
-            problem = _NUL_PROBLEM if bad.group() == "\x00" else _SURROGATE_PROBLEM
-            raise DatasetError(path, no, key, f"{problem}, got {_excerpt(text, bad.start())}")
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in pairs:
-        if k in out:
-            raise ValueError(f"duplicate key {k!r}")
-        out[k] = v
-    return out
-
-
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    """``(1-based line number, text)`` of each non-blank line of a UTF-8 file."""
-    if not path.is_file():
-        raise DatasetError(
-            path, None, None, "missing (a dataset needs " + ", ".join(DATASET_FILES) + ")"
-        )
-    data = path.read_bytes()
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    for no, raw in enumerate(data.split(b"\n"), start=1):
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise DatasetError(
-                path, no, None, f"not UTF-8 ({exc.reason} at byte {exc.start})"
-            ) from None
-        if text.strip():
-            yield no, text.rstrip("\r")
-
-
-def _json_lines(path: Path, allowed: Sequence[str]) -> Iterator[tuple[int, dict[str, Any]]]:
-    for no, text in _lines(path):
-        try:
-            obj = json.loads(text, object_pairs_hook=_no_duplicate_keys)
-        except ValueError as exc:
-            raise DatasetError(path, no, None, f"not valid JSON ({exc})") from None
-        if not isinstance(obj, dict):
-            raise DatasetError(path, no, None, f"expected a JSON object, got {_got(obj)}")
-        _check_keys(path, no, obj, allowed)
-        for key, value in obj.items():
-            _check_chars(path, no, key, value)
-        yield no, obj
-
-
-def _check_keys(path: Path, no: int | None, obj: Mapping[str, Any], allowed: Sequence[str]) -> None:
-    for key in obj:
-        if key not in allowed:
-            close = difflib.get_close_matches(key, allowed, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise DatasetError(
-                path, no, _printable(key), f"unknown key (allowed: {', '.join(allowed)}){hint}"
-            )
-
-
-def _str(
-    path: Path,
-    no: int | None,
-    obj: Mapping[str, Any],
-    key: str,
-    *,
-    required: bool = False,
-    default: str | None = None,
-    empty_ok: bool = False,
-    null_ok: bool = False,
-) -> str | None:
-    if key not in obj:
-        if required:
-            raise DatasetError(path, no, key, "missing (required)")
-        return default
-    v = obj[key]
-    if v is None and null_ok:
-        return None
-    kind = "a string" + ("" if empty_ok else " (non-empty)") + (" or null" if null_ok else "")
-    if not isinstance(v, str) or (not empty_ok and not v.strip()):
-        raise DatasetError(path, no, key, f"expected {kind}, got {_got(v)}")
-    return v
-
-
-def _int(
-    path: Path,
-    no: int | None,
-    obj: Mapping[str, Any],
-    key: str,
-    *,
-    required: bool = False,
-    default: int | None = None,
-) -> int | None:
-    if key not in obj:
-        if required:
-            raise DatasetError(path, no, key, "missing (required)")
-        return default
-    v = obj[key]
-    if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-        raise DatasetError(path, no, key, f"expected an integer >= 0, got {_got(v)}")
-    return v
-
-
-def _str_list(
-    path: Path, no: int | None, obj: Mapping[str, Any], key: str, *, empty_ok: bool
-) -> list[str] | None:
-    if key not in obj:
-        return None
-    v = obj[key]
-    what = "a list of non-empty strings" + ("" if empty_ok else " (at least one)")
-    if (
-        not isinstance(v, list)
-        or not all(isinstance(e, str) and e.strip() for e in v)
-        or (not v and not empty_ok)
-    ):
-        raise DatasetError(path, no, key, f"expected {what}, got {_got(v)}")
-    seen: set[str] = set()
-    for e in v:
-        if e in seen:
-            raise DatasetError(path, no, key, f"{_got(e)} is listed twice")
-        seen.add(e)
-    return list(v)
-
-
-def _id(path: Path, no: int, obj: Mapping[str, Any]) -> str:
-    v = str(_str(path, no, obj, "_id", required=True))
-    if v != v.strip() or "\t" in v or "\n" in v or "\r" in v:
-        raise DatasetError(
-            path, no, "_id", f"expected no tab, line break or surrounding space, got {_got(v)}"
-        )
-    return v
-
-
-def _key_line(text: str, key: str) -> int:
-    """1-based line of the first mention of ``key`` (as written, or JSON-escaped), else 1."""
-    spellings = (f'"{key}"', json.dumps(key))
-    for no, line in enumerate(text.splitlines(), start=1):
-        if any(k in line for k in spellings):
-            return no
-    return 1
 
 
 def read_meta(path: str | Path) -> dict[str, Any]:
@@ -374,51 +82,51 @@ def read_meta(path: str | Path) -> dict[str, Any]:
         )
     try:
         text = p.read_text(encoding="utf-8-sig")
-        meta = json.loads(text, object_pairs_hook=_no_duplicate_keys)
+        meta = json.loads(text, object_pairs_hook=no_duplicate_keys)
     except UnicodeDecodeError as exc:
         raise DatasetError(p, None, None, f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
     except ValueError as exc:
         raise DatasetError(p, getattr(exc, "lineno", 1), None, f"not valid JSON ({exc})") from None
     if not isinstance(meta, dict):
-        raise DatasetError(p, 1, None, f"expected a JSON object, got {_got(meta)}")
+        raise DatasetError(p, 1, None, f"expected a JSON object, got {got(meta)}")
     for key in meta:
         if key not in DATASET_KEYS:
-            _check_keys(p, _key_line(text, key), {key: None}, DATASET_KEYS)
+            check_keys(p, key_line(text, key), {key: None}, DATASET_KEYS)
 
     def at(key: str) -> int | None:
-        return _key_line(text, key) if key in meta else 1
+        return key_line(text, key) if key in meta else 1
 
     for key, value in meta.items():
-        _check_chars(p, at(key), key, value)
+        check_chars(p, at(key), key, value)
 
     if meta.get("format") != FORMAT:
         raise DatasetError(
-            p, at("format"), "format", f"expected {_got(FORMAT)}, got {_got(meta.get('format'))}"
+            p, at("format"), "format", f"expected {got(FORMAT)}, got {got(meta.get('format'))}"
         )
     if "version" not in meta:
         raise DatasetError(p, 1, "version", "missing (required)")
     if meta["version"] != FORMAT_VERSION or isinstance(meta["version"], bool):
         raise DatasetError(
-            p, at("version"), "version", f"expected {FORMAT_VERSION}, got {_got(meta['version'])}"
+            p, at("version"), "version", f"expected {FORMAT_VERSION}, got {got(meta['version'])}"
         )
-    name = _str(p, at("name"), meta, "name", required=True)
-    if not _NAME.fullmatch(str(name)):
+    name = str_field(p, at("name"), meta, "name", required=True)
+    if not NAME_PATTERN.fullmatch(str(name)):
         raise DatasetError(
             p,
             at("name"),
             "name",
-            f"expected letters, digits, '.', '_' or '-' (a file name), got {_got(name)}",
+            f"expected letters, digits, '.', '_' or '-' (a file name), got {got(name)}",
         )
     for key in ("unit", "description", "license", "source"):
-        _str(p, at(key), meta, key, empty_ok=key != "unit")
+        str_field(p, at(key), meta, key, empty_ok=key != "unit")
     if "categories" in meta:
-        cats = _str_list(p, at("categories"), meta, "categories", empty_ok=False) or []
+        cats = str_list_field(p, at("categories"), meta, "categories", empty_ok=False) or []
         if DEFAULT_CATEGORY in cats:
             raise DatasetError(
                 p,
                 at("categories"),
                 "categories",
-                f"{_got(DEFAULT_CATEGORY)} is reserved (the score row over every query)",
+                f"{got(DEFAULT_CATEGORY)} is reserved (the score row over every query)",
             )
     return meta
 
@@ -447,39 +155,39 @@ def read_dataset(path: str | Path) -> Dataset:
     first_line: dict[str, int] = {}
     turns_in: Counter[str] = Counter()
     session_scope: dict[str, tuple[str | None, int]] = {}
-    for no, obj in _json_lines(cp, CORPUS_KEYS):
-        mid = _id(cp, no, obj)
+    for no, obj in json_lines(cp, CORPUS_KEYS):
+        mid = id_field(cp, no, obj)
         if mid in first_line:
             raise DatasetError(
-                cp, no, "_id", f"duplicate {_got(mid)} (first on line {first_line[mid]})"
+                cp, no, "_id", f"duplicate {got(mid)} (first on line {first_line[mid]})"
             )
         first_line[str(mid)] = no
-        _str(cp, no, obj, "text", required=True)
-        session = str(_str(cp, no, obj, "session", required=True))
-        day = _int(cp, no, obj, "day", required=True)
+        str_field(cp, no, obj, "text", required=True)
+        session = str(str_field(cp, no, obj, "session", required=True))
+        day = int_field(cp, no, obj, "day", required=True)
         kind = obj.get("kind", "episodic")
         if kind not in KINDS:
             raise DatasetError(
-                cp, no, "kind", f"expected one of {', '.join(KINDS)}, got {_got(kind)}"
+                cp, no, "kind", f"expected one of {', '.join(KINDS)}, got {got(kind)}"
             )
-        turn = _int(cp, no, obj, "turn", default=turns_in[session])
+        turn = int_field(cp, no, obj, "turn", default=turns_in[session])
         turns_in[session] += 1
-        evidence = _str_list(cp, no, obj, "evidence", empty_ok=True)
-        scope = _str(cp, no, obj, "scope", null_ok=True)
+        evidence = str_list_field(cp, no, obj, "evidence", empty_ok=True)
+        scope = str_field(cp, no, obj, "scope", null_ok=True)
         first = session_scope.setdefault(session, (scope, no))
         if first[0] != scope:
             raise DatasetError(
                 cp,
                 no,
                 "scope",
-                f"{_got(scope)}, but session {_got(session)} has scope {_got(first[0])} "
+                f"{got(scope)}, but session {got(session)} has scope {got(first[0])} "
                 f"(line {first[1]}); a session belongs to one scope",
             )
         if "title" in obj:
-            _str(cp, no, obj, "title", empty_ok=True)
+            str_field(cp, no, obj, "title", empty_ok=True)
         if "metadata" in obj and not isinstance(obj["metadata"], dict):
             raise DatasetError(
-                cp, no, "metadata", f"expected a JSON object, got {_got(obj['metadata'])}"
+                cp, no, "metadata", f"expected a JSON object, got {got(obj['metadata'])}"
             )
         memories.append(
             {
@@ -489,7 +197,7 @@ def read_dataset(path: str | Path) -> Dataset:
                 "day": day,
                 "scope": scope,
                 "kind": kind,
-                "source": _str(cp, no, obj, "source", default="", empty_ok=True),
+                "source": str_field(cp, no, obj, "source", default="", empty_ok=True),
                 "turn": turn,
                 "evidence": [mid] if evidence is None else evidence,
                 "line": no,
@@ -500,22 +208,20 @@ def read_dataset(path: str | Path) -> Dataset:
     qp = d / "queries.jsonl"
     queries: list[dict[str, Any]] = []
     q_line: dict[str, int] = {}
-    for no, obj in _json_lines(qp, QUERY_KEYS):
-        qid = _id(qp, no, obj)
+    for no, obj in json_lines(qp, QUERY_KEYS):
+        qid = id_field(qp, no, obj)
         if qid in q_line:
-            raise DatasetError(
-                qp, no, "_id", f"duplicate {_got(qid)} (first on line {q_line[qid]})"
-            )
+            raise DatasetError(qp, no, "_id", f"duplicate {got(qid)} (first on line {q_line[qid]})")
         if qid in first_line:
             raise DatasetError(
                 qp,
                 no,
                 "_id",
-                f"{_got(qid)} is also a memory id (corpus.jsonl line {first_line[qid]}); "
+                f"{got(qid)} is also a memory id (corpus.jsonl line {first_line[qid]}); "
                 "queries and memories share one id space",
             )
         q_line[qid] = no
-        _str(qp, no, obj, "text", required=True)
+        str_field(qp, no, obj, "text", required=True)
         if categories and "category" not in obj:
             raise DatasetError(
                 qp,
@@ -523,26 +229,26 @@ def read_dataset(path: str | Path) -> Dataset:
                 "category",
                 f"missing (required: dataset.json lists categories {', '.join(categories)})",
             )
-        cat = str(_str(qp, no, obj, "category", default=DEFAULT_CATEGORY))
+        cat = str(str_field(qp, no, obj, "category", default=DEFAULT_CATEGORY))
         if categories and cat not in categories:
             raise DatasetError(
                 qp,
                 no,
                 "category",
-                f"{_got(cat)} is not one of the categories of dataset.json "
+                f"{got(cat)} is not one of the categories of dataset.json "
                 f"({', '.join(categories)})",
             )
         if "metadata" in obj and not isinstance(obj["metadata"], dict):
             raise DatasetError(
-                qp, no, "metadata", f"expected a JSON object, got {_got(obj['metadata'])}"
+                qp, no, "metadata", f"expected a JSON object, got {got(obj['metadata'])}"
             )
         queries.append(
             {
                 "_id": qid,
                 "text": obj["text"],
                 "category": cat,
-                "scope": _str(qp, no, obj, "scope", null_ok=True),
-                "evidence": _str_list(qp, no, obj, "evidence", empty_ok=False),
+                "scope": str_field(qp, no, obj, "scope", null_ok=True),
+                "evidence": str_list_field(qp, no, obj, "evidence", empty_ok=False),
                 "line": no,
             }
         )
@@ -553,7 +259,7 @@ def read_dataset(path: str | Path) -> Dataset:
     issues: list[Issue] = []
     seen_pair: dict[tuple[str, str], int] = {}
     header_seen = False
-    for no, text in _lines(rp):
+    for no, text in file_lines(rp):
         cols = text.split("\t")
         if not header_seen:
             header_seen = True
@@ -562,15 +268,15 @@ def read_dataset(path: str | Path) -> Dataset:
                     rp,
                     no,
                     "header",
-                    f"expected {_got(chr(9).join(QRELS_HEADER))}, got {_got(text)}",
+                    f"expected {got(chr(9).join(QRELS_HEADER))}, got {got(text)}",
                 )
             continue
         if len(cols) != 3:
             raise DatasetError(
-                rp, no, None, f"expected 3 tab-separated columns, got {len(cols)}: {_got(text)}"
+                rp, no, None, f"expected 3 tab-separated columns, got {len(cols)}: {got(text)}"
             )
         for name, col in zip(QRELS_HEADER, cols, strict=True):
-            _check_chars(rp, no, name, col)
+            check_chars(rp, no, name, col)
         qid, mid, score_text = (c.strip() for c in cols)
         for name, v in (("query-id", qid), ("corpus-id", mid)):
             if not v:
@@ -581,7 +287,7 @@ def read_dataset(path: str | Path) -> Dataset:
             score = -1
         if score < 0 or score > MAX_SCORE:
             raise DatasetError(
-                rp, no, "score", f"expected an integer 0..{MAX_SCORE}, got {_got(score_text)}"
+                rp, no, "score", f"expected an integer 0..{MAX_SCORE}, got {got(score_text)}"
             )
         if (qid, mid) in seen_pair:
             raise DatasetError(
@@ -610,7 +316,7 @@ def read_dataset(path: str | Path) -> Dataset:
         else:
             rows.append((qid, mid, score, no))
     if not header_seen:
-        raise DatasetError(rp, 1, "header", f"missing: expected {_got(chr(9).join(QRELS_HEADER))}")
+        raise DatasetError(rp, 1, "header", f"missing: expected {got(chr(9).join(QRELS_HEADER))}")
 
     return _resolve(d, meta, memories, queries, rows, issues)
 
@@ -771,7 +477,7 @@ def write_dataset(
         lines = []
         for no, row in enumerate(rows, start=1):
             for key, value in row.items():
-                _check_chars(out / name, no, key, value)
+                check_chars(out / name, no, key, value)
             lines.append(json.dumps(dict(row), ensure_ascii=False) + "\n")
         return "".join(lines)
 

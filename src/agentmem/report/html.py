@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Mapping
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -126,147 +127,8 @@ CAPTIONS = {
     "the finding's statistic (italics: carried from the headline run).",
 }
 
-TEMPLATE = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8">
-<title>agentmem report</title>
-<style>
-body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;margin:1em 0;font-size:.85em}
-th,td{border:1px solid #ccc;padding:.25em .5em;text-align:right}
-th:first-child,td:first-child{text-align:left}
-caption{text-align:left;font-weight:600;padding:.3em 0}
-figure{margin:1.5em 0} figure img{max-width:100%}
-.note{color:#555;font-size:.9em} nav a{margin-right:.8em}
-.ok{color:#1e7e34} .bad{color:#b02a37} .na{color:#777} .warn{color:#a86400}
-code{background:#f4f4f4;padding:0 .2em}
-.wide{overflow-x:auto} tr.published td{font-style:italic;background:#f6f6f6}
-</style></head><body>
-<h1>agentmem: agent memory as a database problem</h1>
-<p class="note">Generated {{ generated }} · headline corpus size <code>{{ main_size }}</code> ·
-Python {{ env.python }}, SQLite {{ env.packages.sqlite }}, {{ env.cpus }} CPUs.</p>
-<details id="versions"><summary>Engines and libraries of this run</summary>
-<table><caption>Versions (results/capture.json, environment)</caption>
-<tr><th>component</th><th>version</th></tr>
-{% for name, version in versions %}<tr><td>{{ name }}</td><td>{{ version or "–" }}</td></tr>
-{% endfor %}</table></details>
-<nav>{% for s in sections %}<a href="#{{ s.anchor }}">{{ s.title }}</a>{% endfor %}
-<a href="#reference">10. The published study beside ours</a>
-<a href="#timeline">11. Where the run's time went</a></nav>
-
-{% for s in sections %}
-<h2 id="{{ s.anchor }}">{{ s.title }}</h2>
-<p>{{ s.intro }}</p>
-{% if s.anchor == "corpus" %}
-<table><caption>Corpus at size {{ main_size }} (study: 8,282 memories, 333 sessions,
-313 queries, 1,218 distractors, 844 superseded)</caption>
-<tr>{% for k in corpus_keys %}<th>{{ k }}</th>{% endfor %}</tr>
-<tr>{% for k in corpus_keys %}<td>{{ corpus[k] }}</td>{% endfor %}</tr></table>
-{% elif s.anchor == "retrieval" %}
-<table><caption>Overall (k = 10), 95% bootstrap interval of nDCG@10 in brackets</caption>
-<tr><th>arm</th><th>nDCG@10</th><th>recall@10</th><th>MRR</th><th>precision@10</th>
-<th>exact counts</th><th>p50 ms</th><th>p95 ms</th><th>bytes/memory</th></tr>
-{% for r in overall %}<tr><td>{{ r.arm }}</td>
-<td>{{ f(r.ndcg_at_10) }}{% if r.arm in ci %} <span class="note">[{{ f(ci[r.arm][0]) }},
-{{ f(ci[r.arm][1]) }}]</span>{% endif %}</td>
-<td>{{ f(r.recall_at_10) }}</td><td>{{ f(r.mrr) }}</td><td>{{ f(r.precision_at_10) }}</td>
-<td>{{ f(r.exact_count_rate) }}</td><td>{{ f(r.p50_ms, 2) }}</td><td>{{ f(r.p95_ms, 2) }}</td>
-<td>{{ bpm.get(r.arm, '–') }}</td></tr>{% endfor %}</table>
-<table><caption>nDCG@10 by query class (shaded: darker = better)</caption>
-<tr><th>arm</th>{% for c in classes %}<th>{{ c }}</th>{% endfor %}</tr>
-{% for arm, row in grid.items() %}<tr><td>{{ arm }}</td>{% for c in classes %}
-<td style="background:{{ shade(row.get(c)) }}">{{ f(row.get(c)) }}</td>{% endfor %}</tr>
-{% endfor %}</table>
-<table><caption>Stale exposure by query class: share of the returned top 10 that is superseded
-(lower = better; mean over queries that returned something, – if none did)</caption>
-<tr><th>arm</th>{% for c in classes %}<th>{{ c }}</th>{% endfor %}</tr>
-{% for arm, row in stale.items() %}<tr><td>{{ arm }}</td>{% for c in classes %}
-<td>{{ f(row.get(c)) }}</td>{% endfor %}</tr>
-{% endfor %}</table>
-{% elif s.anchor == "storage" %}
-<table><caption>Bytes on disk and build time</caption>
-<tr><th>arm</th><th>bytes</th><th>bytes/memory</th><th>source</th>
-<th>ingest ms</th><th>index ms</th></tr>
-{% for b in builds %}<tr><td>{{ b.arm }}</td><td>{{ "{:,}".format(b.storage_bytes) }}</td>
-<td>{{ b.bytes_per_memory }}</td><td>{{ b.storage_source }}</td><td>{{ f(b.ingest_ms, 1) }}</td>
-<td>{{ f(b.index_ms, 1) }}</td></tr>{% endfor %}</table>
-{% elif s.anchor == "capabilities" %}
-<table><caption>Capability grid</caption>
-<tr>{% for h in capabilities[0] %}<th>{{ h }}</th>{% endfor %}</tr>
-{% for row in capabilities[1:] %}<tr>{% for v in row %}<td>{{ v }}</td>{% endfor %}</tr>
-{% endfor %}</table>
-{% elif s.anchor == "robustness" %}
-{% if findings %}<div class="wide"><table><caption>The thirteen findings per corpus: the
-statistic and its verdict (carried: the finding reads no corpus; the headline run's value)
-</caption>
-<tr><th>finding</th>{% for c in findings.corpora %}<th>{{ c }}</th>{% endfor %}
-<th>across seeds: mean [95% CI]</th></tr>
-{% for r in findings.rows %}<tr><td>{{ r.number }}. {{ r.claim }}</td>
-{% for c in r.cells %}<td class="{{ c.css }}">{{ c.text }}</td>{% endfor %}
-<td>{{ r.seeds }}</td></tr>{% endfor %}</table></div>
-<table><caption>Statistic and verdict rule of each finding</caption>
-<tr><th>finding</th><th>statistic</th><th>rule</th></tr>
-{% for r in findings.rows %}<tr><td>{{ r.number }}</td><td>{{ r.statistic }}</td>
-<td>{{ r.rule }}</td></tr>{% endfor %}</table>
-{% else %}<p class="note">(no findings table)</p>{% endif %}
-{% if seed_spread %}<table><caption>Overall nDCG@10 across corpus seeds (95% Student-t
-interval over {{ seed_spread[0].n_seeds }} seeds) beside the headline run's 95% bootstrap
-interval over queries</caption>
-<tr><th>arm</th><th>mean over seeds</th><th>seed interval</th><th>range</th>
-<th>headline</th><th>bootstrap interval</th></tr>
-{% for r in seed_spread %}<tr><td>{{ r.arm }}</td><td>{{ f(r.ndcg_mean) }}</td>
-<td>[{{ f(r.ndcg_ci_low) }}, {{ f(r.ndcg_ci_high) }}]</td>
-<td>{{ f(r.ndcg_min) }}–{{ f(r.ndcg_max) }}</td><td>{{ f(r.boot_mean) }}</td>
-<td>[{{ f(r.boot_ci_low) }}, {{ f(r.boot_ci_high) }}]</td></tr>{% endfor %}</table>{% endif %}
-{% elif s.anchor == "external" %}
-{% if not external %}<p class="note">(no external dataset present: see config
-<code>external</code> and docs/DATASETS.md)</p>{% endif %}
-{% for d in external %}
-<h3 id="external-{{ d.id }}">{{ d.id }}</h3>
-<p class="note">{{ d.summary }}</p>
-{% for tb in d.tables %}<div class="wide"><table><caption>{{ tb.caption }}</caption>
-<tr><th rowspan="2">arm</th>{% for c in tb.groups %}
-<th colspan="{{ tb.metrics|length }}">{{ c }}</th>{% endfor %}</tr>
-<tr>{% for c in tb.groups %}{% for m in tb.metrics %}<th>{{ m }}</th>{% endfor %}{% endfor %}
-</tr>
-{% for r in tb.rows %}<tr{% if r.published %} class="published"{% endif %}><td>{{ r.label }}</td>
-{% for v in r["values"] %}<td>{{ f(v) }}</td>{% endfor %}</tr>{% endfor %}
-</table></div>{% endfor %}
-{% if d.figure in figs %}<figure><img src="{{ figs[d.figure].src }}" alt="{{ d.figure }}">
-<figcaption class="note">{{ figs[d.figure].caption }}</figcaption></figure>{% endif %}
-{% endfor %}
-{% endif %}
-{% for name in s.figures %}{% if name in figs %}
-<figure><img src="{{ figs[name].src }}" alt="{{ name }}">
-<figcaption class="note">{{ figs[name].caption }}</figcaption></figure>{% endif %}{% endfor %}
-{% for name in s.tables %}{% if tables.get(name) %}
-<table><caption>{{ name.replace('_', ' ') }}</caption>
-<tr>{% for k in tables[name][0].keys() %}<th>{{ k }}</th>{% endfor %}</tr>
-{% for r in tables[name] %}<tr>{% for v in r.values() %}<td>{{ f(v) }}</td>{% endfor %}</tr>
-{% endfor %}</table>{% endif %}{% endfor %}
-{% endfor %}
-
-<h2 id="reference">10. The published study beside ours</h2>
-{% if reference %}<p>{{ reference_summary }}</p>
-{% for section, rows in reference.items() %}
-<table><caption>{{ section }}</caption>
-<tr><th>item</th><th>published</th><th>ours</th><th>difference</th><th>verdict</th></tr>
-{% for r in rows %}<tr><td>{{ r.group }} · {{ r.item }}</td><td>{{ f(r.published) }}</td>
-<td>{{ f(r.ours) }}</td>
-<td>{{ f(r.difference) }}</td><td class="{{ verdict_class(r.verdict) }}">{{ r.verdict }}</td>
-</tr>{% endfor %}</table>{% endfor %}
-{% else %}<p class="note">(no comparison table)</p>{% endif %}
-
-<h2 id="timeline">11. Where the run's time went</h2>
-<p class="note">Every job of the last workflow run in this directory as a bar on its lane
-(timing jobs, background jobs, crash trials, the rest) over wall-clock time, the critical
-path outlined, each lane's idle time in its table. The workflow draws it when a run ends,
-after this page, to <code>results/bench/timeline.svg</code> (table:
-<code>timeline.md</code>, one row per job: <code>timeline.csv</code>; docs/BENCHMARKS.md),
-so it is linked, not embedded: after a rerun of a few targets it shows that rerun.</p>
-<figure><img src="../bench/timeline.svg" alt="no timeline yet: results/bench/timeline.svg is
-written when a workflow run ends"></figure>
-</body></html>
-"""
+#: the page's Jinja2 template (package data beside this module)
+TEMPLATE_FILE = "templates/report.html.j2"
 
 #: appendix tables shown under each section, by section anchor
 SECTION_TABLES = {
@@ -527,7 +389,8 @@ def render_report(
         for a, title, intro, figs_ in SECTIONS
     ]
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
-    html = env.from_string(TEMPLATE).render(
+    template = (resources.files("agentmem.report") / TEMPLATE_FILE).read_text(encoding="utf-8")
+    html = env.from_string(template).render(
         generated=doc["generated_utc"],
         main_size=doc["main_size"],
         env=doc["environment"],

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import polars as pl
 
-from agentmem.arms.base import VECTOR_DIM, Predicate
+from agentmem.arms.base import VECTOR_DIM, ArmError, Predicate, Query, checked_vector
 from agentmem.arms.product import NO_ID, matchless_id, metadata_rows
 
 #: First label of every namespace: all memories belong to one agent's store.
@@ -169,3 +170,24 @@ def index_config(embed: Any, kind: str, *, m: int, ef_construction: int) -> dict
         "ann_index_config": ann,
         "distance_type": "cosine",
     }
+
+
+def search_args(
+    q: Query, owner: str
+) -> tuple[np.ndarray, tuple[str, ...], dict[str, Any] | None, bool]:
+    """Return ``(query vector, namespace prefix, filter, can_match)`` for ``q``.
+
+    The prefix is the scope's namespace (``("agent",)`` unscoped, :func:`search_prefix`).
+    ``can_match`` is False when no stored memory can match the predicate value
+    (:func:`can_match`: ``""``, NUL, not UTF-8) or be in the scope
+    (:func:`scope_can_match`: ``.``, NUL, not UTF-8).
+
+    Raises:
+        ArmError: naming ``owner`` when the embedding is missing, not 384 values or not
+            finite.
+    """
+    vec = checked_vector(q.embedding, owner, f"query {q.query_id!r}", VECTOR_DIM)
+    if not np.all(np.isfinite(vec)):
+        raise ArmError(f"{owner}: query {q.query_id!r} embedding has non-finite values")
+    possible = can_match(q.predicate) and scope_can_match(q.scope)
+    return vec, search_prefix(q.scope), search_filter(q.predicate), possible

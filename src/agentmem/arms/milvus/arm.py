@@ -7,13 +7,10 @@ docs/arms/milvus-lite.md.
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -36,6 +33,12 @@ from agentmem.arms.base import (
     prepare_memories,
 )
 from agentmem.arms.milvus.expr import ids_expr, query_expr
+from agentmem.arms.milvus.quiet import (
+    QuietClient,
+    held_product_errors,
+    record_text,
+    release_records,
+)
 from agentmem.arms.product import (
     METADATA_FIELDS,
     ProductArm,
@@ -63,97 +66,6 @@ _LOOKUP_CHUNK = 1000
 _SCALARS = [c for c in METADATA_FIELDS if c != PK]
 #: Columns read back by :meth:`MilvusLiteArm.fetch`.
 _ROW_FIELDS = [PK, "body", *_SCALARS]
-
-#: The loggers through which the products report, in the calling thread, a call that
-#: fails: pymilvus logs every failed RPC at ERROR, with a traceback, and then raises the
-#: same error (``pymilvus.decorators``); Milvus Lite's server manager logs why its server
-#: could not start and returns nothing, and pymilvus then raises only "Open local milvus
-#: failed" (``milvus_lite.server_manager``). Both print to stderr by default.
-_PRODUCT_LOGGERS = ("pymilvus.decorators", "milvus_lite.server_manager")
-#: The product's ERROR records held back in the current arm call of this thread (None
-#: outside one): :func:`_held_product_errors`.
-_HELD: ContextVar[list[logging.LogRecord] | None] = ContextVar("milvus_held", default=None)
-
-
-class _HoldErrors(logging.Filter):
-    """Hold back the ERROR records a product logger makes inside an arm call."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        """Keep an ERROR record made inside an arm call and return False (not printed)."""
-        held = _HELD.get()
-        if held is None or record.levelno < logging.ERROR:
-            return True
-        held.append(record)
-        return False
-
-
-_HOLD_ERRORS = _HoldErrors()
-
-
-@contextmanager
-def _held_product_errors() -> Iterator[list[logging.LogRecord]]:
-    """Hold back the products' ERROR log records this thread makes inside the block.
-
-    Yields the list they are kept in; the caller decides what becomes of them. Records of
-    other threads, other loggers and lower levels pass as before.
-    """
-    for name in _PRODUCT_LOGGERS:
-        logging.getLogger(name).addFilter(_HOLD_ERRORS)  # no-op when already there
-    held: list[logging.LogRecord] = []
-    token = _HELD.set(held)
-    try:
-        yield held
-    finally:
-        _HELD.reset(token)
-
-
-def _record_text(record: logging.LogRecord) -> str:
-    """A held record in one line: its message's first line, then its exception if any."""
-    message = record.getMessage()
-    text = message.splitlines()[0] if message else ""
-    if record.exc_info and record.exc_info[1] is not None:
-        exc = record.exc_info[1]
-        text += f": {type(exc).__name__}: {exc}"
-    return text
-
-
-def _release(records: list[logging.LogRecord]) -> None:
-    """Hand held records to their loggers' handlers after all (nothing else reported them)."""
-    for record in records:
-        logging.getLogger(record.name).handle(record)
-
-
-class _QuietClient:
-    """The arm's ``MilvusClient``: its method calls hold back the products' error log.
-
-    pymilvus logs a failed RPC at ERROR with a traceback and raises the same error, which
-    leaves the arm as :class:`ArmError` carrying the product's message (e.g. "VARCHAR
-    field 'body' value length 65536 exceeds max_length=65535"), the traceback kept in its
-    ``__cause__``: that record is dropped. Any other held record is handed to its logger's
-    handlers after the call, as it would have been.
-    """
-
-    def __init__(self, client: Any) -> None:
-        self._inner = client
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._inner, name)
-        if not callable(attr):
-            return attr
-
-        @functools.wraps(attr)
-        def call(*args: Any, **kwargs: Any) -> Any:
-            held: list[logging.LogRecord] = []
-            failed = True
-            try:
-                with _held_product_errors() as held:
-                    result = attr(*args, **kwargs)
-                failed = False
-                return result
-            finally:
-                _release([r for r in held if not (failed and r.name == "pymilvus.decorators")])
-
-        return call
 
 
 # Milvus Lite runs one gRPC server per ``.db`` path in this process and refuses a second
@@ -271,19 +183,19 @@ class MilvusLiteArm(ProductArm):
             t0 = time.perf_counter()
             held: list[logging.LogRecord] = []
             try:
-                with _held_product_errors() as held:
+                with held_product_errors() as held:
                     client = MilvusClient(uri=uri)
             except Exception as exc:
                 # the cause (e.g. another process's lock) is only in Milvus Lite's log
-                logged = "".join(f"; Milvus Lite: {_record_text(r)}" for r in held)
+                logged = "".join(f"; Milvus Lite: {record_text(r)}" for r in held)
                 raise ArmError(
                     f"{self.name}: cannot open Milvus Lite store {uri}: {exc}{logged} (Milvus "
                     "Lite allows one process per .db; is another process holding it?)"
                 ) from exc
-            _release(held)
+            release_records(held)
             self.server_start_ms = (time.perf_counter() - t0) * 1000.0
             _SERVER_USERS[uri] = _SERVER_USERS.get(uri, 0) + 1
-        self._client, self._dir, self._uri = _QuietClient(client), store_dir, uri
+        self._client, self._dir, self._uri = QuietClient(client), store_dir, uri
 
     def _require_open(self) -> Any:
         """The open client.

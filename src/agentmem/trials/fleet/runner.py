@@ -14,7 +14,6 @@ docs/experiments/fleet.md.
 
 from __future__ import annotations
 
-import os
 import random
 import shutil
 import sys
@@ -23,47 +22,21 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from agentmem.arms.base import ArmError
 from agentmem.trials.common import TrialError, require_dir, trial_errors
-from agentmem.trials.fleet.agent import ERROR_KINDS
 from agentmem.trials.fleet.pool import OPEN_TIMEOUT_S, RUN_TIMEOUT_S, Agent, AgentPool
+from agentmem.trials.fleet.rows import (
+    FIELDS,
+    add_note,
+    add_run_stats,
+    apply_check,
+    blank_row,
+    say_row,
+)
 from agentmem.trials.fleet.workload import FleetData, Op, plan_runs
 
 __all__ = ["FIELDS", "AgentPool", "run_fleet", "unsupported_reason"]
 
-FIELDS: tuple[str, ...] = (
-    "arm",
-    "variant",
-    "processes",
-    "cores",
-    "contention",
-    "supported",
-    "reason",
-    "operations",
-    "seconds",
-    "ops_per_s",
-    "recall_p50_ms",
-    "recall_p99_ms",
-    "remember_p50_ms",
-    "remember_p99_ms",
-    "acknowledged",
-    "lost",
-    "lost_earlier",
-    "duplicated",
-    "unacked_present",
-    "corrections",
-    "corrections_in_force",
-    "corrections_returned",
-    "read_your_writes",
-    *(f"errors_{k}" for k in ERROR_KINDS),
-    "retries",
-    "error_sample",
-    "integrity_check",
-    "corrupt",
-    "problems",
-)
 """Columns of ``results/trials/fleet.csv``, in order (docs/experiments/fleet.md)."""
 
 
@@ -78,24 +51,6 @@ def unsupported_reason(arm_cls: type) -> str | None:
     return None
 
 
-def _pct(xs: list[float], q: float) -> float | None:
-    return round(float(np.percentile(xs, q)), 3) if xs else None
-
-
-def _cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
-
-
-def _blank(arm: str, variant: str, n: int) -> dict[str, Any]:
-    row: dict[str, Any] = dict.fromkeys(FIELDS)
-    row.update(arm=arm, variant=variant, processes=n, cores=_cores(), supported=True)
-    row["contention"] = n > row["cores"]
-    return row
-
-
 def _open_all(agents: list[Agent], arm: str, params: dict, store: Path) -> str | None:
     for a in agents:
         a.send({"cmd": "open", "arm": arm, "params": params, "store": str(store)})
@@ -103,55 +58,8 @@ def _open_all(agents: list[Agent], arm: str, params: dict, store: Path) -> str |
     return next((e for e in errors if e), None)
 
 
-def _apply_check(row: dict[str, Any], chk: dict[str, Any]) -> None:
-    for key in ("lost", "lost_earlier", "duplicated", "unacked_present"):
-        row[key] = chk.get(key)
-    row["corrections_in_force"] = chk.get("corrections_in_force")
-    row["corrections_returned"] = chk.get("corrections_returned")
-    row["integrity_check"] = chk.get("integrity_check")
-    problems = list(chk.get("integrity") or [])
-    row["corrupt"] = bool(problems)
-    row["problems"] = "; ".join(problems) or None
-
-
-def _run_stats(row: dict[str, Any], stats: list[dict[str, Any]]) -> None:
-    t0 = min(s["t0"] for s in stats)
-    t1 = max(s["t1"] for s in stats)
-    recall = [x for s in stats for x in s["recall_ms"]]
-    writes = [x for s in stats for x in s["remember_ms"] + s["correction_ms"]]
-    ops = len(recall) + len(writes)
-    row["operations"] = ops
-    row["seconds"] = round(t1 - t0, 3)
-    row["ops_per_s"] = round(ops / (t1 - t0), 1) if t1 > t0 else None
-    row["recall_p50_ms"], row["recall_p99_ms"] = _pct(recall, 50), _pct(recall, 99)
-    row["remember_p50_ms"], row["remember_p99_ms"] = _pct(writes, 50), _pct(writes, 99)
-    row["acknowledged"] = sum(len(s["acked"]) for s in stats)
-    row["corrections"] = sum(len(s["corrections"]) for s in stats)
-    checks = sum(s["ryw_checks"] for s in stats)
-    row["read_your_writes"] = (
-        round(sum(s["ryw_hits"] for s in stats) / checks, 4) if checks else None
-    )
-    for kind in ERROR_KINDS:
-        row[f"errors_{kind}"] = sum(s["errors"][kind] for s in stats)
-    row["retries"] = sum(s["retries"] for s in stats)
-    samples = {k: v for s in stats for k, v in s["error_samples"].items()}
-    row["error_sample"] = "; ".join(f"{k}: {v}" for k, v in sorted(samples.items())) or None
-
-
 def _writes(plans: list[list[Op]]) -> list[str]:
     return [op[2] for ops in plans for op in ops if op[0] != "recall"]
-
-
-def _say(row: dict[str, Any]) -> None:
-    what = "SIGKILL" if row["variant"] == "sigkill" else f"{row['ops_per_s']} ops/s"
-    state = "corrupt: " + str(row["problems"]) if row["corrupt"] else "intact"
-    print(
-        f"fleet {row['arm']} N={row['processes']}: {what}, recall p99 {row['recall_p99_ms']} ms, "
-        f"acknowledged {row['acknowledged']}, lost {row['lost']}, duplicated "
-        f"{row['duplicated']}, {state}",
-        file=sys.stderr,
-        flush=True,
-    )
 
 
 class _ArmRuns:
@@ -196,12 +104,12 @@ class _ArmRuns:
             self.checker.send(msg)
             self._start(self.upcoming)  # the next run's new agents load while it checks
             chk = self.checker.recv(RUN_TIMEOUT_S, "checked")
-            _apply_check(row, chk)
+            apply_check(row, chk)
             self.broken = self.broken or not chk.get("opened")  # no later run can open it
         except TrialError as exc:  # the checker died on this store: say so, start another
             self.checker.kill()
             self.checker = self.pool.ready(self.pool.spawn())
-            _note(row, f"the check failed: {exc}")
+            add_note(row, f"the check failed: {exc}")
             row["corrupt"] = True
         self.earlier += acked
         self.earlier_attempted += attempted
@@ -235,7 +143,7 @@ class _ArmRuns:
             a.kill()
         self.pool.start(len(self.pool.agents))
         if self.opened:  # an earlier run opened it: the store broke (its runs end here)
-            _note(row, f"the store no longer opens: {err}")
+            add_note(row, f"the store no longer opens: {err}")
             row["corrupt"] = self.broken = True
         else:
             row.update(supported=False, reason=f"a second process cannot open the store: {err}")
@@ -281,7 +189,7 @@ class _ArmRuns:
 
     def run(self, run: str, plans: list[list[Op]]) -> dict[str, Any]:
         """One run: ``len(plans)`` agents open the store, run together, then the check."""
-        row = _blank(self.name, "run", len(plans))
+        row = blank_row(self.name, "run", len(plans))
         agents = self._take(len(plans))
         if not self._open(row, agents):
             return row
@@ -300,7 +208,7 @@ class _ArmRuns:
         if died:
             self.pool.start(len(self.pool.agents))
         if stats:
-            _run_stats(row, stats)
+            add_run_stats(row, stats)
         self.check(
             row,
             [m for s in stats for m in s["acked"]],
@@ -308,7 +216,7 @@ class _ArmRuns:
             [c for s in stats for c in s["corrections"]],
         )
         if died:
-            _note(row, f"{len(died)} agent processes died or hung: {died[0][:300]}")
+            add_note(row, f"{len(died)} agent processes died or hung: {died[0][:300]}")
         return row
 
     def all(
@@ -329,7 +237,7 @@ class _ArmRuns:
         Raises:
             TrialError: when the store cannot be built or an agent process fails.
         """
-        from agentmem.runner import make_arm
+        from agentmem.arms.factory import make_arm
 
         if self.store.exists():
             shutil.rmtree(self.store)
@@ -351,14 +259,14 @@ class _ArmRuns:
                 self.upcoming = sizes[i + 1] if i + 1 < len(sizes) else 0
                 rows.append(self.run(f"n{n}", plans[f"n{n}"]))
                 if progress:
-                    _say(rows[-1])
+                    say_row(rows[-1])
                 if not rows[-1]["supported"] or self.broken:
                     break  # no later run: the store is not shared, or broke
             else:
                 if kill_at is not None:
                     rows.append(self.sigkill(plans["sigkill"], kill_at))
                     if progress:
-                        _say(rows[-1])
+                        say_row(rows[-1])
             if progress:
                 p = self.phases
                 print(
@@ -386,7 +294,7 @@ class _ArmRuns:
         The kill comes once the agents have acknowledged ``kill_at`` (a fraction) of the
         plans' timed writes, so it lands mid-run on fast and slow stores alike.
         """
-        row = _blank(self.name, "sigkill", len(plans))
+        row = blank_row(self.name, "sigkill", len(plans))
         agents = self._take(len(plans))
         if not self._open(row, agents):
             return row
@@ -409,15 +317,10 @@ class _ArmRuns:
         row.update(seconds=round(seconds, 3), acknowledged=len(acked))
         self.check(row, acked, _writes(plans), [])
         if finished:
-            _note(row, f"{finished} agents finished before the kill")
+            add_note(row, f"{finished} agents finished before the kill")
         if died:
-            _note(row, f"{len(died)} agent processes died or hung: {died[0][:300]}")
+            add_note(row, f"{len(died)} agent processes died or hung: {died[0][:300]}")
         return row
-
-
-def _note(row: dict[str, Any], note: str) -> None:
-    """Append ``note`` to the row's ``problems``."""
-    row["problems"] = "; ".join(filter(None, [row["problems"], note]))
 
 
 @trial_errors
@@ -468,7 +371,7 @@ def run_fleet(
             answer in time, or an arm's store cannot be built.
         KeyError: for an unknown arm.
     """
-    from agentmem.runner import make_arm
+    from agentmem.arms.factory import make_arm
 
     mix = mix or {"recall": 0.70, "remember": 0.25, "correction": 0.05}
     root = require_dir(work_dir, what="fleet work directory")
@@ -491,7 +394,7 @@ def run_fleet(
             params = dict(arm_params.get(name) or {})
             reason = unsupported_reason(type(make_arm(name, params)))
             if reason:
-                row = _blank(name, "run", 0)
+                row = blank_row(name, "run", 0)
                 row.update(supported=False, reason=reason)
                 rows.append(row)
                 if progress:
