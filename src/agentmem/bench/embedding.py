@@ -24,18 +24,6 @@ from agentmem.encoder import Backend
 
 log = logging.getLogger(__name__)
 
-VECTOR_ARMS: tuple[str, ...] = (
-    "file-vec",
-    "file-vec-meta",
-    "sqlite-hybrid",
-    "sqlite-graph",
-    "sqlite-gated",
-    "pg-hnsw",
-    "pg-hybrid",
-    "pg-hnsw-iterative",
-    "three-tier",
-)
-
 
 def embedding_benchmark(
     texts: Sequence[str],

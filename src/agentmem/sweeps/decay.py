@@ -99,7 +99,7 @@ def decay_sweep(
     for qid, mid in zip(qrels["query_id"], qrels["memory_id"], strict=True):
         relevant.setdefault(qid, set()).add(mid)
     n_nodes = corpus.memories.height
-    store = Path(work_dir) / "sqlite-graph"
+    store = Path(work_dir) / SqliteGraphArm.name
     arm = SqliteGraphArm()
     rows = []
     try:
