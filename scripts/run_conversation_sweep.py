@@ -6,12 +6,9 @@ start_job(snakemake, background=False)  # a timing job (holds bench_slot): full 
 # turn through remember and query (or assemble_context).
 # snakemake.input.memories, sessions, facts, entities, queries, qrels   the corpus files
 # snakemake.input.embeddings    that corpus's embeddings Parquet
-# snakemake.params.conversations, turns, memories_per_turn, probes_every, min_gap,
-#                  l1_max_tokens, k, seed, sampling, summariser
-#                               config seed_systems.conversation (run_conversations;
-#                               every one is required, the defaults are the config model's)
-# snakemake.params.arms         arm names (config seed_systems.conversation.arms that are
-#                               in arms:); params.arm_params: their constructor parameters
+# snakemake.params.settings     config seed_systems.conversation (ConversationConfig,
+#                               validated by the library), its arms narrowed to those in
+#                               arms:; params.arm_params: their constructor parameters
 # snakemake.output.work_dir     one store per arm (embedded PostgreSQL servers
 #                               are stopped before the job ends)
 # snakemake.output.table        results/sweeps/conversation.csv
@@ -29,18 +26,8 @@ write_conversation_sweep(
     corpus_dir(snakemake.input, *CORPUS_TABLES, "queries", "qrels"),
     snakemake.input.embeddings,
     out.work_dir,
+    settings=p.settings,
+    arm_params=p.arm_params,
     tiers_path=getattr(out, "tiers", None),
     probes_path=getattr(out, "probes", None),
-    conversations=int(p.conversations),
-    turns=int(p.turns),
-    memories_per_turn=int(p.memories_per_turn),
-    probes_every=int(p.probes_every),
-    min_gap=int(p.min_gap),
-    l1_max_tokens=int(p.l1_max_tokens),
-    k=int(p.k),
-    seed=int(p.seed),
-    sampling=str(p.sampling),
-    summariser=str(p.summariser),
-    arms=list(p.arms),
-    arm_params=dict(p.arm_params),
 )

@@ -26,6 +26,7 @@ from typing import get_args
 import numpy as np
 import polars as pl
 import pytest
+from pydantic import ValidationError
 from support.corpora import small_corpus
 from support.postgres import servers_left
 
@@ -56,7 +57,14 @@ SUMMARY_TOKENS = 200  # ThreeTierArm default; one L2 node in the context (defaul
 ARMS = ("file-vec", "sqlite-fts", "three-tier")
 STRATEGIES = ("append", *ARMS)
 RECALLING = ("file-vec", "sqlite-fts")  # context by query (three-tier assembles its own)
-#: every parameter of run_conversations (all required); each test overrides what it varies.
+
+
+def run_sweep(corpus_dir, emb, work_dir, *, arm_params=None, **settings):
+    """run_conversations with the settings as keywords (validated by ConversationConfig)."""
+    return run_conversations(corpus_dir, emb, work_dir, settings, arm_params)
+
+
+#: the sweep's settings (ConversationConfig) and arm_params; each test overrides what it varies.
 #: One memory per turn, so that the small corpus holds a conversation.
 PARAMS = dict(
     conversations=3,
@@ -94,7 +102,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 @pytest.fixture(scope="module")
 def run(root: Path, corpus: tuple[Path, Path]):
     corpus_dir, emb = corpus
-    r = run_conversations(
+    r = run_sweep(
         corpus_dir,
         emb,
         root / "window",
@@ -324,8 +332,8 @@ def test_topics_sampling_multi_memory_turns_and_determinism(root, corpus, memori
         sampling="topics",
         arms=RECALLING,
     )
-    a = run_conversations(corpus_dir, emb, root / "topics", **kw)
-    b = run_conversations(corpus_dir, emb, root / "topics", **kw)
+    a = run_sweep(corpus_dir, emb, root / "topics", **kw)
+    b = run_sweep(corpus_dir, emb, root / "topics", **kw)
     cols = [c for c in CONVERSATION_SCHEMA if c not in ("latency_ms", "remember_ms")]
     assert a.table.select(cols).equals(b.table.select(cols))
     assert a.probes.equals(b.probes)
@@ -340,9 +348,8 @@ def test_topics_sampling_multi_memory_turns_and_determinism(root, corpus, memori
 
 def test_conversation_sweep_and_writer(root, corpus, tmp_path):
     corpus_dir, emb = corpus
-    t = conversation_sweep(
-        corpus_dir, emb, root / "sweep", **PARAMS | dict(conversations=1, turns=25)
-    )
+    settings = PARAMS | dict(conversations=1, turns=25)
+    t = conversation_sweep(corpus_dir, emb, root / "sweep", settings, settings.pop("arm_params"))
     assert t.columns == list(CONVERSATION_SCHEMA) and t.height == 25
     out = tmp_path / "sweeps"
     write_conversation_sweep(
@@ -353,7 +360,12 @@ def test_conversation_sweep_and_writer(root, corpus, tmp_path):
         root / "writer",
         tiers_path=out / "tiers.csv",
         probes_path=out / "probes.csv",
-        **PARAMS | dict(conversations=1, turns=40, l1_max_tokens=300, arms=("three-tier",)),
+        settings={
+            k: v
+            for k, v in (PARAMS | dict(conversations=1, turns=40, l1_max_tokens=300)).items()
+            if k != "arm_params"
+        }
+        | {"arms": ("three-tier",)},
     )
     table = pl.read_csv(out / "conversation.csv", schema_overrides={"probe": pl.String})
     assert table.columns == list(CONVERSATION_SCHEMA) and table.height == 80
@@ -374,24 +386,20 @@ def test_bad_parameters(root, corpus):
         {"memories_per_turn": 0},
     ):
         with pytest.raises(ValueError):
-            run_conversations(corpus_dir, emb, root / "bad", **PARAMS | kw)
+            run_sweep(corpus_dir, emb, root / "bad", **PARAMS | kw)
     with pytest.raises(ValueError, match="unknown arm 'nope'"):
-        run_conversations(
-            corpus_dir, emb, root / "bad", **PARAMS | dict(arms=("sqlite-fts", "nope"))
-        )
+        run_sweep(corpus_dir, emb, root / "bad", **PARAMS | dict(arms=("sqlite-fts", "nope")))
     with pytest.raises(ValueError, match="duplicate"):
-        run_conversations(
-            corpus_dir, emb, root / "bad", **PARAMS | dict(arms=("sqlite-fts", "sqlite-fts"))
-        )
+        run_sweep(corpus_dir, emb, root / "bad", **PARAMS | dict(arms=("sqlite-fts", "sqlite-fts")))
     with pytest.raises(ValueError, match="file-vec: bad parameters"):
-        run_conversations(
+        run_sweep(
             corpus_dir,
             emb,
             root / "bad",
             **PARAMS | dict(arms=("file-vec",), arm_params={"file-vec": {"x": 1}}),
         )
     with pytest.raises(ValueError, match="memories"):
-        run_conversations(corpus_dir, emb, root / "bad", **PARAMS | dict(turns=10_000))
+        run_sweep(corpus_dir, emb, root / "bad", **PARAMS | dict(turns=10_000))
     assert not (root / "bad" / "file-vec").exists()  # refused before any store was made
 
 
@@ -441,12 +449,18 @@ def test_figure(run, tmp_path):
     assert (tmp_path / "conversation.png").stat().st_size > 1000
 
 
-def test_parameters_are_the_config_fields_without_defaults():
-    """The config model holds the sweep's only defaults; the library takes every value."""
+def test_settings_are_the_config_model_and_its_bounds_the_only_ones(root, corpus):
+    """The library takes the config model (or validates a mapping through it): one set of
+    fields, defaults and bounds."""
     params = inspect.signature(run_conversations).parameters
-    keyword = {n: p for n, p in params.items() if p.kind is p.KEYWORD_ONLY}
-    assert set(keyword) == set(ConversationConfig.model_fields) | {"arm_params"} == set(PARAMS)
-    assert all(p.default is p.empty for p in keyword.values())
+    assert list(params) == ["corpus_dir", "embeddings_path", "work_dir", "settings", "arm_params"]
+    assert set(ConversationConfig.model_fields) | {"arm_params"} == set(PARAMS)
+    corpus_dir, emb = corpus
+    with pytest.raises(ValidationError, match="turns") as err:
+        run_sweep(corpus_dir, emb, root / "bounds", **PARAMS | dict(turns=9))
+    assert "greater than or equal to 10" in str(err.value)  # the model's bound, not another
+    with pytest.raises(ValidationError, match="colour"):
+        run_sweep(corpus_dir, emb, root / "bounds", **PARAMS | dict(colour="red"))
     fields = ConversationConfig.model_fields
     assert get_args(fields["sampling"].annotation) == SAMPLINGS
     assert set(get_args(fields["summariser"].annotation)) == set(SUMMARISERS)

@@ -14,10 +14,10 @@ import pytest
 from support.corpora import small_corpus
 
 from agentmem.arms.base import ArmError
+from agentmem.arms.factory import make_arm
 from agentmem.config import Config
 from agentmem.pg import EmbeddedServer
 from agentmem.report.html import _fleet_summary
-from agentmem.arms.factory import make_arm
 from agentmem.sql.postgres.catalog import consistency_problems
 from agentmem.sql.sqlite.connection import integrity_problems
 from agentmem.trials import TrialError

@@ -23,10 +23,10 @@ from support.postgres import servers_left
 
 from agentmem import pg
 from agentmem.arms.base import Predicate, Query
+from agentmem.arms.factory import make_arm
 from agentmem.corpus.io import load_corpus, load_qrels, load_queries
 from agentmem.embeddings import load_embeddings
 from agentmem.metrics import ndcg_at_k
-from agentmem.arms.factory import make_arm
 from agentmem.sweeps.budget import BUDGET_SCHEMA, budget_per_query, budget_sweep
 from agentmem.sweeps.postfilter import (
     POSTFILTER_SCHEMA,

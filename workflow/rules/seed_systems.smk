@@ -24,17 +24,8 @@ rule run_conversation_sweep:
         bench_slot=1,
         mem_mb=4000,
     params:
-        conversations=CFG.seed_systems.conversation.conversations,
-        turns=CFG.seed_systems.conversation.turns,
-        memories_per_turn=CFG.seed_systems.conversation.memories_per_turn,
-        probes_every=CFG.seed_systems.conversation.probes_every,
-        min_gap=CFG.seed_systems.conversation.min_gap,
-        l1_max_tokens=CFG.seed_systems.conversation.l1_max_tokens,
-        k=CFG.seed_systems.conversation.k,
-        seed=CFG.seed_systems.conversation.seed,
-        sampling=CFG.seed_systems.conversation.sampling,
-        summariser=CFG.seed_systems.conversation.summariser,
-        arms=CONVERSATION_ARMS,
+        settings=CFG.seed_systems.conversation.model_dump()
+        | {"arms": CONVERSATION_ARMS},
         arm_params={a: dict(CFG.arm_params.get(a, {})) for a in CONVERSATION_ARMS},
     script:
         "../../scripts/run_conversation_sweep.py"

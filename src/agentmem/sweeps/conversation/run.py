@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,6 +12,7 @@ import numpy as np
 import polars as pl
 
 from agentmem.arms.base import Embeddings, Query
+from agentmem.config import ConversationConfig
 from agentmem.corpus.io import load_corpus
 from agentmem.embeddings import load_embeddings
 from agentmem.sweeps.conversation.probes import probe_questions, schedule_probes
@@ -24,7 +25,6 @@ from agentmem.sweeps.conversation.strategies import (
     make_conversation_arm,
 )
 from agentmem.sweeps.conversation.stream import (
-    SAMPLINGS,
     remember_frame,
     topic_stream,
     window_stream,
@@ -49,79 +49,52 @@ class ConversationRun:
     probes: pl.DataFrame
 
 
-def _check_int(name: str, value: Any, minimum: int) -> int:
-    """Return ``value`` if it is an int ``>= minimum``, else raise ``ValueError`` naming it."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return value
-
-
 def run_conversations(
     corpus_dir: str | Path,
     embeddings_path: str | Path,
     work_dir: str | Path,
-    *,
-    conversations: int,
-    turns: int,
-    memories_per_turn: int,
-    probes_every: int,
-    min_gap: int,
-    l1_max_tokens: int,
-    k: int,
-    seed: int,
-    sampling: str,
-    summariser: str,
-    arms: Sequence[str],
-    arm_params: Mapping[str, Mapping[str, Any] | None] | None,
+    settings: ConversationConfig | Mapping[str, Any],
+    arm_params: Mapping[str, Mapping[str, Any] | None] | None = None,
 ) -> ConversationRun:
     """Simulate the conversations and measure every strategy.
 
-    The sweep's parameters have no defaults here: they are the fields of
-    :class:`agentmem.config.ConversationConfig` (config ``seed_systems.conversation``),
-    whose defaults are the only ones. Conversations, probes, strategies and measures:
-    ``docs/experiments/conversation.md``.
+    The sweep's settings are :class:`agentmem.config.ConversationConfig` (config
+    ``seed_systems.conversation``): its fields, bounds and defaults are the only ones, and
+    a mapping given instead is validated through it. Conversations, probes, strategies and
+    measures: ``docs/experiments/conversation.md``.
 
     Args:
         corpus_dir: corpus directory (memories, facts, queries, qrels Parquet files).
         embeddings_path: embeddings Parquet holding every memory and query id.
         work_dir: scratch directory for the arms' stores (``work_dir/<arm>``; embedded
             PostgreSQL servers are stopped before returning).
-        conversations: number of conversations (>= 1).
-        turns: turns per conversation (>= 1).
-        memories_per_turn: corpus memories per turn (>= 1).
-        probes_every: a probe is attempted at every turn divisible by this (>= 1).
-        min_gap: a probed fact was first stated at least this many turns earlier (>= 1).
-        l1_max_tokens: the working-memory cap in o200k tokens (seed: 3,000): defines a
-            probe's ``beyond_l1`` and is passed to arms taking ``l1_max_tokens``.
-        k: memories recalled per turn by ``query``, and from L3 (>= 0; seed: 5).
-        seed: seeds the stream choice and the probe draws (conversation ``c`` uses
-            ``random.Random(seed * 1000 + c)``).
-        sampling: ``"window"`` or ``"topics"`` (:data:`SAMPLINGS`).
-        summariser: passed to arms taking ``summariser`` (``"extractive"``:
-            deterministic, offline).
-        arms: registered arm names to drive, in output order after ``append``.
+        settings: the sweep's settings. Conversation ``c`` draws its stream and probes
+            from ``random.Random(seed * 1000 + c)``; ``l1_max_tokens`` defines a probe's
+            ``beyond_l1`` and, like ``summariser``, is passed to arms taking it; ``arms``
+            are driven in this order after ``append``.
         arm_params: constructor parameters by arm name (config ``arm_params``; None: none).
 
     Returns:
         :class:`ConversationRun`.
 
     Raises:
-        ValueError: on a parameter out of range, an unknown or repeated arm, parameters an
-            arm refuses, an unknown sampling, or a corpus too small for one conversation.
+        ValueError: on a setting out of its bounds (pydantic's ValidationError), a repeated
+            or unknown arm, parameters an arm refuses, or a corpus too small for one
+            conversation.
         agentmem.arms.base.ArmError: when an arm's store fails.
     """
-    conversations = _check_int("conversations", conversations, 1)
-    turns = _check_int("turns", turns, 1)
-    probes_every = _check_int("probes_every", probes_every, 1)
-    min_gap = _check_int("min_gap", min_gap, 1)
-    k = _check_int("k", k, 0)
-    memories_per_turn = _check_int("memories_per_turn", memories_per_turn, 1)
-    if sampling not in SAMPLINGS:
-        raise ValueError(f"sampling must be one of {SAMPLINGS}, got {sampling!r}")
-    arms = list(arms)
+    cfg = (
+        settings
+        if isinstance(settings, ConversationConfig)
+        else ConversationConfig.model_validate(dict(settings))
+    )
+    conversations, turns, k, seed = cfg.conversations, cfg.turns, cfg.k, cfg.seed
+    probes_every, min_gap, memories_per_turn = cfg.probes_every, cfg.min_gap, cfg.memories_per_turn
+    l1_max_tokens, sampling = cfg.l1_max_tokens, cfg.sampling
+    arms = list(cfg.arms)
     if len(set(arms)) != len(arms):
         raise ValueError(f"arms: duplicate names in {arms}")
-    sweep_params = {"l1_max_tokens": l1_max_tokens, "summariser": summariser}
+    sweep_params = {"l1_max_tokens": l1_max_tokens, "summariser": cfg.summariser}
     params = dict(arm_params or {})
     for name in arms:  # fail on a bad name or parameter before any store is made
         make_conversation_arm(name, params.get(name), sweep_params).close()
@@ -239,7 +212,8 @@ def conversation_sweep(
     corpus_dir: str | Path,
     embeddings_path: str | Path,
     work_dir: str | Path,
-    **params: Any,
+    settings: ConversationConfig | Mapping[str, Any],
+    arm_params: Mapping[str, Mapping[str, Any] | None] | None = None,
 ) -> pl.DataFrame:
     """Return the per-turn table of :func:`run_conversations` (:data:`CONVERSATION_SCHEMA`).
 
@@ -251,13 +225,13 @@ def conversation_sweep(
         corpus_dir: corpus directory.
         embeddings_path: embeddings Parquet.
         work_dir: scratch directory for the stores.
-        **params: the keyword arguments of :func:`run_conversations` (all required).
+        settings: the sweep's settings (:func:`run_conversations`).
+        arm_params: constructor parameters by arm name.
 
     Raises:
-        TypeError: when a parameter is missing.
         ValueError: as :func:`run_conversations`.
     """
-    return run_conversations(corpus_dir, embeddings_path, work_dir, **params).table
+    return run_conversations(corpus_dir, embeddings_path, work_dir, settings, arm_params).table
 
 
 def write_conversation_sweep(
@@ -267,9 +241,10 @@ def write_conversation_sweep(
     embeddings_path: str | Path,
     work_dir: str | Path,
     *,
+    settings: ConversationConfig | Mapping[str, Any],
+    arm_params: Mapping[str, Mapping[str, Any] | None] | None = None,
     tiers_path: str | Path | None = None,
     probes_path: str | Path | None = None,
-    **params: Any,
 ) -> ConversationRun:
     """Run :func:`run_conversations` and write its tables as CSV (atomically).
 
@@ -282,14 +257,15 @@ def write_conversation_sweep(
         work_dir: scratch directory for the stores.
         tiers_path: optional CSV for :func:`summarise_tiers`.
         probes_path: optional CSV for the probe rows (:data:`PROBE_SCHEMA`).
-        **params: the keyword arguments of :func:`run_conversations` (all required).
+        settings: the sweep's settings (:func:`run_conversations`).
+        arm_params: constructor parameters by arm name.
 
     Returns:
         The :class:`ConversationRun`.
     """
     from agentmem.io import write_csv
 
-    run = run_conversations(corpus_dir, embeddings_path, work_dir, **params)
+    run = run_conversations(corpus_dir, embeddings_path, work_dir, settings, arm_params)
     write_csv(table_path, run.table)
     write_csv(summary_path, summarise_conversation(run.table, run.tiers, run.probes))
     if tiers_path is not None:
