@@ -3,8 +3,8 @@ from agentmem.jobs import start_job
 start_job(snakemake)  # counts records, not milliseconds: yield the CPU to timing jobs
 
 # Crash trials of ONE family -> results/trials/crash/{family}.csv (docs/MEASUREMENT.md §2).
-# params: family, trials, seed, record_chars, batch_size, baseline_records,
-#         max_kill_after_ms (config trials.crash.* and trials.seed)
+# params: family; settings (config trials.crash, validated by the library); seed
+#         (config trials.seed)
 # output[0]: the CSV; optional output.work_dir: where the trials write (default: a
 #         temporary directory, removed afterwards).
 import tempfile
@@ -22,13 +22,9 @@ with tempfile.TemporaryDirectory(prefix=f"agentmem-crash-{p.family}-") as tmp:
         Path(work_dir).mkdir(parents=True, exist_ok=True)
     rows = run_crash_trials(
         family=p.family,
-        trials=int(p.trials),
-        seed=int(p.seed),
+        settings=p.settings,
+        seed=p.seed,
         work_dir=work_dir or tmp,
-        record_chars=int(p.record_chars),
-        batch_size=int(p.batch_size),
-        baseline_records=int(p.baseline_records),
-        max_kill_after_ms=int(p.max_kill_after_ms),
         progress=True,
     )
 write_csv(snakemake.output[0], pl.DataFrame(rows).select(FIELDS))

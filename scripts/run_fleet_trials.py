@@ -4,8 +4,8 @@ start_job(snakemake, background=False)  # a timing job (holds bench_slot): full 
 
 # Fleet trial: N agent processes per arm on one store -> results/trials/fleet.csv
 # (docs/experiments/fleet.md). input: the fleet corpus (memories ...) and its embeddings;
-# params: arms, arm_params, processes, operations, mix, kill_processes, k, retries, seed
-# (config trials.fleet.*); output.work_dir: stores and agent logs.
+# params: arms, arm_params; settings (config trials.fleet, validated by the library);
+# seed (config trials.seed); output.work_dir: stores and agent logs.
 from pathlib import Path
 
 import polars as pl
@@ -23,14 +23,8 @@ rows = run_fleet(
     corpus_dir=corpus_dir(snakemake.input, "memories", "sessions", "facts", "entities", "queries"),
     embeddings=snakemake.input.embeddings,
     work_dir=work_dir,
-    processes=list(p.processes),
-    operations=int(p.operations),
-    mix=dict(p.mix),
-    kill_processes=int(p.kill_processes),
-    kill_operations=int(p.kill_operations),
-    k=int(p.k),
-    retries=int(p.retries),
-    seed=int(p.seed),
+    settings=p.settings,
+    seed=p.seed,
 )
 # no fleet arm among `arms`: a table of the columns alone (the figure says no arm took part)
 table = (

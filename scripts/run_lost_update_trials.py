@@ -3,7 +3,7 @@ from agentmem.jobs import start_job
 start_job(snakemake, background=False)  # a timing job (holds bench_slot): full priority
 
 # Lost-update trials, every store x mode -> results/trials/lost_update.csv (docs/MEASUREMENT.md §2).
-# params: writers, increments, modes (config trials.lost_update.*)
+# params: settings (config trials.lost_update, validated by the library)
 # output[0]: the CSV; optional output.work_dir: where the trials write (default: a
 #         temporary directory, removed afterwards).
 import tempfile
@@ -20,9 +20,7 @@ with tempfile.TemporaryDirectory(prefix="agentmem-lost-update-") as tmp:
     if work_dir:
         Path(work_dir).mkdir(parents=True, exist_ok=True)
     rows = run_lost_update_matrix(
-        writers=int(p.writers),
-        increments=int(p.increments),
-        modes=list(p.modes),
+        p.settings,
         work_dir=work_dir or tmp,
         progress=True,
     )

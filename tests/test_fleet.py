@@ -224,10 +224,12 @@ def fleet_rows(corpus, tmp_path_factory):
         {},
         *corpus,
         work,
-        processes=[1, 2],
-        operations=12,
-        kill_processes=2,
-        kill_operations=60,
+        settings={
+            "processes": [1, 2],
+            "operations": 12,
+            "kill_processes": 2,
+            "kill_operations": 60,
+        },
         seed=3,
         progress=False,
     )
@@ -298,11 +300,15 @@ def test_fleet_summary_sums_error_kinds():
 
 
 def test_fleet_refuses_unknown_arms_and_bad_work_dir(corpus, tmp_path):
-    assert run_fleet([], {}, *corpus, tmp_path, progress=False) == []  # nothing to run
+    assert (
+        run_fleet([], {}, *corpus, tmp_path, settings={}, seed=3, progress=False) == []
+    )  # nothing to run
     with pytest.raises(KeyError):
-        run_fleet(["no-such-arm"], {}, *corpus, tmp_path, progress=False)
+        run_fleet(["no-such-arm"], {}, *corpus, tmp_path, settings={}, seed=3, progress=False)
     with pytest.raises(TrialError, match="does not exist"):
-        run_fleet(["sqlite-fts"], {}, *corpus, tmp_path / "missing", progress=False)
+        run_fleet(
+            ["sqlite-fts"], {}, *corpus, tmp_path / "missing", settings={}, seed=3, progress=False
+        )
 
 
 # ------------------------------------------------------------------------------ config

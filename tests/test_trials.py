@@ -24,7 +24,7 @@ import polars as pl
 import pytest
 from support.paths import REPO
 
-from agentmem.config import CRASH_FAMILIES, CrashConfig, LostUpdateConfig, TrialsConfig
+from agentmem.config import CRASH_FAMILIES, LostUpdateConfig, TrialsConfig
 from agentmem.pg import EmbeddedServer
 from agentmem.trials import TrialError, require_dir
 from agentmem.trials.crash import (
@@ -172,18 +172,23 @@ def _subreaper() -> int:
 # ---------------------------------------------------------------------------------------
 
 
-def test_families_and_defaults_match_config():
+def test_families_match_config_and_settings_come_from_the_config_model():
+    """The trials take their config section (or a mapping validated by it): no second set
+    of defaults or bounds in the library."""
     import inspect
 
+    from agentmem.trials.lost_update.runner import lost_update_settings
+
     assert FAMILIES == CRASH_FAMILIES
-    sig = inspect.signature(run_crash_trials).parameters
-    cfg = CrashConfig()
-    for name in ("record_chars", "batch_size", "baseline_records", "max_kill_after_ms"):
-        assert sig[name].default == getattr(cfg, name), name
-    lu = LostUpdateConfig()
-    sig = inspect.signature(run_lost_update).parameters
-    assert (sig["writers"].default, sig["increments"].default) == (lu.writers, lu.increments)
-    assert set(lu.modes) == set(MODES)
+    own = {"trials", "record_chars", "batch_size", "max_kill_after_ms", "writers", "increments"}
+    for fn in (run_crash_trials, run_lost_update, run_lost_update_matrix):
+        params = inspect.signature(fn).parameters
+        assert "settings" in params and not own & set(params), fn.__name__
+    assert lost_update_settings({}) == LostUpdateConfig()
+    assert lost_update_settings({"writers": 3}).increments == LostUpdateConfig().increments == 25
+    with pytest.raises(ValueError, match="writers"):
+        lost_update_settings({"writers": 1})  # the model's bound: writers >= 2
+    assert set(LostUpdateConfig().modes) == set(MODES)
     assert TrialsConfig().seed == SEED
 
 
@@ -220,7 +225,9 @@ def _check_rows(rows, family, trials, max_ms, baseline):
 )
 def test_durable_families_lose_nothing_committed(work, family, trials):
     with ProcessWatch(work) as watch:
-        rows = run_crash_trials(family, trials, SEED, work, max_kill_after_ms=400, progress=False)
+        rows = run_crash_trials(
+            family, {"trials": trials, "max_kill_after_ms": 400}, SEED, work, progress=False
+        )
     _check_rows(rows, family, trials, 400, 200)
     for r in rows:
         assert r["readable"] is True, r
@@ -243,10 +250,10 @@ def test_durable_families_lose_nothing_committed(work, family, trials):
 def test_file_families(work):
     with ProcessWatch(work) as watch:
         append = run_crash_trials(
-            "file-append", 2, SEED, work, max_kill_after_ms=300, progress=False
+            "file-append", {"trials": 2, "max_kill_after_ms": 300}, SEED, work, progress=False
         )
         rewrite = run_crash_trials(
-            "file-rewrite", 3, SEED, work, max_kill_after_ms=300, progress=False
+            "file-rewrite", {"trials": 3, "max_kill_after_ms": 300}, SEED, work, progress=False
         )
     _check_rows(append, "file-append", 2, 300, 200)
     _check_rows(rewrite, "file-rewrite", 3, 300, 200)
@@ -272,21 +279,23 @@ def test_file_families(work):
 def test_crash_work_dir_errors(work):
     missing = work / "nope"
     with pytest.raises(TrialError, match=str(missing)):
-        run_crash_trials("sqlite", 1, SEED, missing, progress=False)
+        run_crash_trials("sqlite", {"trials": 1}, SEED, missing, progress=False)
     ro = work / "ro"
     ro.mkdir()
     ro.chmod(0o555)
     try:
         with pytest.raises(TrialError, match=rf"{ro}.*read-only"):
-            run_crash_trials("file-append", 1, SEED, ro, progress=False)
+            run_crash_trials("file-append", {"trials": 1}, SEED, ro, progress=False)
     finally:
         ro.chmod(0o755)
     afile = work / "afile"
     afile.write_text("x")
     with pytest.raises(TrialError, match="not a directory"):
-        run_crash_trials("sqlite", 1, SEED, afile, progress=False)
+        run_crash_trials("sqlite", {"trials": 1}, SEED, afile, progress=False)
     with pytest.raises(ValueError, match="unknown crash family"):
-        run_crash_trials("mongo", 1, SEED, work, progress=False)
+        run_crash_trials("mongo", {"trials": 1}, SEED, work, progress=False)
+    with pytest.raises(ValueError, match="trials"):  # the config model's bound, trials >= 1
+        run_crash_trials("sqlite", {"trials": 0}, SEED, work, progress=False)
 
 
 def test_read_store_reports_corrupt_files_by_path(work):
@@ -355,10 +364,9 @@ def test_reopen_postgres_store_from_fresh_process(work):
     with ProcessWatch(work) as watch:
         rows = run_crash_trials(
             "postgres-server",
-            1,
+            {"trials": 1, "max_kill_after_ms": 50},
             SEED + 1,
             work,
-            max_kill_after_ms=50,
             progress=False,
             keep_stores=True,
         )
@@ -404,7 +412,9 @@ def test_require_dir(work):
 
 def test_lost_update_matrix(work):
     with ProcessWatch(work) as watch:
-        rows = run_lost_update_matrix(8, 25, list(MODES), work, progress=False)
+        rows = run_lost_update_matrix(
+            {"writers": 8, "increments": 25, "modes": list(MODES)}, work, progress=False
+        )
     assert [(r["store"], r["mode"]) for r in rows] == [(s, m) for s in STORES for m in MODES]
     by = {(r["store"], r["mode"]): r for r in rows}
     for r in rows:
@@ -431,25 +441,27 @@ def test_lost_update_matrix(work):
 
 def test_lost_update_standalone_postgres_and_errors(work):
     with ProcessWatch(work) as watch:
-        row = run_lost_update("postgres-update", "threads", 3, 5, work_dir=work)
+        row = run_lost_update(
+            "postgres-update", "threads", {"writers": 3, "increments": 5}, work_dir=work
+        )
     assert row["observed"] == 15 and row["lost"] == 0
     assert watch.strays() == []
 
     missing = work / "missing"
     with pytest.raises(TrialError, match=str(missing)):
-        run_lost_update("json-file", "threads", work_dir=missing)
+        run_lost_update("json-file", "threads", {}, work_dir=missing)
     ro = work / "ro"
     ro.mkdir()
     ro.chmod(0o555)
     try:
         with pytest.raises(TrialError, match=rf"{ro}.*read-only"):
-            run_lost_update_matrix(2, 1, ["threads"], ro)
+            run_lost_update_matrix({"writers": 2, "increments": 1, "modes": ["threads"]}, ro)
     finally:
         ro.chmod(0o755)
     with pytest.raises(ValueError, match="unknown lost-update store"):
-        run_lost_update("redis", "threads", work_dir=work)
+        run_lost_update("redis", "threads", {}, work_dir=work)
     with pytest.raises(ValueError, match="unknown mode"):
-        run_lost_update("json-file", "fibers", work_dir=work)
+        run_lost_update("json-file", "fibers", {}, work_dir=work)
 
 
 # ---------------------------------------------------------------------------------------
@@ -491,12 +503,14 @@ def test_crash_script_writes_csv(work):
     log = work / "crash.log"
     params = {
         "family": "sqlite",
-        "trials": 2,
+        "settings": {
+            "trials": 2,
+            "record_chars": 330,
+            "batch_size": 50,
+            "baseline_records": 100,
+            "max_kill_after_ms": 100,
+        },
         "seed": SEED,
-        "record_chars": 330,
-        "batch_size": 50,
-        "baseline_records": 100,
-        "max_kill_after_ms": 100,
         "work_dir": str(work / "stores"),
     }
     _run_script("run_crash_trials.py", out, log, params)
@@ -510,7 +524,7 @@ def test_crash_script_writes_csv(work):
 def test_lost_update_script_writes_csv(work):
     out = work / "lost_update.csv"
     log = work / "lu.log"
-    params = {"writers": 2, "increments": 3, "modes": ["threads"]}
+    params = {"settings": {"writers": 2, "increments": 3, "modes": ["threads"]}}
     _run_script("run_lost_update_trials.py", out, log, params)
     df = pl.read_csv(out)
     assert tuple(df.columns) == LU_FIELDS

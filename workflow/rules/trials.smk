@@ -18,12 +18,8 @@ rule run_crash_trials:
         mem_mb=2000,
     params:
         family="{family}",
-        trials=CFG.trials.crash.trials,
+        settings=CFG.trials.crash.model_dump(),
         seed=CFG.trials.seed,
-        record_chars=CFG.trials.crash.record_chars,
-        batch_size=CFG.trials.crash.batch_size,
-        baseline_records=CFG.trials.crash.baseline_records,
-        max_kill_after_ms=CFG.trials.crash.max_kill_after_ms,
     script:
         "../../scripts/run_crash_trials.py"
 
@@ -65,9 +61,7 @@ rule run_lost_update_trials:
         bench_slot=1,
         mem_mb=2000,
     params:
-        writers=CFG.trials.lost_update.writers,
-        increments=CFG.trials.lost_update.increments,
-        modes=list(CFG.trials.lost_update.modes),
+        settings=CFG.trials.lost_update.model_dump(),
     script:
         "../../scripts/run_lost_update_trials.py"
 
@@ -96,13 +90,7 @@ rule run_fleet_trials:
     params:
         arms=FLEET_ARMS,
         arm_params={a: dict(CFG.arm_params.get(a, {})) for a in FLEET_ARMS},
-        processes=list(CFG.trials.fleet.processes),
-        operations=CFG.trials.fleet.operations,
-        mix=CFG.trials.fleet.mix.model_dump(),
-        kill_processes=CFG.trials.fleet.kill_processes,
-        kill_operations=CFG.trials.fleet.kill_operations,
-        k=CFG.trials.fleet.k,
-        retries=CFG.trials.fleet.retries,
+        settings=CFG.trials.fleet.model_dump(),
         seed=CFG.trials.seed,
     script:
         "../../scripts/run_fleet_trials.py"

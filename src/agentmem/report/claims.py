@@ -20,7 +20,15 @@ from agentmem.report.reference import (
     POSTFILTER_ARM,
     REFERENCE_ARMS,
 )
-from agentmem.report.reference.lookups import ndcg, need
+from agentmem.report.reference.lookups import (
+    durable_crash_unreadable,
+    hybrid_currency_drop,
+    min_minus_max,
+    ndcg,
+    need,
+    ratio_of,
+    sql_lost_increments,
+)
 from agentmem.report.reference.records import Lookup
 
 #: the five structural classes (docs/STUDY.md §2: they need a predicate, a join or a count)
@@ -98,34 +106,21 @@ def _structural_recovery(v: Lookup) -> float | None:
     return inside - alone if need(inside, alone) else None
 
 
-def _currency_drop(v: Lookup) -> float | None:
-    gaps = []
-    for hybrid, btree in (("sqlite-hybrid", "sqlite-btree"), ("pg-hybrid", "pg-btree")):
-        a, b = v(ndcg(hybrid, "currency")), v(ndcg(btree, "currency"))
-        if need(a, b):
-            gaps.append(a - b)
-    return max(gaps) if gaps else None
-
-
-def _exact_count_gap(v: Lookup) -> float | None:
-    key = "exact_count_rate"
-    dbms = _known([v(("by_class", a, "aggregate", key)) for a in DBMS_ARMS])
-    files = _known([v(("by_class", a, "aggregate", key)) for a in FILE_ARMS])
-    return min(dbms) - max(files) if dbms and files else None
+#: exact-count rate on aggregates: the worst DBMS arm minus the best file arm
+_exact_count_gap = min_minus_max(
+    [("by_class", a, "aggregate", "exact_count_rate") for a in DBMS_ARMS],
+    [("by_class", a, "aggregate", "exact_count_rate") for a in FILE_ARMS],
+)
+#: bytes per memory, pg-hybrid over sqlite-fts
+_storage_ratio = ratio_of(
+    ("build", "pg-hybrid", "bytes_per_memory"), ("build", "sqlite-fts", "bytes_per_memory")
+)
 
 
 def _fts_share_of_best(v: Lookup) -> float | None:
     overall = _known([v(ndcg(a)) for a in REFERENCE_ARMS])
     fts = v(ndcg("sqlite-fts"))
     return fts / max(overall) if fts is not None and overall and max(overall) > 0 else None
-
-
-def _storage_ratio(v: Lookup) -> float | None:
-    big, fts = (
-        v(("build", "pg-hybrid", "bytes_per_memory")),
-        v(("build", "sqlite-fts", "bytes_per_memory")),
-    )
-    return big / fts if need(big, fts) and fts else None
 
 
 def _fts_best_holds(v: Lookup) -> bool | None:
@@ -154,22 +149,17 @@ def _jsonl_slope(v: Lookup) -> float | None:
     return math.log(p1 / p0) / math.log(n1 / n0)
 
 
-def _safe_unreadable(v: Lookup) -> float | None:
-    vals = [v(("crash", f, "unreadable")) for f in ("file-append", "sqlite", "postgres-writer")]
-    return sum(vals) if need(*vals) else None
-
-
 def _rewrite_unreadable(v: Lookup) -> float | None:
     return v(("crash", "file-rewrite", "unreadable"))
 
 
 def _crash_holds(v: Lookup) -> bool | None:
-    safe, bad = _safe_unreadable(v), _rewrite_unreadable(v)
+    safe, bad = durable_crash_unreadable(v), _rewrite_unreadable(v)
     return None if not need(safe, bad) else safe == 0 and bad >= 1
 
 
 def _crash_flips(v: Lookup) -> bool | None:
-    safe = _safe_unreadable(v)
+    safe = durable_crash_unreadable(v)
     return None if safe is None else safe > 0
 
 
@@ -177,23 +167,13 @@ def _json_lost(v: Lookup) -> float | None:
     return v(("lost", "json-file", "threads", "lost_share"))
 
 
-def _dbms_lost(v: Lookup) -> float | None:
-    """Increments lost by the single-statement SQL stores: threads, plus processes if run."""
-    stores = ("sqlite-update", "postgres-update")
-    threads = [v(("lost", s, "threads", "lost")) for s in stores]
-    if not need(*threads):
-        return None
-    procs = _known([v(("lost", s, "processes", "lost")) for s in stores])
-    return sum(threads) + sum(procs)
-
-
 def _lost_holds(v: Lookup) -> bool | None:
-    j, d = _json_lost(v), _dbms_lost(v)
+    j, d = _json_lost(v), sql_lost_increments(v)
     return None if not need(j, d) else j >= 0.5 and d == 0
 
 
 def _lost_flips(v: Lookup) -> bool | None:
-    j, d = _json_lost(v), _dbms_lost(v)
+    j, d = _json_lost(v), sql_lost_increments(v)
     return None if not need(j, d) else d > 0 or j == 0
 
 
@@ -250,10 +230,10 @@ HEADLINE_FINDINGS: tuple[HeadlineFinding, ...] = (
         3,
         "Hybrid fusion lowers currency below the B-tree arms",
         "currency nDCG@10, hybrid − B-tree (the larger of sqlite and pg)",
-        _currency_drop,
+        hybrid_currency_drop,
         "holds ≤ −0.10; flips ≥ 0",
-        _on(_currency_drop, lambda x: x <= -0.10),
-        _on(_currency_drop, lambda x: x >= 0),
+        _on(hybrid_currency_drop, lambda x: x <= -0.10),
+        _on(hybrid_currency_drop, lambda x: x >= 0),
     ),
     HeadlineFinding(
         4,

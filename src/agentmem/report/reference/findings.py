@@ -11,10 +11,13 @@ from agentmem.report.reference.lookups import (
     agg,
     best_minus_best,
     diff,
+    durable_crash_unreadable,
+    hybrid_currency_drop,
     min_minus_max,
     ndcg,
     need,
     ratio_of,
+    sql_lost_increments,
 )
 from agentmem.report.reference.records import LATENCY_WHY, Finding, Lookup
 from agentmem.report.reference.study import (
@@ -27,12 +30,6 @@ from agentmem.report.reference.study import (
     TEXT_ONLY_ARMS,
     VECTOR_ARMS,
 )
-
-
-def _hybrid_currency(v: Lookup) -> float | None:
-    a = diff(ndcg("sqlite-hybrid", "currency"), ndcg("sqlite-btree", "currency"))(v)
-    b = diff(ndcg("pg-hybrid", "currency"), ndcg("pg-btree", "currency"))(v)
-    return max(a, b) if need(a, b) else None
 
 
 def _scaling_gap(v: Lookup) -> float | None:
@@ -48,23 +45,6 @@ def _fts_range(v: Lookup) -> float | None:
     vals = [v(("scaling", "sqlite-fts", s, "ndcg_at_10")) for s in SIZES]
     vals = [x for x in vals if x is not None]
     return max(vals) - min(vals) if len(vals) >= 2 else None
-
-
-def _crash_safe(v: Lookup) -> float | None:
-    vals = [v(("crash", f, "unreadable")) for f in ("file-append", "sqlite", "postgres-writer")]
-    return sum(vals) if need(*vals) else None
-
-
-def _sql_lost(v: Lookup) -> float | None:
-    """Lost increments of the single-statement SQL stores, threads plus processes when run."""
-    vals = [
-        v(("lost", s, m, "lost"))
-        for s in ("sqlite-update", "postgres-update")
-        for m in ("threads", "processes")
-    ]
-    if not need(vals[0], vals[2]):
-        return None
-    return sum(x for x in vals if x is not None)
 
 
 FINDINGS: tuple[Finding, ...] = (
@@ -185,7 +165,7 @@ FINDINGS: tuple[Finding, ...] = (
         "§3",
         "Hybrid arms fall below their B-tree twins on currency",
         "max over sqlite/pg of currency nDCG hybrid − btree",
-        _hybrid_currency,
+        hybrid_currency_drop,
         "< 0",
         lambda x: x < 0,
         "with superseded rows filtered out the correction competes with distractors and other "
@@ -332,7 +312,7 @@ FINDINGS: tuple[Finding, ...] = (
         "§4",
         "Appending (JSONL), SQLite (WAL) and Postgres never left an unreadable store",
         "trials unreadable: file-append + sqlite + postgres-writer",
-        _crash_safe,
+        durable_crash_unreadable,
         "= 0",
         lambda x: x == 0,
         "append-only writes leave at worst a torn last line (skipped on read); WAL journals "
@@ -370,7 +350,7 @@ FINDINGS: tuple[Finding, ...] = (
         "§4",
         "Single-statement SQL updates lose no increment",
         "lost: sqlite-update + postgres-update (threads and processes)",
-        _sql_lost,
+        sql_lost_increments,
         "= 0",
         lambda x: x == 0,
         "the engine's write lock serialises UPDATE ... SET n = n + 1. Ours uses one connection "

@@ -68,3 +68,43 @@ def min_minus_max(lows: Iterable[Ref], highs: Iterable[Ref]) -> Callable[[Lookup
 def best_minus_best(a: Iterable[Ref], b: Iterable[Ref]) -> Callable[[Lookup], Any]:
     """Statistic: the greatest of ``a`` minus the greatest of ``b`` (known values only)."""
     return minus(agg(max, a), agg(max, b))
+
+
+# --- statistics both the study's findings (reference.findings) and the headline findings
+# --- (report.claims) read
+
+
+def hybrid_currency_drop(v: Lookup) -> float | None:
+    """Currency nDCG@10 of a hybrid arm minus its B-tree sibling's: the larger gap.
+
+    Over the SQLite and PostgreSQL pairs with both values known; None when neither is.
+    """
+    gaps = []
+    for hybrid, btree in (("sqlite-hybrid", "sqlite-btree"), ("pg-hybrid", "pg-btree")):
+        a, b = v(ndcg(hybrid, "currency")), v(ndcg(btree, "currency"))
+        if need(a, b):
+            gaps.append(a - b)
+    return max(gaps) if gaps else None
+
+
+def durable_crash_unreadable(v: Lookup) -> float | None:
+    """Unreadable stores after a crash: append-only file, SQLite and PostgreSQL writer.
+
+    Their sum; None unless all three are known.
+    """
+    vals = [v(("crash", f, "unreadable")) for f in ("file-append", "sqlite", "postgres-writer")]
+    return sum(vals) if need(*vals) else None
+
+
+def sql_lost_increments(v: Lookup) -> float | None:
+    """Increments lost by the single-statement SQL stores (SQLite and PostgreSQL).
+
+    Their thread runs, plus their process runs when run; None unless both thread runs
+    are known.
+    """
+    stores = ("sqlite-update", "postgres-update")
+    threads = [v(("lost", s, "threads", "lost")) for s in stores]
+    if not need(*threads):
+        return None
+    procs = [x for x in (v(("lost", s, "processes", "lost")) for s in stores) if x is not None]
+    return sum(threads) + sum(procs)

@@ -15,9 +15,11 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from agentmem.config import CrashConfig
 from agentmem.pg import EmbeddedServer, PgError
 from agentmem.procs import child_env, kill_group
 from agentmem.trials.common import TrialError, require_dir, trial_errors
@@ -210,17 +212,14 @@ def _one_trial(
 @trial_errors
 def run_crash_trials(
     family: str,
-    trials: int,
+    settings: CrashConfig | Mapping[str, Any],
     seed: int,
     work_dir: str | Path,
-    record_chars: int = 330,
-    batch_size: int = 50,
-    baseline_records: int = 200,
-    max_kill_after_ms: int = 1500,
+    *,
     progress: bool = True,
     keep_stores: bool = False,
 ) -> list[dict[str, Any]]:
-    """Run ``trials`` crash trials of one family (docs/experiments/crash.md).
+    """Run ``settings.trials`` crash trials of one family (docs/experiments/crash.md).
 
     Stores live under ``work_dir/<family>/``, which is emptied first. File and sqlite
     trials each get ``trial-NNN/``; the postgres families share one data directory
@@ -229,15 +228,16 @@ def run_crash_trials(
 
     Args:
         family: one of :data:`FAMILIES`.
-        trials: number of trials (>= 1).
+        settings: config ``trials.crash`` (:class:`agentmem.config.CrashConfig`; a mapping
+            is validated through it, its defaults and bounds the only ones): ``trials``;
+            ``record_chars``, the length of one record as a JSON line (file-append: a
+            ``file-jsonl`` memory object; file-rewrite: ``{"id": .., "body": ..}``; SQL
+            families store the file-rewrite body); ``batch_size``, rows per transaction
+            for sqlite and postgres; ``baseline_records``, committed records the child
+            must report before the kill window; ``max_kill_after_ms``, the kill delay after
+            the baseline is uniform in ``[0, this)`` ms. Its ``families`` are not read.
         seed: trial ``t`` (0-based) draws its kill delay from ``random.Random(seed + t)``.
         work_dir: an existing, writable directory for the stores (may be under /tmp).
-        record_chars: length of one record as a JSON line (file-append: a ``file-jsonl``
-            memory object; file-rewrite: ``{"id": .., "body": ..}``); SQL families store
-            the file-rewrite body.
-        batch_size: rows per transaction for sqlite and postgres.
-        baseline_records: committed records the child must report before the kill window.
-        max_kill_after_ms: the kill delay after the baseline is uniform in ``[0, this)`` ms.
         progress: print one line per trial to stderr.
         keep_stores: keep the stores: the file/sqlite trial directories and the stopped
             postgres data directory (holding the last trial's table). By default each
@@ -257,19 +257,14 @@ def run_crash_trials(
         TrialError: naming the path when ``work_dir`` is missing, not a directory or
             read-only, when a writer dies or stalls before its baseline, or when a
             Postgres server cannot be started for the trials.
-        ValueError: for an unknown family or a non-positive count.
+        ValueError: for an unknown family, or settings out of their bounds (pydantic's
+            ValidationError).
     """
     if family not in FAMILIES:
         raise ValueError(f"unknown crash family {family!r}; known: {', '.join(FAMILIES)}")
-    for name, value in (
-        ("trials", trials),
-        ("record_chars", record_chars),
-        ("batch_size", batch_size),
-        ("baseline_records", baseline_records),
-        ("max_kill_after_ms", max_kill_after_ms),
-    ):
-        if value < 1:
-            raise ValueError(f"{name} must be >= 1, got {value}")
+    cfg = settings if isinstance(settings, CrashConfig) else CrashConfig.model_validate(settings)
+    trials, record_chars, batch_size = cfg.trials, cfg.record_chars, cfg.batch_size
+    baseline_records, max_kill_after_ms = cfg.baseline_records, cfg.max_kill_after_ms
     root = require_dir(work_dir, what="crash work directory")
     family_dir = root / family
     if family_dir.exists():

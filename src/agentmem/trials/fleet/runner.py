@@ -18,11 +18,12 @@ import random
 import shutil
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from agentmem.arms.base import ArmError
+from agentmem.config import FleetConfig
 from agentmem.trials.common import TrialError, require_dir, trial_errors
 from agentmem.trials.fleet.pool import OPEN_TIMEOUT_S, RUN_TIMEOUT_S, Agent, AgentPool
 from agentmem.trials.fleet.rows import (
@@ -331,14 +332,8 @@ def run_fleet(
     embeddings: str | Path,
     work_dir: str | Path,
     *,
-    processes: Sequence[int] = (1, 2, 4, 8, 16),
-    operations: int = 20,
-    mix: dict[str, float] | None = None,
-    kill_processes: int = 2,
-    kill_operations: int = 100,
-    k: int = 10,
-    retries: int = 3,
-    seed: int = 7,
+    settings: FleetConfig | Mapping[str, Any],
+    seed: int,
     progress: bool = True,
 ) -> list[dict[str, Any]]:
     """Run the fleet trial on every arm; one row per arm x N, plus each arm's SIGKILL run.
@@ -350,15 +345,16 @@ def run_fleet(
         embeddings: its embeddings (Parquet).
         work_dir: an existing, writable directory; each arm's store is
             ``work_dir/stores/<arm>`` (rebuilt), agent logs go to ``work_dir/logs``.
-        processes: the fleet sizes N, in running order.
-        operations: operations per agent per run.
-        mix: share of recall / remember / correction (default 0.70 / 0.25 / 0.05).
-        kill_processes: agents of the SIGKILL run (0: no SIGKILL run).
-        kill_operations: operations each of them plans (the kill comes after 20-60 %
-            of the planned writes are acknowledged).
-        k: results per recall.
-        retries: retries of a failed call before it counts as an error.
-        seed: the plans' seed (:func:`~agentmem.trials.fleet.workload.plan_runs`).
+        settings: config ``trials.fleet`` (:class:`agentmem.config.FleetConfig`; a mapping
+            is validated through it, its defaults and bounds the only ones): the fleet
+            sizes ``processes`` in running order, ``operations`` per agent per run, the
+            ``mix`` of recall / remember / correction, ``kill_processes`` agents of the
+            SIGKILL run (0: none) each planning ``kill_operations`` (the kill comes after
+            20-60 % of the planned writes are acknowledged), ``k`` results per recall and
+            ``retries`` of a failed call before it counts as an error. Its ``arms`` and
+            ``size`` are the workflow's (``arms`` here is the resolved list).
+        seed: the plans' seed (config ``trials.seed``;
+            :func:`~agentmem.trials.fleet.workload.plan_runs`).
         progress: print one line per run to stderr.
 
     Returns:
@@ -370,10 +366,14 @@ def run_fleet(
         TrialError: when ``work_dir`` is unusable, an agent process dies or does not
             answer in time, or an arm's store cannot be built.
         KeyError: for an unknown arm.
+        ValueError: for settings out of their bounds (pydantic's ValidationError).
     """
     from agentmem.arms.factory import make_arm
 
-    mix = mix or {"recall": 0.70, "remember": 0.25, "correction": 0.05}
+    cfg = settings if isinstance(settings, FleetConfig) else FleetConfig.model_validate(settings)
+    processes, operations, k, retries = cfg.processes, cfg.operations, cfg.k, cfg.retries
+    kill_processes, kill_operations = cfg.kill_processes, cfg.kill_operations
+    mix = cfg.mix.model_dump()
     root = require_dir(work_dir, what="fleet work directory")
     if not arms:
         return []

@@ -15,10 +15,11 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from agentmem.config import LostUpdateConfig
 from agentmem.pg import EmbeddedServer
 from agentmem.procs import child_env, kill_group
 from agentmem.trials.common import TrialError, require_dir, trial_errors
@@ -151,12 +152,22 @@ def _run_processes(
                         stream.close()
 
 
+def lost_update_settings(settings: LostUpdateConfig | Mapping[str, Any]) -> LostUpdateConfig:
+    """``settings`` as the config model, a mapping validated through it.
+
+    Raises:
+        pydantic.ValidationError: (a ValueError) naming a setting out of its bounds.
+    """
+    if isinstance(settings, LostUpdateConfig):
+        return settings
+    return LostUpdateConfig.model_validate(settings)
+
+
 @trial_errors
 def run_lost_update(
     store: str,
     mode: str,
-    writers: int = 8,
-    increments: int = 25,
+    settings: LostUpdateConfig | Mapping[str, Any],
     *,
     work_dir: str | Path,
     dsn: str | None = None,
@@ -167,8 +178,9 @@ def run_lost_update(
     Args:
         store: one of :data:`STORES` (docs/experiments/lost-update.md for each mechanism).
         mode: ``"threads"`` or ``"processes"``.
-        writers: concurrent writers (>= 2).
-        increments: increments per writer (>= 1).
+        settings: config ``trials.lost_update`` (:class:`agentmem.config.LostUpdateConfig`;
+            a mapping is validated through it, its defaults and bounds the only ones):
+            ``writers`` concurrent writers, ``increments`` per writer (``modes`` unread).
         work_dir: an existing, writable directory; the counter lives in
             ``work_dir/lost-update/<store>-<mode>/`` (emptied first). For postgres stores
             without ``dsn`` an embedded server is started in ``.../pgdata``, then stopped
@@ -186,14 +198,15 @@ def run_lost_update(
     Raises:
         TrialError: naming the path when ``work_dir`` is missing or read-only, when a
             writer fails with an unexpected error, or when the counter cannot be read.
-        ValueError: for an unknown store or mode, or too few writers/increments.
+        ValueError: for an unknown store or mode, or settings out of their bounds
+            (pydantic's ValidationError).
     """
     if store not in STORES:
         raise ValueError(f"unknown lost-update store {store!r}; known: {', '.join(STORES)}")
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; known: {', '.join(MODES)}")
-    if writers < 2 or increments < 1:
-        raise ValueError(f"need writers >= 2 and increments >= 1, got {writers}, {increments}")
+    cfg = lost_update_settings(settings)
+    writers, increments = cfg.writers, cfg.increments
     root = require_dir(work_dir, what="lost-update work directory")
     run_dir = root / "lost-update" / f"{store}-{mode}"
     if run_dir.exists():
@@ -231,9 +244,7 @@ def run_lost_update(
 
 @trial_errors
 def run_lost_update_matrix(
-    writers: int,
-    increments: int,
-    modes: Sequence[str],
+    settings: LostUpdateConfig | Mapping[str, Any],
     work_dir: str | Path,
     stores: Sequence[str] = STORES,
     yield_ms: float = 1.0,
@@ -246,9 +257,8 @@ def run_lost_update_matrix(
     returning, also on error. The small counter files of the other stores are kept.
 
     Args:
-        writers: concurrent writers per run.
-        increments: increments per writer.
-        modes: subset of :data:`MODES`.
+        settings: config ``trials.lost_update``: ``writers`` and ``increments`` of every
+            run, and the ``modes`` run (:func:`run_lost_update`).
         work_dir: an existing, writable directory.
         stores: subset of :data:`STORES`.
         yield_ms: sleep between read and write (ms).
@@ -259,8 +269,10 @@ def run_lost_update_matrix(
 
     Raises:
         TrialError: as :func:`run_lost_update`.
-        ValueError: for an unknown store or mode.
+        ValueError: for an unknown store, or settings out of their bounds.
     """
+    cfg = lost_update_settings(settings)
+    modes = cfg.modes
     for s in stores:
         if s not in STORES:
             raise ValueError(f"unknown lost-update store {s!r}; known: {', '.join(STORES)}")
@@ -284,8 +296,7 @@ def run_lost_update_matrix(
                 row = run_lost_update(
                     store,
                     mode,
-                    writers,
-                    increments,
+                    cfg,
                     work_dir=root,
                     dsn=dsn if is_pg(store) else None,
                     yield_ms=yield_ms,
