@@ -15,6 +15,6 @@ write_bootstrap(
     snakemake.output.ci,
     snakemake.output.paired,
     pairs=snakemake.params.pairs,
-    n_boot=int(snakemake.params.n_boot),
-    seed=int(snakemake.params.seed),
+    n_boot=snakemake.params.n_boot,
+    seed=snakemake.params.seed,
 )

@@ -23,7 +23,7 @@ write_csv(
         corpus_dir(snakemake.input, *CORPUS_TABLES, "queries", "qrels"),
         snakemake.input.embeddings,
         snakemake.output.work_dir,
-        days=range(0, int(p.max_day) + 1, int(p.step_days)),
-        k=int(p.k),
+        days=range(0, p.max_day + 1, p.step_days),
+        k=p.k,
     ),
 )

@@ -12,7 +12,7 @@ write_validation(
     snakemake.input.embeddings,
     snakemake.output.table,
     snakemake.output.probe,
-    random_pairs=int(snakemake.params.random_pairs),
-    seed=int(snakemake.params.seed),
+    random_pairs=snakemake.params.random_pairs,
+    seed=snakemake.params.seed,
     spec_csv=snakemake.output.spec,
 )
