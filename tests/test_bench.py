@@ -539,7 +539,7 @@ def test_harness_reports_arm_without_bare_call(tiny) -> None:
 
     with pytest.raises(bench.BenchError, match="no-bare: skipped, declares no bench hooks") as exc:
         bench.harness_overhead(NoBare(), _queries())  # type: ignore[arg-type]
-    assert "missing bare_call, raw_query_call, raw_ids, raw_ingest" in str(exc.value)
+    assert "missing bare_call, raw_query_call, raw_ids;" in str(exc.value)  # the query hooks
 
 
 def test_raw_jsonl_and_hnsw_write_every_memory(tiny, tmp_path: Path) -> None:
@@ -687,10 +687,35 @@ def test_bench_arms_skips_an_arm_without_hooks_but_times_its_remember(
     )
     reason = "no-hooks: skipped, declares no bench hooks (missing bare_call, raw_query_call, "
     assert harness["no-hooks"]["not_run"].startswith(reason)
-    assert ingest["no-hooks"] == harness["no-hooks"]
+    assert ingest["no-hooks"]["not_run"] == (
+        "no-hooks: skipped, declares no bench hooks (missing raw_ingest; see agentmem.arms.hooks)"
+    )
     assert remember["no-hooks"]["stored"] == 3 and remember["no-hooks"]["target"] is None
     assert harness["file-jsonl"]["queries"] == 5 and ingest["file-jsonl"]["memories"] == 6
     assert remember["file-jsonl"]["stored"] == 3
     rows = {r["measure"]: r for r in bench.summary_rows({"harness": {"arms": harness}})}
     assert rows["harness overhead: no-hooks"]["value"] == "—"
     assert not (tmp_path / "stores" / "no-hooks").exists()  # removed after the arm
+
+
+def test_bench_arms_times_a_product_without_a_raw_ingest_path(tiny, tmp_path: Path) -> None:
+    """A product arm has a bare driver call but no raw bulk path: harness yes, ingest no."""
+    corpus, vectors = tiny
+    harness, ingest, remember = bench.bench_arms(
+        ["lancedb"],
+        {},
+        corpus,
+        vectors,
+        _queries(),
+        tmp_path,
+        k=3,
+        rounds=1,
+        ingest_rounds=1,
+        remember_n=0,
+        progress=False,
+    )
+    assert ingest["lancedb"]["not_run"].startswith("lancedb: skipped, declares no bench hooks")
+    assert "raw_ingest" in ingest["lancedb"]["not_run"]
+    assert harness["lancedb"]["queries"] == 5 and harness["lancedb"]["ratio"] > 0
+    assert "count_rows" in harness["lancedb"]["bare_call"]
+    assert remember == {}

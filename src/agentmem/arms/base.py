@@ -27,7 +27,7 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 import polars as pl
 
 from agentmem.arms.arrays import checked_vector, float32_array
-from agentmem.arms.hooks import BareCall, BenchHooks, RawIngest
+from agentmem.arms.hooks import BareCall, BenchHooks, IngestHooks, QueryHooks, RawIngest
 from agentmem.arms.remembering import (
     MEMORY_DEFAULTS,
     SUPERSEDES,
@@ -60,6 +60,8 @@ __all__ = [
     "MEMORY_DEFAULTS",
     "BareCall",
     "BenchHooks",
+    "IngestHooks",
+    "QueryHooks",
     "BuildStats",
     "Capabilities",
     "Corpus",

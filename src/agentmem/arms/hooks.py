@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from agentmem.types import Query
 
-__all__ = ["BareCall", "BenchHooks", "RawIngest"]
+__all__ = ["BareCall", "BenchHooks", "IngestHooks", "QueryHooks", "RawIngest"]
 
 
 @dataclass(frozen=True)
@@ -56,12 +56,11 @@ class RawIngest:
 
 
 @runtime_checkable
-class BenchHooks(Protocol):
-    """Optional hooks of an arm for ``make bench``; the bench skips (and names) arms without.
+class QueryHooks(Protocol):
+    """An arm's bare driver call, which the harness-overhead benchmark times against ``query``.
 
     ``bare_call`` describes :meth:`raw_query_call`; :meth:`raw_ids` turns its output into
-    the answer; :meth:`raw_ingest` names the raw bulk path. Every built-in arm has them
-    (declared on its class or family base).
+    the answer. Every built-in arm and every product arm has them.
     """
 
     bare_call: ClassVar[BareCall]
@@ -79,6 +78,20 @@ class BenchHooks(Protocol):
         """
         ...
 
+
+@runtime_checkable
+class IngestHooks(Protocol):
+    """An arm's raw bulk-load path, which the ingest benchmark times against ``build``.
+
+    The arms built on files, hnswlib, SQLite or PostgreSQL tables have it; a product's
+    bulk path is its own API, so the product arms do not.
+    """
+
     def raw_ingest(self) -> RawIngest:
         """Return this arm's raw bulk-load path (parameters of this instance included)."""
         ...
+
+
+@runtime_checkable
+class BenchHooks(QueryHooks, IngestHooks, Protocol):
+    """Every bench hook: :class:`QueryHooks` and :class:`IngestHooks`."""

@@ -7,29 +7,34 @@ from collections.abc import Sequence
 
 from tqdm import tqdm
 
-from agentmem.arms.base import Arm, BareCall, BenchHooks, Query
+from agentmem.arms.base import Arm, BareCall, Query
 from agentmem.bench.errors import BenchError
 from agentmem.bench.targets import HARNESS_MAX_RATIO, target_met
 from agentmem.bench.timing import gc_paused, harness_stats, interleaved_times
 
+#: the hooks each measure needs (:mod:`agentmem.arms.hooks`)
+QUERY_HOOKS = ("bare_call", "raw_query_call", "raw_ids")
+INGEST_HOOKS = ("raw_ingest",)
 
-def no_hooks_reason(arm: Arm) -> str | None:
-    """Why ``arm`` cannot take part in the harness and ingest measures, or ``None``.
 
-    Those measures need the optional :class:`~agentmem.arms.base.BenchHooks`
-    (``bare_call``, ``raw_query_call``, ``raw_ids``, ``raw_ingest``) that every built-in
-    arm declares; an arm from another package may leave them out.
+def no_hooks_reason(arm: Arm, hooks: Sequence[str] = QUERY_HOOKS) -> str | None:
+    """Why ``arm`` cannot take part in a measure that needs ``hooks``, or ``None``.
+
+    The harness-overhead measure needs :data:`QUERY_HOOKS`
+    (:class:`~agentmem.arms.base.QueryHooks`, which every built-in and product arm
+    declares), the ingest measure :data:`INGEST_HOOKS`
+    (:class:`~agentmem.arms.base.IngestHooks`: the arms on files, hnswlib, SQLite and
+    PostgreSQL tables). An arm from another package may leave them out.
 
     Returns:
         ``None`` when the arm has every hook, else one line naming the missing ones.
     """
-    if isinstance(arm, BenchHooks):
+    missing = [h for h in hooks if not hasattr(arm, h)]
+    if not missing:
         return None
-    missing = [h for h in ("bare_call", "raw_query_call", "raw_ids", "raw_ingest")
-               if not hasattr(arm, h)]  # fmt: skip
     return (
         f"{arm.name}: skipped, declares no bench hooks (missing {', '.join(missing)}; "
-        "see agentmem.arms.base.BenchHooks)"
+        "see agentmem.arms.hooks)"
     )
 
 

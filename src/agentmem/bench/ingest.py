@@ -11,7 +11,7 @@ from tqdm import tqdm
 
 from agentmem.arms.base import Arm, Corpus, Embeddings, RawIngest
 from agentmem.bench.errors import BenchError
-from agentmem.bench.harness import no_hooks_reason
+from agentmem.bench.harness import INGEST_HOOKS, no_hooks_reason
 from agentmem.bench.raw import describe_raw, raw_ingest_ms
 from agentmem.bench.targets import INGEST_MIN_RATIO, target_met
 from agentmem.bench.timing import gc_paused, throughput_stats
@@ -48,7 +48,7 @@ def ingest_benchmark(
         per-round times, the basis and the target (``ratio`` is ``None`` when the raw path failed).
 
     Raises:
-        BenchError: when the arm declares no bench hooks
+        BenchError: when the arm declares no raw bulk-load path
             (:func:`~agentmem.bench.harness.no_hooks_reason`).
         agentmem.arms.base.ArmError: when a build fails (the arm is closed first).
     """
@@ -56,7 +56,7 @@ def ingest_benchmark(
     from agentmem.pg import PgError, connect_store, drop_store
 
     arm: Arm | None = make_arm(arm_name, params)
-    reason = no_hooks_reason(arm)
+    reason = no_hooks_reason(arm, INGEST_HOOKS)
     if reason is not None:
         arm.close()
         raise BenchError(reason)

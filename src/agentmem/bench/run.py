@@ -16,7 +16,7 @@ from agentmem.arms import ARMS
 from agentmem.arms.base import Arm, Corpus, Embeddings, Query
 from agentmem.bench.embedding import embedding_benchmark
 from agentmem.bench.errors import BenchError
-from agentmem.bench.harness import harness_overhead, no_hooks_reason
+from agentmem.bench.harness import INGEST_HOOKS, QUERY_HOOKS, harness_overhead, no_hooks_reason
 from agentmem.bench.ingest import ingest_benchmark, wipe_dir
 from agentmem.bench.pipeline import pipeline_benchmark
 from agentmem.bench.remember import remember_benchmark
@@ -117,11 +117,13 @@ def bench_arms(
 ) -> tuple[dict[str, dict], dict[str, dict], dict[str, dict]]:
     """Run the ingest, harness-overhead and remember measurements for each arm in turn.
 
-    Per arm with the bench hooks: :func:`~agentmem.bench.ingest.ingest_benchmark` (which leaves the
-    last build open), then :func:`~agentmem.bench.harness.harness_overhead` on that build, then
-    :func:`~agentmem.bench.remember.remember_benchmark` on the same store; an arm without them
-    (:func:`~agentmem.bench.harness.no_hooks_reason`, e.g. a plug-in) gets ``{"not_run": reason}``
-    in the first two and is built once for the third. Then the arm is closed and its store removed.
+    Per arm: :func:`~agentmem.bench.ingest.ingest_benchmark` when it has a raw bulk path
+    (it leaves the last build open; else the arm is built once and its ingest record is
+    ``{"not_run": reason}``, as for a product), then
+    :func:`~agentmem.bench.harness.harness_overhead` on that build when it has a bare driver
+    call (else ``{"not_run": reason}``, e.g. a plug-in), then
+    :func:`~agentmem.bench.remember.remember_benchmark` on the same store. Then the arm is
+    closed and its store removed.
     A failure is recorded as ``{"error": ...}`` for that arm and the next arm runs.
 
     Args:
@@ -151,8 +153,12 @@ def bench_arms(
         arm: Arm | None = None
         try:
             arm = make_arm(name, arm_params.get(name))
-            reason = no_hooks_reason(arm)
-            if reason is None:
+            no_ingest = no_hooks_reason(arm, INGEST_HOOKS)
+            no_query = no_hooks_reason(arm, QUERY_HOOKS)
+            if no_query is not None:
+                log.info("%s", no_query)
+                harness[name] = {"not_run": no_query}
+            if no_ingest is None:
                 arm.close()
                 arm = None
                 log.info("%s: ingest (%d builds) ...", name, ingest_rounds)
@@ -167,9 +173,9 @@ def bench_arms(
                     progress,
                 )
             else:
-                log.info("%s", reason)
-                ingest[name] = harness[name] = {"not_run": reason}
-                if remember_n:
+                log.info("%s", no_ingest)
+                ingest[name] = {"not_run": no_ingest}
+                if remember_n or no_query is None:  # one build for the measures on a store
                     wipe_dir(store)
                     arm.build(corpus, vectors, store)
         except Exception as exc:  # report, never crash the run

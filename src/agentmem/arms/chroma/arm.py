@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -21,11 +21,11 @@ import polars as pl
 
 from agentmem.arms.base import (
     ArmError,
+    BareCall,
     BuildStats,
     Capabilities,
     Corpus,
     Embeddings,
-    Predicate,
     Query,
     Result,
     StorageStats,
@@ -33,11 +33,10 @@ from agentmem.arms.base import (
     float32_array,
     prepare_memories,
 )
+from agentmem.arms.chroma.filters import matches_nothing, query_where
 from agentmem.arms.product import (
-    NO_ID,
     ProductArm,
     directory_storage,
-    matchless_id,
     metadata_rows,
     rows_frame,
 )
@@ -69,24 +68,6 @@ def _batches(n: int, size: int) -> Iterator[slice]:
         yield slice(start, min(start + size, n))
 
 
-def where_filter(pred: Predicate | None) -> dict[str, Any] | None:
-    """Chroma's ``where`` document for a predicate (``None``: no filter).
-
-    ``created_day <= d`` is ``{"created_day": {"$lte": d}}``, ``field = v`` is
-    ``{field: {"$eq": v}}`` and ``field is_null`` is ``{field: {"$eq": ""}}`` (nulls are
-    stored as :data:`~agentmem.arms.product.NO_ID`). ``field = ""`` asks for an id no
-    memory has; it is sent as is and matches the memories *without* that id, so
-    :meth:`ChromaArm.query` answers it without calling Chroma.
-    """
-    if pred is None:
-        return None
-    if pred.op == "is_null":
-        return {pred.field: {"$eq": NO_ID}}
-    if pred.op == "<=":
-        return {pred.field: {"$lte": int(pred.value)}}  # type: ignore[arg-type]
-    return {pred.field: {"$eq": pred.value}}
-
-
 def _hnsw(col: Any) -> dict[str, Any]:
     """The collection's stored HNSW configuration (``configuration_json["hnsw"]``).
 
@@ -94,28 +75,6 @@ def _hnsw(col: Any) -> dict[str, Any]:
     embedding function config" for a collection made with ``embedding_function=None``.
     """
     return dict((col.configuration_json or {}).get("hnsw") or {})
-
-
-def query_where(q: Query) -> dict[str, Any] | None:
-    """Chroma's ``where`` document for every filter of ``q`` (``None``: no filter).
-
-    The scope is ``{"scope_id": {"$eq": scope}}`` (memories without a scope store ``""``,
-    which no scope equals); with a predicate too, the two are ``{"$and": [scope,
-    predicate]}``. Values travel as JSON values inside the document, never as filter
-    syntax, so a scope holding quotes or operators is compared verbatim.
-    """
-    docs = [where_filter(p) for p in q.filters]
-    if not docs:
-        return None
-    return docs[0] if len(docs) == 1 else {"$and": docs}
-
-
-def _matches_nothing(q: Query) -> bool:
-    """True when no memory can match ``q``'s filters: an ``=`` on a :func:`matchless_id`.
-
-    Chroma refuses a non-UTF-8 value in a ``where`` ("Invalid where clause").
-    """
-    return any(p.op == "=" and matchless_id(p.value) for p in q.filters)
 
 
 class ChromaArm(ProductArm):
@@ -169,6 +128,11 @@ class ChromaArm(ProductArm):
         text_access="none",
         transactions=False,
         filter_stage="in-search",
+    )
+    bare_call: ClassVar[BareCall] = BareCall(
+        "Collection.query (embedding, n_results, where) and, for a count, Collection.get "
+        "of the ids or count()",
+        "the vector check and the where filter built per call; the id list",
     )
 
     def __init__(
@@ -306,18 +270,41 @@ class ChromaArm(ProductArm):
             ArmError: when the arm is not open, the embedding is missing or not 384 values,
                 or Chroma fails.
         """
+        raw = self.raw_query_call(q, k)()
+        return Result(memory_ids=self.raw_ids(raw, k), count=raw[1])
+
+    def raw_query_call(self, q: Query, k: int) -> Callable[[], tuple[Any, int | None]]:
+        """Return a zero-argument function making exactly the Chroma calls :meth:`query` makes.
+
+        The vector check and the ``where`` filter are built here, once; the function runs
+        ``Collection.query`` (when a search runs) and the count (when ``q.wants_count``)
+        and returns ``(query result or None, count or None)``.
+
+        Raises:
+            ArmError: when the arm is not open or the embedding is missing or not 384 values.
+        """
         col = self._require_open()
         vec = checked_vector(q.embedding, self.name, f"query {q.query_id!r}")
         where = query_where(q)
-        none = _matches_nothing(q)
-        ids: list[str] = []
-        if k > 0 and not none and np.all(np.isfinite(vec)):
-            res = col.query(query_embeddings=[vec], n_results=int(k), where=where, include=[])
-            ids = [str(i) for i in res["ids"][0]][:k]
-        count = None
-        if q.wants_count:
-            count = 0 if none else self._count(where)
-        return Result(memory_ids=ids, count=count)
+        none = matches_nothing(q)
+        search = k > 0 and not none and bool(np.all(np.isfinite(vec)))
+        n = int(k)
+
+        def call() -> tuple[Any, int | None]:
+            res = (
+                col.query(query_embeddings=[vec], n_results=n, where=where, include=[])
+                if search
+                else None
+            )
+            count = (0 if none else self._count(where)) if q.wants_count else None
+            return res, count
+
+        return call
+
+    def raw_ids(self, raw: tuple[Any, int | None], k: int) -> list[str]:
+        """The ids :meth:`query` returns of :meth:`raw_query_call`'s output, cut to ``k``."""
+        res = raw[0]
+        return [str(i) for i in res["ids"][0]][: max(k, 0)] if res is not None else []
 
     def _count(self, where: dict[str, Any] | None) -> int:
         """Exact number of memories matching ``where``: ``get`` of the ids, or ``count()``."""
@@ -332,7 +319,7 @@ class ChromaArm(ProductArm):
         hnsw = _hnsw(col)
         where = query_where(q)
         filt = "no where" if where is None else f"where={json.dumps(where)}"
-        if _matches_nothing(q):
+        if matches_nothing(q):
             filt += " (an id '' or a non-UTF-8 value matches no memory: answered empty, no call)"
         count = ""
         if q.wants_count:

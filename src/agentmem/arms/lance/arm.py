@@ -17,6 +17,7 @@ import numpy as np
 import polars as pl
 
 from agentmem.arms.base import (
+    BareCall,
     BuildStats,
     Capabilities,
     Corpus,
@@ -129,6 +130,11 @@ class LanceDbArm(ProductArm):
         text_access="none",
         transactions=False,
         filter_stage="in-search",
+    )
+    bare_call: ClassVar[BareCall] = BareCall(
+        "the table's search (vector, or hybrid for lancedb-hybrid) to Arrow and its id "
+        "column, and count_rows for a count",
+        "the vector check and the SQL filter built per call; the cut to k",
     )
     prefix_stable: ClassVar[bool] = True
 
@@ -271,16 +277,36 @@ class LanceDbArm(ProductArm):
             ArmError: when the arm is not open, the embedding is missing or not 384
                 values, or LanceDB fails.
         """
+        raw = self.raw_query_call(q, k)()
+        return Result(memory_ids=self.raw_ids(raw, k), count=raw[1])
+
+    def raw_query_call(self, q: Query, k: int) -> Callable[[], tuple[list[str], int | None]]:
+        """Return a zero-argument function making exactly the LanceDB calls :meth:`query` makes.
+
+        The vector check and the SQL filter are built here, once; the function runs the
+        search (:meth:`_ranked`: the query builder to an Arrow table and its id column)
+        and ``count_rows`` (when ``q.wants_count``) and returns ``(ids, count or None)``.
+
+        Raises:
+            ArmError: when the arm is not open or the embedding is not 384 values.
+        """
         table = self._require()
         vec = checked_vector(q.embedding, self.name, f"query {q.query_id!r}")
         where = query_filter(q)
-        ids: list[str] = []
-        if k > 0 and np.all(np.isfinite(vec)):
-            ids = self._ranked(table, q, vec, int(k), where)
-        count = None
-        if q.wants_count:
-            count = int(self._lance("count_rows", lambda: table.count_rows(where)))
-        return Result(memory_ids=ids[: max(k, 0)], count=count)
+        search = k > 0 and bool(np.all(np.isfinite(vec)))
+
+        def call() -> tuple[list[str], int | None]:
+            ids = self._ranked(table, q, vec, int(k), where) if search else []
+            count = None
+            if q.wants_count:
+                count = int(self._lance("count_rows", lambda: table.count_rows(where)))
+            return ids, count
+
+        return call
+
+    def raw_ids(self, raw: tuple[list[str], int | None], k: int) -> list[str]:
+        """The ids :meth:`query` returns of :meth:`raw_query_call`'s output, cut to ``k``."""
+        return raw[0][: max(k, 0)]
 
     def explain(self, q: Query, k: int = 10) -> str:
         """LanceDB's own plan (``explain_plan(verbose=True)``) of the search ``query`` runs.

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -21,6 +21,7 @@ import polars as pl
 from agentmem.arms.base import (
     VECTOR_DIM,
     ArmError,
+    BareCall,
     BuildStats,
     Capabilities,
     Corpus,
@@ -32,7 +33,7 @@ from agentmem.arms.base import (
     prepare_memories,
 )
 from agentmem.arms.langgraph_store.items import (
-    SEARCH_PREFIX,
+    find_items,
     has_nul,
     index_config,
     item_values,
@@ -100,6 +101,10 @@ class LangGraphStoreArm(ProductArm):
         transactions=True,
         filter_stage="in-search",
     )
+    bare_call: ClassVar[BareCall] = BareCall(
+        "PostgresStore.search (namespace prefix, query with its staged vector, filter, limit)",
+        "the search arguments (vector check, prefix, filter) built per call; the item keys",
+    )
     # the planner picks the HNSW index or an exact sort per query, and the search depth
     # (2k + 1 rows before de-duplication, ef_search candidates) depends on k
     prefix_stable: ClassVar[bool] = False
@@ -152,20 +157,6 @@ class LangGraphStoreArm(ProductArm):
                     store.batch(ops[start : start + PUT_CHUNK])
         finally:
             self._embed.clear()
-
-    def _find(self, store: Any, ids: Sequence[str]) -> dict[str, Any]:
-        """Return ``{memory_id: SearchItem}`` of the stored ids among ``ids``.
-
-        One ``SearchOp(("agent",), filter={"memory_id": id}, limit=1)`` per distinct id,
-        all in one ``store.batch`` (ids holding NUL cannot be stored and are skipped).
-        """
-        p = langgraph_api()
-        want = [i for i in dict.fromkeys(ids) if not has_nul(i)]
-        if not want:
-            return {}
-        ops = [p.SearchOp(SEARCH_PREFIX, filter={"memory_id": i}, limit=1) for i in want]
-        results = store.batch(ops)
-        return {i: r[0] for i, r in zip(want, results, strict=True) if r}
 
     # -------------------------------------------------------------------- build
     def build(self, corpus: Corpus, vectors: Embeddings, store_dir: Path) -> BuildStats:
@@ -325,7 +316,7 @@ class LangGraphStoreArm(ProductArm):
                                "which is not stored (a NUL character)")  # fmt: skip
             corrects[old] = new
         try:
-            found = self._find(store, ids + [o for o in corrects if o not in new_at])
+            found = find_items(store, ids + [o for o in corrects if o not in new_at])
         except psycopg.Error as exc:
             where = self._where()
             raise ArmError(f"{self.name}: remember lookup in {where} failed: {exc}") from exc
@@ -369,24 +360,37 @@ class LangGraphStoreArm(ProductArm):
             raise ValueError("fetch: every memory id must be a string")
         store, _ = self._open_store()
         try:
-            found = self._find(store, ids)
+            found = find_items(store, ids)
         except psycopg.Error as exc:
             raise ArmError(f"{self.name}: fetch from {self._where()} failed: {exc}") from exc
         return rows_frame([found[i].value for i in dict.fromkeys(ids) if i in found])
 
     # -------------------------------------------------------------------- query
     def query(self, q: Query, k: int) -> Result:
-        """Return at most ``k`` memory ids, best first; ``count`` is always ``None``.
+        """At most ``k`` memory ids, best first (:meth:`raw_query_call`); no count.
 
-        ``store.search(prefix, query=q.text, filter=<predicate>, limit=k)`` (the prefix
-        is ``q.scope``'s namespace, ``("agent",)`` unscoped); the embed function returns
-        ``q.embedding`` for ``q.text``. Hostile text never
-        raises: the text itself never reaches PostgreSQL (only its vector does).
+        Hostile text never raises: the text never reaches PostgreSQL, only its vector.
 
         Raises:
             ValueError: when ``k`` is not an int.
             ArmError: when the store is not open, the embedding is invalid, or the
                 search fails.
+        """
+        return Result(memory_ids=self.raw_ids(self.raw_query_call(q, k)(), k))
+
+    def raw_query_call(self, q: Query, k: int) -> Callable[[], list[Any]]:
+        """Return a zero-argument function making exactly the store call :meth:`query` makes.
+
+        The search arguments (:func:`~agentmem.arms.langgraph_store.items.search_args`) are
+        built here, once; the function stages the vector for the embed function (which
+        returns ``q.embedding`` for ``q.text``), runs ``store.search(prefix, query=q.text,
+        filter=<predicate>, limit=k)`` (the prefix is ``q.scope``'s namespace, ``("agent",)``
+        unscoped) when a search can match, and returns its items.
+
+        Raises:
+            ValueError: when ``k`` is not an int.
+            ArmError: when the store is not open or the embedding is invalid; from the
+                function, when the search fails.
         """
         import psycopg
 
@@ -394,18 +398,26 @@ class LangGraphStoreArm(ProductArm):
             raise ValueError(f"k must be an int, got {k!r}")
         store, _ = self._open_store()
         vec, prefix, filt, possible = search_args(q, self.name)
-        if k <= 0 or not possible:
-            return Result(memory_ids=[])
-        self._embed.stage([q.text], [vec])
-        try:
-            items = store.search(prefix, query=q.text, filter=filt, limit=k)
-        except psycopg.Error as exc:
-            raise ArmError(
-                f"{self.name}: search {q.query_id!r} on {self._where()} failed: {exc}"
-            ) from exc
-        finally:
-            self._embed.clear()
-        return Result(memory_ids=[it.key for it in items][:k])
+        search = k > 0 and possible
+
+        def call() -> list[Any]:
+            if not search:
+                return []
+            self._embed.stage([q.text], [vec])
+            try:
+                return store.search(prefix, query=q.text, filter=filt, limit=k)
+            except psycopg.Error as exc:
+                raise ArmError(
+                    f"{self.name}: search {q.query_id!r} on {self._where()} failed: {exc}"
+                ) from exc
+            finally:
+                self._embed.clear()
+
+        return call
+
+    def raw_ids(self, raw: list[Any], k: int) -> list[str]:
+        """The ids :meth:`query` returns of :meth:`raw_query_call`'s items, cut to ``k``."""
+        return [it.key for it in raw][: max(k, 0)]
 
     def explain(self, q: Query, k: int = 10) -> str:
         """Return PostgreSQL's plan of the SQL ``store.search`` runs for ``q``.

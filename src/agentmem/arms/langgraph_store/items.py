@@ -17,12 +17,14 @@ see docs/arms/langgraph-store.md).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import polars as pl
 
 from agentmem.arms.base import VECTOR_DIM, ArmError, Predicate, Query, checked_vector
+from agentmem.arms.langgraph_store.plans import langgraph_api
 from agentmem.arms.product import NO_ID, matchless_id, metadata_rows
 
 #: First label of every namespace: all memories belong to one agent's store.
@@ -191,3 +193,19 @@ def search_args(
         raise ArmError(f"{owner}: query {q.query_id!r} embedding has non-finite values")
     possible = can_match(q.predicate) and scope_can_match(q.scope)
     return vec, search_prefix(q.scope), search_filter(q.predicate), possible
+
+
+def find_items(store: Any, ids: Sequence[str]) -> dict[str, Any]:
+    """Return ``{memory_id: SearchItem}`` of the stored ids among ``ids``.
+
+    One ``SearchOp(("agent",), filter={"memory_id": id}, limit=1)`` per distinct id, all
+    in one ``store.batch`` of the ``PostgresStore`` ``store`` (ids holding NUL cannot be
+    stored and are skipped).
+    """
+    p = langgraph_api()
+    want = [i for i in dict.fromkeys(ids) if not has_nul(i)]
+    if not want:
+        return {}
+    ops = [p.SearchOp(SEARCH_PREFIX, filter={"memory_id": i}, limit=1) for i in want]
+    results = store.batch(ops)
+    return {i: r[0] for i, r in zip(want, results, strict=True) if r}

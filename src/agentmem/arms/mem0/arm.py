@@ -24,12 +24,9 @@ its own cached vector even when two memories share a body.
 
 from __future__ import annotations
 
-import os
 import shutil
-import sys
-import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
@@ -39,6 +36,7 @@ import polars as pl
 
 from agentmem.arms.base import (
     VECTOR_DIM,
+    BareCall,
     BuildStats,
     Capabilities,
     Corpus,
@@ -57,6 +55,7 @@ from agentmem.arms.mem0.filters import (
     valid_run_id,
     valid_user_id,
 )
+from agentmem.arms.mem0.loading import import_memory
 from agentmem.arms.product import (
     NO_ID,
     ProductArm,
@@ -66,8 +65,6 @@ from agentmem.arms.product import (
 )
 from agentmem.errors import ArmError
 
-#: ``MEM0_DIR`` under the store directory (mem0 reads it once, at import).
-MEM0_HOME = "mem0home"
 #: mem0's SQLite history database under the store directory (``history_db_path``).
 HISTORY_DB = "history.db"
 #: mem0 collection name.
@@ -79,43 +76,6 @@ BLANK_QUERY = "(empty query)"
 #: construction and they need a key; with ``infer=False`` and the replaced embedder
 #: neither is called, and a call would be refused at once by the discard port.
 _NO_OPENAI = {"api_key": "unused-no-openai-call", "openai_base_url": "http://127.0.0.1:9/v1"}
-
-_IMPORT_LOCK = threading.Lock()
-
-
-def import_memory(store_dir: Path) -> type:
-    """Import and return ``mem0.Memory`` with telemetry off and ``MEM0_DIR`` in ``store_dir``.
-
-    mem0 reads ``MEM0_TELEMETRY`` and ``MEM0_DIR`` when ``mem0`` is first imported and
-    writes ``MEM0_DIR/config.json`` then (and nothing there afterwards while telemetry
-    is off and ``history_db_path`` is set). The first import in a process therefore
-    points ``MEM0_DIR`` at ``store_dir/mem0home`` (restoring the variable afterwards);
-    later arm instances in the process reuse the imported module.
-
-    Raises:
-        ArmError: when mem0 was imported earlier in the process with telemetry on.
-    """
-    with _IMPORT_LOCK:
-        if "mem0.memory.main" not in sys.modules:
-            os.environ["MEM0_TELEMETRY"] = "False"
-            previous = os.environ.get("MEM0_DIR")
-            os.environ["MEM0_DIR"] = str(Path(store_dir) / MEM0_HOME)
-            try:
-                import mem0  # noqa: F401
-            finally:
-                if previous is None:
-                    os.environ.pop("MEM0_DIR", None)
-                else:
-                    os.environ["MEM0_DIR"] = previous
-        from mem0 import Memory
-        from mem0.memory import main as mem0_main
-
-        if mem0_main.MEM0_TELEMETRY:
-            raise ArmError(
-                "mem0: telemetry is on: mem0 was imported before the arm with "
-                "MEM0_TELEMETRY unset; set MEM0_TELEMETRY=False before importing mem0"
-            )
-        return Memory
 
 
 class Mem0Arm(ProductArm):
@@ -148,6 +108,12 @@ class Mem0Arm(ProductArm):
 
     name: ClassVar[str]
     capabilities: ClassVar[Capabilities]
+    bare_call: ClassVar[BareCall] = BareCall(
+        "Memory.search (text with its staged vector, top_k, filters, threshold) and, for a "
+        "count, Memory.get_all",
+        "the vector check and the filters built per call; our ids from the metadata, "
+        "de-duplicated and sorted",
+    )
     prefix_stable: ClassVar[bool]
     #: mem0's ``vector_store.provider``
     provider: ClassVar[str]
@@ -387,6 +353,20 @@ class Mem0Arm(ProductArm):
             ArmError: when the arm is not open, the embedding is not 384 finite numbers or
                 mem0 fails.
         """
+        raw = self.raw_query_call(q, k)()
+        return Result(memory_ids=self.raw_ids(raw, k), count=raw[1])
+
+    def raw_query_call(self, q: Query, k: int) -> Callable[[], tuple[Any, int | None]]:
+        """Return a zero-argument function making exactly the mem0 calls :meth:`query` makes.
+
+        The vector check and the filters are built here, once; the function runs the
+        count (``Memory.get_all``, when ``q.wants_count`` and the arm counts) and
+        ``Memory.search`` with the vector staged for the embedder (when a search runs), and
+        returns ``(search output or None, count or None)``.
+
+        Raises:
+            ArmError: when the arm is not open or the embedding is not 384 numbers.
+        """
         mem = self._require_open()
         vec = float32_array(q.embedding, self.name, f"query {q.query_id!r} embedding")
         vec = vec.reshape(-1)
@@ -397,24 +377,37 @@ class Mem0Arm(ProductArm):
             )
         filters = query_filters(q, self.eq_operator)
         counts = q.wants_count and self.capabilities.aggregate
-        if matches_nothing(q):
-            return Result(memory_ids=[], count=0 if counts else None)
-        count = self._count(filters) if counts else None
-        if k <= 0 or not self._ids or not np.all(np.isfinite(vec)):
-            return Result(memory_ids=[], count=count)
+        nothing = matches_nothing(q)
+        search = not nothing and k > 0 and bool(self._ids) and bool(np.all(np.isfinite(vec)))
         text = q.text if q.text.strip() else BLANK_QUERY
-        self._emb.expect(text.strip(), vec)
-        try:
-            out = mem.search(text, top_k=int(k) + 1, filters=filters, threshold=self.threshold)
-        finally:
-            self._emb.clear()
+
+        def call() -> tuple[Any, int | None]:
+            count = (0 if nothing else self._count(filters)) if counts else None
+            if not search:
+                return None, count
+            self._emb.expect(text.strip(), vec)
+            try:
+                out = mem.search(text, top_k=int(k) + 1, filters=filters, threshold=self.threshold)
+            finally:
+                self._emb.clear()
+            return out, count
+
+        return call
+
+    def raw_ids(self, raw: tuple[Any, int | None], k: int) -> list[str]:
+        """Our ids of mem0's results (from their metadata), best score first, cut to ``k``.
+
+        A memory mem0 returns twice counts once; equal scores are ordered by id.
+        """
+        out = raw[0]
+        if out is None:
+            return []
         scored: dict[str, float] = {}
         for r in out.get("results") or []:
             mid = (r.get("metadata") or {}).get("memory_id")
             if mid is not None and mid not in scored:
                 scored[mid] = float(r.get("score") or 0.0)
-        ranked = sorted(scored, key=lambda m: (-scored[m], m))
-        return Result(memory_ids=ranked[:k], count=count)
+        return sorted(scored, key=lambda m: (-scored[m], m))[: max(k, 0)]
 
     def _count(self, filters: dict[str, Any]) -> int:
         """Memories matching ``filters``: ``len(Memory.get_all(filters, top_k=n + 1))``."""

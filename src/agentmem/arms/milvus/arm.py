@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -21,6 +21,7 @@ from agentmem.arms.base import (
     MEMORY_SCHEMA,
     VECTOR_DIM,
     ArmError,
+    BareCall,
     BuildStats,
     Capabilities,
     Corpus,
@@ -145,6 +146,11 @@ class MilvusLiteArm(ProductArm):
         text_access="none",
         transactions=False,
         filter_stage="in-search",
+    )
+    bare_call: ClassVar[BareCall] = BareCall(
+        "MilvusClient.search (vector, limit, filter expression, ef) and, for a count, "
+        "query(count(*))",
+        "the vector check, the search arguments and the filter built per call; the id list",
     )
     #: faiss searches with ``max(ef, k)`` candidates: the depth grows with ``k``.
     prefix_stable: ClassVar[bool] = False
@@ -330,14 +336,34 @@ class MilvusLiteArm(ProductArm):
             ArmError: when the arm is not open, the embedding is not 384 values, or
                 Milvus Lite fails.
         """
+        raw = self.raw_query_call(q, k)()
+        return Result(memory_ids=self.raw_ids(raw, k), count=raw[1])
+
+    def raw_query_call(self, q: Query, k: int) -> Callable[[], tuple[Any, int | None]]:
+        """Return a zero-argument function making exactly the calls :meth:`query` makes.
+
+        The vector check, the search arguments and the filter expression are built here,
+        once; the function runs ``MilvusClient.search`` (when a search runs) and the count
+        (when ``q.wants_count``) and returns ``(hits or None, count or None)``.
+
+        Raises:
+            ArmError: when the arm is not open or the embedding is not 384 values.
+        """
         client = self._require_open()
         vec = checked_vector(q.embedding, self.name, f"query {q.query_id!r}")
-        ids: list[str] = []
-        if k > 0 and np.all(np.isfinite(vec)):
-            hits = client.search(data=[vec], **self._search_call(q, k))
-            ids = [str(h[PK]) for h in hits[0]]
-        count = self._count(query_expr(q)) if q.wants_count else None
-        return Result(memory_ids=ids, count=count)
+        search = self._search_call(q, k) if k > 0 and np.all(np.isfinite(vec)) else None
+        expr = query_expr(q) if q.wants_count else None
+
+        def call() -> tuple[Any, int | None]:
+            hits = client.search(data=[vec], **search) if search is not None else None
+            return hits, (self._count(expr) if expr is not None else None)
+
+        return call
+
+    def raw_ids(self, raw: tuple[Any, int | None], k: int) -> list[str]:
+        """The ids :meth:`query` returns of :meth:`raw_query_call`'s output."""
+        hits = raw[0]
+        return [str(h[PK]) for h in hits[0]] if hits is not None else []
 
     def _count(self, expr: str) -> int:
         """Exact number of stored memories matching the filter ``expr`` (``""``: all)."""
