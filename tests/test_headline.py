@@ -7,7 +7,6 @@ import math
 import polars as pl
 import pytest
 
-from agentmem.report.claims import DESIGN_FINDINGS, HEADLINE_FINDINGS
 from agentmem.report.headline import (
     across_seeds,
     by_class_seeds,
@@ -15,6 +14,7 @@ from agentmem.report.headline import (
     trees_from,
 )
 from agentmem.report.reference import published_lookup
+from agentmem.report.reference.findings import DESIGN_FINDINGS, HEADLINE_FINDINGS
 from agentmem.report.stats import seed_interval
 
 FINDING = {f.number: f for f in HEADLINE_FINDINGS + DESIGN_FINDINGS}

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from agentmem.corpus.queries import QUERY_CLASSES
-from agentmem.report.html import render_report
+from agentmem.report.html import figure_caption, render_report
 from agentmem.report.tables import BY_CLASS_COLUMNS, by_class, score_run_file, write_by_class
 
 # m1 and m2 are superseded (by m5 and m6)
@@ -182,3 +182,40 @@ def test_by_class_fill_by_hand_and_the_markdown_marks_short_precision(tmp_path):
     assert "†" not in rows[("A", "currency")]
     assert "†" in rows[("B", "all")]
     assert pl.read_csv(tmp_path / "by_class.csv")["precision_at_10"].dtype == pl.Float64
+
+
+def test_figure_captions_are_the_workflow_report_captions():
+    """One source: the HTML report reads the caption files Snakemake's report shows."""
+    report_dir = Path(__file__).resolve().parents[1] / "workflow" / "report"
+    captions = {p.stem: p for p in report_dir.glob("*.rst")}
+    crash = figure_caption("crash", captions)
+    assert crash.startswith("Crash trials: a child process writes records steadily and is")
+    # external-<id> takes external.rst, its dataset placeholder filled
+    ext = figure_caption("external-locomo-turns", captions)
+    assert ext.startswith("External dataset locomo-turns: evidence recall@10 per arm")
+    # rst literals become HTML code
+    table = figure_caption("findings_table", captions)
+    assert "(config <code>robustness</code>)" in table and "``" not in table
+    assert figure_caption("no-such-figure", captions) == ""
+    # every figure of the report has its caption file
+    figures = {
+        "anomaly",
+        "budget",
+        "capabilities",
+        "conversation",
+        "crash",
+        "decay",
+        "er_diagram",
+        "external",
+        "findings",
+        "fleet",
+        "latency",
+        "lost_update",
+        "ndcg_heatmap",
+        "overall",
+        "postfilter",
+        "scaling",
+        "storage",
+        "validation",
+    }
+    assert figures <= set(captions)

@@ -93,6 +93,7 @@ arm_params = PLAN.arm_params
 encoder_model = PLAN.encoder_model
 library_file = PLAN.library_file
 library_package = PLAN.library_package
+captions = PLAN.captions
 corpus_files = PLAN.corpus_files
 arm_sources = PLAN.arm_sources
 conversation_sources = PLAN.conversation_sources

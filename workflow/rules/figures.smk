@@ -349,7 +349,7 @@ use rule plot_ndcg_heatmap as plot_findings with:
     output:
         svg=report(
             "results/figures/findings.svg",
-            caption="../report/findings_figure.rst",
+            caption="../report/findings.rst",
             category="Reference",
         ),
         png="results/figures/findings.png",

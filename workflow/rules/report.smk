@@ -98,6 +98,7 @@ rule render_report:
         findings="results/tables/findings.csv",
         findings_seeds="results/tables/findings_seeds.csv",
         seed_spread="results/tables/by_class_seeds.csv",
+        captions=captions(),
         code=[
             library_file("agentmem/report/html.py"),
             library_file("agentmem/report/templates/report.html.j2"),

@@ -134,11 +134,12 @@ rule tabulate_findings:
         code=[
             library_file("agentmem/report/headline.py"),
             *library_package("agentmem/report/reference"),
+            *library_package("agentmem/report/reference/data", "*.yaml"),
         ],
     output:
         csv=report(
             "results/tables/findings.csv",
-            caption="../report/findings.rst",
+            caption="../report/findings_table.rst",
             category="Reference",
         ),
         md="results/tables/findings.md",

@@ -5,7 +5,7 @@ runs the embedded PostgreSQL 18.3 + pgvector 0.8.2 server of one data directory
 (:mod:`.server`, :mod:`.postmaster`); :mod:`.dsn` names servers and databases;
 :mod:`.extension` prepares pgvector. Typical use::
 
-    with connect_store(store_dir, "pg-hnsw", create=True) as h:
+    with connect_store(store_dir, "my-arm", create=True) as h:
         h.conn.execute("CREATE TABLE ...")
 """
 

@@ -89,12 +89,12 @@ def database_name(name: str, store_dir: Path) -> str:
 
     Form: ``agentmem_<name>_<label>_<hash>``, sanitised to ``[a-z0-9_]`` and at most 63
     bytes (PostgreSQL's identifier limit). ``<label>`` is the store directory's last two
-    path components minus any equal to ``name`` (so ``results/stores/m/pg-hnsw`` gives
-    ``agentmem_pg_hnsw_m_…``); ``<hash>`` is 8 hex digits of the sha256 of the resolved
+    path components minus any equal to ``name`` (so ``results/stores/m/my-arm`` gives
+    ``agentmem_my_arm_m_…``); ``<hash>`` is 8 hex digits of the sha256 of the resolved
     path, so two store directories never share a database on one external server.
 
     Args:
-        name: the arm (or other store owner) name, e.g. ``"pg-hnsw"``.
+        name: the arm (or other store owner) name, e.g. ``"my-arm"``.
         store_dir: the store directory.
 
     Returns:

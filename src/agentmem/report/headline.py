@@ -1,6 +1,6 @@
 """The findings table: every finding evaluated on every result tree, with a verdict.
 
-The findings are declared in :mod:`agentmem.report.claims` (the study's twelve, docs/STUDY.md
+The findings are declared in ``reference/data/findings.yaml`` (the study's twelve, docs/STUDY.md
 §7, and the project's own). Each computes one statistic from a lookup (``ref -> value``,
 the keys of :class:`agentmem.report.reference.OurResults`), on the published numbers (the
 study's value) and on each of our result trees alike, and decides a verdict by a stated
@@ -25,13 +25,13 @@ from pathlib import Path
 import polars as pl
 
 from agentmem.io import write_csv
-from agentmem.report.claims import (
-    ALL_FINDINGS,
-    VERDICTS,
-)
 from agentmem.report.reference import (
     OurResults,
     published_lookup,
+)
+from agentmem.report.reference.findings import (
+    ALL_FINDINGS,
+    VERDICTS,
 )
 from agentmem.report.reference.records import Lookup
 from agentmem.report.stats import seed_interval

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any
 
 import jinja2
 import polars as pl
+from markupsafe import Markup
 
 from agentmem.corpus.queries import QUERY_CLASSES
 from agentmem.io import write_text
@@ -92,40 +94,6 @@ SECTIONS: list[tuple[str, str, str, tuple[str, ...]]] = [
         ("findings",),
     ),
 ]
-
-CAPTIONS = {
-    "validation": "Mean query–relevant cosine per class against the random-pair cosine, and "
-    "identifier overlap per class.",
-    "ndcg_heatmap": "nDCG@10 per arm and query class (k = 10); the last column is overall.",
-    "overall": "Overall nDCG@10, recall@10 and MRR with 95% bootstrap intervals over queries; "
-    "red markers are the published values.",
-    "latency": "p50 and p95 query latency per arm (median of 3 timed runs after a warm-up).",
-    "storage": "Bytes on disk per memory (dbstat, pg relation sizes, file sizes).",
-    "capabilities": "Capability grid generated from the arms' declared capabilities.",
-    "er_diagram": "The relational schema (agentmem.schema); the same declaration creates the "
-    "SQLite and PostgreSQL tables.",
-    "postfilter": "Post-filter overfetch sweep: fill rate and recall@10 of file-vec-meta "
-    "against the overfetch factor; in-engine filtered HNSW arms as reference lines.",
-    "scaling": "p50 latency and nDCG@10 against corpus size, one line per arm.",
-    "budget": "Quality against the o200k tokens the returned memories cost, k = 1 … 50.",
-    "crash": "SIGKILL during sustained writes: trials whose store was unreadable, failed its "
-    "integrity check, or lost records the writer had reported committed.",
-    "lost_update": "Concurrent increments of one record: share of updates lost, writers as "
-    "threads and as processes.",
-    "fleet": "N agent processes on one store (70 % recall, 25 % remember, 5 % correction): "
-    "operations per second of the fleet and recall p99 against N; hollow markers lost or "
-    "duplicated an acknowledged write or left the store corrupt.",
-    "anomaly": "Restatements of a fact reached by a top-10 repair search; the rest stay stale.",
-    "external": "Evidence recall@10 per arm and question category, recall@k against k, and "
-    "recall@10 per setting; black: the DRAGON retriever's published values (LoCoMo paper, "
-    "as quoted by secondary sources) where the dataset has them.",
-    "conversation": "Context tokens per turn and cumulative for append-everything and each "
-    "configured arm (remember every turn, then recall), beside the seed's claims.",
-    "decay": "Graph memory under Ebbinghaus decay over a simulated year.",
-    "findings": "The twelve headline findings and the recommended design's claim (rows) per "
-    "corpus (columns): green holds, amber weakens, red flips, grey n/a; each cell shows "
-    "the finding's statistic (italics: carried from the headline run).",
-}
 
 #: the page's Jinja2 template (package data beside this module)
 TEMPLATE_FILE = "templates/report.html.j2"
@@ -219,9 +187,33 @@ def _fleet_summary(rows: list[dict]) -> list[dict]:
     return out
 
 
-def _caption(stem: str) -> str:
-    """A figure's caption by file stem; ``external-<id>`` takes the external one."""
-    return CAPTIONS.get(stem) or CAPTIONS.get(stem.partition("-")[0], "")
+_LITERAL = re.compile(r"``(.+?)``")
+
+
+def figure_caption(stem: str, captions: Mapping[str, str | Path]) -> Markup:
+    """A figure's caption as HTML, from the workflow's caption file of the same stem.
+
+    The caption files are the ones Snakemake's report shows (``workflow/report/<stem>.rst``,
+    reStructuredText with Jinja2 placeholders); ``external-<id>`` takes ``external.rst``
+    with ``snakemake.wildcards.dataset`` = ``<id>``.
+
+    Args:
+        stem: the figure's file stem.
+        captions: caption file stem -> its path.
+
+    Returns:
+        The caption as escaped HTML (inline literals as ``<code>``), empty when no caption
+        file has the stem.
+    """
+    prefix, _, dataset = stem.partition("-")
+    path = captions.get(stem) or captions.get(prefix)
+    if path is None:
+        return Markup("")
+    rst = jinja2.Template(Path(path).read_text("utf-8")).render(
+        snakemake={"wildcards": {"dataset": dataset}, "config": {}}
+    )
+    # the captions use one reStructuredText construct, the inline literal ``x``
+    return Markup(_LITERAL.sub(r"<code>\1</code>", str(Markup.escape(" ".join(rst.split())))))
 
 
 def _data_uri(path: str | Path) -> str:
@@ -317,6 +309,7 @@ def render_report(
     findings_csv: str | Path | None = None,
     findings_seeds_csv: str | Path | None = None,
     seed_spread_csv: str | Path | None = None,
+    captions: Mapping[str, str | Path] | None = None,
 ) -> None:
     """Render ``index.html``.
 
@@ -336,6 +329,9 @@ def render_report(
         findings_seeds_csv: ``results/tables/findings_seeds.csv`` (the across-seed column of
             that table), optional.
         seed_spread_csv: ``results/tables/by_class_seeds.csv`` (section 9), optional.
+        captions: caption file stem -> its path (``workflow/report/*.rst``, the captions of
+            Snakemake's report): each figure's caption (:func:`figure_caption`); none if
+            omitted.
     """
     doc = json.loads(Path(capture).read_text())
     t = pl.DataFrame(doc["by_class"])
@@ -346,7 +342,7 @@ def render_report(
         grid.setdefault(r["arm"], {})[r["query_class"]] = r["ndcg_at_10"]
         stale.setdefault(r["arm"], {})[r["query_class"]] = r.get("stale_exposure")
     figs = {
-        Path(f).stem: {"src": _data_uri(f), "caption": _caption(Path(f).stem)}
+        Path(f).stem: {"src": _data_uri(f), "caption": figure_caption(Path(f).stem, captions or {})}
         for f in (figures or [])
     }
     ci: dict[str, tuple[float, float]] = {}

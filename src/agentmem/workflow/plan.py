@@ -130,6 +130,10 @@ class Plan:
         """Absolute paths of a package's files under ``src/``, sorted."""
         return self.sources.library_package(relpath, pattern)
 
+    def captions(self) -> list[str]:
+        """Absolute paths of the report's caption files (:meth:`Sources.captions`)."""
+        return self.sources.captions()
+
     @staticmethod
     def corpus_files(*names: str, corpus: str = "results/corpus/{size}") -> dict[str, str]:
         """Named inputs: the files ``names`` (keys of ``CORPUS_FILES``) of one corpus."""

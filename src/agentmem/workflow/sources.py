@@ -68,6 +68,13 @@ class Sources:
         """Absolute paths of a package's files under ``src/``, sorted."""
         return sorted(str(f) for f in (self.basedir / "src" / relpath).glob(pattern))
 
+    def captions(self) -> list[str]:
+        """Absolute paths of the report's caption files (``workflow/report/*.rst``), sorted.
+
+        Snakemake's report and the HTML report read the same ones.
+        """
+        return sorted(str(f) for f in (self.basedir / "workflow" / "report").glob("*.rst"))
+
     @staticmethod
     def arms(arms: list[str]) -> list[str]:
         """Source files of the arms ``arms`` (:func:`arm_files`), each once, in order."""

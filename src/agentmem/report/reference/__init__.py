@@ -5,10 +5,10 @@ HKTITAN/dbms-agent-memory ``data/capture.json``, transcribed in ``docs/STUDY.md`
 yardstick. Submodules:
 
 - :mod:`.study`: the published figures, read from the data files under ``data/``;
-- :mod:`.records`: lookup keys, :class:`Published`, :class:`Finding`, :data:`TOLERANCES`;
+- :mod:`.records`: lookup keys, :class:`Published`, :data:`TOLERANCES`;
 - :mod:`.published`: every published number as a record (:data:`PUBLISHED`);
 - :mod:`.ours`: :class:`OurResults`, the reader of our result files;
-- :mod:`.lookups` and :mod:`.findings`: the study's findings (:data:`FINDINGS`);
+- :mod:`.findings`: the findings engine, reading ``data/findings.yaml`` (:data:`FINDINGS`);
 - :mod:`.comparison`: :func:`compare` and the verdicts;
 - :mod:`.render`: :func:`write_vs_reference` (``results/tables/vs_reference.{md,csv}``).
 """
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
         compare,
         compare_results,
     )
-    from agentmem.report.reference.findings import FINDINGS
+    from agentmem.report.reference.findings import FINDINGS, Finding
     from agentmem.report.reference.ours import OurResults
     from agentmem.report.reference.published import (
         PUBLISHED,
@@ -33,12 +33,12 @@ if TYPE_CHECKING:
         published_lookup,
         published_numbers,
     )
-    from agentmem.report.reference.records import TOLERANCES, Finding, Lookup, Published, Ref
+    from agentmem.report.reference.records import TOLERANCES, Lookup, Published, Ref
     from agentmem.report.reference.render import render_markdown, write_vs_reference
     from agentmem.report.reference.study import (
         ANOMALY,
         ANOMALY_ARM,
-        BUDGET_FTS_K1,
+        BUDGET_K1,
         BY_CLASS,
         CLASSES,
         CORPUS,
@@ -84,7 +84,7 @@ if TYPE_CHECKING:
 _SOURCES: dict[str, str] = {
     "ANOMALY": "agentmem.report.reference.study",
     "ANOMALY_ARM": "agentmem.report.reference.study",
-    "BUDGET_FTS_K1": "agentmem.report.reference.study",
+    "BUDGET_K1": "agentmem.report.reference.study",
     "BY_CLASS": "agentmem.report.reference.study",
     "CLASSES": "agentmem.report.reference.study",
     "COMPARE_SCHEMA": "agentmem.report.reference.comparison",
@@ -128,7 +128,7 @@ _SOURCES: dict[str, str] = {
     "VALIDATION_COSINE": "agentmem.report.reference.study",
     "VECTOR_ARMS": "agentmem.report.reference.study",
     "WORLD": "agentmem.report.reference.study",
-    "Finding": "agentmem.report.reference.records",
+    "Finding": "agentmem.report.reference.findings",
     "Lookup": "agentmem.report.reference.records",
     "OurResults": "agentmem.report.reference.ours",
     "Published": "agentmem.report.reference.records",
@@ -146,7 +146,7 @@ _SOURCES: dict[str, str] = {
 __all__ = [
     "ANOMALY",
     "ANOMALY_ARM",
-    "BUDGET_FTS_K1",
+    "BUDGET_K1",
     "BY_CLASS",
     "CLASSES",
     "COMPARE_SCHEMA",

@@ -114,7 +114,9 @@ def compare_results(res: OurResults) -> pl.DataFrame:
     for f in FINDINGS:
         pv = f.stat(pub.get)
         ov = f.stat(res.get)
-        verdict = "not measured" if ov is None else ("reproduced" if f.holds(ov) else "differs")
+        verdict = (
+            "not measured" if ov is None else ("reproduced" if f.holds(res.get) else "differs")
+        )
         rows.append(
             {
                 "section": f.section,

@@ -1,373 +1,373 @@
-"""The study's findings: orderings and outcomes that must carry over to our results.
+"""The findings engine: every finding the report checks, read from ``data/findings.yaml``.
 
-Each :class:`~agentmem.report.reference.records.Finding` in :data:`FINDINGS` computes one
-statistic from a lookup (the published numbers or ours, the same way) and states the rule
-under which the finding holds; the helpers below build those statistics from lookup keys.
+A finding is a declaration (docs/FINDINGS.md): a claim, the statistic it computes from a
+lookup (``ref -> value``: the published numbers or one of our result trees, the keys of
+:class:`agentmem.report.reference.OurResults`), its verdict rules and the captions shown
+with it. This module compiles the declarations into :class:`Finding` objects:
+
+- :data:`FINDINGS`: the study's qualitative findings of docs/STUDY.md §1–4, compared in
+  ``vs_reference`` (reproduced when :meth:`Finding.holds` is true on ours);
+- :data:`HEADLINE_FINDINGS`: the study's twelve findings of docs/STUDY.md §7, in its order;
+- :data:`DESIGN_FINDINGS`: the project's own claims; :data:`ALL_FINDINGS` both, in the
+  findings table's row order (:mod:`agentmem.report.headline`).
+
+No arm is named here: the arms, classes and keys a finding reads are in its declaration.
 """
 
 from __future__ import annotations
 
-from agentmem.report.reference.lookups import (
-    agg,
-    best_minus_best,
-    diff,
-    durable_crash_unreadable,
-    hybrid_currency_drop,
-    min_minus_max,
-    ndcg,
-    need,
-    ratio_of,
-    sql_lost_increments,
-)
-from agentmem.report.reference.records import LATENCY_WHY, Finding, Lookup
+import math
+import operator
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentmem.report.reference.records import LATENCY_WHY, Lookup
 from agentmem.report.reference.study import (
     ANOMALY_ARM,
+    CLASSES,
     DBMS_ARMS,
     DBMS_TEXT_ARMS,
     FILE_ARMS,
     POSTFILTER_ARM,
+    REFERENCE_ARMS,
     SIZES,
     TEXT_ONLY_ARMS,
     VECTOR_ARMS,
 )
 
+Stat = Callable[[Lookup], float | None]
+"""A statistic: its value from a lookup, None when a value it needs is unknown."""
 
-def _scaling_gap(v: Lookup) -> float | None:
-    gaps = [
-        diff(("scaling", "pg-hybrid", s, "ndcg_at_10"), ("scaling", "pg-hnsw", s, "ndcg_at_10"))(v)
-        for s in SIZES
-    ]
-    gaps = [g for g in gaps if g is not None]
-    return min(gaps) if gaps else None
+VERDICTS = ("holds", "weakens", "flips", "n/a")
+"""The verdicts of a headline finding, in the findings table's order."""
+
+#: Groups a ``for`` may range over besides the data file's ``sets``: the study's arms by
+#: role (derived from the arms' capability declarations), its sizes and its classes.
+GROUPS: dict[str, tuple[Any, ...]] = {
+    "study": REFERENCE_ARMS,
+    "dbms": DBMS_ARMS,
+    "file": FILE_ARMS,
+    "text_only": TEXT_ONLY_ARMS,
+    "vector": VECTOR_ARMS,
+    "dbms_text": DBMS_TEXT_ARMS,
+    "sizes": tuple(SIZES),
+    "classes": CLASSES,
+}
+
+#: Constants every declaration may use besides the data file's ``constants``.
+STUDY_CONSTANTS: dict[str, Any] = {
+    "postfilter_arm": POSTFILTER_ARM,
+    "anomaly_arm": ANOMALY_ARM,
+    "latency_why": LATENCY_WHY,
+}
+
+_EPS = 1e-9
+_OPS: dict[str, Callable[[float, float], bool]] = {
+    "<": operator.lt,
+    ">": operator.gt,
+    "<=": lambda x, t: x <= t + _EPS,
+    ">=": lambda x, t: x >= t - _EPS,
+    "==": lambda x, t: abs(x - t) <= _EPS,
+}
+_CONDITION = re.compile(r"^(<=|>=|==|<|>)\s*(\S+)$|^in \[\s*(\S+?)\s*,\s*(\S+?)\s*\]$")
+_VAR = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
-def _fts_range(v: Lookup) -> float | None:
-    vals = [v(("scaling", "sqlite-fts", s, "ndcg_at_10")) for s in SIZES]
-    vals = [x for x in vals if x is not None]
-    return max(vals) - min(vals) if len(vals) >= 2 else None
+class FindingsFileError(ValueError):
+    """A declaration of ``data/findings.yaml`` that cannot be compiled (names the finding)."""
 
 
-FINDINGS: tuple[Finding, ...] = (
-    Finding(
-        "§1",
-        "The corpus mixes in distractors at the study's rate (≈15 % of memories)",
-        "distractors / memories",
-        lambda v: v(("manifest_ratio", "distractors", "memories")),
-        "between 0.10 and 0.20",
-        lambda x: 0.10 <= x <= 0.20,
-        "distractors mention an identifier while asserting nothing about it; they are what "
-        "fools dense retrieval on identifier questions",
-    ),
-    Finding(
-        "§1",
-        "Facts are restated several times (a change must repair many rows)",
-        "mean restatements per fact",
-        lambda v: v(("restatements", "mean")),
-        "> 2",
-        lambda x: x > 2,
-        "counted, as the study does, over the facts with more than one memory (light facts "
-        "1–4 renderings, every 11th fact 6–14, corrections included)",
-    ),
-    Finding(
-        "§2",
-        "Lexical questions are no closer to their targets than random memory pairs",
-        "mean cosine lexical − random pairs",
-        diff(
-            ("validation", "lexical", "mean_cosine"), ("validation", "random_pairs", "mean_cosine")
-        ),
-        "|x| ≤ 0.10",
-        lambda x: abs(x) <= 0.10,
-        "the question names an identifier; an embedding of an identifier carries almost no "
-        "meaning, so the cosine stays at the random-pair level",
-    ),
-    Finding(
-        "§2",
-        "Semantic (paraphrase) questions sit far above the random baseline",
-        "mean cosine semantic − random pairs",
-        diff(
-            ("validation", "semantic", "mean_cosine"), ("validation", "random_pairs", "mean_cosine")
-        ),
-        "> 0.30",
-        lambda x: x > 0.30,
-        "paraphrases share meaning, not tokens, with their targets",
-    ),
-    Finding(
-        "§2",
-        "Semantic questions share no identifier with their targets",
-        "identifier overlap, semantic",
-        lambda v: v(("validation", "semantic", "identifier_overlap")),
-        "= 0",
-        lambda x: x == 0,
-        "paraphrase renderings are written without the record's identifier",
-    ),
-    Finding(
-        "§2",
-        "Dense retrieval ranks a distractor first for most identifier questions",
-        "share of probes whose top-cosine memory is a distractor",
-        lambda v: v(("probe", "top_distractor_share")),
-        "≥ 0.5",
-        lambda x: x >= 0.5,
-        "a distractor that merely mentions the identifier is as close in embedding space as "
-        "the memories that answer; the study probed 6 queries, we probe all lexical ones",
-    ),
-    Finding(
-        "§2",
-        "… and the first relevant memory lies far below the top 10",
-        "median rank of the first relevant memory by cosine",
-        lambda v: v(("probe", "median_rank")),
-        "> 10",
-        lambda x: x > 10,
-        "",
-    ),
-    Finding(
-        "§2",
-        "Most questions need a predicate, join or aggregate, not similarity alone",
-        "share of queries needing a predicate",
-        lambda v: v(("predicate_share",)),
-        "> 0.5",
-        lambda x: x > 0.5,
-        "five of the eight classes carry a structured predicate or a count",
-    ),
-    Finding(
-        "§3",
-        "Identifier questions: full-text search beats dense retrieval by a wide margin",
-        "lexical nDCG sqlite-fts − file-vec",
-        diff(ndcg("sqlite-fts", "lexical"), ndcg("file-vec", "lexical")),
-        "> 0.30",
-        lambda x: x > 0.30,
-        "BM25 matches the identifier token; cosine cannot tell the answer from a distractor",
-    ),
-    Finding(
-        "§3",
-        "Every DBMS arm returns the exact count on every aggregate; the file arms never do",
-        "min exact-count rate over DBMS arms − max over file arms",
-        min_minus_max(
-            [("by_class", a, "aggregate", "exact_count_rate") for a in DBMS_ARMS],
-            [("by_class", a, "aggregate", "exact_count_rate") for a in FILE_ARMS],
-        ),
-        "= 1",
-        lambda x: x >= 1 - 1e-9,
-        "DBMS arms run COUNT(*) with fact_id = F in SQL; file arms cannot count "
-        "(capability aggregate ✗)",
-    ),
-    Finding(
-        "§3",
-        "file-jsonl answers currency questions (near) perfectly without any filter",
-        "file-jsonl currency nDCG",
-        lambda v: v(ndcg("file-jsonl", "currency")),
-        "≥ 0.9",
-        lambda x: x >= 0.9,
-        "the correction is the newest memory naming the identifier and ties on term count break "
-        "newest first; the arm applies no predicate (capability predicate ✗) — a tie-break "
-        "artefact, not a capability",
-    ),
-    Finding(
-        "§3",
-        "Hybrid arms fall below their B-tree twins on currency",
-        "max over sqlite/pg of currency nDCG hybrid − btree",
-        hybrid_currency_drop,
-        "< 0",
-        lambda x: x < 0,
-        "with superseded rows filtered out the correction competes with distractors and other "
-        "records' memories; the vector branch ranks those close and RRF dilutes the text "
-        "branch's first place, while the B-tree arms' newest-first tie-break puts the "
-        "correction (day 320) first",
-    ),
-    Finding(
-        "§3",
-        "Provenance (session = S) needs the predicate: DBMS arms far above the file arms",
-        "best DBMS − best file arm provenance nDCG",
-        best_minus_best(
-            [ndcg(a, "provenance") for a in DBMS_ARMS], [ndcg(a, "provenance") for a in FILE_ARMS]
-        ),
-        "> 0.40",
-        lambda x: x > 0.40,
-        "file arms cannot restrict to a session, and a session's memories share no wording",
-    ),
-    Finding(
-        "§3",
-        "Overall, the best arm is a DBMS arm and the file arms trail",
-        "best DBMS − best file-arm overall nDCG",
-        best_minus_best([ndcg(a) for a in DBMS_ARMS], [ndcg(a) for a in FILE_ARMS]),
-        "> 0.10",
-        lambda x: x > 0.10,
-        "six of eight classes reward predicates, counts or bm25 ranking",
-    ),
-    Finding(
-        "§3",
-        "Dense-only file-vec is below every DBMS text arm overall",
-        f"min nDCG of {'/'.join(DBMS_TEXT_ARMS)} − file-vec",
-        lambda v: (lambda a, b: a - b if need(a, b) else None)(
-            agg(min, [ndcg(a) for a in DBMS_TEXT_ARMS])(v),
-            v(ndcg("file-vec")),
-        ),
-        "> 0",
-        lambda x: x > 0,
-        "",
-    ),
-    Finding(
-        "§3",
-        "Adding the text branch and predicate (pg-hybrid) beats dense pg-hnsw",
-        "overall nDCG pg-hybrid − pg-hnsw",
-        diff(ndcg("pg-hybrid"), ndcg("pg-hnsw")),
-        "> 0",
-        lambda x: x > 0,
-        "",
-    ),
-    Finding(
-        "§3",
-        "sqlite-btree and pg-btree rank identically",
-        "|overall nDCG sqlite-btree − pg-btree|",
-        lambda v: (lambda d: abs(d) if d is not None else None)(
-            diff(ndcg("sqlite-btree"), ndcg("pg-btree"))(v)
-        ),
-        "< 0.01",
-        lambda x: x < 0.01,
-        "same LIKE/ILIKE term-count scoring, same predicate, same newest-first tie-break",
-    ),
-    Finding(
-        "§3",
-        "Re-parsing a JSONL file per query is far slower than an FTS index",
-        "p50 file-jsonl / p50 sqlite-fts",
-        ratio_of(
-            ("by_class", "file-jsonl", "all", "p50_ms"), ("by_class", "sqlite-fts", "all", "p50_ms")
-        ),
-        "> 5",
-        lambda x: x > 5,
-        LATENCY_WHY,
-    ),
-    Finding(
-        "§3",
-        "Storing vectors costs bytes: every vector arm is larger per memory than every "
-        "text-only arm",
-        "min bytes/memory of vector arms / max of text-only arms",
-        lambda v: (lambda a, b: a / b if need(a, b) and b else None)(
-            agg(min, [("build", a, "bytes_per_memory") for a in VECTOR_ARMS])(v),
-            agg(max, [("build", a, "bytes_per_memory") for a in TEXT_ONLY_ARMS])(v),
-        ),
-        "> 1",
-        lambda x: x > 1,
-        "a 384-d float32 vector alone is 1,536 bytes; HNSW graphs add more",
-    ),
-    Finding(
-        "§4",
-        "Post-filtering underfills: at ×1 overfetch the result slots are not filled",
-        "fill rate at ×1",
-        lambda v: v(("postfilter", POSTFILTER_ARM, 1, "fill_rate")),
-        "< 0.9",
-        lambda x: x < 0.9,
-        "a selective predicate leaves fewer than k of the k nearest neighbours",
-    ),
-    Finding(
-        "§4",
-        "More overfetch fills more slots",
-        "fill rate ×128 − ×1",
-        diff(
-            ("postfilter", POSTFILTER_ARM, 128, "fill_rate"),
-            ("postfilter", POSTFILTER_ARM, 1, "fill_rate"),
-        ),
-        "> 0",
-        lambda x: x > 0,
-        "our sweep covers the overfetch factors in config (sweeps.overfetch)",
-    ),
-    Finding(
-        "§4",
-        "file-jsonl latency grows with the corpus (full re-parse per query)",
-        "p50 at l / p50 at xs, file-jsonl",
-        ratio_of(
-            ("scaling", "file-jsonl", "l", "p50_ms"), ("scaling", "file-jsonl", "xs", "p50_ms")
-        ),
-        "> 10",
-        lambda x: x > 10,
-        "needs the scaling sweep at xs and l",
-    ),
-    Finding(
-        "§4",
-        "sqlite-fts quality holds as the corpus grows",
-        "range of sqlite-fts nDCG over sizes",
-        _fts_range,
-        "< 0.10",
-        lambda x: x < 0.10,
-        "each size draws its own questions, so part of the range is sampling",
-    ),
-    Finding(
-        "§4",
-        "Dense pg-hnsw stays below pg-hybrid at every size",
-        "min over sizes of nDCG pg-hybrid − pg-hnsw",
-        _scaling_gap,
-        "> 0",
-        lambda x: x > 0,
-        "",
-    ),
-    Finding(
-        "§4",
-        "With a one-memory budget sqlite-fts is more precise than at k = 10",
-        "sqlite-fts nDCG@1 − nDCG@10",
-        diff(("budget", "sqlite-fts", 1, "ndcg"), ndcg("sqlite-fts")),
-        "> 0",
-        lambda x: x > 0,
-        "bm25 puts a relevant memory first for most questions",
-    ),
-    Finding(
-        "§4",
-        "Appending (JSONL), SQLite (WAL) and Postgres never left an unreadable store",
-        "trials unreadable: file-append + sqlite + postgres-writer",
-        durable_crash_unreadable,
-        "= 0",
-        lambda x: x == 0,
-        "append-only writes leave at worst a torn last line (skipped on read); WAL journals "
-        "commit atomically",
-    ),
-    Finding(
-        "§4",
-        "Rewriting a JSON file in place loses the store on a crash",
-        "file-rewrite trials unreadable",
-        lambda v: v(("crash", "file-rewrite", "unreadable")),
-        "≥ 1",
-        lambda x: x >= 1,
-        "open('w') truncates before the new content is written. Ours rewrites after every "
-        "record, so nearly every kill lands inside a rewrite (the study: 1/20, its text 3/20)",
-    ),
-    Finding(
-        "§4",
-        "SQLite passes its integrity check after every kill",
-        "sqlite integrity-check failures",
-        lambda v: v(("crash", "sqlite", "integrity_failures")),
-        "= 0",
-        lambda x: x == 0,
-        "",
-    ),
-    Finding(
-        "§4",
-        "A read-modify-write JSON file loses most concurrent increments",
-        "lost share, JSON file, threads",
-        lambda v: v(("lost", "json-file", "threads", "lost_share")),
-        "> 0.5",
-        lambda x: x > 0.5,
-        "two writers read the same N and both write N + 1",
-    ),
-    Finding(
-        "§4",
-        "Single-statement SQL updates lose no increment",
-        "lost: sqlite-update + postgres-update (threads and processes)",
-        sql_lost_increments,
-        "= 0",
-        lambda x: x == 0,
-        "the engine's write lock serialises UPDATE ... SET n = n + 1. Ours uses one connection "
-        "per writer (the study one shared connection); our naive read-then-write SQL variants "
-        "do lose increments (see trials/lost_update.csv): the mechanism, not the product, "
-        "prevents the anomaly",
-    ),
-    Finding(
-        "§4",
-        "A top-10 repair search leaves restated copies stale",
-        f"stale share after a top-10 repair ({ANOMALY_ARM})",
-        lambda v: v(("anomaly", ANOMALY_ARM, "stale_fraction")),
-        "> 0.2",
-        lambda x: x > 0.2,
-        "measured as the study did: the corpus's own questions about a fact (with their "
-        "predicates) on pg-hybrid; the dense-only arms leave more stale, the hybrid and graph "
-        "arms fewer (trials/anomaly.csv); a normalised facts table updates one row",
-    ),
+class _Declaration(BaseModel):
+    """One finding as written in the data file (the fields of docs/FINDINGS.md)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    section: str | None = Field(None, pattern=r"^§[1-4]$")
+    number: int | None = Field(None, ge=1)
+    claim: str
+    statistic: str
+    rule: str
+    why: str = ""
+    value: Any
+    with_: dict[str, Any] = Field(default_factory=dict, alias="with")
+    holds: dict[str, str]
+    flips: dict[str, str] = Field(default_factory=dict)
+    corpus_dependent: bool = True
+
+
+class _FindingsFile(BaseModel):
+    """The data file: constants, named sets, and the three lists of declarations."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    constants: dict[str, str | float] = Field(default_factory=dict)
+    sets: dict[str, list[str]] = Field(default_factory=dict)
+    study: list[_Declaration]
+    headline: list[_Declaration]
+    ours: list[_Declaration]
+
+
+def _known(vals: Sequence[float | None]) -> list[float]:
+    return [x for x in vals if x is not None]
+
+
+def _all_known(vals: Sequence[float | None]) -> bool:
+    return all(x is not None for x in vals)
+
+
+def _slope(y: Sequence[float | None], x: Sequence[float | None]) -> float | None:
+    """Log-log slope between two points; None unless all four are known and positive."""
+    (y0, y1), (x0, x1) = y, x
+    if not _all_known([y0, y1, x0, x1]) or min(y0, y1, x0, x1) <= 0 or x1 == x0:
+        return None
+    return math.log(y1 / y0) / math.log(x1 / x0)
+
+
+#: reductions of a list of statistics' values (None values included), None when undefined
+_REDUCE: dict[str, Callable[[list[float | None]], float | None]] = {
+    "min": lambda v: min(_known(v)) if _known(v) else None,
+    "max": lambda v: max(_known(v)) if _known(v) else None,
+    "range": lambda v: max(_known(v)) - min(_known(v)) if len(_known(v)) >= 2 else None,
+    "mean": lambda v: sum(v) / len(v) if v and _all_known(v) else None,
+    "sum": lambda v: sum(v) if _all_known(v) else None,
+    "sum_known": lambda v: sum(_known(v)),
+}
+
+#: operations on two statistics' values, None when either is unknown
+_BINARY: dict[str, Callable[[float, float], float | None]] = {
+    "minus": operator.sub,
+    "plus": operator.add,
+    "ratio": lambda x, y: x / y if y else None,
+}
+
+
+class _Compiler:
+    """Compiles the expressions of one declaration; errors name the finding."""
+
+    def __init__(self, where: str, constants: Mapping[str, Any], groups: Mapping[str, Any]):
+        self.where = where
+        self.constants = constants
+        self.groups = groups
+
+    def fail(self, msg: str) -> FindingsFileError:
+        return FindingsFileError(f"data/findings.yaml, {self.where}: {msg}")
+
+    def subst(self, item: Any, env: Mapping[str, Any]) -> Any:
+        """``item`` with ``$name`` replaced (a whole ``$name`` keeps the value's type)."""
+        if not isinstance(item, str):
+            return item
+        scope = {**self.constants, **env}
+        whole = _VAR.fullmatch(item)
+        if whole:
+            if whole.group(1) not in scope:
+                raise self.fail(f"unknown name ${whole.group(1)}")
+            return scope[whole.group(1)]
+
+        def one(m: re.Match) -> str:
+            if m.group(1) not in scope:
+                raise self.fail(f"unknown name ${m.group(1)}")
+            return str(scope[m.group(1)])
+
+        return _VAR.sub(one, item)
+
+    def stat(self, node: Any, env: Mapping[str, Any] | None = None) -> Stat:
+        """The statistic of one expression node."""
+        env = env or {}
+        if isinstance(node, list):
+            ref = tuple(self.subst(x, env) for x in node)
+            return lambda v: v(ref)
+        if not isinstance(node, dict) or len(node) != 1:
+            raise self.fail(f"an expression is a key (a list) or one operation, not {node!r}")
+        ((op, arg),) = node.items()
+        if op == "ndcg":
+            arm, cls = (arg, "all") if isinstance(arg, str) else tuple(arg)
+            ref = ("by_class", self.subst(arm, env), self.subst(cls, env), "ndcg_at_10")
+            return lambda v: v(ref)
+        if op in _BINARY:
+            if not isinstance(arg, list) or len(arg) != 2:
+                raise self.fail(f"{op} takes two expressions, got {arg!r}")
+            f, g, fn = self.stat(arg[0], env), self.stat(arg[1], env), _BINARY[op]
+
+            def binary(v: Lookup) -> float | None:
+                x, y = f(v), g(v)
+                return None if x is None or y is None else fn(x, y)
+
+            return binary
+        if op == "abs":
+            f = self.stat(arg, env)
+            return lambda v: None if (x := f(v)) is None else abs(x)
+        if op in _REDUCE:
+            parts, reduce = self.items(arg, env), _REDUCE[op]
+            return lambda v: reduce([p(v) for p in parts])
+        if op == "slope":
+            if not isinstance(arg, dict) or set(arg) != {"x", "y"}:
+                raise self.fail("slope takes {x: [e0, e1], y: [e0, e1]}")
+            ys, xs = self.items(arg["y"], env), self.items(arg["x"], env)
+            if len(ys) != 2 or len(xs) != 2:
+                raise self.fail("slope takes two points")
+            return lambda v: _slope([p(v) for p in ys], [p(v) for p in xs])
+        raise self.fail(f"unknown operation {op!r}")
+
+    def items(self, node: Any, env: Mapping[str, Any]) -> list[Stat]:
+        """The statistics of a list of expressions or of ``{for: {VAR: GROUP}, each: e}``."""
+        if isinstance(node, list):
+            return [self.stat(x, env) for x in node]
+        if not isinstance(node, dict) or set(node) != {"for", "each"} or len(node["for"]) != 1:
+            raise self.fail(f"expected a list or {{for: {{VAR: GROUP}}, each: ...}}, not {node!r}")
+        ((var, group),) = node["for"].items()
+        if group not in self.groups:
+            raise self.fail(f"unknown group {group!r} (known: {', '.join(sorted(self.groups))})")
+        return [self.stat(node["each"], {**env, var: x}) for x in self.groups[group]]
+
+    def condition(self, name: str, text: str, stats: Mapping[str, Stat]) -> Callable:
+        """``lookup -> bool | None`` for the condition ``text`` on the statistic ``name``."""
+        if name not in stats:
+            raise self.fail(f"condition on unknown statistic {name!r}")
+        m = _CONDITION.match(self.subst(text, {}))
+        if not m:
+            raise self.fail(f"condition {text!r}: expected 'OP NUMBER|STATISTIC' or 'in [a, b]'")
+        f = stats[name]
+        if m.group(1) is None:
+            lo, hi = float(m.group(3)), float(m.group(4))
+            return lambda v: None if (x := f(v)) is None else lo - _EPS <= x <= hi + _EPS
+        test, rhs = _OPS[m.group(1)], m.group(2)
+        if rhs in stats:
+            g = stats[rhs]
+
+            def against(v: Lookup) -> bool | None:
+                x, y = f(v), g(v)
+                return None if x is None or y is None else test(x, y)
+
+            return against
+        try:
+            t = float(rhs)
+        except ValueError:
+            raise self.fail(f"condition {text!r}: {rhs!r} is no number or statistic") from None
+        return lambda v: None if (x := f(v)) is None else test(x, t)
+
+
+def _all(conds: Sequence[Callable]) -> Callable[[Lookup], bool | None]:
+    def f(v: Lookup) -> bool | None:
+        vals = [c(v) for c in conds]
+        return None if any(x is None for x in vals) else all(vals)
+
+    return f
+
+
+def _any(conds: Sequence[Callable]) -> Callable[[Lookup], bool | None]:
+    def f(v: Lookup) -> bool | None:
+        vals = [c(v) for c in conds]
+        return None if any(x is None for x in vals) else any(vals)
+
+    return f
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One finding, compiled from its declaration.
+
+    Attributes:
+        section: docs/STUDY.md section of a study finding (``§1``–``§4``), else None.
+        number: its number in docs/STUDY.md §7 (1–12), 13 on for the project's own claims;
+            None for a study finding.
+        claim: the finding in words.
+        statistic: what the number is.
+        rule: the verdict rule in words (shown as the tolerance).
+        why: the mechanism, and why ours may differ (if known).
+        stat: computes the statistic from a lookup (None when an input is missing).
+        holds: ``lookup -> bool | None``: all of its conditions hold (None: unknown).
+        flips: ``lookup -> bool | None``: any of its conditions holds (None: unknown).
+        corpus_dependent: False for a finding whose inputs read no corpus (its value on a
+            further corpus is the headline run's).
+    """
+
+    section: str | None
+    number: int | None
+    claim: str
+    statistic: str
+    rule: str
+    why: str
+    stat: Stat
+    holds: Callable[[Lookup], bool | None]
+    flips: Callable[[Lookup], bool | None]
+    corpus_dependent: bool = True
+
+    def verdict(self, v: Lookup) -> str:
+        """``holds``, ``flips``, ``weakens`` or ``n/a`` (an input is missing)."""
+        if self.stat(v) is None:
+            return "n/a"
+        h, f = self.holds(v), self.flips(v)
+        if h is None or f is None:
+            return "n/a"
+        return "holds" if h else ("flips" if f else "weakens")
+
+
+def _compile(decl: _Declaration, where: str, constants: dict, groups: dict) -> Finding:
+    c = _Compiler(where, constants, groups)
+    stats = {"value": c.stat(decl.value)}
+    stats.update({k: c.stat(e) for k, e in decl.with_.items()})
+    holds = _all([c.condition(k, t, stats) for k, t in decl.holds.items()])
+    flips = _any([c.condition(k, t, stats) for k, t in decl.flips.items()])
+    texts = {
+        **{k: "/".join(map(str, g)) for k, g in groups.items()},
+        **{k: str(x) for k, x in constants.items()},
+    }
+    try:
+        claim, statistic, rule, why = (
+            s.format_map(texts) for s in (decl.claim, decl.statistic, decl.rule, decl.why)
+        )
+    except KeyError as exc:
+        raise c.fail(f"unknown name {{{exc.args[0]}}} in a text") from None
+    return Finding(
+        decl.section,
+        decl.number,
+        claim,
+        statistic,
+        rule,
+        why,
+        stats["value"],
+        holds,
+        flips,
+        decl.corpus_dependent,
+    )
+
+
+def load_findings(text: str) -> dict[str, tuple[Finding, ...]]:
+    """Compile a findings file (docs/FINDINGS.md) into its lists ``study``, ``headline``, ``ours``.
+
+    Raises:
+        FindingsFileError: an unknown operation, group, name or statistic, naming the finding.
+        pydantic.ValidationError: a field missing, misspelt or of the wrong type.
+    """
+    doc = _FindingsFile.model_validate(yaml.safe_load(text))
+    constants = {**STUDY_CONSTANTS, **doc.constants}
+    groups = {**GROUPS, **{k: tuple(v) for k, v in doc.sets.items()}}
+    out = {}
+    for part in ("study", "headline", "ours"):
+        decls = getattr(doc, part)
+        out[part] = tuple(
+            _compile(d, f"{part}[{i}] ({d.number or d.claim[:40]})", constants, groups)
+            for i, d in enumerate(decls)
+        )
+    return out
+
+
+_LOADED = load_findings(
+    (resources.files(__package__) / "data" / "findings.yaml").read_text("utf-8")
 )
-"""The study's findings, each with the statistic and rule that decide its verdict."""
+
+FINDINGS: tuple[Finding, ...] = _LOADED["study"]
+"""The study's findings of docs/STUDY.md §1–4, each with the statistic and rule that decide
+whether ours reproduces it."""
+HEADLINE_FINDINGS: tuple[Finding, ...] = _LOADED["headline"]
+"""The twelve findings of docs/STUDY.md §7, in its order."""
+DESIGN_FINDINGS: tuple[Finding, ...] = _LOADED["ours"]
+"""The project's own claims, checked like the study's: the recommended design's."""
+ALL_FINDINGS: tuple[Finding, ...] = HEADLINE_FINDINGS + DESIGN_FINDINGS
+"""Every finding the findings table shows, in its row order."""

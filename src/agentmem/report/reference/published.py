@@ -12,7 +12,7 @@ from agentmem.report.reference.records import LATENCY_WHY, Published, Ref
 from agentmem.report.reference.study import (
     ANOMALY,
     ANOMALY_ARM,
-    BUDGET_FTS_K1,
+    BUDGET_K1,
     BY_CLASS,
     CLASSES,
     CORPUS,
@@ -335,7 +335,8 @@ def published_numbers() -> list[Published]:
             why="" if kind == "bytes" else LATENCY_WHY,
         )
     b.at("§4", "Token budget", "§4 token budget")
-    b.add("sqlite-fts nDCG at k = 1", BUDGET_FTS_K1, ("budget", "sqlite-fts", 1, "ndcg"), "score")
+    for arm, v in BUDGET_K1.items():
+        b.add(f"{arm} nDCG at k = 1", v, ("budget", arm, 1, "ndcg"), "score")
     b.at("§4", "Crash (SIGKILL during sustained writes)", "§4 crash")
     for fam, (bad, n) in CRASH.items():
         note = {

@@ -1,9 +1,8 @@
 """Record types of the comparison: lookup keys, published numbers, findings, tolerances.
 
 A :class:`Published` record is one number of docs/STUDY.md with the lookup key (``ref``) of
-our corresponding result; a :class:`Finding` is a claim tested by a statistic computed the
-same way on the published numbers and on ours. :data:`TOLERANCES` says, per kind of
-number, when ours reproduces the published value.
+our corresponding result; :data:`TOLERANCES` says, per kind of number, when ours reproduces
+the published value. The findings are :mod:`agentmem.report.reference.findings`.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from typing import Any
 
 Ref = tuple[Any, ...]
 """Lookup key of one quantity, shared by the published data and our results, e.g.
-``("by_class", "sqlite-fts", "all", "ndcg_at_10")``."""
+``("by_class", <arm>, "all", "ndcg_at_10")``."""
 
 Lookup = Callable[[Ref], float | None]
 """A value by lookup key (None when unknown): the published numbers or ours."""
@@ -85,27 +84,3 @@ class Published:
     source: str
     note: str = ""
     why: str = ""
-
-
-@dataclass(frozen=True)
-class Finding:
-    """A qualitative finding of the study, tested on a statistic.
-
-    Attributes:
-        section: REFERENCE section.
-        claim: the finding in words.
-        statistic: what the number is (e.g. "nDCG difference sqlite-fts − file-vec").
-        stat: computes the statistic from a lookup (``ref -> value``); used on the
-            published numbers and on ours alike.
-        rule: the condition in words (shown as the tolerance).
-        holds: the condition on the statistic.
-        why: the mechanism, and why ours may differ (if known).
-    """
-
-    section: str
-    claim: str
-    statistic: str
-    stat: Callable[[Lookup], float | None]
-    rule: str
-    holds: Callable[[float], bool]
-    why: str

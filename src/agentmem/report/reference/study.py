@@ -165,8 +165,8 @@ SCALING_P50: dict[tuple[str, str], float] = _pairs(_S4["scaling_p50"])
 """§4 scaling latency: file-jsonl p50 3.0 → 131 ms; sqlite-fts p50 8.1 ms at 33k."""
 SCALING_L: dict[tuple[str, str], float] = _pairs(_S4["scaling_l"])
 """§4 at 33,197 memories: pg-hybrid 137 MB; pg-hnsw ingest 34.9 s + index 12.9 s."""
-BUDGET_FTS_K1: float = _S4["budget_fts_k1"]
-"""§4 token budget: sqlite-fts nDCG at k = 1."""
+BUDGET_K1: dict[str, float] = _S4["budget_k1"]
+"""§4 token budget: arm -> nDCG at k = 1 (published for sqlite-fts)."""
 
 CRASH: dict[str, tuple[int, int]] = {k: tuple(v) for k, v in _S4["crash"].items()}
 """§4 crash (SIGKILL during sustained writes): family -> (trials unreadable, trials).
