@@ -9,7 +9,8 @@ start_job(snakemake, background=snakemake.params.get("background", False))
 #   backend onnx: the exported fp32 model; onnx-int8: the fp32 model, then its int8 graph
 #   (agentmem.encoder.int8_path of the first); torch: none
 # output[0] the embeddings Parquet
-# params.cache_dir, params.batch_size, params.backend; optional params.model: a further
+# params.encoder_threads (a background encoder takes no core from --cores, yet one thread),
+#   params.cache_dir, params.batch_size, params.backend; optional params.model: a further
 #   embedding model (agentmem.encoder.PACKAGED_MODELS), which brings its own graph
 import sys
 from pathlib import Path
@@ -27,7 +28,7 @@ if backend == "onnx-int8" and not model and not declared_int8:
     raise SystemExit(
         f"backend onnx-int8 needs input.encoder = [fp32 export, its int8 graph], got {graphs}"
     )
-threads = set_encoder_threads(snakemake.threads, backend)
+threads = set_encoder_threads(snakemake.params.encoder_threads, backend)
 print(f"{backend} encoder threads: {threads}", file=sys.stderr)
 
 stats = embed_corpus(

@@ -53,17 +53,19 @@ rule embed_texts:
     # run waits for its vectors): it holds bench_slot (no timing job, no other encoder
     # beside it), its threads (encoder_threads), and goes first. A size above the main one is needed
     # only after the main size's runs: its encoder takes one thread and background_slot
-    # at nice 19 and runs beside those runs. The encoder gets min(threads, usable CPUs).
+    # at nice 19 and runs beside those runs, taking no core from --cores locally
+    # (background_threads). The encoder gets min(threads, usable CPUs).
     priority: 50
     conda:
         "../../envs/agentmem.yaml"
-    threads: encoder_threads
+    threads: embed_threads
     resources:
         bench_slot=lambda wc: 0 if above_main(wc.size) else 1,
         background_slot=lambda wc: 1 if above_main(wc.size) else 0,
         mem_mb=4000,
     params:
         background=lambda wc: above_main(wc.size),
+        encoder_threads=encoder_threads,
         cache_dir="results/cache/embeddings",
         batch_size=CFG.embedding.batch_size,
         backend=CFG.embedding.backend,

@@ -81,12 +81,13 @@ rule embed_external:
     priority: 50
     conda:
         "../../envs/agentmem.yaml"
-    threads: 1
+    threads: background_threads
     resources:
         background_slot=1,
         mem_mb=4000,
     params:
         background=True,
+        encoder_threads=1,
         cache_dir="results/cache/embeddings",
         batch_size=CFG.embedding.batch_size,
         backend=CFG.embedding.backend,
@@ -112,7 +113,7 @@ rule run_arm_external:
         "results/benchmarks/run_arm_external/{dataset}/{setting}/{arm}.tsv"
     conda:
         "../../envs/agentmem.yaml"
-    threads: 1
+    threads: background_threads
     # external datasets report retrieval quality only (no latency figure or table reads
     # these runs), so this is not a timing job: no bench_slot, one untimed pass per query
     # by default, at nice 19, a heavy background job (one background_slot); k is the

@@ -40,6 +40,7 @@ use rule embed_external as embed_robustness with:
     priority: 0
     params:
         background=True,
+        encoder_threads=1,
         cache_dir="results/cache/embeddings",
         batch_size=CFG.embedding.batch_size,
         backend=CFG.embedding.backend,
@@ -69,7 +70,7 @@ rule check_robustness_corpus:
         "results/benchmarks/check_robustness_corpus/{variant}/{size}.tsv"
     conda:
         "../../envs/agentmem.yaml"
-    threads: 1
+    threads: background_threads
     # quality only (the findings read no latency of these runs): one untimed call per query
     # of every arm, then the anomaly probe and the post-filter sweep on the stores built;
     # one job per corpus (a job per arm and probe would triple the run's job count)

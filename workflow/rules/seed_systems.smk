@@ -48,7 +48,7 @@ rule run_decay_sweep:
         "results/benchmarks/run_decay_sweep.tsv"
     conda:
         "../../envs/agentmem.yaml"
-    threads: 1
+    threads: background_threads
     # untimed (pruning, nDCG and recall per simulated day): runs beside the timing jobs
     resources:
         background_slot=1,

@@ -13,7 +13,7 @@ rule run_postfilter_sweep:
     # untimed (fill, recall, share of the corpus fetched): beside the timing jobs
     conda:
         "../../envs/agentmem.yaml"
-    threads: 1
+    threads: background_threads
     resources:
         background_slot=1,
         mem_mb=2000,
@@ -42,7 +42,7 @@ rule run_ablation_sweep:
     # untimed (quality only): beside the timing jobs
     conda:
         "../../envs/agentmem.yaml"
-    threads: 1
+    threads: background_threads
     resources:
         background_slot=1,
         mem_mb=2000,
@@ -68,7 +68,7 @@ rule run_budget_sweep:
         "results/benchmarks/run_budget_sweep/{size}/{arm}.tsv"
     conda:
         "../../envs/agentmem.yaml"
-    threads: 1
+    threads: background_threads
     # untimed (quality and tokens only): runs beside the timing jobs
     resources:
         background_slot=1,

@@ -110,7 +110,7 @@ rule probe_update_anomaly:
         "results/benchmarks/probe_update_anomaly/{size}/{arm}.tsv"
     conda:
         "../../envs/agentmem.yaml"
-    threads: 1
+    threads: background_threads
     # untimed (counts restatements reached): runs beside the timing jobs
     resources:
         background_slot=1,
