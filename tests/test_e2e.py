@@ -18,27 +18,12 @@ from agentmem.external import score_dataset
 from agentmem.external.score import LEVELS, SCORE_COLUMNS
 from agentmem.report.capture import package_versions
 from agentmem.report.html import _versions
+from agentmem.report.tables import BY_CLASS_COLUMNS
+from agentmem.workflow.plan import FIGURE_NAMES
 from agentmem.workflow.selection import external_runs
 
-FIGURES = (
-    "ndcg_heatmap",
-    "crash",
-    "lost_update",
-    "fleet",
-    "anomaly",
-    "postfilter",
-    "budget",
-    "scaling",
-    "validation",
-    "er_diagram",
-    "overall",
-    "latency",
-    "storage",
-    "capabilities",
-    "conversation",
-    "decay",
-    "findings",
-)
+#: every figure the report embeds (the workflow's declaration)
+FIGURES = FIGURE_NAMES
 #: the external datasets of the smoke run: the tiny one, and LoCoMo's turns when present
 EXTERNAL = ["tiny", *(["locomo-turns"] if LOCOMO.is_file() else [])]
 
@@ -82,21 +67,7 @@ def test_fleet_table(smoke_run):
 def test_by_class_table_long_form(smoke_run):
     cfg = load_config(REPO / "config/smoke.yaml")
     t = pl.read_csv(smoke_run / "results/tables/by_class.csv")
-    assert t.columns == [
-        "arm",
-        "query_class",
-        "n_queries",
-        "ndcg_at_10",
-        "recall_at_10",
-        "mrr",
-        "precision_at_10",
-        "stale_exposure",
-        "exact_count_rate",
-        "p50_ms",
-        "p95_ms",
-        "fill_at_10",
-        "short_at_10",
-    ]
+    assert t.columns == BY_CLASS_COLUMNS
     assert t.height == len(cfg.arms) * (len(QUERY_CLASSES) + 1)
     assert t["fill_at_10"].is_between(0, 1).all()
     assert t["ndcg_at_10"].is_between(0, 1).all()

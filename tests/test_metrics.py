@@ -6,8 +6,7 @@ from pathlib import Path
 import ir_measures
 import polars as pl
 import pytest
-from ir_measures import RR, R, nDCG
-from ir_measures import P as Precision
+from ir_measures import RR, P as Precision, R, nDCG
 
 from agentmem.metrics import (
     bootstrap_ci,

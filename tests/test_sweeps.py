@@ -549,9 +549,11 @@ def test_single_size_has_no_exponent(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- figures
 def test_figures_render(sweep: pl.DataFrame, built, tmp_path: Path) -> None:
     from agentmem.io import write_csv
-    from agentmem.report.figures import budget as fig_budget
-    from agentmem.report.figures import postfilter as fig_postfilter
-    from agentmem.report.figures import scaling as fig_scaling
+    from agentmem.report.figures import (
+        budget as fig_budget,
+        postfilter as fig_postfilter,
+        scaling as fig_scaling,
+    )
 
     write_csv(tmp_path / "postfilter.csv", sweep)
     fig_postfilter.plot(tmp_path / "postfilter.csv", tmp_path / "postfilter.svg")

@@ -36,9 +36,9 @@ from agentmem.trials.crash import (
     record_body,
     run_crash_trials,
 )
-from agentmem.trials.crash.records import _memory_record
-from agentmem.trials.lost_update import FIELDS as LU_FIELDS
+from agentmem.trials.crash.records import memory_record
 from agentmem.trials.lost_update import (
+    FIELDS as LU_FIELDS,
     MODES,
     STORES,
     run_lost_update,
@@ -197,11 +197,11 @@ def test_record_body_is_deterministic_and_sized():
     assert len(record_body(123456, 298)) == 298
     assert record_body(5, 0) == "r"
     # the JSON line the file families write is exactly record_chars long
-    from agentmem.trials.crash.records import _memory_record, _record
+    from agentmem.trials.crash.records import memory_record, plain_record
 
     for rid in (1, 99, 123456):
-        assert len(json.dumps(_record(rid, 330))) == 330
-        assert len(json.dumps(_memory_record(rid, 330))) == 330
+        assert len(json.dumps(plain_record(rid, 330))) == 330
+        assert len(json.dumps(memory_record(rid, 330))) == 330
 
 
 # ---------------------------------------------------------------------------------------
@@ -316,7 +316,7 @@ def test_read_store_reports_corrupt_files_by_path(work):
     a = work / "ap"
     a.mkdir()
     jsonl = a / STORE_FILES["file-append"]
-    good = [json.dumps(_memory_record(i, 120)) for i in (1, 2, 3)]
+    good = [json.dumps(memory_record(i, 120)) for i in (1, 2, 3)]
     jsonl.write_text(good[0] + "\nnot json\n" + good[2] + "\n")
     with pytest.raises(TrialError, match=rf"{jsonl} is corrupt: line 2"):
         read_store("file-append", a)

@@ -41,8 +41,7 @@ from agentmem.encoder import (
     get_encoder,
     usable_threads,
 )
-from agentmem.types import VECTOR_DIM as DIM
-from agentmem.types import Embeddings
+from agentmem.types import VECTOR_DIM as DIM, Embeddings
 
 log = logging.getLogger(__name__)
 

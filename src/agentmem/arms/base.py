@@ -106,6 +106,23 @@ class Capabilities:
     transactions: bool
     filter_stage: Literal["none", "post-filter", "in-search"] = "none"
 
+    @classmethod
+    def sql_engine(cls, vector_access: str, text_access: str) -> Capabilities:
+        """An arm on a SQL engine (SQLite, PostgreSQL); only its access paths vary.
+
+        Predicates, joins, exact counts and ACID writes; the predicate is applied inside
+        the search.
+        """
+        return cls(True, True, True, vector_access, text_access, True, "in-search")
+
+    @classmethod
+    def vector_database(cls, vector_access: str, text_access: str = "none") -> Capabilities:
+        """An arm on a vector database; only its access paths vary.
+
+        Metadata filters inside the search and exact counts; no joins, no transactions.
+        """
+        return cls(True, False, True, vector_access, text_access, False, "in-search")
+
 
 @dataclass
 class StorageStats:

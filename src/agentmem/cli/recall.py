@@ -9,6 +9,7 @@ import shutil
 import sys
 import textwrap
 import unicodedata
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -139,9 +140,13 @@ def _cmd_recall(args: argparse.Namespace) -> int:
         )
     if args.count and not arm.capabilities.aggregate:
         print(f"agentmem: note: {args.arm} cannot count; --count is ignored", file=sys.stderr)
+    # the encoder loads and embeds on a thread while the store opens (an embedded
+    # PostgreSQL server starts as a child process): the two waits overlap
+    pool = ThreadPoolExecutor(max_workers=1)
+    embedding = pool.submit(text_embedding, arm, args.text)
     try:
         arm.open(Path(args.store))
-        vec = text_embedding(arm, args.text)
+        vec = embedding.result()
         q = Query("cli", args.text, vec, pred, wants_count=args.count, scope=args.scope)
         res = arm.query(q, args.k)
         rows = {r["memory_id"]: r for r in arm.fetch(res.memory_ids).iter_rows(named=True)}
@@ -151,6 +156,7 @@ def _cmd_recall(args: argparse.Namespace) -> int:
         return fail(str(exc), EXIT_USAGE)
     finally:
         arm.close()
+        pool.shutdown(wait=False, cancel_futures=True)
     ranked = [
         {"rank": n, "id": mid, **rows.get(mid, {})} for n, mid in enumerate(res.memory_ids, start=1)
     ]

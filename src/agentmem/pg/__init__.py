@@ -22,8 +22,10 @@ from agentmem.pg.dsn import ENV_DSN, Mode, current_mode, database_name, external
 from agentmem.pg.errors import PgError
 from agentmem.pg.postmaster import STOP_TIMEOUT_S, import_pgserver, postmaster_pid
 from agentmem.pg.server import EmbeddedServer
-from agentmem.procs import process_alive
-from agentmem.procs import wait_until as _wait  # noqa: F401 - tests poll with pg._wait
+from agentmem.procs import (
+    process_alive,
+    wait_until as _wait,  # noqa: F401 - tests poll with pg._wait
+)
 
 __all__ = [
     "CONNECT_TIMEOUT_S",

@@ -120,14 +120,8 @@ class ChromaArm(ProductArm):
     #: the HNSW search breadth of the filtered search; the post-filter sweep sets it to k * x
     candidate_param: ClassVar[str | None] = "ef_search"
     candidate_unit: ClassVar[str] = "list"
-    capabilities: ClassVar[Capabilities] = Capabilities(
-        predicate=True,
-        join=False,
-        aggregate=True,
-        vector_access="hnsw-filtered",
-        text_access="none",
-        transactions=False,
-        filter_stage="in-search",
+    capabilities: ClassVar[Capabilities] = Capabilities.vector_database(
+        vector_access="hnsw-filtered"
     )
     bare_call: ClassVar[BareCall] = BareCall(
         "Collection.query (embedding, n_results, where) and, for a count, Collection.get "

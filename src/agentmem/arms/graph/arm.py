@@ -83,14 +83,8 @@ class SqliteGraphArm(RememberMixin, DecayMixin, RetrievalMixin):
     name: ClassVar[str] = "sqlite-graph"
     prefix_stable: ClassVar[bool] = True
     family: ClassVar[str] = "graph"
-    capabilities: ClassVar[Capabilities] = Capabilities(
-        predicate=True,
-        join=True,
-        aggregate=True,
-        vector_access="brute-force",
-        text_access="fts5-bm25",
-        transactions=True,
-        filter_stage="in-search",
+    capabilities: ClassVar[Capabilities] = Capabilities.sql_engine(
+        vector_access="brute-force", text_access="fts5-bm25"
     )
     bare_call: ClassVar[BareCall] = BareCall(
         "execute + fetchall of the prepared ranking (and count) statements",

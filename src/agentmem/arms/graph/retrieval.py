@@ -7,24 +7,25 @@ replaced by their successors) is described in ``docs/arms/sqlite-graph.md``.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import apsw
 import polars as pl
 
-from agentmem.arms.base import VECTOR_DIM, ArmError, Query, Result, checked_vector
+from agentmem.arms.base import VECTOR_DIM, ArmError, Query, checked_vector
 from agentmem.arms.graph.connections import GraphStore
 from agentmem.arms.graph.schema import MEMORY_COLUMNS
 from agentmem.arms.rows import memory_frame, memory_rows_frame
-from agentmem.sql.sqlite.statements import format_plan, predicate_sql
+from agentmem.arms.statements import COUNT, StatementQueries
+from agentmem.sql.sqlite.statements import explain_statement, predicate_sql
 from agentmem.text import fts5_match, is_utf8
 
 #: How a query treats superseded nodes (``hide_superseded``).
 HIDE_MODES: tuple[str, ...] = ("visible", "always")
 
 
-class RetrievalMixin(GraphStore):
+class RetrievalMixin(StatementQueries, GraphStore):
     """Reads of :class:`~agentmem.arms.graph.SqliteGraphArm`: query, bench hooks, explain, fetch.
 
     Subclasses :class:`~agentmem.arms.graph.connections.GraphStore`, whose state it uses.
@@ -141,72 +142,25 @@ class RetrievalMixin(GraphStore):
         cond, params = predicate_sql(q.filters)
         return f"SELECT count(*) FROM nodes AS m WHERE m.pruned_day IS NULL AND {cond}", params
 
-    def query(self, q: Query, k: int) -> Result:
-        """Return at most ``k`` memory ids best first, plus the exact count if wanted.
+    driver_errors = apsw.Error
 
-        Runs on the read-only connection (never waits for the writer). Hostile text never
-        raises: text with no search terms drops the FTS branch (vector + graph remain).
+    def _query_statements(self, q: Query, k: int) -> list[tuple[str, Any]]:
+        """The retrieval statement (:meth:`_ranking`, when ``k > 0``), then the count.
 
-        Raises:
-            ArmError: when the store is not open, the embedding is missing or malformed,
-                or on an SQLite error.
+        Queries run on the read-only connection (never waiting for the writer); text with
+        no search terms drops the FTS branch (vector + graph remain). Building the ranking
+        raises :class:`ArmError` when the embedding is missing or malformed.
         """
-        conn = self._r()
-        ids: list[str] = []
-        count: int | None = None
-        try:
-            if k > 0:
-                sql, params = self._ranking(q, k)
-                ids = [r[0] for r in conn.execute(sql, params)]
-            if q.wants_count:
-                sql, params = self._count_sql(q)
-                count = int(conn.execute(sql, params).fetchall()[0][0])
-        except apsw.Error as exc:
-            raise ArmError(
-                f"{self.name}: query {q.query_id!r} on {self._path} failed: {exc}"
-            ) from exc
-        return Result(memory_ids=ids[:k], count=count)
-
-    def raw_query_call(self, q: Query, k: int) -> Callable[[], list[list[Any]]]:
-        """Return a zero-argument function making exactly the driver calls :meth:`query` makes.
-
-        The retrieval statement (:meth:`_ranking`, when ``k > 0``) and the count statement
-        (when ``q.wants_count``) are built here, once; each call of the returned function
-        only executes them on the read-only connection and fetches every row. The
-        harness-overhead benchmark (:mod:`agentmem.bench`) times it against :meth:`query`.
-
-        Returns:
-            A function returning one list of rows per statement run.
-
-        Raises:
-            ArmError: when the store is not open or the embedding is malformed.
-        """
-        conn = self._r()
-        stmts: list[tuple[str, dict[str, Any]]] = []
-        if k > 0:
-            stmts.append(self._ranking(q, k))
+        out: list[tuple[str, Any]] = [("retrieval", self._ranking(q, k) if k > 0 else None)]
         if q.wants_count:
-            stmts.append(self._count_sql(q))
+            out.append((COUNT, self._count_sql(q)))
+        return out
 
-        def call() -> list[list[Any]]:
-            return [conn.execute(s, p).fetchall() for s, p in stmts]
+    def _query_connection(self) -> apsw.Connection:
+        return self._r()
 
-        return call
-
-    def raw_ids(self, raw: list[list[Any]], k: int) -> list[str]:
-        """The ids :meth:`query` makes of the bare call's rows: the ranking's first column.
-
-        Args:
-            raw: one list of rows per statement, from the function
-                :meth:`raw_query_call` returned (the ranking first when ``k > 0``).
-            k: the result length the call was made for.
-
-        Returns:
-            At most ``k`` memory ids, best first.
-        """
-        if k <= 0 or not raw:
-            return []
-        return [r[0] for r in raw[0]][:k]
+    def _store_location(self) -> str:
+        return str(self._path)
 
     def explain(self, q: Query, k: int = 10) -> str:
         """Return EXPLAIN QUERY PLAN of the exact statements :meth:`query` runs for ``q``.
@@ -223,17 +177,13 @@ class RetrievalMixin(GraphStore):
             ArmError: when the store is not open or SQLite fails.
         """
         conn = self._r()
-        stmts = [("retrieval", self._ranking(q, max(k, 1)))]
-        if q.wants_count:
-            stmts.append(("count", self._count_sql(q)))
-        parts = []
-        for label, (sql, params) in stmts:
-            try:
-                rows = conn.execute("EXPLAIN QUERY PLAN " + sql, params).fetchall()
-            except apsw.Error as exc:
-                raise ArmError(f"{self.name}: explain on {self._path} failed: {exc}") from exc
-            parts.append(f"-- {label}: {' '.join(sql.split())}\n{format_plan(rows)}")
-        return "\n".join(parts)
+        try:
+            return "\n".join(
+                explain_statement(conn, label, *stmt)
+                for label, stmt in self._query_statements(q, max(k, 1))
+            )
+        except apsw.Error as exc:
+            raise ArmError(f"{self.name}: explain on {self._path} failed: {exc}") from exc
 
     def fetch(self, memory_ids: Sequence[str]) -> pl.DataFrame:
         """Return the stored nodes of ``memory_ids`` (pruned ones included), read-only.

@@ -122,15 +122,7 @@ class LanceDbArm(ProductArm):
 
     name: ClassVar[str] = "lancedb"
     products: ClassVar[tuple[str, ...]] = ("lancedb", "pyarrow")
-    capabilities: ClassVar[Capabilities] = Capabilities(
-        predicate=True,
-        join=False,
-        aggregate=True,
-        vector_access="brute-force",
-        text_access="none",
-        transactions=False,
-        filter_stage="in-search",
-    )
+    capabilities: ClassVar[Capabilities] = Capabilities.vector_database(vector_access="brute-force")
     bare_call: ClassVar[BareCall] = BareCall(
         "the table's search (vector, or hybrid for lancedb-hybrid) to Arrow and its id "
         "column, and count_rows for a count",

@@ -60,14 +60,8 @@ class LanceDbHybridArm(LanceDbArm):
     """
 
     name: ClassVar[str] = "lancedb-hybrid"
-    capabilities: ClassVar[Capabilities] = Capabilities(
-        predicate=True,
-        join=False,
-        aggregate=True,
-        vector_access="brute-force",
-        text_access="lance-fts-bm25",
-        transactions=False,
-        filter_stage="in-search",
+    capabilities: ClassVar[Capabilities] = Capabilities.vector_database(
+        vector_access="brute-force", text_access="lance-fts-bm25"
     )
     prefix_stable: ClassVar[bool] = False
 

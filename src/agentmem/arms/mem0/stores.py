@@ -43,15 +43,7 @@ class Mem0QdrantArm(Mem0Arm):
     prefix_stable: ClassVar[bool] = True
     #: local Qdrant refuses a second client on one storage folder
     exclusive_store: ClassVar[bool] = True
-    capabilities: ClassVar[Capabilities] = Capabilities(
-        predicate=True,
-        join=False,
-        aggregate=True,
-        vector_access="brute-force",
-        text_access="none",
-        transactions=False,
-        filter_stage="in-search",
-    )
+    capabilities: ClassVar[Capabilities] = Capabilities.vector_database(vector_access="brute-force")
 
     def _store_config(self, store_dir: Path) -> dict[str, Any]:
         return {

@@ -138,15 +138,7 @@ class MilvusLiteArm(ProductArm):
 
     name: ClassVar[str] = "milvus-lite"
     products: ClassVar[tuple[str, ...]] = ("pymilvus", "milvus-lite")
-    capabilities: ClassVar[Capabilities] = Capabilities(
-        predicate=True,
-        join=False,
-        aggregate=True,
-        vector_access="hnsw",
-        text_access="none",
-        transactions=False,
-        filter_stage="in-search",
-    )
+    capabilities: ClassVar[Capabilities] = Capabilities.vector_database(vector_access="hnsw")
     bare_call: ClassVar[BareCall] = BareCall(
         "MilvusClient.search (vector, limit, filter expression, ef) and, for a count, "
         "query(count(*))",

@@ -12,7 +12,7 @@ ranking statement and session settings.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -23,7 +23,6 @@ from psycopg import sql
 
 from agentmem.arms.base import (
     VECTOR_DIM,
-    ArmBase,
     ArmError,
     BareCall,
     BuildStats,
@@ -32,7 +31,6 @@ from agentmem.arms.base import (
     Embeddings,
     Query,
     RawIngest,
-    Result,
     StorageStats,
     checked_vector,
     float32_array,
@@ -40,6 +38,7 @@ from agentmem.arms.base import (
 )
 from agentmem.arms.postgres.ingest import bulk_load, copy_rows
 from agentmem.arms.postgres.remember import fetch_rows, nul_value, write_batch
+from agentmem.arms.statements import COUNT, StatementQueries
 from agentmem.pg import PgError, PgHandle, connect_store
 from agentmem.sql.postgres.catalog import (
     CONSISTENCY_CHECK,
@@ -58,7 +57,7 @@ def check_positive(**params: int) -> None:
             raise ValueError(f"{key} must be a positive integer, got {value!r}")
 
 
-class PgArm(ArmBase):
+class PgArm(StatementQueries):
     """Shared machinery of the Postgres arms: schema, build, open, count, explain, storage.
 
     Subclasses set the class variables, :meth:`_session_settings` and :meth:`_ranking`
@@ -317,12 +316,31 @@ class PgArm(ArmBase):
         v = checked_vector(q.embedding, self.name, f"query {q.query_id!r}", VECTOR_DIM)
         return v
 
-    def _statements(self, q: Query, k: int) -> list[tuple[str, Any]]:
-        """Return ``[(label, (stmt, params) | None), ...]`` in the order :meth:`query` runs."""
+    def _query_statements(self, q: Query, k: int) -> list[tuple[str, Any]]:
+        """The ranking (:meth:`_ranking`, None when ``k <= 0``), then the count when wanted.
+
+        ``q.scope`` is a hard filter AND-ed with the predicate wherever the arm applies the
+        predicate (:func:`~agentmem.sql.postgres.queries.predicate_sql` of ``q.filters``,
+        bound parameters), in the ranking and in the count; the count is of the memories
+        in the scope matching the predicate (all memories without either), independent
+        of the text.
+        """
         out: list[tuple[str, Any]] = [("ranking", self._ranking(q, k) if k > 0 else None)]
         if q.wants_count:
-            out.append(("count", self._count_sql(q)))
+            out.append((COUNT, self._count_sql(q)))
         return out
+
+    driver_errors = psycopg.Error
+
+    def _query_connection(self) -> psycopg.Connection:
+        return self._conn()
+
+    def _store_location(self) -> str:
+        return self._where()
+
+    def _statement_text(self, conn: psycopg.Connection, stmt: sql.Composable) -> str:
+        """The SQL text psycopg sends for ``stmt`` (``Composable.as_string``)."""
+        return stmt.as_string(conn)
 
     def raw_ingest(self) -> RawIngest:
         """The raw bulk path: the memory tables read back and ``COPY``-ed in binary."""
@@ -331,73 +349,6 @@ class PgArm(ArmBase):
             pg_tables=("memories", "memory_entities"),
             beyond="nothing: rows leave polars before the clock starts, as in the raw path",
         )
-
-    def query(self, q: Query, k: int) -> Result:
-        """Return at most ``k`` memory ids best first, plus the exact count if wanted.
-
-        ``q.scope`` is a hard filter AND-ed with the predicate wherever the arm applies the
-        predicate (:func:`~agentmem.sql.postgres.queries.predicate_sql` of ``q.filters``,
-        bound parameters), in the ranking and in the count. ``Result.count`` (when
-        ``q.wants_count``) is ``SELECT count(*)`` of the memories in the scope matching
-        the predicate (all memories without either), independent of the text. Hostile
-        text or scope never raises: text with no search terms gives no ranked ids from
-        the text-only arms, an unknown scope none.
-
-        Raises:
-            ArmError: when the store is not open, or on a PostgreSQL error.
-        """
-        conn = self._conn()
-        ids: list[str] = []
-        count: int | None = None
-        try:
-            for label, stmt in self._statements(q, k):
-                if stmt is None:
-                    continue
-                rows = conn.execute(stmt[0], stmt[1]).fetchall()
-                if label == "ranking":
-                    ids = [r[0] for r in rows]
-                else:
-                    count = int(rows[0][0])
-        except psycopg.Error as exc:
-            raise ArmError(
-                f"{self.name}: query {q.query_id!r} on {self._where()} failed: {exc}"
-            ) from exc
-        return Result(memory_ids=ids[:k], count=count)
-
-    def raw_query_call(self, q: Query, k: int) -> Callable[[], list[list[Any]]]:
-        """Return a zero-argument function making exactly the driver calls :meth:`query` makes.
-
-        The statements of :meth:`_statements` are rendered to their SQL text here, once
-        (``Composable.as_string``, the text psycopg sends); each call of the returned
-        function only runs ``conn.execute(text, params).fetchall()`` for each, with no
-        result handling. The harness-overhead benchmark (:mod:`agentmem.bench`) times it
-        against :meth:`query`.
-
-        Returns:
-            A function returning one list of rows per statement: the ranking's rows
-            first (``[]`` when no ranking statement runs), then the count's when
-            ``q.wants_count``.
-
-        Raises:
-            ArmError: when the store is not open.
-        """
-        conn = self._conn()
-        stmts = [
-            (stmt[0].as_string(conn), stmt[1]) if stmt is not None else None
-            for _, stmt in self._statements(q, k)
-        ]
-
-        def call() -> list[list[Any]]:
-            return [conn.execute(*s).fetchall() if s is not None else [] for s in stmts]
-
-        return call
-
-    def raw_ids(self, raw: list[list[Any]], k: int) -> list[str]:
-        """Return the ids :meth:`query` makes of ``raw`` (:meth:`raw_query_call`'s output).
-
-        The ranking rows' first column, cut to ``k``.
-        """
-        return [r[0] for r in raw[0]][: max(k, 0)] if raw else []
 
     def explain(self, q: Query, k: int = 10) -> str:
         """Return ``EXPLAIN (FORMAT JSON, SETTINGS)`` of the statements :meth:`query` runs.
@@ -419,7 +370,7 @@ class PgArm(ArmBase):
         conn = self._conn()
         try:
             plans = explain_statements(
-                conn, self._statements(q, max(k, 1)), self._session_settings()
+                conn, self._query_statements(q, max(k, 1)), self._session_settings()
             )
         except psycopg.Error as exc:
             raise ArmError(f"{self.name}: explain on {self._where()} failed: {exc}") from exc

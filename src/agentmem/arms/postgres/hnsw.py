@@ -50,14 +50,8 @@ class PgHnswArm(PgArm):
 
     name: ClassVar[str] = "pg-hnsw"
     prefix_stable: ClassVar[bool] = False
-    capabilities: ClassVar[Capabilities] = Capabilities(
-        predicate=True,
-        join=True,
-        aggregate=True,
-        vector_access="hnsw-filtered",
-        text_access="none",
-        transactions=True,
-        filter_stage="in-search",
+    capabilities: ClassVar[Capabilities] = Capabilities.sql_engine(
+        vector_access="hnsw-filtered", text_access="none"
     )
 
     def __init__(self, *, m: int = 16, ef_construction: int = 64, ef_search: int = 40) -> None:
@@ -107,14 +101,8 @@ class PgHnswIterativeArm(PgHnswArm):
 
     name: ClassVar[str] = "pg-hnsw-iterative"
     prefix_stable: ClassVar[bool] = False
-    capabilities: ClassVar[Capabilities] = Capabilities(
-        predicate=True,
-        join=True,
-        aggregate=True,
-        vector_access="hnsw-iterative",
-        text_access="none",
-        transactions=True,
-        filter_stage="in-search",
+    capabilities: ClassVar[Capabilities] = Capabilities.sql_engine(
+        vector_access="hnsw-iterative", text_access="none"
     )
 
     def __init__(

@@ -45,14 +45,8 @@ class PgHybridArm(PgArm):
 
     name: ClassVar[str] = "pg-hybrid"
     prefix_stable: ClassVar[bool] = True
-    capabilities: ClassVar[Capabilities] = Capabilities(
-        predicate=True,
-        join=True,
-        aggregate=True,
-        vector_access="hnsw-filtered",
-        text_access="gin-tsvector",
-        transactions=True,
-        filter_stage="in-search",
+    capabilities: ClassVar[Capabilities] = Capabilities.sql_engine(
+        vector_access="hnsw-filtered", text_access="gin-tsvector"
     )
 
     def __init__(

@@ -36,14 +36,8 @@ class PgBtreeArm(PgArm):
 
     name: ClassVar[str] = "pg-btree"
     prefix_stable: ClassVar[bool] = True
-    capabilities: ClassVar[Capabilities] = Capabilities(
-        predicate=True,
-        join=True,
-        aggregate=True,
-        vector_access="none",
-        text_access="b-tree+like",
-        transactions=True,
-        filter_stage="in-search",
+    capabilities: ClassVar[Capabilities] = Capabilities.sql_engine(
+        vector_access="none", text_access="b-tree+like"
     )
 
     def _ranking(self, q: Query, k: int) -> tuple[sql.Composable, dict[str, Any]] | None:
@@ -73,14 +67,8 @@ class PgGinArm(PgArm):
 
     name: ClassVar[str] = "pg-gin"
     prefix_stable: ClassVar[bool] = True
-    capabilities: ClassVar[Capabilities] = Capabilities(
-        predicate=True,
-        join=True,
-        aggregate=True,
-        vector_access="none",
-        text_access="gin-tsvector",
-        transactions=True,
-        filter_stage="in-search",
+    capabilities: ClassVar[Capabilities] = Capabilities.sql_engine(
+        vector_access="none", text_access="gin-tsvector"
     )
 
     def _ranking(self, q: Query, k: int) -> tuple[sql.Composable, dict[str, Any]] | None:

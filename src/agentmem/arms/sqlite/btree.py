@@ -23,14 +23,8 @@ class SqliteBtreeArm(SqliteArm):
 
     name: ClassVar[str] = "sqlite-btree"
     prefix_stable: ClassVar[bool] = True
-    capabilities: ClassVar[Capabilities] = Capabilities(
-        predicate=True,
-        join=True,
-        aggregate=True,
-        vector_access="none",
-        text_access="b-tree+like",
-        transactions=True,
-        filter_stage="in-search",
+    capabilities: ClassVar[Capabilities] = Capabilities.sql_engine(
+        vector_access="none", text_access="b-tree+like"
     )
 
     def _ranking(self, q: Query, k: int) -> tuple[str, dict[str, Any]] | None:

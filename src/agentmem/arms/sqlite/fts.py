@@ -23,14 +23,8 @@ class SqliteFtsArm(SqliteArm):
 
     name: ClassVar[str] = "sqlite-fts"
     prefix_stable: ClassVar[bool] = True
-    capabilities: ClassVar[Capabilities] = Capabilities(
-        predicate=True,
-        join=True,
-        aggregate=True,
-        vector_access="none",
-        text_access="fts5-bm25",
-        transactions=True,
-        filter_stage="in-search",
+    capabilities: ClassVar[Capabilities] = Capabilities.sql_engine(
+        vector_access="none", text_access="fts5-bm25"
     )
 
     def _ranking(self, q: Query, k: int) -> tuple[str, dict[str, Any]] | None:

@@ -175,14 +175,8 @@ class SqliteGatedArm(SqliteArm):
 
     name: ClassVar[str] = "sqlite-gated"
     prefix_stable: ClassVar[bool] = True
-    capabilities: ClassVar[Capabilities] = Capabilities(
-        predicate=True,
-        join=True,
-        aggregate=True,
-        vector_access="brute-force",
-        text_access="fts5-bm25",
-        transactions=True,
-        filter_stage="in-search",
+    capabilities: ClassVar[Capabilities] = Capabilities.sql_engine(
+        vector_access="brute-force", text_access="fts5-bm25"
     )
     vector_layout: ClassVar[VectorLayout] = QUANTISED_VECTORS
     ablations: ClassVar[dict[str, dict[str, Any]]] = {

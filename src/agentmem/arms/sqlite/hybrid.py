@@ -35,14 +35,8 @@ class SqliteHybridArm(SqliteArm):
 
     name: ClassVar[str] = "sqlite-hybrid"
     prefix_stable: ClassVar[bool] = True
-    capabilities: ClassVar[Capabilities] = Capabilities(
-        predicate=True,
-        join=True,
-        aggregate=True,
-        vector_access="brute-force",
-        text_access="fts5-bm25",
-        transactions=True,
-        filter_stage="in-search",
+    capabilities: ClassVar[Capabilities] = Capabilities.sql_engine(
+        vector_access="brute-force", text_access="fts5-bm25"
     )
 
     def __init__(self, *, branch_k: int = 50, rrf_k: int = 60) -> None:

@@ -9,7 +9,7 @@ docs/arms/sqlite.md.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -18,7 +18,6 @@ import polars as pl
 
 from agentmem.arms.base import (
     VECTOR_DIM,
-    ArmBase,
     ArmError,
     BareCall,
     BuildStats,
@@ -27,7 +26,6 @@ from agentmem.arms.base import (
     Embeddings,
     Query,
     RawIngest,
-    Result,
     StorageStats,
     float32_array,
     prepare_memories,
@@ -42,6 +40,7 @@ from agentmem.arms.sqlite.rows import (
     read_memories,
     write_remembered,
 )
+from agentmem.arms.statements import COUNT, StatementQueries
 from agentmem.sql.sqlite.connection import (
     INTEGRITY_CHECK,
     connect,
@@ -68,11 +67,12 @@ def _family_arms() -> dict[str, type[SqliteArm]]:
     return out
 
 
-class SqliteArm(ArmBase):
+class SqliteArm(StatementQueries):
     """Shared machinery of the SQLite arms: schema, build, open, count, explain, storage.
 
     Subclasses set the class variables and implement :meth:`_ranking` (the ranking
-    statement and its bindings for a query, or ``None`` when no statement runs).
+    statement and its bindings for a query, or ``None`` when no statement runs);
+    ``query`` and the bench hooks are :class:`~agentmem.arms.statements.StatementQueries`'.
 
     Scope: in the search. ``scope_id`` is a column of ``memories`` (partial B-tree index
     ``memories_scope_id_idx``); a query's scope is AND-ed with its predicate in the
@@ -311,6 +311,27 @@ class SqliteArm(ArmBase):
         cond, params = predicate_sql(q.filters)
         return f"SELECT count(*) FROM memories AS m WHERE {cond}", params
 
+    def _query_statements(self, q: Query, k: int) -> list[tuple[str, Any]]:
+        """The ranking (:meth:`_ranking`, None when ``k <= 0``), then the count when wanted.
+
+        ``q.scope`` is a hard filter in the same ``WHERE`` as the predicate (both bound
+        parameters, :func:`~agentmem.sql.sqlite.statements.predicate_sql` of ``q.filters``),
+        in the ranking and in the count; the count is of the memories in the scope
+        matching the predicate (all memories without either), independent of the text.
+        """
+        out: list[tuple[str, Any]] = [("ranking", self._ranking(q, k) if k > 0 else None)]
+        if q.wants_count:
+            out.append((COUNT, self._count_sql(q)))
+        return out
+
+    driver_errors = apsw.Error
+
+    def _query_connection(self) -> apsw.Connection:
+        return self._db()
+
+    def _store_location(self) -> str:
+        return str(self._path)
+
     def raw_ingest(self) -> RawIngest:
         """The raw bulk path: the memory tables read back and written in one transaction."""
         return RawIngest(
@@ -319,70 +340,6 @@ class SqliteArm(ArmBase):
             ("memories", "memory_entities"),
             beyond="turning polars rows into tuples is outside both timings; nothing else",
         )
-
-    def query(self, q: Query, k: int) -> Result:
-        """Return at most ``k`` memory ids best first, plus the exact count if wanted.
-
-        ``q.scope`` is a hard filter in the same ``WHERE`` as the predicate (both bound
-        parameters, :func:`~agentmem.sql.sqlite.statements.predicate_sql` of ``q.filters``), in
-        the ranking and in the count. ``Result.count`` (when ``q.wants_count``) is
-        ``SELECT count(*)`` of the memories in the scope matching the predicate (all
-        memories without either), independent of the text. Hostile text or scope never
-        raises: text with no search terms gives no ranked ids, an unknown scope none.
-
-        Raises:
-            ArmError: when the store is not open, or on an SQLite error.
-        """
-        conn = self._db()
-        ids: list[str] = []
-        count: int | None = None
-        try:
-            stmt = self._ranking(q, k) if k > 0 else None
-            if stmt is not None:
-                sql, params = stmt
-                ids = [r[0] for r in conn.execute(sql, params)]
-            if q.wants_count:
-                sql, params = self._count_sql(q)
-                count = int(conn.execute(sql, params).fetchall()[0][0])
-        except apsw.Error as exc:
-            raise ArmError(
-                f"{self.name}: query {q.query_id!r} on {self._path} failed: {exc}"
-            ) from exc
-        return Result(memory_ids=ids[:k], count=count)
-
-    def raw_query_call(self, q: Query, k: int) -> Callable[[], list[list[Any]]]:
-        """Return a zero-argument function making exactly the driver calls :meth:`query` makes.
-
-        The statements and bindings are built here, once (:meth:`_ranking`, then
-        :meth:`_count_sql` when ``q.wants_count``); each call of the returned function
-        only runs ``conn.execute(sql, params)`` for each and fetches every row, with no
-        result handling. The harness-overhead benchmark (:mod:`agentmem.bench`) times it
-        against :meth:`query`.
-
-        Returns:
-            A function returning one list of rows per statement: the ranking's rows
-            first (``[]`` when no ranking statement runs), then the count's when
-            ``q.wants_count``.
-
-        Raises:
-            ArmError: when the store is not open.
-        """
-        conn = self._db()
-        stmts: list[tuple[str, dict[str, Any]] | None] = [self._ranking(q, k) if k > 0 else None]
-        if q.wants_count:
-            stmts.append(self._count_sql(q))
-
-        def call() -> list[list[Any]]:
-            return [conn.execute(*s).fetchall() if s is not None else [] for s in stmts]
-
-        return call
-
-    def raw_ids(self, raw: list[list[Any]], k: int) -> list[str]:
-        """Return the ids :meth:`query` makes of ``raw`` (:meth:`raw_query_call`'s output).
-
-        The ranking rows' first column, cut to ``k``.
-        """
-        return [r[0] for r in raw[0]][: max(k, 0)] if raw else []
 
     def explain(self, q: Query, k: int = 10) -> str:
         """Return EXPLAIN QUERY PLAN of the exact statements :meth:`query` runs for ``q``.
@@ -400,7 +357,7 @@ class SqliteArm(ArmBase):
         parts: list[str] = []
         stmts = self._plan_statements(q, k)
         if q.wants_count:
-            stmts.append(("count", self._count_sql(q)))
+            stmts.append((COUNT, self._count_sql(q)))
         for label, stmt in stmts:
             if stmt is None:
                 parts.append(f"-- {label}: no statement runs (the text has no search terms)")

@@ -23,8 +23,7 @@ from agentmem.arms.context import TIERS
 from agentmem.arms.three_tier.records import elapsed_ms
 from agentmem.arms.three_tier.store import TierStore
 from agentmem.sql.postgres.queries import PredicateShape, condition_sql, predicate_parts, rendered
-from agentmem.sql.sqlite.statements import format_plan
-from agentmem.sql.sqlite.statements import predicate_sql as sqlite_predicate_sql
+from agentmem.sql.sqlite.statements import format_plan, predicate_sql as sqlite_predicate_sql
 from agentmem.text import fts5_match, is_utf8, query_terms
 
 

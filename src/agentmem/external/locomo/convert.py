@@ -20,8 +20,8 @@ from agentmem.external.locomo.load import (
     SOURCE_FILE,
     SOURCE_REPOSITORY,
     LocomoFormatError,
-    _issue,
-    _sessions,
+    dated_sessions,
+    label_issue,
     load_locomo,
     normalise_label,
     parse_evidence,
@@ -103,7 +103,7 @@ def convert_locomo(
     data = load_locomo(src)
     if limit_conversations is not None:
         data = data[:limit_conversations]
-    convs = [(str(c["sample_id"]), c, _sessions(c, str(c["sample_id"]))) for c in data]
+    convs = [(str(c["sample_id"]), c, dated_sessions(c, str(c["sample_id"]))) for c in data]
     dates = [s[1] for _, _, sess in convs for s in sess]
     if not dates:
         raise LocomoFormatError(f"{src}: no session with turns")
@@ -211,7 +211,7 @@ def convert_locomo(
             q_report.extend(ctx | iss for iss in issues)
             if not got:
                 why = "empty evidence" if not items else "no usable evidence label"
-                q_report.append(ctx | _issue(json.dumps(ev), "query-skipped", "", why))
+                q_report.append(ctx | label_issue(json.dumps(ev), "query-skipped", "", why))
                 continue
             turns = [f"{sid}:{lab}" for lab in got]
             queries.append(

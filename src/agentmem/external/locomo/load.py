@@ -129,29 +129,32 @@ def parse_evidence(evidence: Any, turns: set[str]) -> tuple[list[str], list[dict
         elif raw != raw.strip():
             reasons.append("surrounding whitespace")
         if not tokens:
-            issues.append(_issue(raw, "skipped", "", "empty label"))
+            issues.append(label_issue(raw, "skipped", "", "empty label"))
         for tok in tokens:
             canon, why = normalise_label(tok)
             if canon is None:
-                issues.append(_issue(raw, "skipped", "", f"{tok!r} is not a label"))
+                issues.append(label_issue(raw, "skipped", "", f"{tok!r} is not a label"))
             elif canon not in turns:
-                issues.append(_issue(raw, "skipped", "", f"no turn {canon} in this conversation"))
+                issues.append(
+                    label_issue(raw, "skipped", "", f"no turn {canon} in this conversation")
+                )
             elif canon in labels or canon in kept:
-                issues.append(_issue(raw, "skipped", "", f"{canon} repeats an earlier label"))
+                issues.append(label_issue(raw, "skipped", "", f"{canon} repeats an earlier label"))
             else:
                 kept.append(canon)
                 reasons.extend(r for r in why if r not in reasons)
         if kept and (len(tokens) > 1 or kept[0] != raw):
-            issues.append(_issue(raw, "repaired", " ".join(kept), "; ".join(reasons)))
+            issues.append(label_issue(raw, "repaired", " ".join(kept), "; ".join(reasons)))
         labels.extend(kept)
     return labels, issues
 
 
-def _issue(raw: str, action: str, repaired_to: str, reason: str) -> dict[str, str]:
+def label_issue(raw: str, action: str, repaired_to: str, reason: str) -> dict[str, str]:
+    """One row of the conversion's issue report: the raw label, what was done and why."""
     return {"raw_label": raw, "action": action, "repaired_to": repaired_to, "reason": reason}
 
 
-def _sessions(conv: dict[str, Any], sample_id: str) -> list[tuple[int, datetime, str, list]]:
+def dated_sessions(conv: dict[str, Any], sample_id: str) -> list[tuple[int, datetime, str, list]]:
     """``(session_no, date_time, raw date, turns)`` per session with turns, by number.
 
     Date keys without a session (the file has some) are ignored.

@@ -82,11 +82,12 @@ def _body_width(record_id: int, record_chars: int) -> int:
     return record_chars - len(json.dumps({"id": record_id, "body": ""}))
 
 
-def _record(record_id: int, record_chars: int) -> dict[str, Any]:
+def plain_record(record_id: int, record_chars: int) -> dict[str, Any]:
+    """A record ``{id, body}`` whose JSON object is ``record_chars`` long."""
     return {"id": record_id, "body": record_body(record_id, _body_width(record_id, record_chars))}
 
 
-def _memory_record(record_id: int, record_chars: int) -> dict[str, Any]:
+def memory_record(record_id: int, record_chars: int) -> dict[str, Any]:
     """A record as a ``file-jsonl`` memory object whose JSON line is ``record_chars`` long.
 
     Keys: ``memory_id`` (the tag), ``id``, ``body``, ``created_day`` (0) and ``seq`` (the id).

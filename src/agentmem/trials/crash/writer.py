@@ -19,8 +19,8 @@ from agentmem.trials.crash.records import (
     FAMILIES,
     PG_TABLE,
     STORE_FILES,
-    _memory_record,
-    _record,
+    memory_record,
+    plain_record,
 )
 
 
@@ -34,7 +34,7 @@ def _write_file_append(store: Path, record_chars: int, batch_size: int, dsn: str
         i = 0
         while True:
             i += 1
-            f.write(json.dumps(_memory_record(i, record_chars)) + "\n")
+            f.write(json.dumps(memory_record(i, record_chars)) + "\n")
             f.flush()
             _report((i,))
 
@@ -45,7 +45,7 @@ def _write_file_rewrite(store: Path, record_chars: int, batch_size: int, dsn: st
     i = 0
     while True:
         i += 1
-        records.append(_record(i, record_chars))
+        records.append(plain_record(i, record_chars))
         with open(path, "w", encoding="utf-8") as f:
             json.dump(records, f)
         _report((i,))
@@ -63,7 +63,7 @@ def _write_sqlite(store: Path, record_chars: int, batch_size: int, dsn: str | No
     nxt = 1
     while True:
         ids = range(nxt, nxt + batch_size)
-        rows = [(i, _record(i, record_chars)["body"]) for i in ids]
+        rows = [(i, plain_record(i, record_chars)["body"]) for i in ids]
         conn.execute("BEGIN IMMEDIATE")
         conn.executemany("INSERT INTO records (id, body) VALUES (?, ?)", rows)
         conn.execute("COMMIT")
@@ -80,7 +80,7 @@ def _write_postgres(store: Path, record_chars: int, batch_size: int, dsn: str | 
         nxt = 1
         while True:
             ids = range(nxt, nxt + batch_size)
-            rows = [(i, _record(i, record_chars)["body"]) for i in ids]
+            rows = [(i, plain_record(i, record_chars)["body"]) for i in ids]
             with conn.cursor() as cur:
                 cur.executemany(f"INSERT INTO {PG_TABLE} (id, body) VALUES (%s, %s)", rows)
             conn.commit()

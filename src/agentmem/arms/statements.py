@@ -1,0 +1,123 @@
+"""The statement scaffold of the SQL arms: ``query``, ``raw_query_call`` and ``raw_ids``.
+
+An arm that answers a query with labelled SQL statements (the ranking, then the exact
+count when ``q.wants_count``) mixes :class:`StatementQueries` in before its base class and
+declares where its statements come from; the query loop, the harness's bare call and the
+error that names arm, query and store are written once, here, for the SQLite, PostgreSQL
+and graph arms alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from agentmem.arms.base import ArmBase, ArmError, Query, Result
+
+Statement = tuple[Any, Any]
+"""One statement and its bindings: ``(sql, params)``; ``sql`` is text or a psycopg
+``Composable``."""
+
+COUNT = "count"
+"""The label of the exact-count statement; every other label ranks."""
+
+
+class StatementQueries(ArmBase):
+    """``query``, ``raw_query_call`` and ``raw_ids`` over an arm's labelled statements.
+
+    The arm provides :meth:`_query_statements`, :meth:`_query_connection`,
+    :meth:`_store_location` and :attr:`driver_errors`; an arm whose statements are
+    psycopg ``Composable`` objects also overrides :meth:`_statement_text`. An
+    :class:`~agentmem.arms.base.ArmBase`, so these methods hold the instance's lock and
+    keep the exception contract as every arm method does.
+    """
+
+    name: str
+    #: the driver's error class(es), turned into :class:`ArmError` by :meth:`query`
+    driver_errors: type[Exception] | tuple[type[Exception], ...] = ()
+
+    def _query_statements(self, q: Query, k: int) -> list[tuple[str, Statement | None]]:
+        """``[(label, (sql, params) | None), ...]`` in the order :meth:`query` runs them.
+
+        The ranking (None when it does not run, e.g. ``k <= 0`` or no search terms), then
+        ``("count", ...)`` when ``q.wants_count``.
+        """
+        raise NotImplementedError
+
+    def _query_connection(self) -> Any:
+        """The open connection queries run on (``execute(sql, params).fetchall()``).
+
+        Raises:
+            ArmError: when the store is not open.
+        """
+        raise NotImplementedError
+
+    def _store_location(self) -> str:
+        """Where the store is, for error messages (a file, a server and database)."""
+        raise NotImplementedError
+
+    def _statement_text(self, conn: Any, sql: Any) -> Any:
+        """``sql`` as the driver is sent it, rendered once for :meth:`raw_query_call`."""
+        return sql
+
+    def query(self, q: Query, k: int) -> Result:
+        """Return at most ``k`` memory ids best first, plus the exact count if wanted.
+
+        Runs :meth:`_query_statements` in order: a ranking statement's first column gives
+        the ids, the count statement's single value ``Result.count``. A statement that
+        does not run (None) contributes nothing, so hostile text never raises.
+
+        Raises:
+            ArmError: when the store is not open, or on a driver error (naming the arm,
+                the query and the store).
+        """
+        conn = self._query_connection()
+        ids: list[str] = []
+        count: int | None = None
+        try:
+            for label, stmt in self._query_statements(q, k):
+                if stmt is None:
+                    continue
+                rows = conn.execute(*stmt).fetchall()
+                if label == COUNT:
+                    count = int(rows[0][0])
+                else:
+                    ids = [r[0] for r in rows]
+        except self.driver_errors as exc:
+            raise ArmError(
+                f"{self.name}: query {q.query_id!r} on {self._store_location()} failed: {exc}"
+            ) from exc
+        return Result(memory_ids=ids[:k], count=count)
+
+    def raw_query_call(self, q: Query, k: int) -> Callable[[], list[list[Any]]]:
+        """Return a zero-argument function making exactly the driver calls :meth:`query` makes.
+
+        The statements are built (and rendered to the text the driver sends) here, once;
+        each call of the returned function only runs ``conn.execute(sql, params)`` for each
+        and fetches every row, with no result handling. The harness-overhead benchmark
+        (:mod:`agentmem.bench`) times it against :meth:`query`.
+
+        Returns:
+            A function returning one list of rows per statement: the ranking's rows first
+            (``[]`` when no ranking statement runs), then the count's when ``q.wants_count``.
+
+        Raises:
+            ArmError: when the store is not open.
+        """
+        conn = self._query_connection()
+        stmts = [
+            None if s is None else (self._statement_text(conn, s[0]), s[1])
+            for _, s in self._query_statements(q, k)
+        ]
+
+        def call() -> list[list[Any]]:
+            return [conn.execute(*s).fetchall() if s is not None else [] for s in stmts]
+
+        return call
+
+    def raw_ids(self, raw: list[list[Any]], k: int) -> list[str]:
+        """Return the ids :meth:`query` makes of ``raw`` (:meth:`raw_query_call`'s output).
+
+        The ranking rows' first column, cut to ``k``.
+        """
+        return [r[0] for r in raw[0]][: max(k, 0)] if raw else []
