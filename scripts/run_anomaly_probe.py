@@ -4,7 +4,7 @@ start_job(snakemake)  # not a timing job: yield the CPU to those (docs/MEASUREME
 
 # Update-anomaly repair probe on ONE already-built arm (docs/MEASUREMENT.md §2), as the study
 # ran it: the corpus's own fact questions with their embeddings and predicates.
-# params: arm, arm_params, facts, k
+# params: arm, arm_params, settings (config trials.anomaly, whole)
 # input: store (the arm's store, built by run_arm), the corpus files the probe reads
 # (memories, sessions, facts, entities, queries, qrels), embeddings (the corpus's vectors);
 # output[0]: one-row CSV arm,facts_probed,mean_reached,mean_total,stale_fraction.
@@ -20,7 +20,6 @@ row = run_anomaly_probe(
     corpus_dir(snakemake.input, *CORPUS_TABLES, "queries", "qrels"),
     snakemake.input.embeddings,
     snakemake.output[0],
-    facts=p.facts,
-    k=p.k,
+    p.settings,
 )
 print(f"anomaly probe: {row}", file=sys.stderr)

@@ -167,7 +167,7 @@ def _probe(small: Path, name: str, out: str = "x.csv", **kw) -> dict:
         small / "corpus",
         small / "emb.parquet",
         small / "out" / name / out,
-        **{"facts": 120, "k": K, **kw},
+        {"facts": 120, "k": K, **kw},
     )
 
 

@@ -133,7 +133,7 @@ def check_corpus(
             order of ``arms``), ``by_class_csv``, ``by_class_md``, and ``anomaly`` and
             ``postfilter`` (CSV paths; a probe that does not run leaves a header-only file).
         k: result list length.
-        anomaly: ``{"arms": [...], "facts": n, "k": k}``, or None (no probe).
+        anomaly: ``{"arms": [...], "settings": config trials.anomaly}``, or None (no probe).
         postfilter: ``{"arms": [...], "overfetch": [...]}``, or None (no sweep).
 
     Returns:
@@ -192,8 +192,7 @@ def check_corpus(
                 corpus,
                 embeddings,
                 out,
-                facts=anomaly["facts"],
-                k=anomaly["k"],
+                anomaly["settings"],
             )
             rows.append(pl.read_csv(out))
         write_csv(outputs["anomaly"], pl.concat(rows, how="diagonal_relaxed"))

@@ -153,12 +153,16 @@ def encoder_threads(wildcards):
 def background_threads(wildcards=None):
     """Cores a background job (nice 19, background_slot) takes from --cores: none in a
     local run, where it only uses the CPU the timing job and the others leave idle and
-    background_slot caps how many run at once; one on a cluster (its --cpus-per-task)."""
+    background_slot caps how many run at once; one on a cluster (its --cpus-per-task).
+    """
     return 0 if workflow.local_exec and workflow.is_main_process else 1
 
 
 def embed_threads(wildcards):
     """Cores the {size} encoder job takes: encoder_threads, or background_threads for a
     size above the main one (a background job)."""
-    return background_threads() if above_main(wildcards.size) else encoder_threads(wildcards)
-
+    return (
+        background_threads()
+        if above_main(wildcards.size)
+        else encoder_threads(wildcards)
+    )

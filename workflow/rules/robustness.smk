@@ -83,8 +83,7 @@ rule check_robustness_corpus:
         k=CFG.run.k,
         anomaly={
             "arms": robustness_anomaly_arms(),
-            "facts": CFG.trials.anomaly.facts,
-            "k": CFG.trials.anomaly.k,
+            "settings": CFG.trials.anomaly.model_dump(),
         },
         # the findings read the fill rate at the least and the most overfetch
         postfilter={

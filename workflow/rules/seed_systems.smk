@@ -54,8 +54,6 @@ rule run_decay_sweep:
         background_slot=1,
         mem_mb=4000,
     params:
-        step_days=CFG.seed_systems.decay.step_days,
-        max_day=CFG.seed_systems.decay.max_day,
-        k=CFG.seed_systems.decay.k,
+        settings=CFG.seed_systems.decay.model_dump(),
     script:
         "../../scripts/run_decay_sweep.py"

@@ -118,8 +118,7 @@ rule probe_update_anomaly:
     params:
         arm="{arm}",
         arm_params=arm_params,
-        facts=CFG.trials.anomaly.facts,
-        k=CFG.trials.anomaly.k,
+        settings=CFG.trials.anomaly.model_dump(),
     script:
         "../../scripts/run_anomaly_probe.py"
 

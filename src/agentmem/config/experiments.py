@@ -70,6 +70,10 @@ class DecayConfig(StrictModel):
     max_day: int = Field(365, ge=1, le=3650)
     k: int = Field(10, ge=1, description="results per evaluated query")
 
+    def days(self) -> range:
+        """The simulated days a decay pass runs on: 0, ``step_days``, ... up to ``max_day``."""
+        return range(0, self.max_day + 1, self.step_days)
+
 
 class SeedSystemsConfig(StrictModel):
     """The seed systems' claims (docs/STUDY.md §5)."""

@@ -13,6 +13,7 @@ number: ``docs/experiments/anomaly.md``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import numpy as np
 import polars as pl
 
 from agentmem.arms.base import Arm
+from agentmem.config import AnomalyConfig
 from agentmem.corpus.io import load_corpus, load_qrels, load_queries
 from agentmem.corpus.queries import QUERY_CLASSES
 from agentmem.corpus.spec import restatement_counts, restatement_stats
@@ -184,8 +186,7 @@ def run_anomaly_probe(
     corpus_dir: str | Path,
     embeddings_path: str | Path,
     out_csv: str | Path,
-    facts: int = 120,
-    k: int = 10,
+    settings: AnomalyConfig | Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Open an arm's existing store, run :func:`repair_probe`, close, write the CSV row.
 
@@ -201,8 +202,9 @@ def run_anomaly_probe(
         embeddings_path: the corpus's embeddings file (query vectors).
         out_csv: the one-row CSV ``arm,facts_probed,mean_reached,mean_total,
             stale_fraction``, written atomically.
-        facts: facts to probe.
-        k: results per repair search.
+        settings: config ``trials.anomaly`` (a mapping is validated through
+            :class:`~agentmem.config.AnomalyConfig`; None: its defaults): ``facts`` to
+            probe and ``k`` results per repair search.
 
     Returns:
         The row written (see :func:`repair_probe`).
@@ -212,6 +214,7 @@ def run_anomaly_probe(
         KeyError: unknown arm.
         agentmem.arms.base.ArmError: the store cannot be opened or queried.
         agentmem.corpus.io.CorpusError: the corpus or a query vector is missing.
+        pydantic.ValidationError: ``settings`` out of its bounds.
     """
     from agentmem.runner import opened  # runner imports the full arm registry
 
@@ -219,7 +222,8 @@ def run_anomaly_probe(
     if not any(store.iterdir()):
         raise TrialError(f"{arm_name} store directory {store} is empty (build the arm first)")
     with opened(arm_name, arm_params, store) as arm:
-        row = repair_probe(arm, corpus_dir, embeddings_path, facts, k)
+        cfg = AnomalyConfig.model_validate(settings or {})
+        row = repair_probe(arm, corpus_dir, embeddings_path, cfg.facts, cfg.k)
     row = {
         "arm": arm_name,
         "facts_probed": int(row["facts_probed"]),
