@@ -1,10 +1,10 @@
 """The statement scaffold of the SQL arms: ``query``, ``raw_query_call`` and ``raw_ids``.
 
 An arm that answers a query with labelled SQL statements (the ranking, then the exact
-count when ``q.wants_count``) mixes :class:`StatementQueries` in before its base class and
-declares where its statements come from; the query loop, the harness's bare call and the
-error that names arm, query and store are written once, here, for the SQLite, PostgreSQL
-and graph arms alike.
+count when ``q.wants_count``) subclasses :class:`StatementQueries` and declares where its
+statements come from; the query loop, the harness's bare call and the error that names
+arm, query and store are written once, here, for the SQLite, PostgreSQL and graph arms
+alike.
 """
 
 from __future__ import annotations
