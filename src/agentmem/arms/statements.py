@@ -25,7 +25,7 @@ COUNT = "count"
 class StatementQueries(ArmBase):
     """``query``, ``raw_query_call`` and ``raw_ids`` over an arm's labelled statements.
 
-    The arm provides :meth:`_query_statements`, :meth:`_query_connection`,
+    The arm provides :meth:`_ranking`, :meth:`_count_sql`, :meth:`_query_connection`,
     :meth:`_store_location` and :attr:`driver_errors`; an arm whose statements are
     psycopg ``Composable`` objects also overrides :meth:`_statement_text`. An
     :class:`~agentmem.arms.base.ArmBase`, so these methods hold the instance's lock and
@@ -35,14 +35,28 @@ class StatementQueries(ArmBase):
     name: str
     #: the driver's error class(es), turned into :class:`ArmError` by :meth:`query`
     driver_errors: type[Exception] | tuple[type[Exception], ...] = ()
+    #: the ranking statement's label (in ``explain``)
+    ranking_label: str = "ranking"
+
+    def _ranking(self, q: Query, k: int) -> Statement | None:
+        """The ranking statement for ``q`` at ``k >= 1``, or None when none runs."""
+        raise NotImplementedError
+
+    def _count_sql(self, q: Query) -> Statement:
+        """The exact-count statement for ``q`` (its filters; the text plays no part)."""
+        raise NotImplementedError
 
     def _query_statements(self, q: Query, k: int) -> list[tuple[str, Statement | None]]:
         """``[(label, (sql, params) | None), ...]`` in the order :meth:`query` runs them.
 
-        The ranking (None when it does not run, e.g. ``k <= 0`` or no search terms), then
-        ``("count", ...)`` when ``q.wants_count``.
+        The ranking (:meth:`_ranking`; None when ``k <= 0`` or it does not run, e.g. no
+        search terms), then ``("count", ...)`` (:meth:`_count_sql`) when
+        ``q.wants_count``.
         """
-        raise NotImplementedError
+        out = [(self.ranking_label, self._ranking(q, k) if k > 0 else None)]
+        if q.wants_count:
+            out.append((COUNT, self._count_sql(q)))
+        return out
 
     def _query_connection(self) -> Any:
         """The open connection queries run on (``execute(sql, params).fetchall()``).

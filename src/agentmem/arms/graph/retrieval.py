@@ -17,7 +17,7 @@ from agentmem.arms.base import VECTOR_DIM, ArmError, Query, checked_vector
 from agentmem.arms.graph.connections import GraphStore
 from agentmem.arms.graph.schema import MEMORY_COLUMNS
 from agentmem.arms.rows import memory_frame, memory_rows_frame
-from agentmem.arms.statements import COUNT, StatementQueries
+from agentmem.arms.statements import StatementQueries
 from agentmem.sql.sqlite.statements import explain_statement, predicate_sql
 from agentmem.text import fts5_match, is_utf8
 
@@ -143,20 +143,14 @@ class RetrievalMixin(StatementQueries, GraphStore):
         return f"SELECT count(*) FROM nodes AS m WHERE m.pruned_day IS NULL AND {cond}", params
 
     driver_errors = apsw.Error
-
-    def _query_statements(self, q: Query, k: int) -> list[tuple[str, Any]]:
-        """The retrieval statement (:meth:`_ranking`, when ``k > 0``), then the count.
-
-        Queries run on the read-only connection (never waiting for the writer); text with
-        no search terms drops the FTS branch (vector + graph remain). Building the ranking
-        raises :class:`ArmError` when the embedding is missing or malformed.
-        """
-        out: list[tuple[str, Any]] = [("retrieval", self._ranking(q, k) if k > 0 else None)]
-        if q.wants_count:
-            out.append((COUNT, self._count_sql(q)))
-        return out
+    ranking_label = "retrieval"
 
     def _query_connection(self) -> apsw.Connection:
+        """The read-only connection: a query never waits for the writer.
+
+        Text with no search terms drops the FTS branch (vector + graph remain); building
+        the ranking raises :class:`ArmError` when the embedding is missing or malformed.
+        """
         return self._r()
 
     def _store_location(self) -> str:

@@ -38,7 +38,7 @@ from agentmem.arms.base import (
 )
 from agentmem.arms.postgres.ingest import bulk_load, copy_rows
 from agentmem.arms.postgres.remember import fetch_rows, nul_value, write_batch
-from agentmem.arms.statements import COUNT, StatementQueries
+from agentmem.arms.statements import StatementQueries
 from agentmem.pg import PgError, PgHandle, connect_store
 from agentmem.sql.postgres.catalog import (
     CONSISTENCY_CHECK,
@@ -315,20 +315,6 @@ class PgArm(StatementQueries):
         """
         v = checked_vector(q.embedding, self.name, f"query {q.query_id!r}", VECTOR_DIM)
         return v
-
-    def _query_statements(self, q: Query, k: int) -> list[tuple[str, Any]]:
-        """The ranking (:meth:`_ranking`, None when ``k <= 0``), then the count when wanted.
-
-        ``q.scope`` is a hard filter AND-ed with the predicate wherever the arm applies the
-        predicate (:func:`~agentmem.sql.postgres.queries.predicate_sql` of ``q.filters``,
-        bound parameters), in the ranking and in the count; the count is of the memories
-        in the scope matching the predicate (all memories without either), independent
-        of the text.
-        """
-        out: list[tuple[str, Any]] = [("ranking", self._ranking(q, k) if k > 0 else None)]
-        if q.wants_count:
-            out.append((COUNT, self._count_sql(q)))
-        return out
 
     driver_errors = psycopg.Error
 

@@ -311,19 +311,6 @@ class SqliteArm(StatementQueries):
         cond, params = predicate_sql(q.filters)
         return f"SELECT count(*) FROM memories AS m WHERE {cond}", params
 
-    def _query_statements(self, q: Query, k: int) -> list[tuple[str, Any]]:
-        """The ranking (:meth:`_ranking`, None when ``k <= 0``), then the count when wanted.
-
-        ``q.scope`` is a hard filter in the same ``WHERE`` as the predicate (both bound
-        parameters, :func:`~agentmem.sql.sqlite.statements.predicate_sql` of ``q.filters``),
-        in the ranking and in the count; the count is of the memories in the scope
-        matching the predicate (all memories without either), independent of the text.
-        """
-        out: list[tuple[str, Any]] = [("ranking", self._ranking(q, k) if k > 0 else None)]
-        if q.wants_count:
-            out.append((COUNT, self._count_sql(q)))
-        return out
-
     driver_errors = apsw.Error
 
     def _query_connection(self) -> apsw.Connection:
