@@ -1,11 +1,17 @@
-"""``agentmem arms``: the registered arms (built-in and plug-in) and their capabilities."""
+"""``agentmem arms``: list registered arms (built-in and plug-in) and their capabilities.
+
+List every registered arm: family, capabilities and the package that provides it
+('built-in' or a plug-in's distribution; for a product arm, the installed versions of
+the product it drives). Plug-ins that could not be registered are named on stderr (exit
+code 1).
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from agentmem.cli.common import EXIT_ARM
+from agentmem.cli.common import EXIT_ARM, add_command
 
 
 def _drives(cls: type) -> str:
@@ -44,12 +50,5 @@ def _cmd_arms(args: argparse.Namespace) -> int:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``agentmem arms`` on the subparsers ``sub``."""
-    a = sub.add_parser(
-        "arms",
-        help="list registered arms (built-in and plug-in) and their capabilities",
-        description="List every registered arm: family, capabilities and the package that "
-        "provides it ('built-in' or a plug-in's distribution; for a product arm, the installed "
-        "versions of the product it drives). Plug-ins that could not be "
-        "registered are named on stderr (exit code 1).",
-    )
+    a = add_command(sub, "arms", __doc__)
     a.set_defaults(func=_cmd_arms)

@@ -1,14 +1,18 @@
-"""``agentmem check-arm``: the arm conformance suite (tests/test_conformance.py) on one arm."""
+"""``agentmem check-arm``: run the arm conformance suite on one arm.
+
+Run tests/test_conformance.py (pytest) on one registered arm: build on the smoke corpus,
+every query class, hostile input, threads, reopen, remember, corrections, fetch. Needs
+the repository's tests/ (install agentmem from a clone).
+"""
 
 from __future__ import annotations
 
 import argparse
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
-from agentmem.cli.common import EXIT_USAGE, fail, new_arm
+from agentmem.cli.common import EXIT_USAGE, add_command, fail, new_arm
 
 
 def conformance_tests(tests_dir: str | None = None) -> Path | None:
@@ -69,17 +73,12 @@ exit code: pytest's (0 when every test passed)."""
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``agentmem check-arm`` on the subparsers ``sub``."""
-    c = sub.add_parser(
+    c = add_command(
+        sub,
         "check-arm",
-        help="run the arm conformance suite on one arm",
-        description=textwrap.fill(
-            "Run tests/test_conformance.py (pytest) on one registered arm: build "
-            "on the smoke corpus, every query class, hostile input, threads, reopen, remember, "
-            "corrections, fetch. Needs the repository's tests/ (install agentmem from a clone)."
-        ),
+        __doc__,
         usage="agentmem check-arm [-h] [--tests DIR] NAME [-- PYTEST_ARGS ...]",
         epilog=_CHECK_EXAMPLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     c.add_argument("name", help="arm name (see `agentmem arms`)")
     c.add_argument("--tests", metavar="DIR", help="the repository's tests/ directory")

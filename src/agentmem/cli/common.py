@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +89,31 @@ def text_embedding(arm: Any, text: str) -> Any:
     if WORKFLOW_ONNX_MODEL.is_file():
         return encode([text], backend="onnx", onnx_model=WORKFLOW_ONNX_MODEL)[0]
     return encode([text])[0]
+
+
+def add_command(
+    sub: argparse._SubParsersAction, name: str, doc: str | None, **kwargs: Any
+) -> argparse.ArgumentParser:
+    """Register the subcommand ``name`` on ``sub``, its help text read from ``doc``.
+
+    ``doc`` is the command module's docstring: its first line ``"``agentmem NAME``: what it
+    does."`` gives the one-line help of the command list, the paragraphs after it the
+    description (filled to the terminal's width).
+
+    Returns:
+        The subcommand's parser; ``kwargs`` (``epilog``, shown as written; ``usage``) go to
+        ``add_parser``.
+    """
+    first, _, rest = (doc or "").partition("\n")
+    summary = first.partition(": ")[2].rstrip(".") or first
+    paragraphs = [textwrap.fill(" ".join(p.split())) for p in rest.strip().split("\n\n")]
+    return sub.add_parser(
+        name,
+        help=summary,
+        description="\n\n".join(p for p in paragraphs if p) or summary,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        **kwargs,
+    )
 
 
 def add_arm_and_store(p: argparse.ArgumentParser) -> None:

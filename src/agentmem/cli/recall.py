@@ -1,4 +1,8 @@
-"""``agentmem recall``: ask a built store one question and show the memories found."""
+"""``agentmem recall``: query a store and show the memories found.
+
+Ask a store built by the pipeline one question, as an agent's memory tool would (text,
+its embedding, an optional predicate), and show the answer.
+"""
 
 from __future__ import annotations
 
@@ -7,21 +11,13 @@ import json
 import re
 import shutil
 import sys
-import textwrap
 import unicodedata
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from agentmem.arms.base import PREDICATE_FIELDS, Predicate
-from agentmem.cli.common import (
-    EXIT_ARM,
-    EXIT_USAGE,
-    add_arm_and_store,
-    fail,
-    new_arm,
-    text_embedding,
-)
+from agentmem.cli import common
 
 _WHERE = re.compile(
     r"^\s*(?P<field>[a-z_]+)\s*(?:(?P<op><=|=)\s*(?P<value>.+?)|\s+(?P<null>is\s+null))\s*$",
@@ -129,8 +125,8 @@ def _cmd_recall(args: argparse.Namespace) -> int:
         try:
             pred = parse_where(args.where)
         except ValueError as exc:
-            return fail(f"bad --where: {exc}", EXIT_USAGE)
-    arm, code = new_arm(args.arm, args.store)
+            return common.fail(f"bad --where: {exc}", common.EXIT_USAGE)
+    arm, code = common.new_arm(args.arm, args.store)
     if arm is None:
         return code
     if pred is not None and not arm.capabilities.predicate:
@@ -143,7 +139,7 @@ def _cmd_recall(args: argparse.Namespace) -> int:
     # the encoder loads and embeds on a thread while the store opens (an embedded
     # PostgreSQL server starts as a child process): the two waits overlap
     pool = ThreadPoolExecutor(max_workers=1)
-    embedding = pool.submit(text_embedding, arm, args.text)
+    embedding = pool.submit(common.text_embedding, arm, args.text)
     try:
         arm.open(Path(args.store))
         vec = embedding.result()
@@ -151,9 +147,9 @@ def _cmd_recall(args: argparse.Namespace) -> int:
         res = arm.query(q, args.k)
         rows = {r["memory_id"]: r for r in arm.fetch(res.memory_ids).iter_rows(named=True)}
     except ArmError as exc:
-        return fail(str(exc), EXIT_ARM)
+        return common.fail(str(exc), common.EXIT_ARM)
     except ValueError as exc:
-        return fail(str(exc), EXIT_USAGE)
+        return common.fail(str(exc), common.EXIT_USAGE)
     finally:
         arm.close()
         pool.shutdown(wait=False, cancel_futures=True)
@@ -202,18 +198,9 @@ terminal's width); --json prints one JSON document with every stored column inst
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``agentmem recall`` on the subparsers ``sub``."""
-    r = sub.add_parser(
-        "recall",
-        help="query a store and show the memories found",
-        description=textwrap.fill(
-            "Ask a store built by the pipeline one question, as an agent's memory "
-            "tool would (text, its embedding, an optional predicate), and show the answer."
-        ),
-        epilog=_RECALL_EXAMPLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    r = common.add_command(sub, "recall", __doc__, epilog=_RECALL_EXAMPLE)
     r.add_argument("text", help="free-text query (quotes, *, NEAR, SQL are all safe)")
-    add_arm_and_store(r)
+    common.add_arm_and_store(r)
     r.add_argument("--k", type=_positive_int, default=10, help="results to return (default 10)")
     r.add_argument(
         "--where",

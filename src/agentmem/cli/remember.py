@@ -1,20 +1,16 @@
-"""``agentmem remember``: write one memory into a built store through the arm's remember()."""
+"""``agentmem remember``: write one memory into a store through the arm's remember().
+
+Append one memory to a store built by the pipeline, through the arm's own write path;
+the text is embedded with the project's encoder (arms that read vectors).
+"""
 
 from __future__ import annotations
 
 import argparse
-import textwrap
 import uuid
 from pathlib import Path
 
-from agentmem.cli.common import (
-    EXIT_ARM,
-    EXIT_USAGE,
-    add_arm_and_store,
-    fail,
-    new_arm,
-    text_embedding,
-)
+from agentmem.cli import common
 from agentmem.text import is_utf8
 
 #: Largest ``created_day`` a memory can hold (the column is a 32-bit integer).
@@ -54,15 +50,15 @@ def _cmd_remember(args: argparse.Namespace) -> int:
     from agentmem.arms.base import SUPERSEDES, ArmError, Embeddings
 
     if not args.text.strip():
-        return fail("the memory text is empty", EXIT_USAGE)
+        return common.fail("the memory text is empty", common.EXIT_USAGE)
     given = [("the memory text", args.text), ("--id", args.id), ("--session", args.session)]
     given += [("--scope", args.scope), *(("--supersedes", v) for v in args.supersedes or ())]
     for what, value in given:
         if value is not None and not is_utf8(value):  # bytes that are not UTF-8 in argv
-            return fail(f"{what} is not valid UTF-8", EXIT_USAGE)
+            return common.fail(f"{what} is not valid UTF-8", common.EXIT_USAGE)
     if args.id is not None and (problem := _id_problem(args.id)):
-        return fail(f"--id {args.id[:40]!r}: {problem}", EXIT_USAGE)
-    arm, code = new_arm(args.arm, args.store)
+        return common.fail(f"--id {args.id[:40]!r}: {problem}", common.EXIT_USAGE)
+    arm, code = common.new_arm(args.arm, args.store)
     if arm is None:
         return code
     mid = args.id or f"cli-{uuid.uuid4().hex[:12]}"
@@ -88,12 +84,12 @@ def _cmd_remember(args: argparse.Namespace) -> int:
     )
     try:
         arm.open(Path(args.store))
-        vec = text_embedding(arm, args.text)
+        vec = common.text_embedding(arm, args.text)
         arm.remember(frame, Embeddings([mid], vec.reshape(1, -1)))
     except ArmError as exc:
-        return fail(str(exc), EXIT_ARM)
+        return common.fail(str(exc), common.EXIT_ARM)
     except ValueError as exc:
-        return fail(str(exc), EXIT_USAGE)
+        return common.fail(str(exc), common.EXIT_USAGE)
     finally:
         arm.close()
     print(mid)
@@ -113,19 +109,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     from agentmem.schema import SCHEMA
 
     kinds = SCHEMA.table("memories").specialization[1]  # type: ignore[index]
-    m = sub.add_parser(
-        "remember",
-        help="write one memory into a store through the arm's remember()",
-        description=textwrap.fill(
-            "Append one memory to a store built by the pipeline, through the arm's "
-            "own write path; the text is embedded with the project's encoder (arms that read "
-            "vectors)."
-        ),
-        epilog=_REMEMBER_EXAMPLE,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    m = common.add_command(sub, "remember", __doc__, epilog=_REMEMBER_EXAMPLE)
     m.add_argument("text", help="the memory's text (stored verbatim)")
-    add_arm_and_store(m)
+    common.add_arm_and_store(m)
     m.add_argument("--session", metavar="ID", help="session id (default: none)")
     m.add_argument("--day", type=_day, default=0, help="created_day, >= 0 (default 0)")
     m.add_argument("--kind", choices=kinds, default=kinds[0], help=f"default {kinds[0]}")

@@ -1,9 +1,16 @@
-"""``agentmem schema``: write the config JSON schema generated from the model."""
+"""``agentmem schema``: write the config JSON schema generated from the model.
+
+Write the JSON schema of the config (generated from the pydantic model in
+agentmem.config) that the workflow validates every config against. Run it from the
+repository root after changing the model (make schema does).
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+
+from agentmem.cli.common import add_command
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:
@@ -20,13 +27,7 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``agentmem schema`` on the subparsers ``sub``."""
-    s = sub.add_parser(
-        "schema",
-        help="write the config JSON schema generated from the model",
-        description="Write the JSON schema of the config (generated from the pydantic model "
-        "in agentmem.config) that the workflow validates every config against. Run it from "
-        "the repository root after changing the model (make schema does).",
-    )
+    s = add_command(sub, "schema", __doc__)
     s.add_argument(
         "path",
         nargs="?",
