@@ -3,13 +3,16 @@
 :func:`start_job` sends the job's stderr to its log and lowers the priority of every job
 that is not timed (docs/MEASUREMENT.md §1). :func:`corpus_dir` gives the library the directory of a
 job's corpus files after checking that the rule declares each file the call reads or
-writes. :func:`cancel_pending_timers` is for the workflow's ``onsuccess`` / ``onerror``.
+writes. :func:`run_entry` runs an experiment whose rule names its library function, so
+the experiment needs no script of its own. :func:`cancel_pending_timers` is for the
+workflow's ``onsuccess`` / ``onerror``.
 """
 
 from __future__ import annotations
 
 import sys
 import threading
+from importlib import import_module
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +50,33 @@ def start_job(snakemake: Any, *, background: bool = True) -> None:
     sys.stderr = open(snakemake.log[0], "w")  # kept open: the job's stderr until it exits
     if background:
         run_in_background()
+
+
+def run_entry(snakemake: Any) -> Any:
+    """Run the library function the rule names as ``params.entry``, on the job's files.
+
+    ``entry`` is ``"package.module:function"``; the function is called as
+    ``function(input, output, params)`` with Snakemake's named lists of the job (read by
+    name: ``input.embeddings``, ``output.table``, ``params.settings``), and does the
+    whole job: it validates ``params`` through its config model and writes ``output``.
+    The job is untimed (:func:`start_job` nices it) unless ``params.timed`` is true.
+
+    Returns:
+        What the function returns.
+
+    Raises:
+        ValueError: when the rule declares no ``entry`` or it names no function.
+    """
+    params = snakemake.params
+    start_job(snakemake, background=not params.get("timed", False))
+    entry = params.get("entry")
+    module, _, name = str(entry or "").partition(":")
+    if not module or not name:
+        raise ValueError(f"params.entry must be 'package.module:function', not {entry!r}")
+    function = getattr(import_module(module), name, None)
+    if not callable(function):
+        raise ValueError(f"params.entry {entry!r}: {module} has no function {name!r}")
+    return function(snakemake.input, snakemake.output, params)
 
 
 def corpus_dir(files: Any, *names: str) -> Path:

@@ -54,6 +54,7 @@ rule run_decay_sweep:
         background_slot=1,
         mem_mb=4000,
     params:
+        entry="agentmem.sweeps.decay:decay_job",
         settings=CFG.seed_systems.decay.model_dump(),
     script:
-        "../../scripts/run_decay_sweep.py"
+        "../../scripts/run_entry.py"

@@ -13,13 +13,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import apsw
 import polars as pl
 
 from agentmem.arms.graph import DB_NAME, SqliteGraphArm
+from agentmem.config import DecayConfig
 from agentmem.corpus.io import load_corpus, load_qrels, load_queries
 from agentmem.embeddings import load_embeddings
+from agentmem.io import write_csv
+from agentmem.jobs import CORPUS_TABLES, corpus_dir
 from agentmem.metrics import ndcg_at_k
 from agentmem.sweeps.budget import memory_tokens
 
@@ -138,3 +142,28 @@ def decay_sweep(
     finally:
         arm.close()
     return pl.DataFrame(rows, schema=DECAY_SCHEMA, orient="row")
+
+
+def decay_job(input: Any, output: Any, params: Any) -> None:
+    """The decay sweep as a workflow job (:func:`agentmem.jobs.run_entry`).
+
+    Args:
+        input: the corpus files (``memories``, ``sessions``, ``facts``, ``entities``,
+            ``queries``, ``qrels``) and ``embeddings``, that corpus's vectors.
+        output: ``table``, the CSV written (:data:`DECAY_SCHEMA`), and ``work_dir``, where
+            the graph store is built.
+        params: ``settings``, config ``seed_systems.decay`` whole (a mapping validated
+            through :class:`~agentmem.config.DecayConfig`: its days and ``k``).
+
+    Raises:
+        pydantic.ValidationError: when ``settings`` is not a valid decay section.
+    """
+    cfg = DecayConfig.model_validate(params.settings)
+    table = decay_sweep(
+        corpus_dir(input, *CORPUS_TABLES, "queries", "qrels"),
+        input.embeddings,
+        output.work_dir,
+        days=cfg.days(),
+        k=cfg.k,
+    )
+    write_csv(output.table, table)
