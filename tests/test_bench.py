@@ -517,6 +517,24 @@ def test_tiny_real_ingest_and_harness(tiny, tmp_path: Path, name: str) -> None:
         assert servers_left(store) == []
 
 
+def bench_once(tiny, tmp_path: Path, arms: list[str], remember_n: int):
+    """``bench.bench_arms`` on the tiny corpus: one round, k = 3, default parameters."""
+    corpus, vectors = tiny
+    return bench.bench_arms(
+        arms,
+        {},
+        corpus,
+        vectors,
+        _queries(),
+        tmp_path,
+        k=3,
+        rounds=1,
+        ingest_rounds=1,
+        remember_n=remember_n,
+        progress=False,
+    )
+
+
 def test_bench_arms_reports_an_arm_it_cannot_build(tiny, tmp_path: Path) -> None:
     corpus, vectors = tiny
     harness, ingest, remember = bench.bench_arms(
@@ -671,20 +689,7 @@ def test_bench_arms_skips_an_arm_without_hooks_but_times_its_remember(
     from agentmem.arms import ARMS
 
     monkeypatch.setitem(ARMS, "no-hooks", _NoHooks)
-    corpus, vectors = tiny
-    harness, ingest, remember = bench.bench_arms(
-        ["no-hooks", "file-jsonl"],
-        {},
-        corpus,
-        vectors,
-        _queries(),
-        tmp_path,
-        k=3,
-        rounds=1,
-        ingest_rounds=1,
-        remember_n=3,
-        progress=False,
-    )
+    harness, ingest, remember = bench_once(tiny, tmp_path, ["no-hooks", "file-jsonl"], 3)
     reason = "no-hooks: skipped, declares no bench hooks (missing bare_call, raw_query_call, "
     assert harness["no-hooks"]["not_run"].startswith(reason)
     assert ingest["no-hooks"]["not_run"] == (
@@ -700,20 +705,7 @@ def test_bench_arms_skips_an_arm_without_hooks_but_times_its_remember(
 
 def test_bench_arms_times_a_product_without_a_raw_ingest_path(tiny, tmp_path: Path) -> None:
     """A product arm has a bare driver call but no raw bulk path: harness yes, ingest no."""
-    corpus, vectors = tiny
-    harness, ingest, remember = bench.bench_arms(
-        ["lancedb"],
-        {},
-        corpus,
-        vectors,
-        _queries(),
-        tmp_path,
-        k=3,
-        rounds=1,
-        ingest_rounds=1,
-        remember_n=0,
-        progress=False,
-    )
+    harness, ingest, remember = bench_once(tiny, tmp_path, ["lancedb"], 0)
     assert ingest["lancedb"]["not_run"].startswith("lancedb: skipped, declares no bench hooks")
     assert "raw_ingest" in ingest["lancedb"]["not_run"]
     assert harness["lancedb"]["queries"] == 5 and harness["lancedb"]["ratio"] > 0

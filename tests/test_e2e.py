@@ -19,6 +19,7 @@ from agentmem.external.score import LEVELS, SCORE_COLUMNS
 from agentmem.report.capture import package_versions
 from agentmem.report.html import _versions
 from agentmem.report.tables import BY_CLASS_COLUMNS
+from agentmem.sweeps.postfilter import POSTFILTER_SCHEMA
 from agentmem.workflow.plan import FIGURE_NAMES
 from agentmem.workflow.selection import external_runs
 
@@ -123,15 +124,7 @@ def test_capture_and_report_record_the_versions(smoke_run):
 def test_sweep_tables(smoke_run):
     cfg = load_config(REPO / "config/smoke.yaml")
     post = pl.read_csv(smoke_run / "results/sweeps/postfilter.csv")
-    assert post.columns == [
-        "arm",
-        "overfetch",
-        "fetched",
-        "mean_slots_filled",
-        "fill_rate",
-        "recall_at_10",
-        "scan_fraction",
-    ]
+    assert post.columns == list(POSTFILTER_SCHEMA)
     meta = post.filter(pl.col("arm") == "file-vec-meta").sort("overfetch")
     assert meta["overfetch"].to_list() == [1, 4, 16]
     assert meta["fill_rate"].to_list() == sorted(meta["fill_rate"].to_list())

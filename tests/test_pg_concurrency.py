@@ -85,6 +85,19 @@ def _kind(error: str) -> str:
     return f"{where}: {kind}: {first.rsplit(': ', 1)[-1]}"
 
 
+def reap(procs, tmp_path: Path) -> None:
+    """Kill the child processes still running and every server left under ``tmp_path``."""
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    for pid in servers_under(tmp_path):
+        try:
+            psutil.Process(pid).kill()
+        except psutil.Error:
+            pass
+
+
 def test_processes_opening_and_closing_at_once_never_stop_a_held_server(tmp_path: Path) -> None:
     """No query of a process holding the store fails while others open and close it."""
     store = tmp_path / "store"
@@ -137,15 +150,7 @@ def test_processes_opening_and_closing_at_once_never_stop_a_held_server(tmp_path
         assert servers_left(tmp_path) == [], "the last process to close left its server running"
         assert handle_pids(store / pg.PGDATA_DIRNAME) == [], "a process is still listed as holder"
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        for pid in servers_under(tmp_path):
-            try:
-                psutil.Process(pid).kill()
-            except psutil.Error:
-                pass
+        reap(procs, tmp_path)
 
 
 def test_process_exiting_without_close_lets_go_at_exit(tmp_path: Path) -> None:
@@ -185,15 +190,7 @@ def test_process_exiting_without_close_lets_go_at_exit(tmp_path: Path) -> None:
         assert servers_left(tmp_path) == [], "the last process to exit left its server running"
         assert handle_pids(store / pg.PGDATA_DIRNAME) == []
     finally:
-        for p in (a, b):
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-        for pid in servers_under(tmp_path):
-            try:
-                psutil.Process(pid).kill()
-            except psutil.Error:
-                pass
+        reap((a, b), tmp_path)
 
 
 def test_data_dir_lock_excludes_threads_of_one_process(tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ import logging
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -276,32 +277,16 @@ def load_embeddings(path: str | Path) -> Embeddings:
 
 
 def embed_corpus(
-    corpus_dir: str | Path,
-    out_path: str | Path,
-    cache_dir: str | Path,
-    batch_size: int = 64,
-    progress: bool = True,
-    backend: Backend = "torch",
-    onnx_model: str | Path | None = None,
-    model: str | None = None,
+    corpus_dir: str | Path, out_path: str | Path, cache_dir: str | Path, **options: Any
 ) -> dict[str, int]:
     """Embed every memory body and query text of a corpus directory (one shared table).
 
-    Arguments and result as :func:`embed_texts`.
+    ``out_path``, ``cache_dir``, the keyword ``options`` (``batch_size``, ``progress``,
+    ``backend``, ``onnx_model``, ``model``) and the result are those of :func:`embed_texts`.
     """
     d = Path(corpus_dir)
     mem = pl.read_parquet(d / "memories.parquet", columns=["memory_id", "body"])
     qs = pl.read_parquet(d / "queries.parquet", columns=["query_id", "text"])
     ids = mem["memory_id"].to_list() + qs["query_id"].to_list()
     texts = mem["body"].to_list() + qs["text"].to_list()
-    return embed_texts(
-        ids,
-        texts,
-        out_path,
-        cache_dir,
-        batch_size=batch_size,
-        progress=progress,
-        backend=backend,
-        onnx_model=onnx_model,
-        model=model,
-    )
+    return embed_texts(ids, texts, out_path, cache_dir, **options)

@@ -19,6 +19,7 @@ __all__ = [
     "MEMORY_SCHEMA",
     "PREDICATE_FIELDS",
     "PREDICATE_OPS",
+    "QUERY_SCHEMA",
     "VECTOR_DIM",
     "Corpus",
     "Embeddings",
@@ -196,6 +197,19 @@ MEMORY_SCHEMA: dict[str, pl.DataType] = {
     "entity_ids": pl.List(pl.String),
     "form": pl.String,  # id | para | correction | distractor (synthetic), turn (LoCoMo)
     "scope_id": pl.String,  # whose memory (one user / conversation); null: no scope
+}
+
+#: Columns and dtypes of a query row (``queries.parquet``, docs/DATA.md) of the synthetic
+#: corpus; a dataset of real conversations adds the query's ``scope_id``.
+QUERY_SCHEMA: dict[str, pl.DataType] = {
+    "query_id": pl.String,
+    "class": pl.String,
+    "text": pl.String,
+    "predicate_field": pl.String,
+    "predicate_op": pl.String,
+    "predicate_value": pl.String,
+    "expected_count": pl.Int32,
+    "similarity_expressible": pl.Boolean,
 }
 
 

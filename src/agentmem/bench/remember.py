@@ -8,23 +8,15 @@ import numpy as np
 import polars as pl
 from tqdm import tqdm
 
-from agentmem.arms.base import Arm, Corpus, Embeddings
+from agentmem.arms.base import MEMORY_SCHEMA, Arm, Corpus, Embeddings
 from agentmem.bench.errors import BenchError
 from agentmem.bench.targets import REMEMBER_MAX_P50_MS, target_met
 from agentmem.bench.timing import gc_paused
 
-#: Corpus columns a remembered copy keeps (ids, order, supersession and tokens are new).
-REMEMBER_COLUMNS = (
-    "session_id",
-    "turn_no",
-    "kind",
-    "body",
-    "fact_id",
-    "created_day",
-    "source",
-    "confidence",
-    "entity_ids",
-    "form",
+#: Corpus columns a remembered copy keeps: all but the id, the order, the supersession,
+#: the token count (new for the copy) and the scope (the copies are unscoped).
+REMEMBER_COLUMNS = tuple(
+    c for c in MEMORY_SCHEMA if c not in {"memory_id", "seq", "superseded_by", "tokens", "scope_id"}
 )
 
 

@@ -19,6 +19,7 @@ import polars as pl
 
 from agentmem.corpus import templates as T
 from agentmem.corpus.generate import Fact, semantic_question, temporal_question
+from agentmem.types import QUERY_SCHEMA
 
 if TYPE_CHECKING:
     from agentmem.config import CorpusConfig
@@ -172,19 +173,7 @@ def make_queries(
 
     rank = {c: i for i, c in enumerate(QUERY_CLASSES)}
     queries.sort(key=lambda q: (rank[q["class"]], q["query_id"]))
-    qdf = pl.DataFrame(
-        queries,
-        schema={
-            "query_id": pl.String,
-            "class": pl.String,
-            "text": pl.String,
-            "predicate_field": pl.String,
-            "predicate_op": pl.String,
-            "predicate_value": pl.String,
-            "expected_count": pl.Int32,
-            "similarity_expressible": pl.Boolean,
-        },
-    )
+    qdf = pl.DataFrame(queries, schema=QUERY_SCHEMA)
     rdf = pl.DataFrame(
         qrels, schema={"query_id": pl.String, "memory_id": pl.String}, orient="row"
     ).with_columns(grade=pl.lit(1, dtype=pl.Int8))

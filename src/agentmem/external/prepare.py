@@ -14,7 +14,7 @@ import polars as pl
 from agentmem.external.format import DATASET_FILES, FORMAT, FORMAT_VERSION, validate_dataset
 from agentmem.io import write_csv, write_json, write_parquet
 from agentmem.tokens import count_tokens
-from agentmem.types import MEMORY_SCHEMA
+from agentmem.types import MEMORY_SCHEMA, QUERY_SCHEMA
 
 #: the files of a prepared corpus directory, by logical name
 PREPARED_FILES = {
@@ -32,17 +32,7 @@ PREPARED_FILES = {
     "manifest": "manifest.json",
 }
 #: queries.parquet: the synthetic corpus's query columns plus the query's scope
-QUERY_SCHEMA = {
-    "query_id": pl.String,
-    "class": pl.String,
-    "text": pl.String,
-    "predicate_field": pl.String,
-    "predicate_op": pl.String,
-    "predicate_value": pl.String,
-    "expected_count": pl.Int32,
-    "similarity_expressible": pl.Boolean,
-    "scope_id": pl.String,
-}
+SCOPED_QUERY_SCHEMA = {**QUERY_SCHEMA, "scope_id": pl.String}
 SESSION_SCHEMA = {
     "session_id": pl.String,
     "agent_id": pl.String,
@@ -170,7 +160,7 @@ def prepare_dataset(path: str | Path, out_dir: str | Path) -> dict[str, Any]:
             }
             for q in ds.queries
         ],
-        schema=QUERY_SCHEMA,
+        schema=SCOPED_QUERY_SCHEMA,
     )
     positive = [(q, m, s) for q, m, s, _ in ds.qrels if s > 0]
     qrels = pl.DataFrame(positive, schema=QRELS_SCHEMA, orient="row")
