@@ -11,17 +11,10 @@ import numpy as np
 import polars as pl
 import pytest
 
-from agentmem.arms.base import (
-    ArmBase,
-    ArmError,
-    Embeddings,
-    checked_vector,
-    float32_array,
-    prepare_memories,
-)
+from agentmem.arms import base
 
 
-class _Probe(ArmBase):
+class _Probe(base.ArmBase):
     name = "probe"
 
     def __init__(self) -> None:
@@ -55,7 +48,9 @@ class _Probe(ArmBase):
 
 def test_foreign_exceptions_become_arm_error_with_cause():
     arm = _Probe()
-    with pytest.raises(ArmError, match=r"probe: query failed: AttributeError: .*missing") as info:
+    with pytest.raises(
+        base.ArmError, match=r"probe: query failed: AttributeError: .*missing"
+    ) as info:
         arm.query("attr")
     assert isinstance(info.value.__cause__, AttributeError)
     with pytest.raises(ValueError, match="bad k"):  # documented: bad arguments
@@ -102,7 +97,7 @@ def test_calls_on_one_instance_never_overlap():
     ],
 )
 def test_float32_array_converts_numbers_keeping_the_shape(values):
-    got = float32_array(values, "arm-x", "query 'q1' embedding")
+    got = base.float32_array(values, "arm-x", "query 'q1' embedding")
     assert got.dtype == np.float32 and got.flags["C_CONTIGUOUS"]
     assert got.shape == np.asarray(values).shape
     np.testing.assert_array_equal(got, np.asarray(values, dtype=np.float64).astype(np.float32))
@@ -122,17 +117,17 @@ def test_float32_array_converts_numbers_keeping_the_shape(values):
     ],
 )
 def test_float32_array_refuses_what_is_not_numbers_naming_arm_and_field(values, reason):
-    with pytest.raises(ArmError) as info:
-        float32_array(values, "arm-x", "query 'q1' embedding")
+    with pytest.raises(base.ArmError) as info:
+        base.float32_array(values, "arm-x", "query 'q1' embedding")
     assert str(info.value).startswith(f"arm-x: query 'q1' embedding: {reason}")
 
 
 def test_checked_vector_and_prepare_memories_name_the_arm_and_field():
     words = np.array(["a", "b"] * 192)
     for emb in (words, words.tolist()):
-        with pytest.raises(ArmError, match=r"^sqlite-fts: query 'q1' embedding: not numeric "):
-            checked_vector(emb, "sqlite-fts", "query 'q1'")
-    assert checked_vector(np.ones((1, 384)), "a", "q").shape == (384,)
+        with pytest.raises(base.ArmError, match=r"^sqlite-fts: query 'q1' embedding: not numeric "):
+            base.checked_vector(emb, "sqlite-fts", "query 'q1'")
+    assert base.checked_vector(np.ones((1, 384)), "a", "q").shape == (384,)
     frame = pl.DataFrame([{"memory_id": "N1", "body": "b", "created_day": 1}])
-    with pytest.raises(ArmError, match=r"^sqlite-fts: remember: embeddings: not numeric "):
-        prepare_memories(frame, Embeddings(["N1"], words.reshape(1, -1)), "sqlite-fts")
+    with pytest.raises(base.ArmError, match=r"^sqlite-fts: remember: embeddings: not numeric "):
+        base.prepare_memories(frame, base.Embeddings(["N1"], words.reshape(1, -1)), "sqlite-fts")

@@ -14,35 +14,15 @@ import polars as pl
 import pytest
 from support.hostile import HOSTILE_TEXTS
 from support.timing import build_timed
-from support.tiny import fake_vector
+from support.tiny import fake_query as q, fake_vector
 
-from agentmem.arms.base import (
-    MEMORY_SCHEMA,
-    Arm,
-    ArmError,
-    Corpus,
-    Embeddings,
-    Predicate,
-    Query,
-    Result,
-)
+from agentmem.arms import base
 from agentmem.arms.chroma import COLLECTION, ChromaArm, query_where, where_filter
 
 ALL_IDS = {"M1", "M2", "M3", "M4", "M5", "M6"}
 DISK = "INC-2356: SVC-5345 outage caused by a full disk."
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 TESTS = str(Path(__file__).resolve().parent)
-
-
-def q(text: str = "", *, vec_of: str | None = None, predicate=None, wants_count=False) -> Query:
-    """A query whose embedding is the fake vector of ``vec_of`` (default: of ``text``)."""
-    return Query(
-        query_id="q",
-        text=text,
-        embedding=fake_vector(vec_of if vec_of is not None else text),
-        predicate=predicate,
-        wants_count=wants_count,
-    )
 
 
 def sims(tiny, text: str) -> dict[str, float]:
@@ -59,12 +39,12 @@ def assert_cosine_ranked(tiny, ids: list[str], text: str, pool: set[str], k: int
     np.testing.assert_allclose([sim[m] for m in ids], want, atol=1e-6)
 
 
-def _batch(*rows: dict) -> tuple[pl.DataFrame, Embeddings]:
+def _batch(*rows: dict) -> tuple[pl.DataFrame, base.Embeddings]:
     """A remember batch: each memory's vector is the fake vector of its body."""
     frame = pl.DataFrame(list(rows))
     ids = frame["memory_id"].to_list()
     mat = np.stack([fake_vector(b) for b in frame["body"].to_list()])
-    return frame, Embeddings(ids, mat)
+    return frame, base.Embeddings(ids, mat)
 
 
 @pytest.fixture
@@ -78,7 +58,7 @@ def arm(tiny, tmp_path):
     a.close()
 
 
-def random_corpus(n: int, seed: int = 5) -> tuple[Corpus, Embeddings, np.ndarray]:
+def random_corpus(n: int, seed: int = 5) -> tuple[base.Corpus, base.Embeddings, np.ndarray]:
     """``n`` random unit vectors; memory i is in session ``S{i % 250}``, day ``i``."""
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n, 384)).astype(np.float32)
@@ -96,12 +76,12 @@ def random_corpus(n: int, seed: int = 5) -> tuple[Corpus, Embeddings, np.ndarray
         },
         schema_overrides={"fact_id": pl.String, "superseded_by": pl.String},
     )
-    return Corpus(memories=memories), Embeddings(ids=ids, matrix=x), x
+    return base.Corpus(memories=memories), base.Embeddings(ids=ids, matrix=x), x
 
 
 def test_protocol_capabilities_and_lazy_import():
     a = ChromaArm()
-    assert isinstance(a, Arm)
+    assert isinstance(a, base.Arm)
     assert (a.name, a.family, a.products) == ("chroma", "product", ("chromadb",))
     c = a.capabilities
     assert (c.predicate, c.join, c.aggregate, c.transactions) == (True, False, True, False)
@@ -127,16 +107,18 @@ def test_protocol_capabilities_and_lazy_import():
 
 def test_where_filter_translation():
     assert where_filter(None) is None
-    assert where_filter(Predicate("created_day", "<=", 15)) == {"created_day": {"$lte": 15}}
-    assert where_filter(Predicate("session_id", "=", "S1")) == {"session_id": {"$eq": "S1"}}
-    assert where_filter(Predicate("superseded_by", "is_null")) == {"superseded_by": {"$eq": ""}}
+    assert where_filter(base.Predicate("created_day", "<=", 15)) == {"created_day": {"$lte": 15}}
+    assert where_filter(base.Predicate("session_id", "=", "S1")) == {"session_id": {"$eq": "S1"}}
+    assert where_filter(base.Predicate("superseded_by", "is_null")) == {
+        "superseded_by": {"$eq": ""}
+    }
 
 
 def test_query_where_puts_the_scope_beside_the_predicate():
     vec = fake_vector("x")
-    assert query_where(Query("q", "x", vec)) is None
-    assert query_where(Query("q", "x", vec, scope="u1")) == {"scope_id": {"$eq": "u1"}}
-    both = Query("q", "x", vec, Predicate("created_day", "<=", 15), scope='{"$ne": ""}')
+    assert query_where(base.Query("q", "x", vec)) is None
+    assert query_where(base.Query("q", "x", vec, scope="u1")) == {"scope_id": {"$eq": "u1"}}
+    both = base.Query("q", "x", vec, base.Predicate("created_day", "<=", 15), scope='{"$ne": ""}')
     assert query_where(both) == {
         "$and": [{"scope_id": {"$eq": '{"$ne": ""}'}}, {"created_day": {"$lte": 15}}]
     }
@@ -152,25 +134,25 @@ SCOPED = [  # (memory_id, scope_id, created_day): bodies and vectors as DISK
 def test_scope_filters_search_and_count_and_survives_reopen(arm, tmp_path):
     rows = [{"memory_id": m, "body": DISK, "created_day": d, "scope_id": s} for m, s, d in SCOPED]
     frame = pl.DataFrame(rows)
-    vecs = Embeddings(frame["memory_id"].to_list(), np.tile(fake_vector(DISK), (3, 1)))
+    vecs = base.Embeddings(frame["memory_id"].to_list(), np.tile(fake_vector(DISK), (3, 1)))
     arm.remember(frame, vecs)
     assert arm.fetch(["A1", "H1", "M4"])["scope_id"].to_list() == ["alpha", SCOPED[2][1], None]
-    early = Predicate("created_day", "<=", 700)
+    early = base.Predicate("created_day", "<=", 700)
 
     def check(a: ChromaArm) -> None:
         def scoped(scope, pred=None):
-            res = a.query(Query("s", "", fake_vector(DISK), pred, True, scope=scope), 10)
+            res = a.query(base.Query("s", "", fake_vector(DISK), pred, True, scope=scope), 10)
             return sorted(res.memory_ids), res.count
 
         assert scoped("alpha") == (["A1", "A2"], 2)
         assert scoped("alpha", early) == (["A1"], 1)
         assert scoped(SCOPED[2][1]) == (["H1"], 1)  # compared verbatim, not parsed
         assert scoped("alp") == ([], 0) and scoped("\ud800") == ([], 0)
-        everything = a.query(Query("u", "", fake_vector(DISK), wants_count=True), 20)
+        everything = a.query(base.Query("u", "", fake_vector(DISK), wants_count=True), 20)
         assert (len(everything.memory_ids), everything.count) == (9, 9)
 
     check(arm)
-    plan = arm.explain(Query("s", "", fake_vector(DISK), early, scope="alpha"), 5)
+    plan = arm.explain(base.Query("s", "", fake_vector(DISK), early, scope="alpha"), 5)
     want = '{"$and": [{"scope_id": {"$eq": "alpha"}}, {"created_day": {"$lte": 700}}]}'
     assert f"where={want}" in plan
     arm.close()
@@ -194,17 +176,17 @@ def test_ranks_by_cosine(arm, tiny):
 @pytest.mark.parametrize(
     ("pred", "allowed"),
     [
-        (Predicate("session_id", "=", "S1"), {"M1", "M2", "M3"}),
-        (Predicate("created_day", "<=", 15), {"M1", "M2", "M3"}),
-        (Predicate("created_day", "<=", 200), {"M1", "M2", "M3", "M4"}),
-        (Predicate("fact_id", "=", "F1"), {"M1", "M2", "M5"}),
-        (Predicate("superseded_by", "is_null"), {"M3", "M4", "M5", "M6"}),
-        (Predicate("superseded_by", "=", "M5"), {"M1", "M2"}),
-        (Predicate("fact_id", "is_null"), {"M3"}),
-        (Predicate("session_id", "=", "nope"), set()),
-        (Predicate("session_id", "=", ""), set()),  # "" is the null marker, no memory's id
-        (Predicate("fact_id", "=", "\ud800"), set()),  # not UTF-8: Chroma refuses it
-        (Predicate("created_day", "<=", 2**40), {"M1", "M2", "M3", "M4", "M5", "M6"}),
+        (base.Predicate("session_id", "=", "S1"), {"M1", "M2", "M3"}),
+        (base.Predicate("created_day", "<=", 15), {"M1", "M2", "M3"}),
+        (base.Predicate("created_day", "<=", 200), {"M1", "M2", "M3", "M4"}),
+        (base.Predicate("fact_id", "=", "F1"), {"M1", "M2", "M5"}),
+        (base.Predicate("superseded_by", "is_null"), {"M3", "M4", "M5", "M6"}),
+        (base.Predicate("superseded_by", "=", "M5"), {"M1", "M2"}),
+        (base.Predicate("fact_id", "is_null"), {"M3"}),
+        (base.Predicate("session_id", "=", "nope"), set()),
+        (base.Predicate("session_id", "=", ""), set()),  # "" is the null marker, no memory's id
+        (base.Predicate("fact_id", "=", "\ud800"), set()),  # not UTF-8: Chroma refuses it
+        (base.Predicate("created_day", "<=", 2**40), {"M1", "M2", "M3", "M4", "M5", "M6"}),
     ],
 )
 def test_predicates_filter_and_count(arm, tiny, pred, allowed):
@@ -217,25 +199,27 @@ def test_predicates_filter_and_count(arm, tiny, pred, allowed):
 
 def test_count_without_predicate_and_with_a_bad_vector(arm):
     assert arm.query(q(vec_of=DISK, wants_count=True), 2).count == 6
-    nan = Query("n", "x", np.full(384, np.nan, np.float32), Predicate("fact_id", "=", "F1"), True)
-    assert arm.query(nan, 5) == Result(memory_ids=[], count=3)  # no search with nan
-    with pytest.raises(ArmError, match="384"):
-        arm.query(Query("s", "x", np.ones(5, np.float32)), 3)
-    with pytest.raises(ArmError, match="no embedding"):
-        arm.query(Query("s", "x", None), 3)  # type: ignore[arg-type]
+    nan = base.Query(
+        "n", "x", np.full(384, np.nan, np.float32), base.Predicate("fact_id", "=", "F1"), True
+    )
+    assert arm.query(nan, 5) == base.Result(memory_ids=[], count=3)  # no search with nan
+    with pytest.raises(base.ArmError, match="384"):
+        arm.query(base.Query("s", "x", np.ones(5, np.float32)), 3)
+    with pytest.raises(base.ArmError, match="no embedding"):
+        arm.query(base.Query("s", "x", None), 3)  # type: ignore[arg-type]
 
 
 def test_hostile_texts_are_ignored(arm):
-    pred = Predicate("superseded_by", "is_null")
+    pred = base.Predicate("superseded_by", "is_null")
     want = arm.query(q(vec_of=DISK, predicate=pred), 10).memory_ids
     for text in HOSTILE_TEXTS:
         res = arm.query(q(text, vec_of=DISK, predicate=pred, wants_count=True), 10)
-        assert res == Result(memory_ids=want, count=4)
+        assert res == base.Result(memory_ids=want, count=4)
         assert "IGNORED" in arm.explain(q(text, vec_of=DISK, predicate=pred), 10)
 
 
 def test_explain_names_the_call(arm, tmp_path):
-    plan = arm.explain(q(vec_of=DISK, predicate=Predicate("created_day", "<=", 15),
+    plan = arm.explain(q(vec_of=DISK, predicate=base.Predicate("created_day", "<=", 15),
                          wants_count=True), 7)  # fmt: skip
     assert 'where={"created_day": {"$lte": 15}}' in plan and "n_results=7" in plan
     assert "space=cosine" in plan and "ef_search=100" in plan
@@ -256,7 +240,7 @@ def test_storage_is_the_directory(arm, tmp_path):
 
 def test_fetch_order_columns_and_values(arm):
     got = arm.fetch(["M4", "nope", "M1", "M4"])
-    assert got.columns == list(MEMORY_SCHEMA) and dict(got.schema) == MEMORY_SCHEMA
+    assert got.columns == list(base.MEMORY_SCHEMA) and dict(got.schema) == base.MEMORY_SCHEMA
     assert got["memory_id"].to_list() == ["M4", "M1"]  # Chroma itself returns M1, M4
     m4, m1 = got.rows(named=True)
     assert (m4["body"], m4["session_id"], m4["turn_no"], m4["created_day"]) == (DISK, "S2", 0, 200)
@@ -275,8 +259,8 @@ def test_remember_then_query_and_fetch(arm):
     arm.remember(*_batch({"memory_id": "N1", "body": NEW_BODY, "created_day": 700,
                           "session_id": "S9"}))  # fmt: skip
     assert arm.query(q(vec_of=NEW_BODY), 1).memory_ids == ["N1"]
-    s9 = Predicate("session_id", "=", "S9")
-    assert arm.query(q(vec_of=DISK, predicate=s9, wants_count=True), 5) == Result(["N1"], 1)
+    s9 = base.Predicate("session_id", "=", "S9")
+    assert arm.query(q(vec_of=DISK, predicate=s9, wants_count=True), 5) == base.Result(["N1"], 1)
     n1 = arm.fetch(["N1"]).row(0, named=True)
     assert (n1["body"], n1["created_day"], n1["session_id"], n1["kind"]) == (
         NEW_BODY, 700, "S9", "episodic",
@@ -291,7 +275,7 @@ def test_remember_refuses_duplicates_and_unknown_ids_writing_nothing(arm):
         ({"memory_id": "N1", "body": "x", "created_day": 1, "supersedes": ["gone"]}, "'gone'"),
     ]
     for row, match in bad:
-        with pytest.raises(ArmError, match=match):
+        with pytest.raises(base.ArmError, match=match):
             arm.remember(*_batch(row))
         assert arm.storage().counts == {"memories": 6} and arm.fetch(["N1"]).height == 0
     assert (
@@ -308,7 +292,7 @@ def test_chroma_add_of_a_stored_id_is_silently_ignored(arm):
 
 
 def test_corrections_hide_the_old_memory_and_survive_reopen(arm, tmp_path):
-    current = Predicate("superseded_by", "is_null")
+    current = base.Predicate("superseded_by", "is_null")
     assert "M4" in arm.query(q(vec_of=DISK, predicate=current), 10).memory_ids
     fix = "INC-2356: SVC-5345 outage caused by a failed fan."
     arm.remember(*_batch({"memory_id": "N1", "body": fix, "created_day": 700,
@@ -318,15 +302,17 @@ def test_corrections_hide_the_old_memory_and_survive_reopen(arm, tmp_path):
                           "supersedes": ["N2"]}))  # fmt: skip
     ids = arm.query(q(vec_of=DISK, predicate=current), 10).memory_ids
     assert "M4" not in ids and "N2" not in ids and {"N1", "N3"} <= set(ids)
-    by_n1 = Predicate("superseded_by", "=", "N1")
-    assert arm.query(q(vec_of=DISK, predicate=by_n1, wants_count=True), 10) == Result(["M4"], 1)
+    by_n1 = base.Predicate("superseded_by", "=", "N1")
+    assert arm.query(q(vec_of=DISK, predicate=by_n1, wants_count=True), 10) == base.Result(
+        ["M4"], 1
+    )
     assert arm.fetch(["M4", "N1", "N2"])["superseded_by"].to_list() == ["N1", None, "N3"]
     # the update merged superseded_by into M4's metadata: the other keys are intact
     m4 = arm.fetch(["M4"]).row(0, named=True)
     assert (m4["session_id"], m4["fact_id"], m4["created_day"]) == ("S2", "F2", 200)
     arm.close()
     arm.close()
-    with pytest.raises(ArmError, match="not open"):
+    with pytest.raises(base.ArmError, match="not open"):
         arm.query(q(vec_of=DISK), 3)
     again = ChromaArm()
     again.open(tmp_path / "chroma-store")
@@ -343,7 +329,7 @@ def test_hostile_bodies_are_stored_verbatim(arm):
         for i, body in enumerate(HOSTILE_TEXTS)
     ]
     frame = pl.DataFrame(rows)
-    arm.remember(frame, Embeddings(frame["memory_id"].to_list(),
+    arm.remember(frame, base.Embeddings(frame["memory_id"].to_list(),
                                    np.tile(fake_vector("x"), (len(rows), 1))))  # fmt: skip
     got = arm.fetch(frame["memory_id"].to_list())
     assert got["body"].to_list() == HOSTILE_TEXTS  # NUL, emoji, 10,000 characters included
@@ -357,11 +343,11 @@ def test_build_replaces_an_earlier_store_and_open_errors(tiny, tmp_path):
     a.build(corpus, vectors, tmp_path / "s")  # the collection is dropped and made again
     assert a.storage().counts == {"memories": 6}
     a.close()
-    with pytest.raises(ArmError, match="nope-store"):
+    with pytest.raises(base.ArmError, match="nope-store"):
         ChromaArm().open(tmp_path / "nope-store")
     assert not (tmp_path / "nope-store").exists()  # open created nothing
-    with pytest.raises(ArmError, match="embedding"):
-        ChromaArm().build(corpus, Embeddings(["M1"], vectors.matrix[:1]), tmp_path / "t")
+    with pytest.raises(base.ArmError, match="embedding"):
+        ChromaArm().build(corpus, base.Embeddings(["M1"], vectors.matrix[:1]), tmp_path / "t")
 
 
 def test_open_in_another_process_and_its_writes_are_not_in_this_index(arm, tmp_path):
@@ -394,8 +380,8 @@ def test_open_in_another_process_and_its_writes_are_not_in_this_index(arm, tmp_p
     assert arm.fetch(["P1"])["memory_id"].to_list() == ["P1"]  # SQLite: seen
     assert arm.query(q(vec_of=DISK, wants_count=True), 1).count == 7
     assert "P1" not in arm.query(q(vec_of=NEW_BODY), 7).memory_ids  # HNSW index: not seen
-    with pytest.raises(ArmError, match="Error finding id"):  # a filter matching the row
-        arm.query(q(vec_of=NEW_BODY, predicate=Predicate("session_id", "=", "SP")), 3)
+    with pytest.raises(base.ArmError, match="Error finding id"):  # a filter matching the row
+        arm.query(q(vec_of=NEW_BODY, predicate=base.Predicate("session_id", "=", "SP")), 3)
     arm.open(store)
     assert arm.query(q(vec_of=NEW_BODY), 1).memory_ids == ["P1"]
 
@@ -441,7 +427,7 @@ def random_store(tmp_path_factory):
 def _recall(a: ChromaArm, x: np.ndarray, qs: np.ndarray, k: int) -> float:
     hits = 0
     for i, v in enumerate(qs):
-        got = a.query(Query(f"r{i}", "", v), k).memory_ids
+        got = a.query(base.Query(f"r{i}", "", v), k).memory_ids
         want = {f"R{j}" for j in np.argsort(-(x @ v))[:k]}
         hits += len(want & set(got))
     return hits / (k * len(qs))
@@ -456,11 +442,11 @@ def test_selective_filter_fills_k_inside_the_search(random_store):
     qs /= np.linalg.norm(qs, axis=1, keepdims=True)
     members = np.arange(7, 3000, 250)  # session S7: 12 of 3,000 memories
     for v in qs:
-        pred = Predicate("session_id", "=", "S7")
-        res = a.query(Query("f", "", v, pred, wants_count=True), 10)
+        pred = base.Predicate("session_id", "=", "S7")
+        res = a.query(base.Query("f", "", v, pred, wants_count=True), 10)
         exact = [f"R{j}" for j in members[np.argsort(-(x[members] @ v))][:10]]
-        assert res == Result(exact, 12)  # k filled, the exact top 10 of the 12
-        early = a.query(Query("d", "", v, Predicate("created_day", "<=", 4)), 10)
+        assert res == base.Result(exact, 12)  # k filled, the exact top 10 of the 12
+        early = a.query(base.Query("d", "", v, base.Predicate("created_day", "<=", 4)), 10)
         assert sorted(early.memory_ids) == [f"R{j}" for j in range(5)]  # 5 match: all 5
     a.close()
 
@@ -475,7 +461,7 @@ def test_ef_search_is_set_at_open_and_changes_recall(random_store):
         a = ChromaArm(ef_search=ef)
         a.open(store)
         assert a._col.configuration_json["hnsw"]["ef_search"] == ef
-        assert f"ef_search={ef} " in a.explain(Query("e", "", qs[0]), 10)
+        assert f"ef_search={ef} " in a.explain(base.Query("e", "", qs[0]), 10)
         recall[ef] = _recall(a, x, qs, 10)
         a.close()
     assert recall[10] + 0.2 < recall[100] < recall[400]

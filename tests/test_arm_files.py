@@ -29,17 +29,9 @@ import polars as pl
 import pytest
 from support.hostile import HOSTILE_TEXTS
 from support.timing import build_timed
+from support.tiny import fake_query as q
 
-from agentmem.arms.base import (
-    MEMORY_SCHEMA,
-    Arm,
-    ArmError,
-    Corpus,
-    Embeddings,
-    Predicate,
-    Query,
-    Result,
-)
+from agentmem.arms import base
 from agentmem.arms.files import JSONL_NAME, FileJsonlArm
 from agentmem.config import CorpusConfig, SizeConfig
 from agentmem.corpus import write_corpus
@@ -71,15 +63,10 @@ def reference_query(path: Path, text: str, k: int, rows: list[dict] | None = Non
     return [s[3] for s in scored[:k]]
 
 
-def q(text: str, predicate: Predicate | None = None, wants_count: bool = False) -> Query:
-    """A query carrying ``text`` (the file arm ignores the embedding)."""
-    return Query("q", text, np.zeros(DIM, dtype=np.float32), predicate, wants_count)
-
-
-def memories(rows: list[tuple[str, str, int]]) -> Corpus:
+def memories(rows: list[tuple[str, str, int]]) -> base.Corpus:
     """A corpus of (memory_id, body, created_day) rows; seq = row position."""
     n = len(rows)
-    return Corpus(
+    return base.Corpus(
         memories=pl.DataFrame(
             {
                 "memory_id": [r[0] for r in rows],
@@ -131,7 +118,7 @@ def assert_same_as_reference(arm: FileJsonlArm, path: Path, texts: list[str], ks
         for k in ks:
             want = reference_query(path, text, k, rows)
             got = arm.query(q(text), k)
-            assert isinstance(got, Result) and got.count is None
+            assert isinstance(got, base.Result) and got.count is None
             assert got.memory_ids == want, (text, k)
             nonempty += bool(want)
     return nonempty
@@ -152,7 +139,7 @@ def jsonl(tiny, tmp_path):
 
 def test_jsonl_protocol_and_capabilities():
     arm = FileJsonlArm()
-    assert isinstance(arm, Arm)
+    assert isinstance(arm, base.Arm)
     assert arm.name == "file-jsonl" and arm.family == "file"
     c = arm.capabilities
     assert (c.predicate, c.join, c.aggregate, c.transactions) == (False, False, False, False)
@@ -194,7 +181,7 @@ def test_jsonl_substring_case_insensitive_and_seq_tiebreak(jsonl):
 
 def test_jsonl_ignores_predicate_and_count(jsonl):
     res = jsonl.query(
-        q("CFG-799", predicate=Predicate("session_id", "=", "S1"), wants_count=True), 10
+        q("CFG-799", predicate=base.Predicate("session_id", "=", "S1"), wants_count=True), 10
     )
     assert res.memory_ids == ["M5", "M3", "M1"]  # M5 is in S3: predicate not applied
     assert res.count is None
@@ -221,9 +208,9 @@ def test_jsonl_reopen_storage_and_errors(jsonl, tmp_path):
     assert "FULL SCAN" in other.explain(q("CFG-799")) and "cfg-799" in other.explain(q("CFG-799"))
     other.close()
     other.close()  # idempotent
-    with pytest.raises(ArmError, match="not open"):
+    with pytest.raises(base.ArmError, match="not open"):
         other.query(q("x"), 1)
-    with pytest.raises(ArmError, match="missing"):
+    with pytest.raises(base.ArmError, match="missing"):
         FileJsonlArm().open(tmp_path / "missing")
     bad = tmp_path / "bad"
     bad.mkdir()
@@ -400,7 +387,7 @@ def test_raw_query_call_is_the_scan_query_makes(tiny, tmp_path):
         )
     assert call() == arm.query(q("CFG-799"), 10).memory_ids == ["M7", "M5", "M3", "M1"]
     arm.close()
-    with pytest.raises(ArmError, match="not open"):
+    with pytest.raises(base.ArmError, match="not open"):
         arm.raw_query_call(q("x"), 1)
 
 
@@ -427,7 +414,7 @@ def test_predicate_and_count_ignored_and_k_bounds(tiny, tmp_path):
     corpus, vectors = tiny
     arm = FileJsonlArm()
     arm.build(corpus, vectors, tmp_path / "k")
-    pred = Predicate("session_id", "=", "S1")
+    pred = base.Predicate("session_id", "=", "S1")
     res = arm.query(q("CFG-799", pred, wants_count=True), 10)
     assert res.memory_ids == ["M5", "M3", "M1"] and res.count is None
     assert arm.query(q("CFG-799"), 0).memory_ids == []
@@ -581,9 +568,9 @@ def test_invalid_utf8_is_skipped_and_vanished_file_raises(tiny, tmp_path):
     assert arm.query(q("amber"), 10).memory_ids == ["G1"]
     assert arm.storage().counts["unreadable_lines"] == 1
     path.unlink()
-    with pytest.raises(ArmError, match=re.escape(str(path))):
+    with pytest.raises(base.ArmError, match=re.escape(str(path))):
         arm.query(q("amber"), 10)
-    with pytest.raises(ArmError, match="does not exist"):
+    with pytest.raises(base.ArmError, match="does not exist"):
         FileJsonlArm().open(tmp_path / "v")
     arm.close()
 
@@ -613,7 +600,7 @@ def test_hostile_texts_and_identifiers(tiny, tmp_path):
     arm.build(corpus, vectors, tmp_path / "h")
     for text in HOSTILE_TEXTS:
         res = arm.query(q(text), 10)
-        assert isinstance(res, Result) and res.count is None
+        assert isinstance(res, base.Result) and res.count is None
         assert len(res.memory_ids) <= 10 and len(set(res.memory_ids)) == len(res.memory_ids)
         assert set(res.memory_ids) <= ALL_IDS
         assert isinstance(arm.explain(q(text)), str)
@@ -647,11 +634,11 @@ def test_store_path_with_glob_characters(tiny, tmp_path):
 # ---------------------------------------------------------------- remember / fetch
 
 
-def _rows(*rows: dict) -> tuple[pl.DataFrame, Embeddings]:
+def _rows(*rows: dict) -> tuple[pl.DataFrame, base.Embeddings]:
     """A remember batch of ``rows`` with zero vectors (the file keeps none)."""
     frame = pl.DataFrame(list(rows))
     ids = frame["memory_id"].to_list()
-    return frame, Embeddings(ids, np.zeros((len(ids), DIM), dtype=np.float32))
+    return frame, base.Embeddings(ids, np.zeros((len(ids), DIM), dtype=np.float32))
 
 
 def test_remember_appends_one_line_per_memory_and_fetch_reads_it(tiny, tmp_path):
@@ -681,8 +668,8 @@ def test_remember_appends_one_line_per_memory_and_fetch_reads_it(tiny, tmp_path)
     assert arm.query(q("vault keys"), 3).memory_ids == ["N1", "M6"]  # 2 terms, then "keys"
     assert arm.query(q("quoted newline"), 3).memory_ids == ["N2"]
     got = arm.fetch(["N2", "nope", "M4", "N1", "N2"])
-    assert got.columns == list(MEMORY_SCHEMA)
-    assert dict(got.schema) == MEMORY_SCHEMA
+    assert got.columns == list(base.MEMORY_SCHEMA)
+    assert dict(got.schema) == base.MEMORY_SCHEMA
     assert got["memory_id"].to_list() == ["N2", "M4", "N1"]
     assert got.row(1, named=True)["body"] == "INC-2356: SVC-5345 outage caused by a full disk."
     assert got.row(1, named=True)["entity_ids"] == ["INC-2356", "SVC-5345"]
@@ -731,10 +718,10 @@ def test_remember_refuses_duplicates_and_unknown_supersessions_writing_nothing(t
         ({"memory_id": "N1", "body": "x"}, "created_day"),
     ]
     for row, match in bad:
-        with pytest.raises(ArmError, match=match):
+        with pytest.raises(base.ArmError, match=match):
             arm.remember(*_rows(row))
         assert path.read_bytes() == before
-    with pytest.raises(ArmError, match="'M1'"):  # the second row's duplicate refuses the batch
+    with pytest.raises(base.ArmError, match="'M1'"):  # the second row's duplicate refuses the batch
         arm.remember(*_rows({"memory_id": "N1", "body": "a", "created_day": 1},
                             {"memory_id": "M1", "body": "b", "created_day": 1}))  # fmt: skip
     assert path.read_bytes() == before
@@ -742,12 +729,12 @@ def test_remember_refuses_duplicates_and_unknown_supersessions_writing_nothing(t
     arm.remember(*_rows({"memory_id": "N1", "body": "a", "created_day": 1}))
     with path.open("a", encoding="utf-8") as fh:
         fh.write(_good_line("OTHER", "written elsewhere", 2, 99))
-    with pytest.raises(ArmError, match="'OTHER' is already stored"):
+    with pytest.raises(base.ArmError, match="'OTHER' is already stored"):
         arm.remember(*_rows({"memory_id": "OTHER", "body": "mine", "created_day": 3}))
     arm.close()
-    with pytest.raises(ArmError, match="not open"):
+    with pytest.raises(base.ArmError, match="not open"):
         arm.remember(*_rows({"memory_id": "N9", "body": "a", "created_day": 1}))
-    with pytest.raises(ArmError, match="not open"):
+    with pytest.raises(base.ArmError, match="not open"):
         arm.fetch(["M1"])
 
 
@@ -805,8 +792,8 @@ def test_scope_is_applied_in_the_scan_and_survives_reopen(tiny, tmp_path):
     # unscoped, terms [vault, keys]: A4 A2 A1 score 2 (days 403, 401, 400), A3 M6 score 1
     assert arm.query(q("vault keys"), 10).memory_ids == ["A4", "A2", "A1", "A3", "M6"]
 
-    def scoped(scope: str) -> Query:
-        return Query("qs", "vault keys", np.zeros(DIM, np.float32), scope=scope)
+    def scoped(scope: str) -> base.Query:
+        return base.Query("qs", "vault keys", np.zeros(DIM, np.float32), scope=scope)
 
     # u1: A1 (2 terms) before A3 (1 term, newer); M6 ("keys", no scope) and A4 (null) are out
     assert arm.query(scoped("u1"), 10).memory_ids == ["A1", "A3"]

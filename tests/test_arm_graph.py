@@ -25,18 +25,9 @@ import numpy as np
 import polars as pl
 import pytest
 from support.hostile import HOSTILE_TEXTS
-from support.tiny import fake_vector, make_tiny, make_tiny_with_adr
+from support.tiny import fake_query as q, fake_vector, make_tiny, make_tiny_with_adr
 
-from agentmem.arms.base import (
-    MEMORY_SCHEMA,
-    ArmError,
-    Corpus,
-    Embeddings,
-    Predicate,
-    Query,
-    Result,
-    with_supersedes,
-)
+from agentmem.arms import base
 from agentmem.arms.graph import (
     CORRECTED_CONFIDENCE,
     CORRECTED_DECAY_RATE,
@@ -51,15 +42,10 @@ from agentmem.arms.sqlite import SqliteFtsArm
 
 ALL_IDS = {"M1", "M2", "M3", "M4", "M5", "M6"}
 VISIBLE_IDS = {"M3", "M4", "M5", "M6"}
-NOT_SUPERSEDED = Predicate("superseded_by", "is_null")
+NOT_SUPERSEDED = base.Predicate("superseded_by", "is_null")
 #: scopes of the scoped tiny graph: u1 holds fact F1 (M1, M2 and their correction M5),
 #: u2 holds M3 and M4, M6 is nobody's. CFG-799's degree: 4 unscoped, 3 in u1, 1 in u2.
 GRAPH_SCOPE_OF = {"M1": "u1", "M2": "u1", "M5": "u1", "M3": "u2", "M4": "u2", "M6": None}
-
-
-def q(text: str, predicate: Predicate | None = None, wants_count: bool = False) -> Query:
-    """A query whose embedding is the same fake vector the corpus uses."""
-    return Query("q", text, fake_vector(text), predicate, wants_count)
 
 
 @pytest.fixture(scope="module")
@@ -200,14 +186,14 @@ def test_replacement_hand_computed(tmp_path):
     arm = SqliteGraphArm(branch_k=1, rrf_k=0, expand_seeds=0)
     arm.build(corpus, vectors, tmp_path)
     body6 = corpus.memories["body"][5]
-    assert arm.query(Query("q", "amber", fake_vector(body6)), 10).memory_ids == ["M6", "M5"]
+    assert arm.query(base.Query("q", "amber", fake_vector(body6)), 10).memory_ids == ["M6", "M5"]
     arm.close()
 
 
 def reference_graph(
     fts_ranking: list[str],
     text: str,
-    pred: Predicate | None,
+    pred: base.Predicate | None,
     k: int,
     mode: str = "visible",
     n_seeds: int = 10,
@@ -287,10 +273,10 @@ CASES = [
     ("CFG-799", NOT_SUPERSEDED),
     ("How long is the timeout set by CFG-799?", None),
     ("amber ledger gateway", None),
-    ("SVC-5345 outage disk", Predicate("created_day", "<=", 250)),
-    ("timeout", Predicate("created_day", "<=", 100)),
-    ("rotate keys", Predicate("session_id", "=", "S3")),
-    ("timeout", Predicate("fact_id", "=", "F1")),
+    ("SVC-5345 outage disk", base.Predicate("created_day", "<=", 250)),
+    ("timeout", base.Predicate("created_day", "<=", 100)),
+    ("rotate keys", base.Predicate("session_id", "=", "S3")),
+    ("timeout", base.Predicate("fact_id", "=", "F1")),
     ("", None),
 ]
 
@@ -316,27 +302,27 @@ def test_always_mode_matches_reference(tmp_path, fts_oracle, text, pred):
 
 def test_predicates_and_superseded_visibility(built, tmp_path):
     # before day 100 the correction (day 320) is not visible, so M1/M2 stay (as-of view)
-    r = built.query(q("CFG-799", Predicate("created_day", "<=", 100), True), 10)
+    r = built.query(q("CFG-799", base.Predicate("created_day", "<=", 100), True), 10)
     assert set(r.memory_ids) == {"M1", "M2", "M3"} and r.count == 3
     # asking for what M5 superseded finds it
-    r = built.query(q("timeout", Predicate("superseded_by", "=", "M5"), True), 10)
+    r = built.query(q("timeout", base.Predicate("superseded_by", "=", "M5"), True), 10)
     assert sorted(r.memory_ids) == ["M1", "M2"] and r.count == 2
     # within fact F1 the correction is visible: only it is returned; the count is exact
-    r = built.query(q("CFG-799", Predicate("fact_id", "=", "F1"), True), 10)
+    r = built.query(q("CFG-799", base.Predicate("fact_id", "=", "F1"), True), 10)
     assert r.memory_ids == ["M5"] and r.count == 3
-    r = built.query(q("CFG-799", Predicate("session_id", "=", "S2")), 10)
+    r = built.query(q("CFG-799", base.Predicate("session_id", "=", "S2")), 10)
     assert r.memory_ids == ["M4"]
     # "always": superseded nodes never come back, even when the successor is filtered out
     corpus, vectors = make_tiny()
     arm = SqliteGraphArm(hide_superseded="always")
     arm.build(corpus, vectors, tmp_path)
-    r = arm.query(q("CFG-799", Predicate("created_day", "<=", 100), True), 10)
+    r = arm.query(q("CFG-799", base.Predicate("created_day", "<=", 100), True), 10)
     assert r.memory_ids == ["M3"] and r.count == 3
     arm.close()
 
 
 def test_count_is_of_predicate_not_text(built):
-    assert built.query(q("nothing zzz", Predicate("fact_id", "=", "F1"), True), 10).count == 3
+    assert built.query(q("nothing zzz", base.Predicate("fact_id", "=", "F1"), True), 10).count == 3
     assert built.query(q("CFG-799", wants_count=True), 10).count == 6
     assert built.query(q("", NOT_SUPERSEDED, wants_count=True), 10).count == 4
     assert built.query(q("CFG-799"), 10).count is None
@@ -368,9 +354,9 @@ def test_adr_identifier_alone_and_in_question(tmp_path):
 def test_hostile_texts(built):
     for text in HOSTILE_TEXTS:
         for pred, wants in ((None, False), (NOT_SUPERSEDED, True)):
-            query = Query("h", text, fake_vector(text), pred, wants)
+            query = base.Query("h", text, fake_vector(text), pred, wants)
             r = built.query(query, 5)
-            assert isinstance(r, Result)
+            assert isinstance(r, base.Result)
             assert len(r.memory_ids) <= 5 and len(set(r.memory_ids)) == len(r.memory_ids)
             assert set(r.memory_ids) <= VISIBLE_IDS  # superseded never come back
             assert all(isinstance(m, str) for m in r.memory_ids)
@@ -386,14 +372,14 @@ def test_hostile_bodies_are_stored_verbatim(fresh):
             body, "semantic", day=500 + i, session_id="SH", embedding=fake_vector(body)
         )
         assert rows(fresh, "SELECT body FROM nodes WHERE memory_id = ?", (mid,)) == [(body,)]
-    assert fresh.query(q("", Predicate("session_id", "=", "SH"), True), 5).count == len(bodies)
+    assert fresh.query(q("", base.Predicate("session_id", "=", "SH"), True), 5).count == len(bodies)
     with pytest.raises(ValueError):
         fresh.add_node("   ", day=1)
 
 
 def test_query_embedding_errors(built):
-    with pytest.raises(ArmError, match="384"):
-        built.query(Query("q", "CFG-799", np.ones(3, np.float32)), 5)
+    with pytest.raises(base.ArmError, match="384"):
+        built.query(base.Query("q", "CFG-799", np.ones(3, np.float32)), 5)
 
 
 # ------------------------------------------------------------------------------ decay
@@ -422,8 +408,10 @@ def test_decay_job_prunes_superseded_and_keeps_episodic(fresh):
     # pruned nodes leave the FTS and vector indexes and are no longer counted
     assert rows(fresh, "SELECT rowid FROM nodes_fts WHERE nodes_fts MATCH 'amber'") == []
     assert rows(fresh, "SELECT count(*) FROM node_vectors") == [(4,)]
-    assert fresh.query(q("", Predicate("fact_id", "=", "F1"), True), 10).count == 1
-    assert fresh.query(q("timeout", Predicate("superseded_by", "=", "M5")), 10).memory_ids == []
+    assert fresh.query(q("", base.Predicate("fact_id", "=", "F1"), True), 10).count == 1
+    assert (
+        fresh.query(q("timeout", base.Predicate("superseded_by", "=", "M5")), 10).memory_ids == []
+    )
     # idempotent for the same day (computed from the base, not compounded)
     again = fresh.decay(350)
     assert again["pruned"] == 0 and again["live"] == 4
@@ -461,13 +449,13 @@ def test_episodic_nodes_never_decay(fresh):
 def test_touch_rebases_and_restarts_the_clock(fresh):
     mid = fresh.add_node("Deploys happen on Tuesdays.", "semantic", day=0, confidence=0.8)
     assert fresh.touch([mid, "no-such-id"], 30) == 1
-    base, last = rows(
+    rebased, last = rows(
         fresh, "SELECT base_confidence, last_access_day FROM nodes WHERE memory_id = ?", (mid,)
     )[0]
-    assert base == pytest.approx(0.8 * math.exp(-0.01 * 30**0.8)) and last == 30
+    assert rebased == pytest.approx(0.8 * math.exp(-0.01 * 30**0.8)) and last == 30
     fresh.decay(40)
     c = rows(fresh, "SELECT confidence FROM nodes WHERE memory_id = ?", (mid,))[0][0]
-    assert c == pytest.approx(base * math.exp(-0.01 * 10**0.8))
+    assert c == pytest.approx(rebased * math.exp(-0.01 * 10**0.8))
 
 
 # ---------------------------------------------------------------- corrections/conflicts
@@ -516,7 +504,7 @@ def test_correct_applies_the_seed_rule(fresh):
     assert rows(fresh, "SELECT confidence, pruned_day FROM nodes WHERE memory_id = 'M4'") == [
         (0.3, None)
     ]
-    with pytest.raises(ArmError, match="no-such"):
+    with pytest.raises(base.ArmError, match="no-such"):
         fresh.correct("no-such", "x", 1)
 
 
@@ -544,7 +532,7 @@ def test_preference_that_changes_twice(fresh):
     ):
         ids = fresh.query(q(text), 10).memory_ids
         assert ids[0] == c and a not in ids and b not in ids, (text, ids)
-    r = fresh.query(q("which language", Predicate("fact_id", "=", "pref-lang"), True), 10)
+    r = fresh.query(q("which language", base.Predicate("fact_id", "=", "pref-lang"), True), 10)
     assert r.memory_ids == [c] and r.count == 3
     assert rows(
         fresh,
@@ -573,7 +561,9 @@ def test_job_change(fresh):
     assert ids[0] == b and a not in ids
     ids = fresh.query(q("Acme platform engineer"), 10).memory_ids
     assert ids[0] == b and a not in ids
-    assert fresh.query(q("Dana", Predicate("fact_id", "=", "dana-employer")), 10).memory_ids == [b]
+    assert fresh.query(
+        q("Dana", base.Predicate("fact_id", "=", "dana-employer")), 10
+    ).memory_ids == [b]
 
 
 def test_add_node_links_session_fact_and_entities(fresh):
@@ -617,7 +607,7 @@ def test_add_node_links_session_fact_and_entities(fresh):
     # y has no vector: found by text (and graph), never by the vector branch
     assert rows(fresh, "SELECT count(*) FROM node_vectors") == [(7,)]
     assert y in fresh.query(q("rehearsed"), 10).memory_ids
-    with pytest.raises(ArmError, match="M1"):
+    with pytest.raises(base.ArmError, match="M1"):
         fresh.add_node("duplicate id", day=1, memory_id="M1")
     with pytest.raises(ValueError, match="384"):
         fresh.add_node("bad vector", day=1, embedding=np.ones(3, np.float32))
@@ -659,7 +649,7 @@ def test_writer_queue_from_many_threads(fresh):
     def reader() -> None:
         try:
             while not stop.is_set():
-                fresh.query(q("CFG-799 note", Predicate("session_id", "=", "SW"), True), 5)
+                fresh.query(q("CFG-799 note", base.Predicate("session_id", "=", "SW"), True), 5)
         except BaseException as exc:  # noqa: BLE001 - surfaced below
             errors.append(exc)
 
@@ -675,7 +665,7 @@ def test_writer_queue_from_many_threads(fresh):
     assert not errors
     flat = [m for lst in ids for m in lst]
     assert len(flat) == len(set(flat)) == n_threads * per_thread  # no lost or merged writes
-    r = fresh.query(q("", Predicate("session_id", "=", "SW"), True), 5)
+    r = fresh.query(q("", base.Predicate("session_id", "=", "SW"), True), 5)
     assert r.count == n_threads * per_thread
     # the temporal chain of SW is one unbroken path: serialised writes saw each other
     assert rows(
@@ -714,24 +704,24 @@ def test_reopen_from_second_instance(built, fresh):
     assert second.storage().objects.keys() == fresh.storage().objects.keys()
     second.close()
     second.close()  # idempotent
-    with pytest.raises(ArmError, match="not open"):
+    with pytest.raises(base.ArmError, match="not open"):
         second.query(q("CFG-799"), 10)
-    with pytest.raises(ArmError, match="not open"):
+    with pytest.raises(base.ArmError, match="not open"):
         second.add_node("x", day=1)
 
 
 def test_open_errors_name_the_path(tmp_path, fts_oracle):
-    with pytest.raises(ArmError, match=str(tmp_path)):
+    with pytest.raises(base.ArmError, match=str(tmp_path)):
         SqliteGraphArm().open(tmp_path / "missing")
     (tmp_path / DB_NAME).write_text("this is not a database\n" * 100)
-    with pytest.raises(ArmError, match=str(tmp_path)):
+    with pytest.raises(base.ArmError, match=str(tmp_path)):
         SqliteGraphArm().open(tmp_path)
     # a sqlite-fts store (checkpointed into one file) is not a graph store
     fts_oracle.storage()
     other = tmp_path / "other"
     other.mkdir()
     shutil.copy(fts_oracle._path, other / DB_NAME)
-    with pytest.raises(ArmError, match="lacks tables"):
+    with pytest.raises(base.ArmError, match="lacks tables"):
         SqliteGraphArm().open(other)
 
 
@@ -747,10 +737,12 @@ def test_rebuild_replaces_store(tmp_path):
 
 def test_build_errors(tmp_path):
     corpus, vectors = make_tiny()
-    with pytest.raises(ArmError, match="M6"):
-        SqliteGraphArm().build(corpus, Embeddings(vectors.ids[:5], vectors.matrix[:5]), tmp_path)
+    with pytest.raises(base.ArmError, match="M6"):
+        SqliteGraphArm().build(
+            corpus, base.Embeddings(vectors.ids[:5], vectors.matrix[:5]), tmp_path
+        )
     corpus.memories = corpus.memories.drop("entity_ids")
-    with pytest.raises(ArmError, match="entity_ids"):
+    with pytest.raises(base.ArmError, match="entity_ids"):
         SqliteGraphArm().build(corpus, vectors, tmp_path)
 
 
@@ -758,7 +750,7 @@ def test_build_errors(tmp_path):
 
 
 def test_explain_shows_real_plans(built):
-    plan = built.explain(q("CFG-799", Predicate("fact_id", "=", "F1"), True))
+    plan = built.explain(q("CFG-799", base.Predicate("fact_id", "=", "F1"), True))
     assert "-- retrieval: WITH RECURSIVE" in plan and "-- count:" in plan
     assert "nodes_fts VIRTUAL TABLE" in plan and "vec_distance_cosine" in plan
     assert "idx_edges_dst" in plan  # graph expansion and successor chains use the edge index
@@ -793,11 +785,11 @@ def test_capabilities_and_params():
 
 
 # ------------------------------------------------------------------ remember / fetch
-def _batch(*rows: dict) -> tuple[pl.DataFrame, Embeddings]:
+def _batch(*rows: dict) -> tuple[pl.DataFrame, base.Embeddings]:
     """A remember batch: each memory's vector is the fake vector of its body."""
     frame = pl.DataFrame(list(rows))
     ids = frame["memory_id"].to_list()
-    return frame, Embeddings(ids, np.stack([fake_vector(b) for b in frame["body"].to_list()]))
+    return frame, base.Embeddings(ids, np.stack([fake_vector(b) for b in frame["body"].to_list()]))
 
 
 GRAPH_TABLES = {
@@ -814,9 +806,9 @@ def test_remember_replays_the_corpus_into_the_built_graph(built, tmp_path):
     very tables build() derives in SQL: nodes, entity nodes, every edge, vectors, FTS."""
     corpus, vectors = make_tiny()
     arm = SqliteGraphArm()
-    arm.build(Corpus(memories=corpus.memories.head(0)), vectors, tmp_path / "replay")
+    arm.build(base.Corpus(memories=corpus.memories.head(0)), vectors, tmp_path / "replay")
     try:
-        replay = with_supersedes(corpus.memories)
+        replay = base.with_supersedes(corpus.memories)
         assert replay.filter(pl.col("memory_id") == "M5")["supersedes"].to_list() == [["M1", "M2"]]
         arm.remember(replay, vectors)
         for table, sql in GRAPH_TABLES.items():
@@ -850,7 +842,9 @@ def test_remember_supersedes_with_the_effects_of_correct(fresh):
     assert edges == [("causal", "M4", "N1"), ("supersedes", "N1", "M4")]
     assert fresh.query(q("INC-2356 outage", NOT_SUPERSEDED), 10).memory_ids[0] == "N1"
     assert "M4" not in fresh.query(q("INC-2356 outage"), 10).memory_ids  # hidden, replaced
-    assert fresh.query(q("outage", Predicate("superseded_by", "=", "N1")), 10).memory_ids == ["M4"]
+    assert fresh.query(q("outage", base.Predicate("superseded_by", "=", "N1")), 10).memory_ids == [
+        "M4"
+    ]
     got = fresh.fetch(["M4", "N1"])
     assert got["superseded_by"].to_list() == ["N1", None]
     assert got["confidence"].to_list() == [CORRECTED_CONFIDENCE, 1.0]
@@ -893,22 +887,24 @@ def test_remember_is_all_or_nothing(fresh):
     ]  # fmt: skip
     for batch, match in bad:
         frame = pl.DataFrame(batch)
-        vecs = Embeddings(frame["memory_id"].to_list(), np.ones((frame.height, 384), np.float32))
-        with pytest.raises(ArmError, match=match):
+        vecs = base.Embeddings(
+            frame["memory_id"].to_list(), np.ones((frame.height, 384), np.float32)
+        )
+        with pytest.raises(base.ArmError, match=match):
             fresh.remember(frame, vecs)
         assert {t: rows(fresh, sql) for t, sql in GRAPH_TABLES.items()} == before
     fresh.remember(*_batch({"memory_id": "N1", "body": "fine", "created_day": 1}))
     assert rows(fresh, "SELECT count(*) FROM nodes") == [(7,)]
     fresh.close()
-    with pytest.raises(ArmError, match="not open"):
+    with pytest.raises(base.ArmError, match="not open"):
         fresh.remember(*_batch({"memory_id": "N2", "body": "x", "created_day": 1}))
-    with pytest.raises(ArmError, match="not open"):
+    with pytest.raises(base.ArmError, match="not open"):
         fresh.fetch(["M1"])
 
 
 def test_fetch_rows_in_the_order_asked(built):
     got = built.fetch(["M5", "nope", "M1", "M5", "M6"])
-    assert got.columns == list(MEMORY_SCHEMA) and dict(got.schema) == MEMORY_SCHEMA
+    assert got.columns == list(base.MEMORY_SCHEMA) and dict(got.schema) == base.MEMORY_SCHEMA
     assert got["memory_id"].to_list() == ["M5", "M1", "M6"]
     m5, m1, m6 = got.rows(named=True)
     assert m1["superseded_by"] == "M5" and m1["confidence"] == CORRECTED_CONFIDENCE
@@ -918,7 +914,7 @@ def test_fetch_rows_in_the_order_asked(built):
     assert (m5["body"], m5["form"]) == (
         "Correction: CFG-799 now sets the timeout of SVC-5345 to 45s.", None,
     )  # fmt: skip
-    assert built.fetch([]).height == 0 and built.fetch(["nope"]).columns == list(MEMORY_SCHEMA)
+    assert built.fetch([]).height == 0 and built.fetch(["nope"]).columns == list(base.MEMORY_SCHEMA)
 
 
 def test_raw_ids_are_the_query_answer(built):
@@ -932,18 +928,20 @@ def test_raw_ids_are_the_query_answer(built):
 
 
 # ------------------------------------------------------------------------------- scope
-def scoped(text: str, scope: str, pred: Predicate | None = None, count: bool = False) -> Query:
+def scoped(
+    text: str, scope: str, pred: base.Predicate | None = None, count: bool = False
+) -> base.Query:
     """A query in ``scope`` whose embedding is the fake vector of ``text``."""
-    return Query("qs", text, fake_vector(text), pred, count, scope=scope)
+    return base.Query("qs", text, fake_vector(text), pred, count, scope=scope)
 
 
-def scoped_tiny() -> tuple[Corpus, Embeddings]:
+def scoped_tiny() -> tuple[base.Corpus, base.Embeddings]:
     """The tiny corpus with the scopes of :data:`GRAPH_SCOPE_OF`."""
     corpus, vectors = make_tiny()
     mem = corpus.memories.with_columns(
         scope_id=pl.col("memory_id").replace_strict(GRAPH_SCOPE_OF, return_dtype=pl.String)
     )
-    return Corpus(mem), vectors
+    return base.Corpus(mem), vectors
 
 
 @pytest.fixture(scope="module")
@@ -973,7 +971,7 @@ def test_scoped_retrieval_hand_computed(scoped_built):
     # CFG-799 has no other u2 node, so the graph branch is empty: M3 = 2/61, M4 = 1/62
     assert scoped_built.query(scoped("CFG-799", "u2"), 10).memory_ids == ["M3", "M4"]
     # the as-of view inside u1: the correction (day 320) is filtered out, M1, M2 stay
-    asof = scoped_built.query(scoped("CFG-799", "u1", Predicate("created_day", "<=", 100)), 10)
+    asof = scoped_built.query(scoped("CFG-799", "u1", base.Predicate("created_day", "<=", 100)), 10)
     assert set(asof.memory_ids) == {"M1", "M2"}
 
 
@@ -983,7 +981,7 @@ def test_scoped_counts_and_hostile_scopes(scoped_built):
     assert scoped_built.query(scoped("CFG-799", "u2", count=True), 10).count == 2
     for hostile in ("u1' OR '1'='1", "u1\x00", "%", *[t for t in HOSTILE_TEXTS if t][:4]):
         r = scoped_built.query(scoped("CFG-799", hostile, count=True), 10)
-        assert r == Result(memory_ids=[], count=0), hostile
+        assert r == base.Result(memory_ids=[], count=0), hostile
 
 
 def test_scope_in_every_branch_and_hooks(scoped_built):
@@ -1013,7 +1011,7 @@ def test_add_node_correct_and_remember_keep_the_scope(tmp_path):
     arm.close()
     again = SqliteGraphArm()
     again.open(tmp_path)
-    assert again.query(scoped("QRX-5150", "u3", count=True), 10) == Result([b], 2)
+    assert again.query(scoped("QRX-5150", "u3", count=True), 10) == base.Result([b], 2)
     assert again.query(scoped("QRX-5150", "u4"), 10).memory_ids == ["N9"]
     again.close()
 
@@ -1026,5 +1024,5 @@ def test_store_without_scope_column_is_refused(tmp_path):
         lambda c: c.execute("DROP INDEX idx_nodes_scope; ALTER TABLE nodes DROP COLUMN scope_id")
     )
     arm.close()
-    with pytest.raises(ArmError, match=r"lacks nodes columns \['scope_id'\].*rebuild"):
+    with pytest.raises(base.ArmError, match=r"lacks nodes columns \['scope_id'\].*rebuild"):
         SqliteGraphArm().open(tmp_path)

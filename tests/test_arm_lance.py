@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
-from support.tiny import fake_vector
+from support.tiny import fake_query as q, fake_vector
 
 from agentmem.arms.base import MEMORY_SCHEMA, Arm, ArmError, Embeddings, Predicate, Query
 from agentmem.arms.lance import (
@@ -19,12 +19,6 @@ from agentmem.arms.lance import (
 )
 
 DISK = "INC-2356: SVC-5345 outage caused by a full disk."
-
-
-def q(text: str = "", *, vec_of: str | None = None, predicate=None, wants_count=False) -> Query:
-    """A query whose embedding is the fake vector of ``vec_of`` (default: of ``text``)."""
-    vec = fake_vector(vec_of if vec_of is not None else text)
-    return Query("q", text, vec, predicate=predicate, wants_count=wants_count)
 
 
 def cosine(tiny, text: str) -> dict[str, float]:

@@ -18,14 +18,7 @@ from support.postgres import servers_left
 from support.tiny import fake_vector, make_tiny
 
 from agentmem import pg
-from agentmem.arms.base import (
-    MEMORY_SCHEMA,
-    ArmError,
-    Corpus,
-    Embeddings,
-    Predicate,
-    Query,
-)
+from agentmem.arms import base
 from agentmem.arms.langgraph_store import (
     CachedVectors,
     LangGraphStoreArm,
@@ -40,9 +33,9 @@ TINY_IDS = ["M1", "M2", "M3", "M4", "M5", "M6"]
 DAYS = {"M1": 10, "M2": 12, "M3": 15, "M4": 200, "M5": 320, "M6": 320}
 
 
-def q(vec_of: str, predicate: Predicate | None = None, text: str = "question") -> Query:
+def q(vec_of: str, predicate: base.Predicate | None = None, text: str = "question") -> base.Query:
     """A query whose embedding is the fake vector of ``vec_of``."""
-    return Query("q", text, fake_vector(vec_of), predicate)
+    return base.Query("q", text, fake_vector(vec_of), predicate)
 
 
 def cosine_order(vec_of: str, pool: list[str]) -> list[str]:
@@ -93,12 +86,12 @@ def rw(root: Path):
 # --------------------------------------------------------------------- pure parts
 def test_search_filter_speaks_the_store_syntax():
     assert search_filter(None) is None
-    assert search_filter(Predicate("created_day", "<=", 11)) == {"created_day": {"$lte": 11}}
-    assert search_filter(Predicate("created_day", "=", 5)) == {"created_day": 5}
-    assert search_filter(Predicate("session_id", "=", "S1")) == {"session_id": "S1"}
-    assert search_filter(Predicate("superseded_by", "is_null")) == {"superseded_by": ""}
-    assert search_filter(Predicate("fact_id", "is_null")) == {"fact_id": ""}
-    assert search_filter(Predicate("created_day", "is_null")) == {"created_day": None}
+    assert search_filter(base.Predicate("created_day", "<=", 11)) == {"created_day": {"$lte": 11}}
+    assert search_filter(base.Predicate("created_day", "=", 5)) == {"created_day": 5}
+    assert search_filter(base.Predicate("session_id", "=", "S1")) == {"session_id": "S1"}
+    assert search_filter(base.Predicate("superseded_by", "is_null")) == {"superseded_by": ""}
+    assert search_filter(base.Predicate("fact_id", "is_null")) == {"fact_id": ""}
+    assert search_filter(base.Predicate("created_day", "is_null")) == {"created_day": None}
 
 
 def test_namespace_and_values():
@@ -127,11 +120,11 @@ def test_cached_vectors_pop_in_order_and_refuse_unstaged_text():
     cv.stage(["same", "other", "same"], [a, b, c])
     got = cv(["same", "same", "other"])
     assert [float(g[0]) for g in got] == [1.0, 3.0, 2.0]  # same text: first staged first
-    with pytest.raises(ArmError, match="no cached vector"):
+    with pytest.raises(base.ArmError, match="no cached vector"):
         cv(["same"])
     cv.stage(["x"], [a])
     cv.clear()
-    with pytest.raises(ArmError):
+    with pytest.raises(base.ArmError):
         cv(["x"])
 
 
@@ -155,17 +148,17 @@ def test_unfiltered_search_is_exact_cosine_order(ro):
 @pytest.mark.parametrize(
     ("pred", "pool"),
     [
-        (Predicate("session_id", "=", "S1"), ["M1", "M2", "M3"]),
-        (Predicate("fact_id", "=", "F1"), ["M1", "M2", "M5"]),
-        (Predicate("superseded_by", "is_null"), ["M3", "M4", "M5", "M6"]),
-        (Predicate("superseded_by", "=", "M5"), ["M1", "M2"]),
-        (Predicate("created_day", "=", 320), ["M5", "M6"]),
-        (Predicate("created_day", "is_null"), []),
-        (Predicate("fact_id", "is_null"), ["M3"]),
-        (Predicate("session_id", "=", "S9"), []),
-        (Predicate("fact_id", "=", ""), []),  # not the memories without a fact
-        (Predicate("superseded_by", "=", ""), []),
-        (Predicate("session_id", "=", "\ud800"), []),  # not UTF-8: no stored value
+        (base.Predicate("session_id", "=", "S1"), ["M1", "M2", "M3"]),
+        (base.Predicate("fact_id", "=", "F1"), ["M1", "M2", "M5"]),
+        (base.Predicate("superseded_by", "is_null"), ["M3", "M4", "M5", "M6"]),
+        (base.Predicate("superseded_by", "=", "M5"), ["M1", "M2"]),
+        (base.Predicate("created_day", "=", 320), ["M5", "M6"]),
+        (base.Predicate("created_day", "is_null"), []),
+        (base.Predicate("fact_id", "is_null"), ["M3"]),
+        (base.Predicate("session_id", "=", "S9"), []),
+        (base.Predicate("fact_id", "=", ""), []),  # not the memories without a fact
+        (base.Predicate("superseded_by", "=", ""), []),
+        (base.Predicate("session_id", "=", "\ud800"), []),  # not UTF-8: no stored value
     ],
 )
 def test_equality_filters_give_the_matching_memories_in_cosine_order(ro, pred, pool):
@@ -178,7 +171,7 @@ def test_lte_compares_days_as_text(ro):
     text = "timeout of SVC-5345"
 
     def got(d: int) -> set[str]:
-        return set(ro.query(q(text, Predicate("created_day", "<=", d)), 6).memory_ids)
+        return set(ro.query(q(text, base.Predicate("created_day", "<=", d)), 6).memory_ids)
 
     # "10" <= "100" but "12", "15" > "100": M2 and M3 (days 12, 15) are dropped
     assert got(100) == {"M1"}
@@ -195,30 +188,32 @@ def test_empty_query_text_is_not_a_vector_search(rw):
     """``query=""`` is falsy: the store lists by ``updated_at`` and ignores the vector."""
     vec = fake_vector("an unrelated zebra sentence")
     rows = [{"memory_id": "E1", "body": "an unrelated zebra sentence", "created_day": 1}]
-    rw.remember(pl.DataFrame(rows), Embeddings(["E1"], vec[None, :]))
+    rw.remember(pl.DataFrame(rows), base.Embeddings(["E1"], vec[None, :]))
     m1 = fake_vector("CFG-799 sets the timeout of SVC-5345 to 30s.")
-    assert rw.query(Query("e", "x", m1), 1).memory_ids == ["M1"]
-    assert rw.query(Query("e", "", m1), 1).memory_ids == ["E1"]  # newest item, not M1
+    assert rw.query(base.Query("e", "x", m1), 1).memory_ids == ["M1"]
+    assert rw.query(base.Query("e", "", m1), 1).memory_ids == ["E1"]  # newest item, not M1
 
 
 def test_hostile_and_bad_queries(ro):
     m1 = fake_vector("CFG-799 sets the timeout of SVC-5345 to 30s.")
     for text in ["'; DROP TABLE store; --", "\x00nul", "x" * 10_000, "🔥", "%_\\", "   "]:
-        assert ro.query(Query("h", text, m1), 3).memory_ids[0] == "M1"
-    nul = Predicate("session_id", "=", "S1\x00")
-    assert ro.query(Query("h", "x", m1, nul), 3).memory_ids == []
-    with pytest.raises(ArmError, match="non-finite"):
-        ro.query(Query("h", "x", np.full(384, np.nan, np.float32)), 3)
-    with pytest.raises(ArmError, match="384"):
-        ro.query(Query("h", "x", m1[:10]), 3)
+        assert ro.query(base.Query("h", text, m1), 3).memory_ids[0] == "M1"
+    nul = base.Predicate("session_id", "=", "S1\x00")
+    assert ro.query(base.Query("h", "x", m1, nul), 3).memory_ids == []
+    with pytest.raises(base.ArmError, match="non-finite"):
+        ro.query(base.Query("h", "x", np.full(384, np.nan, np.float32)), 3)
+    with pytest.raises(base.ArmError, match="384"):
+        ro.query(base.Query("h", "x", m1[:10]), 3)
     with pytest.raises(ValueError):
-        ro.query(Query("h", "x", m1), 2.5)  # type: ignore[arg-type]
-    assert ro.query(Query("h", "x", m1, wants_count=True), 3).count is None
+        ro.query(base.Query("h", "x", m1), 2.5)  # type: ignore[arg-type]
+    assert ro.query(base.Query("h", "x", m1, wants_count=True), 3).count is None
 
 
 def test_explain_returns_the_plan_of_the_store_sql(ro):
     m1 = fake_vector("CFG-799 sets the timeout of SVC-5345 to 30s.")
-    plans = json.loads(ro.explain(Query("x", "x", m1, Predicate("created_day", "<=", 11)), 5))
+    plans = json.loads(
+        ro.explain(base.Query("x", "x", m1, base.Predicate("created_day", "<=", 11)), 5)
+    )
     assert len(plans) == 1
     p = plans[0]
     assert "filter={'created_day': {'$lte': 11}}" in p["Call"] and "limit=5" in p["Call"]
@@ -238,7 +233,7 @@ def test_storage_counts_the_store_tables(ro):
 
 def test_fetch_returns_rows_in_order_asked(ro):
     got = ro.fetch(["M4", "nope", "M1", "M4"])
-    assert got.columns == list(MEMORY_SCHEMA)
+    assert got.columns == list(base.MEMORY_SCHEMA)
     assert got["memory_id"].to_list() == ["M4", "M1"]
     r = got.row(1, named=True)
     assert (r["session_id"], r["turn_no"], r["created_day"], r["superseded_by"]) == (
@@ -257,7 +252,7 @@ def _mem(mid: str, body: str, day: int = 500, **extra) -> dict:
 
 
 def _remember(arm, rows: list[dict]) -> None:
-    vecs = Embeddings(
+    vecs = base.Embeddings(
         [r["memory_id"] for r in rows], np.stack([fake_vector(r["body"]) for r in rows])
     )
     arm.remember(pl.DataFrame(rows), vecs)
@@ -266,13 +261,13 @@ def _remember(arm, rows: list[dict]) -> None:
 def test_remember_then_supersede(rw):
     _remember(rw, [_mem("R1", "QQV-1 caps the pool at four", session_id="S7", kind="semantic")])
     assert rw.query(q("QQV-1 caps the pool at four"), 1).memory_ids == ["R1"]
-    with pytest.raises(ArmError, match="'R1' is already stored"):
+    with pytest.raises(base.ArmError, match="'R1' is already stored"):
         _remember(rw, [_mem("R1", "again")])
     _remember(rw, [_mem("R2", "QQV-1 caps the pool at six", supersedes=["R1"])])
     rows = {r["memory_id"]: r for r in rw.fetch(["R1", "R2"]).iter_rows(named=True)}
     assert rows["R1"]["superseded_by"] == "R2" and rows["R2"]["superseded_by"] is None
     assert rows["R1"]["session_id"] == "S7" and rows["R2"]["session_id"] is None
-    current = Predicate("superseded_by", "is_null")
+    current = base.Predicate("superseded_by", "is_null")
     ids = rw.query(q("QQV-1 caps the pool at four", current), 3).memory_ids
     assert "R1" not in ids and ids[0] == "R2"
     # the superseded item kept its vector (re-put with index=False): still first unfiltered
@@ -280,13 +275,13 @@ def test_remember_then_supersede(rw):
 
 
 def test_remember_refuses_and_writes_nothing(rw):
-    with pytest.raises(ArmError, match="'R-missing', which is not stored"):
+    with pytest.raises(base.ArmError, match="'R-missing', which is not stored"):
         _remember(rw, [_mem("R3", "x y", supersedes=["R-missing"])])
-    with pytest.raises(ArmError, match="NUL"):
+    with pytest.raises(base.ArmError, match="NUL"):
         _remember(rw, [_mem("R4", "bad \x00 body")])
-    with pytest.raises(ArmError, match="'.'"):
+    with pytest.raises(base.ArmError, match="'.'"):
         _remember(rw, [_mem("R5", "dotted", session_id="s.1")])
-    with pytest.raises(ArmError, match="'R6' appears twice"):
+    with pytest.raises(base.ArmError, match="'R6' appears twice"):
         _remember(rw, [_mem("R6", "a"), _mem("R6", "b")])
     assert rw.fetch(["R3", "R4", "R5", "R6"]).height == 0
 
@@ -315,18 +310,18 @@ def test_scope_is_the_namespace_prefix_and_survives_reopen(rw, root):
     assert got["scope_id"].to_list() == ["alpha", HOSTILE_SCOPE, None]
 
     def scoped(a: LangGraphStoreArm, scope: str, pred=None) -> list[str]:
-        res = a.query(Query("s", "x", fake_vector(SCOPE_BODY), pred, scope=scope), 10)
+        res = a.query(base.Query("s", "x", fake_vector(SCOPE_BODY), pred, scope=scope), 10)
         assert res.count is None
         return sorted(res.memory_ids)
 
-    current = Predicate("superseded_by", "is_null")
+    current = base.Predicate("superseded_by", "is_null")
     assert scoped(rw, "alpha") == ["SA1", "SA2"]  # not alphabet: whole labels
     assert scoped(rw, "a_pha") == ["SW1"] and scoped(rw, HOSTILE_SCOPE) == ["SH1"]
     assert scoped(rw, "alph") == [] and scoped(rw, "al") == []
-    with pytest.raises(ArmError, match="scope id 'u.1' holds '.'"):
+    with pytest.raises(base.ArmError, match="scope id 'u.1' holds '.'"):
         _remember(rw, [_mem("SD1", SCOPE_BODY, scope_id="u.1")])
     assert rw.fetch(["SD1"]).height == 0 and scoped(rw, "u.1") == []
-    plan = json.loads(rw.explain(Query("s", "x", fake_vector(SCOPE_BODY), scope="alpha"), 3))
+    plan = json.loads(rw.explain(base.Query("s", "x", fake_vector(SCOPE_BODY), scope="alpha"), 3))
     assert plan[0]["Call"].startswith("store.search(('agent', 'scope', 'alpha'),")
     # a correction re-puts the item under its own namespace: it stays in its scope
     _remember(rw, [_mem("SA3", SCOPE_BODY, 705, scope_id="alpha", supersedes=["SA1"])])
@@ -350,9 +345,9 @@ def test_reopen_and_close(rw, root):
     finally:
         again.close()
         again.close()
-    with pytest.raises(ArmError, match="store is not open"):
+    with pytest.raises(base.ArmError, match="store is not open"):
         again.query(q("x"), 3)
-    with pytest.raises(ArmError, match="nope-lg"):
+    with pytest.raises(base.ArmError, match="nope-lg"):
         LangGraphStoreArm().open(root / "nope-lg")
 
 
@@ -375,23 +370,23 @@ def bulk(root: Path):
         }
     ).select(
         [pl.col(c).cast(t) if c in ("memory_id", "session_id", "body", "created_day",
-         "superseded_by") else pl.lit(None).cast(t).alias(c) for c, t in MEMORY_SCHEMA.items()]
+         "superseded_by") else pl.lit(None).cast(t).alias(c) for c, t in base.MEMORY_SCHEMA.items()]
     )  # fmt: skip
     arm = LangGraphStoreArm()
-    arm.build(Corpus(mem), Embeddings(ids, mat), root / "bulk")
+    arm.build(base.Corpus(mem), base.Embeddings(ids, mat), root / "bulk")
     yield arm, mat
     arm.close()
 
 
-def _plan_text(arm, query: Query, k: int) -> str:
+def _plan_text(arm, query: base.Query, k: int) -> str:
     return json.dumps(json.loads(arm.explain(query, k))[0]["Plan"])
 
 
 def test_planner_uses_hnsw_unfiltered_and_scans_for_equality(bulk):
     arm, mat = bulk
     qv = mat[7]
-    assert "store_vectors_embedding_idx" in _plan_text(arm, Query("p", "p", qv), 10)
-    eq = Query("p", "p", qv, Predicate("superseded_by", "is_null"))
+    assert "store_vectors_embedding_idx" in _plan_text(arm, base.Query("p", "p", qv), 10)
+    eq = base.Query("p", "p", qv, base.Predicate("superseded_by", "is_null"))
     plan = _plan_text(arm, eq, 10)
     assert "store_vectors_embedding_idx" not in plan and '"Seq Scan"' in plan
     # exact: the memory itself first (X00007 is not superseded: 7 % 5 != 0)
@@ -402,7 +397,7 @@ def test_plan_depends_on_k(bulk):
     """The search's LIMIT is 2k + 1: at k = 10 the planner walks the HNSW index, at k = 50
     (LIMIT 101 of 1,500 rows) a sequential scan and an exact sort are cheaper."""
     arm, mat = bulk
-    qv = Query("p", "p", mat[0])
+    qv = base.Query("p", "p", mat[0])
     assert "store_vectors_embedding_idx" in _plan_text(arm, qv, 10)
     wide = _plan_text(arm, qv, 50)
     assert "store_vectors_embedding_idx" not in wide and '"Seq Scan"' in wide

@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 from support.hostile import HOSTILE_TEXTS
 from support.paths import REPO
-from support.tiny import fake_vector, make_tiny
+from support.tiny import fake_query as q, fake_vector, make_tiny
 
 from agentmem.arms import ARMS
 from agentmem.arms.base import MEMORY_SCHEMA, ArmError, Embeddings, Predicate, Query
@@ -27,12 +27,6 @@ from agentmem.arms.milvus import (
 )
 
 CURRENT = Predicate("superseded_by", "is_null")
-
-
-def q(text: str = "", *, vec_of: str | None = None, predicate=None, wants_count=False) -> Query:
-    """A query whose embedding is the fake vector of ``vec_of`` (default: of ``text``)."""
-    vec = fake_vector(vec_of if vec_of is not None else text)
-    return Query("q", text, vec, predicate, wants_count)
 
 
 def sims(text: str) -> dict[str, float]:

@@ -33,19 +33,10 @@ from psycopg import sql
 from support.hostile import HOSTILE_TEXTS
 from support.paths import REPO
 from support.postgres import servers_left, servers_under, wait_dead
-from support.tiny import fake_vector, make_tiny
+from support.tiny import fake_query as q, fake_vector, make_tiny
 
 from agentmem import pg
-from agentmem.arms.base import (
-    MEMORY_SCHEMA,
-    ArmError,
-    Corpus,
-    Embeddings,
-    Predicate,
-    Query,
-    Result,
-    with_supersedes,
-)
+from agentmem.arms import base
 from agentmem.arms.postgres import (
     PgBtreeArm,
     PgGinArm,
@@ -59,19 +50,7 @@ ARM_CLASSES = [PgHnswArm, PgHnswIterativeArm, PgBtreeArm, PgGinArm, PgHybridArm]
 TEXT_ARMS = ["pg-btree", "pg-gin"]
 VECTOR_ARMS = ["pg-hnsw", "pg-hnsw-iterative", "pg-hybrid"]
 ALL_IDS = {"M1", "M2", "M3", "M4", "M5", "M6"}
-NOT_SUPERSEDED = Predicate("superseded_by", "is_null")
-
-
-def q(
-    text: str,
-    predicate: Predicate | None = None,
-    wants_count: bool = False,
-    vector_of: str | None = None,
-) -> Query:
-    """A query; its embedding is the fake vector of ``vector_of`` (default: the text)."""
-    return Query(
-        "q", text, fake_vector(vector_of if vector_of is not None else text), predicate, wants_count
-    )
+NOT_SUPERSEDED = base.Predicate("superseded_by", "is_null")
 
 
 @pytest.fixture(autouse=True)
@@ -114,7 +93,7 @@ def tiny_arms(root: Path):
     assert wait_dead(pid), f"embedded postmaster {pid} survived close()"
 
 
-def bulk_corpus(n: int = 3000) -> tuple[Corpus, Embeddings]:
+def bulk_corpus(n: int = 3000) -> tuple[base.Corpus, base.Embeddings]:
     """``n`` synthetic memories in two vector clusters split by ``created_day``.
 
     Days 0..49 lie near ``+e0`` (scope ``u-pos``), days 50..99 near ``-e0`` (scope
@@ -157,7 +136,7 @@ def bulk_corpus(n: int = 3000) -> tuple[Corpus, Embeddings]:
             "superseded_by": pl.Utf8,
         },
     )
-    return Corpus(memories=mem), Embeddings(ids=ids, matrix=x)
+    return base.Corpus(memories=mem), base.Embeddings(ids=ids, matrix=x)
 
 
 @pytest.fixture(scope="module")
@@ -228,7 +207,7 @@ def test_database_name_is_a_safe_identifier(tmp_path: Path) -> None:
 
 def test_open_missing_store_names_path(tmp_path: Path) -> None:
     for cls in ARM_CLASSES:
-        with pytest.raises(ArmError, match=str(tmp_path / "absent")):
+        with pytest.raises(base.ArmError, match=str(tmp_path / "absent")):
             cls().open(tmp_path / "absent")
     assert not (tmp_path / "absent").exists()
 
@@ -316,7 +295,7 @@ def test_hnsw_exact_on_tiny(tiny_arms, name: str) -> None:
         qv = fake_vector(body)
         sims = vectors.matrix @ qv
         order = [vectors.ids[i] for i in np.argsort(-sims, kind="stable")]
-        got = arm.query(Query("q", "", qv), 6).memory_ids
+        got = arm.query(base.Query("q", "", qv), 6).memory_ids
         assert got[0] == mid
         assert len(got) == 6 and set(got) == ALL_IDS
         # compare the prefix whose similarities are strictly distinct
@@ -331,23 +310,23 @@ def test_hybrid_rrf_on_tiny(tiny_arms) -> None:
     arm = tiny_arms["pg-hybrid"]
     # text matches only M4 (GIN rank 1); the vector is M2's (vector rank 1).
     # M4: 1/61 + 1/(60 + vec rank >= 2) > M2: 1/61 (M2 is not in the GIN branch)
-    got = arm.query(q("INC-2356 outage", vector_of=bodies["M2"]), 10).memory_ids
+    got = arm.query(q("INC-2356 outage", vec_of=bodies["M2"]), 10).memory_ids
     assert got[:2] == ["M4", "M2"]
     assert set(got) == ALL_IDS
     # no text terms: the vector branch alone ranks
-    got = arm.query(q("", vector_of=bodies["M6"]), 3).memory_ids
+    got = arm.query(q("", vec_of=bodies["M6"]), 3).memory_ids
     assert got[0] == "M6"
 
 
 # --------------------------------------------------------------------- predicates
 PREDICATES = [
     (None, ALL_IDS),
-    (Predicate("session_id", "=", "S3"), {"M5", "M6"}),
-    (Predicate("created_day", "<=", 15), {"M1", "M2", "M3"}),
-    (Predicate("fact_id", "=", "F1"), {"M1", "M2", "M5"}),
+    (base.Predicate("session_id", "=", "S3"), {"M5", "M6"}),
+    (base.Predicate("created_day", "<=", 15), {"M1", "M2", "M3"}),
+    (base.Predicate("fact_id", "=", "F1"), {"M1", "M2", "M5"}),
     (NOT_SUPERSEDED, {"M3", "M4", "M5", "M6"}),
-    (Predicate("superseded_by", "=", "M5"), {"M1", "M2"}),
-    (Predicate("session_id", "=", "S404"), set()),
+    (base.Predicate("superseded_by", "=", "M5"), {"M1", "M2"}),
+    (base.Predicate("session_id", "=", "S404"), set()),
 ]
 
 
@@ -370,7 +349,7 @@ def test_predicates_and_exact_counts(tiny_arms, name: str, pred, allowed: set[st
 
 def test_count_without_text_terms(tiny_arms) -> None:
     for name in TEXT_ARMS:
-        res = tiny_arms[name].query(q("   ", Predicate("fact_id", "=", "F1"), True), 5)
+        res = tiny_arms[name].query(q("   ", base.Predicate("fact_id", "=", "F1"), True), 5)
         assert res.memory_ids == [] and res.count == 3
 
 
@@ -387,7 +366,7 @@ def test_hostile_texts(tiny_arms, name: str) -> None:
     for text in HOSTILE_TEXTS:
         for pred in (None, NOT_SUPERSEDED):
             res = arm.query(q(text, pred, wants_count=True), 5)
-            assert isinstance(res, Result)
+            assert isinstance(res, base.Result)
             assert len(res.memory_ids) <= 5
             assert all(isinstance(i, str) and i in ALL_IDS for i in res.memory_ids)
             assert res.count == (6 if pred is None else 4)
@@ -399,7 +378,7 @@ def test_hostile_texts(tiny_arms, name: str) -> None:
 # ------------------------------------------------------------------ explain/storage
 def test_explain_is_json_of_the_statements(tiny_arms) -> None:
     for name, arm in tiny_arms.items():
-        pred = Predicate("session_id", "=", "S3")
+        pred = base.Predicate("session_id", "=", "S3")
         plans = json.loads(arm.explain(q("CFG-799", pred, wants_count=True)))
         assert [p["Statement"] for p in plans] == ["ranking", "count"]
         assert all("Plan" in p for p in plans), name
@@ -448,7 +427,7 @@ def test_storage_uses_pg_accounting(tiny_arms) -> None:
 # -------------------------------------------------------------------- bulk store
 def test_hybrid_explain_shows_gin_and_hnsw(bulk) -> None:
     arms, vectors = bulk
-    query = Query("q", "what about w75?", vectors.matrix[75])
+    query = base.Query("q", "what about w75?", vectors.matrix[75])
     plan = json.loads(arms["pg-hybrid"].explain(query))
     assert len(plan) == 1  # ONE statement
     text = json.dumps(plan)
@@ -462,8 +441,8 @@ def test_hnsw_underfills_filtered_and_iterative_fills(bulk) -> None:
     arms, vectors = bulk
     # query from the day >= 50 cluster, filter to the day <= 49 cluster: the 40 HNSW
     # candidates (ef_search) are all filtered away
-    pred = Predicate("created_day", "<=", 49)
-    query = Query("q", "", vectors.matrix[75], pred)
+    pred = base.Predicate("created_day", "<=", 49)
+    query = base.Query("q", "", vectors.matrix[75], pred)
     plain_plan = json.dumps(json.loads(arms["pg-hnsw"].explain(query)))
     assert "memories_embedding_idx" in plain_plan
     plain = arms["pg-hnsw"].query(query, 10).memory_ids
@@ -476,14 +455,14 @@ def test_hnsw_underfills_filtered_and_iterative_fills(bulk) -> None:
     dist = 1.0 - rows @ vectors.matrix[75]
     assert np.all(np.diff(dist) >= -1e-5)  # re-sorted by distance
     # unfiltered both find the query's own memory first
-    assert arms["pg-hnsw"].query(Query("q", "", vectors.matrix[75]), 5).memory_ids[0] == "B75"
+    assert arms["pg-hnsw"].query(base.Query("q", "", vectors.matrix[75]), 5).memory_ids[0] == "B75"
 
 
 def test_selective_scope_underfills_hnsw_and_iterative_fills(bulk) -> None:
     """The scope sits where pgvector applies the predicate: after the HNSW index scan."""
     arms, vectors = bulk
     # a query from u-neg's cluster, scoped to u-pos: the ~40 HNSW candidates are u-neg's
-    query = Query("q", "", vectors.matrix[75], scope="u-pos")
+    query = base.Query("q", "", vectors.matrix[75], scope="u-pos")
     assert "memories_embedding_idx" in json.dumps(json.loads(arms["pg-hnsw"].explain(query)))
     plain = arms["pg-hnsw"].query(query, 10).memory_ids
     assert len(plain) < 10 and all(int(m[1:]) % 100 <= 49 for m in plain)
@@ -492,19 +471,19 @@ def test_selective_scope_underfills_hnsw_and_iterative_fills(bulk) -> None:
     # pg-hybrid's HNSW branch underfills the same way; its GIN branch is exact inside the
     # scope: "w7" is in B7, B107, ..., B2907 (all day 7, u-pos), equal ts_rank_cd, so
     # newest first; the fused top 10 are the GIN branch's first 10 plus what HNSW found
-    hybrid = arms["pg-hybrid"].query(Query("q", "w7", vectors.matrix[75], scope="u-pos"), 10)
+    hybrid = arms["pg-hybrid"].query(base.Query("q", "w7", vectors.matrix[75], scope="u-pos"), 10)
     gin_top = [f"B{i}" for i in range(2907, 2006, -100)]
     assert len(hybrid.memory_ids) == 10
     assert set(hybrid.memory_ids) <= set(gin_top) | set(plain)
     if not plain:  # no HNSW candidate in the scope: the GIN order alone
         assert hybrid.memory_ids == gin_top
     counted = arms["pg-hnsw"].query(
-        Query("q", "", vectors.matrix[75], wants_count=True, scope="u-pos"), 1
+        base.Query("q", "", vectors.matrix[75], wants_count=True, scope="u-pos"), 1
     )
     # days 0..49 of 3,000 memories with day = i % 100, less u-few's i = 0, 300, ..., 2700
     assert counted.count == 1490
     # a small scope: the planner sorts the scope's exact distances instead of the HNSW scan
-    few = Query("q", "", vectors.matrix[75], scope="u-few")
+    few = base.Query("q", "", vectors.matrix[75], scope="u-few")
     assert "memories_embedding_idx" not in json.dumps(json.loads(arms["pg-hnsw"].explain(few)))
     ids = arms["pg-hnsw"].query(few, 10).memory_ids
     assert len(ids) == 10 and all(int(m[1:]) % 150 == 0 for m in ids)
@@ -539,7 +518,7 @@ def test_close_stops_server_and_open_restarts_it(tmp_path: Path) -> None:
     arm.close()
     arm.close()
     assert wait_dead(pid)
-    with pytest.raises(ArmError, match="not open"):
+    with pytest.raises(base.ArmError, match="not open"):
         arm.query(q("x"), 1)
 
     again = PgGinArm()
@@ -551,7 +530,7 @@ def test_close_stops_server_and_open_restarts_it(tmp_path: Path) -> None:
     assert wait_dead(pid2)
 
     # a store of another arm is not there: clear error naming the directory
-    with pytest.raises(ArmError, match="pg-btree"):
+    with pytest.raises(base.ArmError, match="pg-btree"):
         PgBtreeArm().open(store)
 
     # reopen from a fresh process (as the pipeline does after build)
@@ -629,7 +608,7 @@ def test_external_dsn_mode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
 
         # built externally, opened embedded: a clear error, not a new empty server
         monkeypatch.delenv(pg.ENV_DSN)
-        with pytest.raises(ArmError, match="external mode"):
+        with pytest.raises(base.ArmError, match="external mode"):
             PgHybridArm().open(store)
         monkeypatch.setenv(pg.ENV_DSN, server.uri())
         pg.drop_store(store, "pg-hybrid")
@@ -641,7 +620,7 @@ def test_external_dsn_mode(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
 
         # a bad external DSN: the message names it, password redacted
         monkeypatch.setenv(pg.ENV_DSN, f"postgresql://bob:s3cret@/postgres?host={tmp_path}/no")
-        with pytest.raises(ArmError) as err:
+        with pytest.raises(base.ArmError) as err:
             PgGinArm().build(corpus, vectors, tmp_path / "other")
         assert "s3cret" not in str(err.value) and "bob:***@" in str(err.value)
     finally:
@@ -740,9 +719,9 @@ def replayed(root: Path):
     memories here, none in session S3 or fact F1.
     """
     corpus, vectors = make_tiny()
-    replay = with_supersedes(corpus.memories)
+    replay = base.with_supersedes(corpus.memories)
     assert replay.filter(pl.col("memory_id") == "M5")["supersedes"].to_list() == [["M1", "M2"]]
-    first = Corpus(replay.filter(pl.col("memory_id") != "M5").drop("supersedes"))
+    first = base.Corpus(replay.filter(pl.col("memory_id") != "M5").drop("supersedes"))
     store = root / "replayed"
     arms = {}
     pid = None
@@ -763,7 +742,7 @@ def replayed(root: Path):
 
 def remember(arm, rows: list[dict]) -> None:
     """Remember ``rows``; each memory's vector is the fake vector of its body."""
-    vecs = Embeddings(
+    vecs = base.Embeddings(
         [r["memory_id"] for r in rows], np.stack([fake_vector(r["body"]) for r in rows])
     )
     arm.remember(pl.DataFrame(rows), vecs)
@@ -790,9 +769,9 @@ def test_correction_replayed_by_remember_equals_build(tiny_arms, replayed, name:
     # predicates that hold only tiny memories, and no ties in cosine distance among them
     # (rows tied on distance come in heap order, which the updates of M1 and M2 change)
     for text, pred in [
-        ("CFG-799", Predicate("session_id", "=", "S3")),
-        ("How long is the timeout set by CFG-799?", Predicate("fact_id", "=", "F1")),
-        ("timeout SVC-5345", Predicate("fact_id", "=", "F1")),
+        ("CFG-799", base.Predicate("session_id", "=", "S3")),
+        ("How long is the timeout set by CFG-799?", base.Predicate("fact_id", "=", "F1")),
+        ("timeout SVC-5345", base.Predicate("fact_id", "=", "F1")),
     ]:
         assert arm.query(q(text, pred, True), 10) == full.query(q(text, pred, True), 10), text
     current = arm.query(q("CFG-799", NOT_SUPERSEDED), 10).memory_ids
@@ -822,7 +801,7 @@ def test_remember_then_fetch_every_column(replayed, name: str) -> None:
     }
     remember(arm, [row])
     got = arm.fetch(["P1", "nope", "M6", "P1"])
-    assert got.schema == pl.Schema(MEMORY_SCHEMA)
+    assert got.schema == pl.Schema(base.MEMORY_SCHEMA)
     assert got.to_dicts() == [
         {
             **{k: v for k, v in row.items() if k != "supersedes"},
@@ -854,14 +833,14 @@ def test_remember_then_fetch_every_column(replayed, name: str) -> None:
         "memory_entities": before["memory_entities"] + 2,
     }
     # the next query sees it through the arm's index; M6 is no longer current
-    res = arm.query(q(row["body"], Predicate("fact_id", "=", "F3"), True), 5)
+    res = arm.query(q(row["body"], base.Predicate("fact_id", "=", "F3"), True), 5)
     assert res.count == 2 and res.memory_ids[0] == "P1"
     current = arm.query(q(row["body"], NOT_SUPERSEDED), 10).memory_ids
     assert "P1" in current and "M6" not in current
-    mine = Query("qs", row["body"], fake_vector(row["body"]), wants_count=True, scope="u9")
-    assert arm.query(mine, 5) == Result(["P1"], 1)  # the remembered scope filters at once
+    mine = base.Query("qs", row["body"], fake_vector(row["body"]), wants_count=True, scope="u9")
+    assert arm.query(mine, 5) == base.Result(["P1"], 1)  # the remembered scope filters at once
     assert arm.fetch(["M4", "zz", "M1", "M4"])["memory_id"].to_list() == ["M4", "M1"]
-    assert arm.fetch([]).schema == pl.Schema(MEMORY_SCHEMA)
+    assert arm.fetch([]).schema == pl.Schema(base.MEMORY_SCHEMA)
     with pytest.raises(ValueError, match="one string"):
         arm.fetch("M1")
 
@@ -881,7 +860,7 @@ def test_failed_batch_leaves_nothing(replayed, name: str) -> None:
         ("'P3'.*'supersedes'.*NUL", [ok, {**ok, "memory_id": "P3", "supersedes": ["M\x00"]}]),
     ]
     for match, rows in bad_batches:
-        with pytest.raises(ArmError, match=f"{name}: .*{match}"):
+        with pytest.raises(base.ArmError, match=f"{name}: .*{match}"):
             remember(arm, rows)
     assert table_counts(store, name) == before
     assert arm.fetch(["P2", "P3"]).height == 0
@@ -916,7 +895,7 @@ def test_large_batch_with_mixed_nulls_in_chunks(replayed, name: str) -> None:
     rng = np.random.default_rng(3)
     mat = rng.standard_normal((n, 384)).astype(np.float32)
     mat /= np.linalg.norm(mat, axis=1, keepdims=True)
-    arm.remember(rows, Embeddings(rows["memory_id"].to_list(), mat))
+    arm.remember(rows, base.Embeddings(rows["memory_id"].to_list(), mat))
     assert table_counts(store, name) == {
         "memories": before["memories"] + n,
         "memory_entities": before["memory_entities"] + n // 2,
@@ -930,7 +909,7 @@ def test_large_batch_with_mixed_nulls_in_chunks(replayed, name: str) -> None:
         ("L1200", None, "SL1200", 0.5, [], None),
     ]
     if name == "pg-hnsw":  # the index holds the new vectors: a row's own vector finds it
-        assert arm.query(Query("v", "", mat[777]), 1).memory_ids == ["L777"]
+        assert arm.query(base.Query("v", "", mat[777]), 1).memory_ids == ["L777"]
 
 
 def test_remember_is_durable_on_the_servers_terms(replayed) -> None:
@@ -952,7 +931,7 @@ def test_raw_ids_give_the_query_answer(tiny_arms, name: str) -> None:
         ("CFG-799", None, False),
         ("CFG-799 timeout", NOT_SUPERSEDED, True),
         ("?!", None, True),
-        ("", Predicate("fact_id", "=", "F1"), True),
+        ("", base.Predicate("fact_id", "=", "F1"), True),
     ]:
         for k in (0, 1, 3, 10):
             qq = q(text, pred, count)
@@ -961,9 +940,9 @@ def test_raw_ids_give_the_query_answer(tiny_arms, name: str) -> None:
 
 def test_remember_and_fetch_need_an_open_store() -> None:
     arm = PgGinArm()
-    with pytest.raises(ArmError, match="not open"):
+    with pytest.raises(base.ArmError, match="not open"):
         remember(arm, [{"memory_id": "x", "body": "x", "created_day": 1}])
-    with pytest.raises(ArmError, match="not open"):
+    with pytest.raises(base.ArmError, match="not open"):
         arm.fetch(["M1"])
 
 
@@ -1032,9 +1011,11 @@ SCOPE_OF = {"M1": "u1", "M2": "u1", "M3": "u1", "M4": "u2", "M5": "u2", "M6": No
 SCOPE_TEXT = "CFG-799 SVC-5345 timeout amber outage keys"  # every body holds one term
 
 
-def scoped(text: str, scope: str, pred: Predicate | None = None, count: bool = False) -> Query:
+def scoped(
+    text: str, scope: str, pred: base.Predicate | None = None, count: bool = False
+) -> base.Query:
     """A query in ``scope`` whose embedding is the fake vector of ``text``."""
-    return Query("qs", text, fake_vector(text), pred, count, scope=scope)
+    return base.Query("qs", text, fake_vector(text), pred, count, scope=scope)
 
 
 @pytest.fixture(scope="module")
@@ -1050,7 +1031,7 @@ def scoped_arms(root: Path):
     try:
         for cls in ARM_CLASSES:
             arms[cls.name] = cls()
-            arms[cls.name].build(Corpus(mem), vectors, store)
+            arms[cls.name].build(base.Corpus(mem), vectors, store)
         pid = pg.postmaster_pid(store / pg.PGDATA_DIRNAME)
         yield arms
     finally:
@@ -1063,13 +1044,13 @@ def test_predicate_sql_translates_a_conjunction(tiny_arms) -> None:
     from agentmem.arms.postgres import predicate_sql
 
     conn = tiny_arms["pg-btree"]._conn()
-    both = (Predicate("scope_id", "=", "u1"), Predicate("created_day", "<=", 12))
+    both = (base.Predicate("scope_id", "=", "u1"), base.Predicate("created_day", "<=", 12))
     cond, params = predicate_sql(both)
     assert cond.as_string(conn) == '("scope_id" = %(pv0)s AND "created_day" <= %(pv1)s)'
     assert params == {"pv0": "u1", "pv1": 12}
-    cond, params = predicate_sql(Predicate("scope_id", "=", "u1\x00"))
+    cond, params = predicate_sql(base.Predicate("scope_id", "=", "u1\x00"))
     assert (cond.as_string(conn), params) == ("FALSE", {})  # no stored text holds NUL
-    cond, params = predicate_sql(Predicate("scope_id", "=", "u\ud800"))
+    cond, params = predicate_sql(base.Predicate("scope_id", "=", "u\ud800"))
     assert (cond.as_string(conn), params) == ("FALSE", {})  # nor a lone surrogate
     assert predicate_sql(None)[0].as_string(conn) == predicate_sql(())[0].as_string(conn)
     assert predicate_sql(())[0].as_string(conn) == "TRUE"
@@ -1080,15 +1061,19 @@ def test_statements_are_rendered_once_per_shape_and_bind_every_value() -> None:
     from agentmem.sql.postgres.queries import predicate_parts
 
     gin = PgGinArm()
-    first = Query("a", "CFG-799 decide", fake_vector("a"), Predicate("created_day", "<=", 3))
-    other = Query("b", "SVC-5345 later", fake_vector("b"), Predicate("created_day", "<=", 9))
+    first = base.Query(
+        "a", "CFG-799 decide", fake_vector("a"), base.Predicate("created_day", "<=", 3)
+    )
+    other = base.Query(
+        "b", "SVC-5345 later", fake_vector("b"), base.Predicate("created_day", "<=", 9)
+    )
     (s1, p1), (s2, p2) = gin._ranking(first, 5), gin._ranking(other, 7)
     assert s1 is s2  # same shape (two terms, one <= filter): one rendered statement
     assert (p1["t0"], p1["t1"], p1["pv0"], p1["k"]) == ("cfg-799", "decide", 3, 5)
     assert (p2["t0"], p2["t1"], p2["pv0"], p2["k"]) == ("svc-5345", "later", 9, 7)
-    scoped = Query("c", "CFG-799 decide", fake_vector("c"), scope="u1")
+    scoped = base.Query("c", "CFG-799 decide", fake_vector("c"), scope="u1")
     assert gin._ranking(scoped, 5)[0] is not s1  # another shape, another statement
-    assert predicate_parts(Predicate("scope_id", "=", "u\x00")) == ((("", "false"),), {})
+    assert predicate_parts(base.Predicate("scope_id", "=", "u\x00")) == ((("", "false"),), {})
     btree, _ = PgBtreeArm()._ranking(first, 5)
     assert btree.as_string(None).count("ILIKE %(t") == 2
 
@@ -1100,7 +1085,7 @@ def test_statements_are_rendered_once_per_shape_and_bind_every_value() -> None:
         ("u1", None, {"M1", "M2", "M3"}),
         ("u2", None, {"M4", "M5"}),
         ("u1", NOT_SUPERSEDED, {"M3"}),  # M1, M2 are superseded by M5
-        ("u2", Predicate("session_id", "=", "S3"), {"M5"}),
+        ("u2", base.Predicate("session_id", "=", "S3"), {"M5"}),
     ],
 )
 def test_scope_in_every_statement(scoped_arms, name: str, scope, pred, allowed) -> None:
@@ -1113,7 +1098,7 @@ def test_scope_hand_computed(scoped_arms) -> None:
     assert scoped_arms["pg-btree"].query(scoped("CFG-799", "u2"), 10).memory_ids == ["M5"]
     assert scoped_arms["pg-gin"].query(scoped("outage disk", "u1"), 10).memory_ids == []
     assert scoped_arms["pg-hnsw"].query(scoped("", "u2", count=True), 10).count == 2
-    unscoped = scoped_arms["pg-hnsw"].query(q("RUN-481", Predicate("scope_id", "is_null")), 10)
+    unscoped = scoped_arms["pg-hnsw"].query(q("RUN-481", base.Predicate("scope_id", "is_null")), 10)
     assert unscoped.memory_ids == ["M6"]  # outside every scope, reachable by its predicate
 
 
@@ -1122,7 +1107,7 @@ def test_hostile_scopes_match_nothing(scoped_arms, name: str) -> None:
     arm = scoped_arms[name]
     for hostile in ("u1' OR '1'='1", "u1\x00", "%", *[t for t in HOSTILE_TEXTS if t][:4]):
         res = arm.query(scoped(SCOPE_TEXT, hostile, count=True), 10)
-        assert res == Result(memory_ids=[], count=0), hostile
+        assert res == base.Result(memory_ids=[], count=0), hostile
         json.loads(arm.explain(scoped(SCOPE_TEXT, hostile, NOT_SUPERSEDED, True)))
     assert arm.query(q("x", None, True), 1).count == 6  # the database survived
 
@@ -1147,7 +1132,7 @@ def test_store_without_scope_column_is_refused(tmp_path: Path) -> None:
     arm._conn().execute("ALTER TABLE memories DROP COLUMN scope_id")
     arm.close()
     again = PgBtreeArm()
-    with pytest.raises(ArmError, match=r"lacks memories columns \['scope_id'\]"):
+    with pytest.raises(base.ArmError, match=r"lacks memories columns \['scope_id'\]"):
         again.open(tmp_path)
     again.close()
     assert wait_dead(pg.postmaster_pid(tmp_path / pg.PGDATA_DIRNAME))

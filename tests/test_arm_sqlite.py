@@ -17,18 +17,9 @@ import numpy as np
 import polars as pl
 import pytest
 from support.hostile import HOSTILE_TEXTS
-from support.tiny import fake_vector, make_tiny, make_tiny_with_adr
+from support.tiny import fake_query as q, fake_vector, make_tiny, make_tiny_with_adr
 
-from agentmem.arms.base import (
-    MEMORY_SCHEMA,
-    ArmError,
-    Corpus,
-    Embeddings,
-    Predicate,
-    Query,
-    Result,
-    with_supersedes,
-)
+from agentmem.arms import base
 from agentmem.arms.sqlite import (
     DB_NAME,
     SqliteBtreeArm,
@@ -39,12 +30,7 @@ from agentmem.arms.sqlite import (
 
 ARM_CLASSES = [SqliteFtsArm, SqliteBtreeArm, SqliteHybridArm, SqliteGatedArm]
 ALL_IDS = {"M1", "M2", "M3", "M4", "M5", "M6"}
-NOT_SUPERSEDED = Predicate("superseded_by", "is_null")
-
-
-def q(text: str, predicate: Predicate | None = None, wants_count: bool = False) -> Query:
-    """A query whose embedding is the same fake vector the corpus uses."""
-    return Query("q", text, fake_vector(text), predicate, wants_count)
+NOT_SUPERSEDED = base.Predicate("superseded_by", "is_null")
 
 
 @pytest.fixture(scope="module")
@@ -83,9 +69,9 @@ def test_fts_identifier_inside_question(built):
 def test_fts_predicate_in_sql(built):
     r = built[SqliteFtsArm].query(q("CFG-799", NOT_SUPERSEDED), 10)
     assert r.memory_ids == ["M3", "M5"]
-    r = built[SqliteFtsArm].query(q("CFG-799", Predicate("created_day", "<=", 12)), 10)
+    r = built[SqliteFtsArm].query(q("CFG-799", base.Predicate("created_day", "<=", 12)), 10)
     assert r.memory_ids == ["M1"]
-    r = built[SqliteFtsArm].query(q("CFG-799", Predicate("session_id", "=", "S2")), 10)
+    r = built[SqliteFtsArm].query(q("CFG-799", base.Predicate("session_id", "=", "S2")), 10)
     assert r.memory_ids == []
 
 
@@ -127,7 +113,7 @@ def test_btree_like_wildcards_are_data(built):
 
 
 def reference_rrf(
-    text_ranking: list[str], pred: Predicate | None, qvec: np.ndarray, k: int
+    text_ranking: list[str], pred: base.Predicate | None, qvec: np.ndarray, k: int
 ) -> list[str]:
     """Independent RRF(60) over the FTS ranking and a numpy cosine ranking (both top 50)."""
     corpus, vectors = make_tiny()
@@ -156,8 +142,8 @@ def reference_rrf(
         ("CFG-799", None),
         ("CFG-799", NOT_SUPERSEDED),
         ("How long is the timeout set by CFG-799?", None),
-        ("SVC-5345 outage disk", Predicate("created_day", "<=", 250)),
-        ("rotate keys", Predicate("session_id", "=", "S3")),
+        ("SVC-5345 outage disk", base.Predicate("created_day", "<=", 250)),
+        ("rotate keys", base.Predicate("session_id", "=", "S3")),
     ],
 )
 def test_hybrid_matches_reference_rrf(built, text, pred):
@@ -184,11 +170,11 @@ def test_hybrid_predicate_filters_both_branches(built):
 
 def test_hybrid_vector_branch_alone_without_terms(built):
     arm = built[SqliteHybridArm]
-    r = arm.query(q("", Predicate("fact_id", "=", "F1"), wants_count=True), 10)
+    r = arm.query(q("", base.Predicate("fact_id", "=", "F1"), wants_count=True), 10)
     assert sorted(r.memory_ids) == ["M1", "M2", "M5"] and r.count == 3
     # no text terms: ranking is vector-only; a query vector equal to M6's body vector ranks M6 first
     body6 = make_tiny()[0].memories["body"][5]
-    r = arm.query(Query("q", "???", fake_vector(body6)), 3)
+    r = arm.query(base.Query("q", "???", fake_vector(body6)), 3)
     assert r.memory_ids[0] == "M6" and len(r.memory_ids) == 3
 
 
@@ -199,15 +185,15 @@ def test_hybrid_branch_k_and_rrf_k_params(tmp_path):
     # FTS top 1 = M3 (1/(0+1)); vector top 1 = M6 (query vector = M6's body vector, 1/1):
     # equal scores -> newest first: M6 (day 320) before M3 (day 15).
     body6 = corpus.memories["body"][5]
-    assert arm.query(Query("q", "CFG-799", fake_vector(body6)), 10).memory_ids == ["M6", "M3"]
+    assert arm.query(base.Query("q", "CFG-799", fake_vector(body6)), 10).memory_ids == ["M6", "M3"]
     arm.close()
     with pytest.raises(ValueError):
         SqliteHybridArm(branch_k=0)
 
 
 def test_hybrid_rejects_wrong_embedding_dim(built):
-    with pytest.raises(ArmError, match="384"):
-        built[SqliteHybridArm].query(Query("q", "CFG-799", np.ones(3, np.float32)), 5)
+    with pytest.raises(base.ArmError, match="384"):
+        built[SqliteHybridArm].query(base.Query("q", "CFG-799", np.ones(3, np.float32)), 5)
 
 
 # ----------------------------------------------------------------------- all three arms
@@ -216,10 +202,12 @@ def test_hybrid_rejects_wrong_embedding_dim(built):
 @pytest.mark.parametrize("cls", ARM_CLASSES)
 def test_count_is_of_predicate_not_text(built, cls):
     arm = built[cls]
-    r = arm.query(q("CFG-799", Predicate("fact_id", "=", "F1"), wants_count=True), 10)
+    r = arm.query(q("CFG-799", base.Predicate("fact_id", "=", "F1"), wants_count=True), 10)
     assert r.count == 3
     assert set(r.memory_ids) <= {"M1", "M2", "M5"}
-    r = arm.query(q("nothing matches zzz", Predicate("fact_id", "=", "F1"), wants_count=True), 10)
+    r = arm.query(
+        q("nothing matches zzz", base.Predicate("fact_id", "=", "F1"), wants_count=True), 10
+    )
     assert r.count == 3
     assert arm.query(q("CFG-799", wants_count=True), 10).count == 6
     assert arm.query(q("", NOT_SUPERSEDED, wants_count=True), 10).count == 4
@@ -255,8 +243,8 @@ def test_hostile_texts(built, cls):
     arm = built[cls]
     for text in HOSTILE_TEXTS:
         for pred, wants in ((None, False), (NOT_SUPERSEDED, True)):
-            r = arm.query(Query("h", text, fake_vector(text), pred, wants), 5)
-            assert isinstance(r, Result)
+            r = arm.query(base.Query("h", text, fake_vector(text), pred, wants), 5)
+            assert isinstance(r, base.Result)
             assert len(r.memory_ids) <= 5 and len(set(r.memory_ids)) == len(r.memory_ids)
             assert set(r.memory_ids) <= ALL_IDS
             assert all(isinstance(m, str) for m in r.memory_ids)
@@ -265,7 +253,7 @@ def test_hostile_texts(built, cls):
                 assert set(r.memory_ids) <= {"M3", "M4", "M5", "M6"}
             else:
                 assert r.count is None
-            assert arm.explain(Query("h", text, fake_vector(text), pred, wants))
+            assert arm.explain(base.Query("h", text, fake_vector(text), pred, wants))
     # the table survived "'; DROP TABLE memories; --"
     assert arm.query(q("", wants_count=True), 5).count == 6
 
@@ -289,26 +277,26 @@ def test_reopen_from_second_instance(built, cls):
     assert second.storage().objects.keys() == first.storage().objects.keys()
     second.close()
     second.close()  # idempotent
-    with pytest.raises(ArmError, match="not open"):
+    with pytest.raises(base.ArmError, match="not open"):
         second.query(q("CFG-799"), 10)
 
 
 @pytest.mark.parametrize("cls", ARM_CLASSES)
 def test_open_errors_name_the_path(tmp_path, cls):
-    with pytest.raises(ArmError, match=str(tmp_path)):
+    with pytest.raises(base.ArmError, match=str(tmp_path)):
         cls().open(tmp_path / "missing")
     (tmp_path / DB_NAME).write_text("this is not a database\n" * 100)
-    with pytest.raises(ArmError, match=str(tmp_path)):
+    with pytest.raises(base.ArmError, match=str(tmp_path)):
         cls().open(tmp_path)
 
 
 def test_open_rejects_store_of_another_arm(built):
     # the file's application_id names the arm that built it, before any missing table
-    with pytest.raises(ArmError, match="built by sqlite-btree; open it with that arm"):
+    with pytest.raises(base.ArmError, match="built by sqlite-btree; open it with that arm"):
         SqliteFtsArm().open(store_dir(built[SqliteBtreeArm]))
-    with pytest.raises(ArmError, match="built by sqlite-fts; open it with that arm"):
+    with pytest.raises(base.ArmError, match="built by sqlite-fts; open it with that arm"):
         SqliteHybridArm().open(store_dir(built[SqliteFtsArm]))
-    with pytest.raises(ArmError, match="built by sqlite-gated; open it with that arm"):
+    with pytest.raises(base.ArmError, match="built by sqlite-gated; open it with that arm"):
         SqliteHybridArm().open(store_dir(built[SqliteGatedArm]))
 
 
@@ -349,7 +337,7 @@ def test_storage_from_dbstat(built, cls):
 
 
 def test_explain_shows_real_plans(built):
-    fts = built[SqliteFtsArm].explain(q("CFG-799", Predicate("fact_id", "=", "F1"), True))
+    fts = built[SqliteFtsArm].explain(q("CFG-799", base.Predicate("fact_id", "=", "F1"), True))
     assert "memories_fts VIRTUAL TABLE" in fts and "m.fact_id = :pv" in fts
     assert "-- count:" in fts and "memories_fact_id_idx" in fts
     bt = built[SqliteBtreeArm].explain(q("CFG-799"))
@@ -386,8 +374,8 @@ def test_rebuild_replaces_store(tmp_path):
 
 def test_build_missing_embedding_raises(tmp_path):
     corpus, vectors = make_tiny()
-    short = Embeddings(ids=vectors.ids[:3], matrix=vectors.matrix[:3])
-    with pytest.raises(ArmError, match="M4"):
+    short = base.Embeddings(ids=vectors.ids[:3], matrix=vectors.matrix[:3])
+    with pytest.raises(base.ArmError, match="M4"):
         SqliteHybridArm().build(corpus, short, tmp_path)
 
 
@@ -406,7 +394,7 @@ def fresh(cls, tmp_path: Path, corpus=None, vectors=None):
 
 def remember(arm, rows: list[dict]) -> None:
     """Remember ``rows``; each memory's vector is the fake vector of its body."""
-    vecs = Embeddings(
+    vecs = base.Embeddings(
         [r["memory_id"] for r in rows], np.stack([fake_vector(r["body"]) for r in rows])
     )
     arm.remember(pl.DataFrame(rows), vecs)
@@ -430,8 +418,8 @@ REPLAY_QUERIES = [
     ("CFG-799", None, False),
     ("CFG-799", NOT_SUPERSEDED, True),
     ("How long is the timeout set by CFG-799?", None, False),
-    ("timeout SVC-5345", Predicate("fact_id", "=", "F1"), True),
-    ("", Predicate("superseded_by", "=", "M5"), True),
+    ("timeout SVC-5345", base.Predicate("fact_id", "=", "F1"), True),
+    ("", base.Predicate("superseded_by", "=", "M5"), True),
 ]
 
 
@@ -444,9 +432,9 @@ def test_correction_replayed_by_remember_equals_build(tmp_path, cls):
     """
     corpus, vectors = make_tiny()
     full = fresh(cls, tmp_path / "full", corpus, vectors)
-    replay = with_supersedes(corpus.memories)
+    replay = base.with_supersedes(corpus.memories)
     assert replay.filter(pl.col("memory_id") == "M5")["supersedes"].to_list() == [["M1", "M2"]]
-    first = Corpus(replay.filter(pl.col("memory_id") != "M5").drop("supersedes"))
+    first = base.Corpus(replay.filter(pl.col("memory_id") != "M5").drop("supersedes"))
     arm = fresh(cls, tmp_path / "replay", first, vectors)
     assert arm.fetch(["M1"])["superseded_by"].to_list() == [None]
     arm.remember(replay.filter(pl.col("memory_id") == "M5"), vectors)
@@ -483,7 +471,7 @@ def test_remember_then_fetch_every_column(tmp_path, cls):
     }
     remember(arm, [row])
     got = arm.fetch(["N1", "nope", "M5", "N1"])
-    assert got.schema == pl.Schema(MEMORY_SCHEMA)
+    assert got.schema == pl.Schema(base.MEMORY_SCHEMA)
     assert got.to_dicts() == [
         {
             **{k: v for k, v in row.items() if k != "supersedes"},
@@ -533,7 +521,7 @@ def test_remember_defaults_and_fetch_order(tmp_path, cls):
     assert row["seq"] > 5  # after every corpus memory
     assert arm.fetch(["M4", "zz", "M1", "M4", "N2"])["memory_id"].to_list() == ["M4", "M1", "N2"]
     empty = arm.fetch([])
-    assert empty.height == 0 and empty.schema == pl.Schema(MEMORY_SCHEMA)
+    assert empty.height == 0 and empty.schema == pl.Schema(base.MEMORY_SCHEMA)
     with pytest.raises(ValueError, match="one string"):
         arm.fetch("M1")
 
@@ -544,14 +532,14 @@ def test_failed_batch_leaves_nothing(tmp_path, cls):
     arm = fresh(cls, tmp_path)
     before = table_counts(arm)
     ok = {"memory_id": "N3", "body": "fine row", "created_day": 1, "entity_ids": ["E1"]}
-    with pytest.raises(ArmError, match="'nope'.*not stored"):
+    with pytest.raises(base.ArmError, match="'nope'.*not stored"):
         remember(
             arm,
             [ok, {"memory_id": "N4", "body": "b", "created_day": 1, "supersedes": ["M4", "nope"]}],
         )
-    with pytest.raises(ArmError, match="'M3' is already stored"):
+    with pytest.raises(base.ArmError, match="'M3' is already stored"):
         remember(arm, [ok, {"memory_id": "M3", "body": "other text", "created_day": 1}])
-    with pytest.raises(ArmError, match="sqlite-.*'N4'.*supersedes itself"):
+    with pytest.raises(base.ArmError, match="sqlite-.*'N4'.*supersedes itself"):
         remember(arm, [{"memory_id": "N4", "body": "b", "created_day": 1, "supersedes": ["N4"]}])
     assert table_counts(arm) == before
     assert arm.fetch(["N3", "N4"]).height == 0
@@ -584,7 +572,7 @@ def test_remember_is_committed_durably_and_indexed(tmp_path, cls):
     if cls is SqliteHybridArm:
         blob = other.execute("SELECT embedding FROM memory_vectors WHERE id = 7").fetchall()[0][0]
         assert np.array_equal(np.frombuffer(blob, np.float32), fake_vector(body))
-        assert arm.query(Query("v", "", fake_vector(body)), 1).memory_ids == ["N5"]
+        assert arm.query(base.Query("v", "", fake_vector(body)), 1).memory_ids == ["N5"]
     other.close()
     assert arm.query(q("QRX-5150"), 5).memory_ids[0] == "N5"
     assert arm.fetch(["N5"])["body"].to_list() == [body]  # verbatim, NUL included
@@ -612,9 +600,9 @@ def test_raw_ids_give_the_query_answer(built, cls):
 def test_remember_and_fetch_need_an_open_store(tmp_path, cls):
     arm = fresh(cls, tmp_path)
     arm.close()
-    with pytest.raises(ArmError, match="not open"):
+    with pytest.raises(base.ArmError, match="not open"):
         remember(arm, [{"memory_id": "N6", "body": "x", "created_day": 1}])
-    with pytest.raises(ArmError, match="not open"):
+    with pytest.raises(base.ArmError, match="not open"):
         arm.fetch(["M1"])
 
 
@@ -628,7 +616,7 @@ def test_a_store_opens_only_with_the_arm_that_built_it(tmp_path):
     for cls, why in ((SqliteBtreeArm, r"built by sqlite-fts; open it with that arm"),
                      (SqliteHybridArm, r"built by sqlite-fts; open it with that arm")):  # fmt: skip
         other = cls()
-        with pytest.raises(ArmError, match=why):
+        with pytest.raises(base.ArmError, match=why):
             other.open(tmp_path)
         other.close()
     again = SqliteFtsArm()
@@ -642,9 +630,11 @@ def test_a_store_opens_only_with_the_arm_that_built_it(tmp_path):
 SCOPE_OF = {"M1": "u1", "M2": "u1", "M3": "u1", "M4": "u2", "M5": "u2", "M6": None}
 
 
-def scoped(text: str, scope: str, pred: Predicate | None = None, count: bool = False) -> Query:
+def scoped(
+    text: str, scope: str, pred: base.Predicate | None = None, count: bool = False
+) -> base.Query:
     """A query in ``scope`` whose embedding is the fake vector of ``text``."""
-    return Query("qs", text, fake_vector(text), pred, count, scope=scope)
+    return base.Query("qs", text, fake_vector(text), pred, count, scope=scope)
 
 
 @pytest.fixture(scope="module")
@@ -657,7 +647,7 @@ def scoped_built(tmp_path_factory: pytest.TempPathFactory):
     arms = {}
     for cls in ARM_CLASSES:
         arms[cls] = cls()
-        arms[cls].build(Corpus(mem), vectors, tmp_path_factory.mktemp(f"scoped-{cls.name}"))
+        arms[cls].build(base.Corpus(mem), vectors, tmp_path_factory.mktemp(f"scoped-{cls.name}"))
     yield arms
     for arm in arms.values():
         arm.close()
@@ -666,20 +656,23 @@ def scoped_built(tmp_path_factory: pytest.TempPathFactory):
 def test_predicate_sql_translates_a_conjunction():
     from agentmem.arms.sqlite import predicate_sql
 
-    both = (Predicate("scope_id", "=", "u1"), Predicate("created_day", "<=", 12))
+    both = (base.Predicate("scope_id", "=", "u1"), base.Predicate("created_day", "<=", 12))
     assert predicate_sql(both) == (
         "(m.scope_id = :pv0 AND m.created_day <= :pv1)",
         {"pv0": "u1", "pv1": 12},
     )
-    assert predicate_sql(Predicate("fact_id", "=", "F1")) == ("m.fact_id = :pv0", {"pv0": "F1"})
-    assert predicate_sql(Predicate("scope_id", "is_null")) == ("m.scope_id IS NULL", {})
+    assert predicate_sql(base.Predicate("fact_id", "=", "F1")) == (
+        "m.fact_id = :pv0",
+        {"pv0": "F1"},
+    )
+    assert predicate_sql(base.Predicate("scope_id", "is_null")) == ("m.scope_id IS NULL", {})
     assert predicate_sql(None) == predicate_sql(()) == ("1", {})
     # not UTF-8: apsw cannot bind it and nothing stored equals it; = NULL is never true
-    assert predicate_sql(Predicate("scope_id", "=", "u\ud800")) == (
+    assert predicate_sql(base.Predicate("scope_id", "=", "u\ud800")) == (
         "m.scope_id = :pv0",
         {"pv0": None},
     )
-    q_both = Query("q", "x", None, Predicate("created_day", "<=", 12), scope="u1")
+    q_both = base.Query("q", "x", None, base.Predicate("created_day", "<=", 12), scope="u1")
     assert predicate_sql(q_both.filters) == predicate_sql(both)  # the scope comes first
 
 
@@ -709,13 +702,13 @@ def test_scope_and_predicate_and_count(scoped_built, cls):
     assert r.memory_ids == ["M3"] and r.count == 1
     assert arm.query(scoped("", "u2", count=True), 10).count == 2  # M4, M5; text plays no part
     assert arm.query(q("", wants_count=True), 10).count == 6  # unscoped: every memory
-    only_m6 = arm.query(q("RUN-481", Predicate("scope_id", "is_null"), True), 10)
+    only_m6 = arm.query(q("RUN-481", base.Predicate("scope_id", "is_null"), True), 10)
     assert only_m6.memory_ids == ["M6"] and only_m6.count == 1
     for hostile in ("u1' OR '1'='1", "u1\x00", "%", *HOSTILE_TEXTS[:5]):
         if not hostile:
             continue
         r = arm.query(scoped("CFG-799", hostile, count=True), 10)
-        assert r == Result(memory_ids=[], count=0), hostile
+        assert r == base.Result(memory_ids=[], count=0), hostile
 
 
 @pytest.mark.parametrize("cls", ARM_CLASSES)
@@ -727,7 +720,7 @@ def test_scope_survives_reopen_and_remember(tmp_path, cls):
     again = cls()
     again.open(store_dir_of(tmp_path, cls))
     r = again.query(scoped("CFG-799", "u9", count=True), 10)
-    assert r == Result(memory_ids=["N1"], count=1)
+    assert r == base.Result(memory_ids=["N1"], count=1)
     assert again.fetch(["N1", "M1"])["scope_id"].to_list() == ["u9", None]
     again.close()
 
@@ -749,5 +742,5 @@ def test_store_without_scope_column_is_refused(tmp_path):
     arm = fresh(SqliteFtsArm, tmp_path, corpus, vectors)
     arm._conn.execute("DROP INDEX memories_scope_id_idx; ALTER TABLE memories DROP COLUMN scope_id")
     arm.close()
-    with pytest.raises(ArmError, match=r"lacks memories columns \['scope_id'\].*rebuild"):
+    with pytest.raises(base.ArmError, match=r"lacks memories columns \['scope_id'\].*rebuild"):
         SqliteFtsArm().open(tmp_path / SqliteFtsArm.name)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
-from support.tiny import fake_vector, make_tiny
+from support.tiny import fake_query as q, fake_vector, make_tiny
 
 from agentmem.arms.base import ArmError, Corpus, Embeddings, Predicate, Query
 from agentmem.arms.sqlite import SqliteGatedArm
@@ -28,11 +28,6 @@ ENTITIES = pl.DataFrame(
         "service_id": [None, None, "SVC-5345"],
     }
 )
-
-
-def q(text: str, predicate: Predicate | None = None, wants_count: bool = False) -> Query:
-    """A query with the fake vector of its text (as the corpus's)."""
-    return Query("q", text, fake_vector(text), predicate, wants_count)
 
 
 @pytest.fixture(scope="module")

@@ -33,19 +33,10 @@ import polars as pl
 import pytest
 from support.hostile import HOSTILE_TEXTS
 from support.postgres import servers_left, wait_dead
-from support.tiny import fake_vector, make_tiny
+from support.tiny import fake_query as q, fake_vector, make_tiny
 
 from agentmem import pg
-from agentmem.arms.base import (
-    MEMORY_SCHEMA,
-    ArmError,
-    Corpus,
-    Embeddings,
-    Predicate,
-    Query,
-    Result,
-    with_supersedes,
-)
+from agentmem.arms import base
 from agentmem.arms.three_tier import (
     DB_NAME,
     AssembledContext,
@@ -69,18 +60,6 @@ from agentmem.tokens import count_tokens
 ALL_IDS = {"M1", "M2", "M3", "M4", "M5", "M6"}
 TINY_TOKENS = [17, 11, 12, 17, 20, 17]
 CAP = 40
-
-
-def q(
-    text: str,
-    predicate: Predicate | None = None,
-    wants_count: bool = False,
-    vector_of: str | None = None,
-) -> Query:
-    """A query whose embedding is the fake vector of ``vector_of`` (default: the text)."""
-    return Query(
-        "q", text, fake_vector(vector_of if vector_of is not None else text), predicate, wants_count
-    )
 
 
 def tiny_rows() -> list[tuple[dict, np.ndarray]]:
@@ -282,21 +261,21 @@ def test_ingest_turn_rejects_bad_input(turns: ThreeTierArm) -> None:
     turns.reset()
     row, vec = tiny_rows()[0]
     turns.ingest_turn(row, vec)
-    with pytest.raises(ArmError, match="already in L1"):
+    with pytest.raises(base.ArmError, match="already in L1"):
         turns.ingest_turn(row, vec)
-    with pytest.raises(ArmError, match="384"):
+    with pytest.raises(base.ArmError, match="384"):
         turns.ingest_turn({**row, "memory_id": "N1"}, np.zeros(3, dtype=np.float32))
-    with pytest.raises(ArmError, match="NUL"):
+    with pytest.raises(base.ArmError, match="NUL"):
         turns.ingest_turn({**row, "memory_id": "N2", "body": "a\x00b"}, vec)
-    with pytest.raises(ArmError, match="body"):
+    with pytest.raises(base.ArmError, match="body"):
         turns.ingest_turn({"memory_id": "N3"}, vec)
-    with pytest.raises(ArmError, match="created_day"):
+    with pytest.raises(base.ArmError, match="created_day"):
         turns.ingest_turn({**row, "memory_id": "N4", "created_day": "soon"}, vec)
     # a memory already moved to L3 cannot come back
     for r, v in tiny_rows()[1:4]:
         turns.ingest_turn(r, v)
     assert "M1" in l3_ids(turns)
-    with pytest.raises(ArmError, match="already in L3"):
+    with pytest.raises(base.ArmError, match="already in L3"):
         turns.ingest_turn(row, vec)
     assert turns.tier_stats()["l1_tokens"] <= CAP
 
@@ -342,9 +321,9 @@ def test_conversation_cap_and_context_bounds(turns: ThreeTierArm) -> None:
     for got in epochs.values():
         assert got == list(range(len(got)))
     # exact counts over L1 ∪ L3
-    r = turns.query(q("CFG-7", Predicate("superseded_by", "is_null"), True), 10)
+    r = turns.query(q("CFG-7", base.Predicate("superseded_by", "is_null"), True), 10)
     assert r.count == sum(1 for i in range(n) if i % 3)
-    r = turns.query(q("x", Predicate("created_day", "<=", 3), True), 10)
+    r = turns.query(q("x", base.Predicate("created_day", "<=", 3), True), 10)
     assert r.count == 100
 
 
@@ -376,7 +355,7 @@ def test_assemble_context_recency_fill_and_predicate(built: ThreeTierArm) -> Non
     assert [(it.memory_ids, it.keyword_hit) for it in l2] == [(("M5",), False)]
     assert [it.ref for it in ctx.items if it.tier == "L1"] == ["M6"]
     # predicate restricts L2 and L3, never working memory
-    pred = Predicate("session_id", "=", "S1")
+    pred = base.Predicate("session_id", "=", "S1")
     ctx = built.assemble_context("timeout", fake_vector("CFG-799"), 5, predicate=pred)
     assert [it.ref for it in ctx.items if it.tier == "L1"] == ["M6"]
     assert {it.ref for it in ctx.items if it.tier == "L3"} == {"M1", "M2", "M3"}
@@ -389,16 +368,16 @@ def test_assemble_context_recency_fill_and_predicate(built: ThreeTierArm) -> Non
 @pytest.mark.parametrize(
     ("pred", "expected"),
     [
-        (Predicate("session_id", "=", "S3"), {"M5", "M6"}),
-        (Predicate("superseded_by", "is_null"), {"M3", "M4", "M5", "M6"}),
-        (Predicate("created_day", "<=", 15), {"M1", "M2", "M3"}),
-        (Predicate("fact_id", "=", "F1"), {"M1", "M2", "M5"}),
-        (Predicate("session_id", "=", "nope"), set()),
+        (base.Predicate("session_id", "=", "S3"), {"M5", "M6"}),
+        (base.Predicate("superseded_by", "is_null"), {"M3", "M4", "M5", "M6"}),
+        (base.Predicate("created_day", "<=", 15), {"M1", "M2", "M3"}),
+        (base.Predicate("fact_id", "=", "F1"), {"M1", "M2", "M5"}),
+        (base.Predicate("session_id", "=", "nope"), set()),
         (None, ALL_IDS),
     ],
 )
 def test_predicates_and_exact_counts(
-    built: ThreeTierArm, pred: Predicate | None, expected: set[str]
+    built: ThreeTierArm, pred: base.Predicate | None, expected: set[str]
 ) -> None:
     r = built.query(q("CFG-799 timeout", pred, wants_count=True), 10)
     assert set(r.memory_ids) == expected  # every tier filtered; all matches fit in k=10
@@ -421,7 +400,7 @@ def test_query_ranking_and_k(built: ThreeTierArm) -> None:
     assert set(r.memory_ids[:3]) == {"M1", "M3", "M5"}
     assert set(r.memory_ids) == ALL_IDS
     assert len(built.query(q("CFG-799"), 2).memory_ids) == 2
-    assert built.query(q("CFG-799"), 0) == Result(memory_ids=[], count=None)
+    assert built.query(q("CFG-799"), 0) == base.Result(memory_ids=[], count=None)
     assert built.query(q("CFG-799", None, True), 0).count == 6
 
 
@@ -442,11 +421,12 @@ def test_identifier_in_working_memory(root: Path) -> None:
         arm.build(corpus, vectors, root / "l1only")
         assert arm.tier_stats()["l1_turns"] == 6 and arm.tier_stats()["l3_rows"] == 0
         far = "unrelated words only"
-        r = arm.query(q("CFG-799", vector_of=far), 3)
+        r = arm.query(q("CFG-799", vec_of=far), 3)
         assert set(r.memory_ids) == {"M1", "M3", "M5"}
-        r = arm.query(q("What did we decide about CFG-799 last week?", vector_of=far), 3)
+        r = arm.query(q("What did we decide about CFG-799 last week?", vec_of=far), 3)
         assert r.memory_ids[0] == "M3" and set(r.memory_ids) == {"M1", "M3", "M5"}
-        r = arm.query(q("CFG-799", Predicate("superseded_by", "is_null"), True, far), 10)
+        current = base.Predicate("superseded_by", "is_null")
+        r = arm.query(q("CFG-799", current, True, vec_of=far), 10)
         assert set(r.memory_ids) == {"M3", "M5"} and r.count == 4
     finally:
         arm.close()
@@ -480,12 +460,16 @@ def test_rrf_fuse_orders_ties_alike_whatever_the_list_order() -> None:
 
 # --------------------------------------------------------------------- hostile texts
 def test_hostile_texts_query_context_explain(built: ThreeTierArm) -> None:
-    preds = [None, Predicate("superseded_by", "is_null"), Predicate("session_id", "=", "S1")]
+    preds = [
+        None,
+        base.Predicate("superseded_by", "is_null"),
+        base.Predicate("session_id", "=", "S1"),
+    ]
     counts = [6, 4, 3]
     for text in HOSTILE_TEXTS:
         for pred, n in zip(preds, counts, strict=True):
-            r = built.query(q(text, pred, True, vector_of="CFG-799"), 5)
-            assert isinstance(r, Result) and len(r.memory_ids) <= 5
+            r = built.query(q(text, pred, True, vec_of="CFG-799"), 5)
+            assert isinstance(r, base.Result) and len(r.memory_ids) <= 5
             assert set(r.memory_ids) <= ALL_IDS and len(set(r.memory_ids)) == len(r.memory_ids)
             assert r.count == n, text
         ctx = built.assemble_context(text, fake_vector("CFG-799"), 2)
@@ -502,7 +486,7 @@ def test_hostile_texts_as_turns(turns: ThreeTierArm) -> None:
     for i, text in enumerate(HOSTILE_TEXTS):
         row = {"memory_id": f"H{i}", "session_id": f"S{i % 4}", "seq": i, "body": text}
         if "\x00" in text:
-            with pytest.raises(ArmError, match="NUL"):
+            with pytest.raises(base.ArmError, match="NUL"):
                 turns.ingest_turn(row, fake_vector(text))
             continue
         e = turns.ingest_turn(row, fake_vector(text))
@@ -521,7 +505,7 @@ def test_hostile_texts_as_turns(turns: ThreeTierArm) -> None:
 
 # ------------------------------------------------------------- explain, storage, reopen
 def test_explain_shows_every_tier(built: ThreeTierArm) -> None:
-    text = built.explain(q("CFG-799", Predicate("session_id", "=", "S3"), True))
+    text = built.explain(q("CFG-799", base.Predicate("session_id", "=", "S3"), True))
     for label in (
         "-- L1 keyword [sqlite]",
         "-- L1 recency [sqlite]",
@@ -567,7 +551,7 @@ def test_reopen_recover_and_no_surviving_server(root: Path) -> None:
     arm.close()  # idempotent
     assert wait_dead(pid), "embedded postmaster survived close()"
     assert servers_left(store) == []
-    with pytest.raises(ArmError, match="not open"):
+    with pytest.raises(base.ArmError, match="not open"):
         arm.query(q("x"), 3)
 
     again = ThreeTierArm(l1_max_tokens=CAP, summary_tokens=200)
@@ -607,17 +591,17 @@ def test_reopen_recover_and_no_surviving_server(root: Path) -> None:
 
 
 def test_open_errors(root: Path, built: ThreeTierArm) -> None:
-    with pytest.raises(ArmError, match="missing tiers.db"):
+    with pytest.raises(base.ArmError, match="missing tiers.db"):
         ThreeTierArm().open(root / "nowhere")
     # a store is reopened only with the parameters it was built with
     other = ThreeTierArm(l1_max_tokens=CAP + 1, summary_tokens=200)
-    with pytest.raises(ArmError, match="l1_max_tokens"):
+    with pytest.raises(base.ArmError, match="l1_max_tokens"):
         other.open(root / "tiny")
     other.close()
     bad = root / "corrupt"
     bad.mkdir()
     (bad / DB_NAME).write_bytes(b"not a database at all" * 100)
-    with pytest.raises(ArmError, match=re.escape(str(bad))):
+    with pytest.raises(base.ArmError, match=re.escape(str(bad))):
         ThreeTierArm().open(bad)
 
 
@@ -672,8 +656,8 @@ def test_bulk_build_is_fast_and_consistent(root: Path) -> None:
     try:
         t0 = time.perf_counter()
         arm.build(
-            Corpus(memories=mem.sample(fraction=1.0, shuffle=True, seed=1)),
-            Embeddings(ids=ids, matrix=x),
+            base.Corpus(memories=mem.sample(fraction=1.0, shuffle=True, seed=1)),
+            base.Embeddings(ids=ids, matrix=x),
             root / "bulk",
         )
         assert time.perf_counter() - t0 < 30
@@ -682,7 +666,9 @@ def test_bulk_build_is_fast_and_consistent(root: Path) -> None:
         assert s["l1_turns"] + s["l3_rows"] == n and s["l3_rows"] == s["l2_covered"]
         # replay is in seq order: L1 holds exactly the newest turns
         assert l1_ids(arm) == ids[n - s["l1_turns"] :]
-        r = arm.query(Query("b", "timeout", x[7], Predicate("fact_id", "=", "F7"), True), 10)
+        r = arm.query(
+            base.Query("b", "timeout", x[7], base.Predicate("fact_id", "=", "F7"), True), 10
+        )
         assert r.count == n // 50 and len(r.memory_ids) == 10
         assert all(int(m[1:]) % 50 == 7 for m in r.memory_ids)
         assert "B0007" in r.memory_ids  # its own vector: L3 rank 1
@@ -807,7 +793,9 @@ def test_threads_writing_turns_while_one_queries(root: Path) -> None:
     def read() -> None:
         while not stop.is_set():
             try:
-                arm.query(q("amber gateway CFG-1001", Predicate("superseded_by", "is_null")), 10)
+                arm.query(
+                    q("amber gateway CFG-1001", base.Predicate("superseded_by", "is_null")), 10
+                )
                 answered.append(1)
             except BaseException as exc:  # noqa: BLE001
                 errors.append(exc)
@@ -829,13 +817,13 @@ def test_threads_writing_turns_while_one_queries(root: Path) -> None:
         assert stats["l3_rows"] > 0  # compaction ran under concurrency
         assert arm.fetch(["W7-59"])["memory_id"].to_list() == ["W7-59"]
         arm.ingest_turn(*writer_turn(8, 60))  # the newest turn: first in both L1 lists
-        r = arm.query(q("CFG-8060", vector_of="unrelated"), 5)
+        r = arm.query(q("CFG-8060", vec_of="unrelated"), 5)
         assert r.memory_ids[0] == "W8-60"
     finally:
         arm.close()
 
 
-def fused(arm: ThreeTierArm, query: Query) -> list[tuple[str, float]]:
+def fused(arm: ThreeTierArm, query: base.Query) -> list[tuple[str, float]]:
     """RRF over the tier lists ``query`` runs for ``query`` (ids with their scores)."""
     lists = [[(r[0], r[1], r[2]) for r in arm._run(st)] for st in arm._statements(query, 5)]
     return rrf_fuse(lists, arm.rrf_k)
@@ -869,11 +857,11 @@ def test_a_compacted_turn_its_summary_does_not_quote_is_found_by_vector_only(roo
         )
         assert [excerpts[f"W7-{i}"] != "" for i in range(56, 60)] == [True, True, True, False]
 
-        unrelated = q("CFG-7059", vector_of="unrelated")
+        unrelated = q("CFG-7059", vec_of="unrelated")
         assert fused(arm, unrelated)[:2] == [("W0-59", 1 / 61), ("W0-24", 1 / 61)]
         assert arm.query(unrelated, 2).memory_ids == ["W0-59", "W0-24"]
 
-        own = q("CFG-7059", vector_of=writer_turn(7, 59)[0]["body"])
+        own = q("CFG-7059", vec_of=writer_turn(7, 59)[0]["body"])
         assert fused(arm, own)[:2] == [("W7-59", 1 / 61), ("W0-59", 1 / 61)]
         assert arm.query(own, 2).memory_ids == ["W7-59", "W0-59"]
     finally:
@@ -881,11 +869,11 @@ def test_a_compacted_turn_its_summary_does_not_quote_is_found_by_vector_only(roo
 
 
 # ------------------------------------------------------------------- remember / fetch
-def _batch(*rows: dict) -> tuple[pl.DataFrame, Embeddings]:
+def _batch(*rows: dict) -> tuple[pl.DataFrame, base.Embeddings]:
     """A remember batch: each memory's vector is the fake vector of its body."""
     frame = pl.DataFrame(list(rows))
     ids = frame["memory_id"].to_list()
-    return frame, Embeddings(ids, np.stack([fake_vector(b) for b in frame["body"].to_list()]))
+    return frame, base.Embeddings(ids, np.stack([fake_vector(b) for b in frame["body"].to_list()]))
 
 
 def superseded_by(arm: ThreeTierArm, mid: str) -> dict[str, list]:
@@ -906,13 +894,13 @@ def test_remember_goes_through_the_tiers_and_corrects_in_every_tier(turns: Three
     L1 = {M6}, L2 = three nodes, L3 = M1..M5); M5 corrects M1 and M2, already in L3."""
     turns.reset()
     corpus, vectors = make_tiny()
-    replay = with_supersedes(corpus.memories.sort("seq"))
+    replay = base.with_supersedes(corpus.memories.sort("seq"))
     turns.remember(replay, vectors)
     assert l1_ids(turns) == ["M6"] and l3_ids(turns) == ["M1", "M2", "M3", "M4", "M5"]
     assert l2_nodes(turns) == [("S1", 0, ["M1", "M2", "M3"]), ("S2", 0, ["M4"]), ("S3", 0, ["M5"])]
     assert superseded_by(turns, "M1") == {"L1": [], "L2": ["M5"], "L3": ["M5"]}
     assert superseded_by(turns, "M3") == {"L1": [], "L2": [None], "L3": [None]}
-    current = Predicate("superseded_by", "is_null")
+    current = base.Predicate("superseded_by", "is_null")
     assert turns.query(q("CFG-799", current, wants_count=True), 10).count == 4
     assert not {"M1", "M2"} & set(turns.query(q("CFG-799 timeout", current), 10).memory_ids)
     # a correction of the memory in working memory: 11 tokens, L1 = 28 <= 40, no compaction
@@ -927,7 +915,7 @@ def test_remember_goes_through_the_tiers_and_corrects_in_every_tier(turns: Three
     raw = turns.raw_query_call(q("RUN-481", current, wants_count=True), 5)()
     assert turns.raw_ids(raw, 5) == turns.query(q("RUN-481", current), 5).memory_ids
     got = turns.fetch(["N1", "nope", "M1", "M6", "N1"])
-    assert got.columns == list(MEMORY_SCHEMA) and dict(got.schema) == MEMORY_SCHEMA
+    assert got.columns == list(base.MEMORY_SCHEMA) and dict(got.schema) == base.MEMORY_SCHEMA
     assert got["memory_id"].to_list() == ["N1", "M1", "M6"]
     n1, m1, m6 = got.rows(named=True)
     assert (n1["session_id"], n1["created_day"], n1["kind"]) == ("S3", 400, "episodic")
@@ -945,7 +933,7 @@ def test_remember_goes_through_the_tiers_and_corrects_in_every_tier(turns: Three
 def test_remember_one_by_one_equals_ingest_turn(turns: ThreeTierArm) -> None:
     turns.reset()
     corpus, vectors = make_tiny()
-    for row in with_supersedes(corpus.memories.sort("seq")).iter_slices(1):
+    for row in base.with_supersedes(corpus.memories.sort("seq")).iter_slices(1):
         turns.remember(row, vectors)
     assert l1_ids(turns) == ["M6"] and l3_ids(turns) == ["M1", "M2", "M3", "M4", "M5"]
     assert [n[2] for n in l2_nodes(turns)] == [["M1", "M2", "M3"], ["M4"], ["M5"]]
@@ -965,10 +953,10 @@ def test_remember_refuses_bad_batches_before_writing(turns: ThreeTierArm) -> Non
         ({"memory_id": "N1", "body": "x", "created_day": 1, "session_id": "S\x00"}, "NUL"),
     ]
     for row, match in bad:
-        with pytest.raises(ArmError, match=match):
+        with pytest.raises(base.ArmError, match=match):
             turns.remember(*_batch(row))
         assert turns.tier_stats() == before
-    with pytest.raises(ArmError, match="'M1'"):  # the batch's second row is stored: nothing
+    with pytest.raises(base.ArmError, match="'M1'"):  # the batch's second row is stored: nothing
         turns.remember(*_batch({"memory_id": "N1", "body": "x", "created_day": 1},
                                {"memory_id": "M1", "body": "y", "created_day": 1}))  # fmt: skip
     assert turns.tier_stats() == before and turns.fetch(["N1"]).height == 0
@@ -982,9 +970,11 @@ TIER_SCOPE_OF = {"M1": "u1", "M2": "u1", "M3": "u2", "M4": "u2", "M5": "u1", "M6
 SCOPED_ARGS = {"l1_max_tokens": CAP, "summary_tokens": 200, "l2_search_nodes": 1}
 
 
-def scoped(text: str, scope: str, pred: Predicate | None = None, count: bool = False) -> Query:
+def scoped(
+    text: str, scope: str, pred: base.Predicate | None = None, count: bool = False
+) -> base.Query:
     """A query in ``scope`` whose embedding is the fake vector of ``text``."""
-    return Query("qs", text, fake_vector(text), pred, count, scope=scope)
+    return base.Query("qs", text, fake_vector(text), pred, count, scope=scope)
 
 
 @pytest.fixture(scope="module")
@@ -995,7 +985,7 @@ def scoped_built(root: Path):
         scope_id=pl.col("memory_id").replace_strict(TIER_SCOPE_OF, return_dtype=pl.String)
     )
     arm = ThreeTierArm(**SCOPED_ARGS)
-    arm.build(Corpus(mem), vectors, root / "scoped")
+    arm.build(base.Corpus(mem), vectors, root / "scoped")
     pid = pg.postmaster_pid(root / "scoped" / pg.PGDATA_DIRNAME)
     yield arm
     arm.close()
@@ -1021,13 +1011,13 @@ def test_compaction_never_mixes_scopes(scoped_built: ThreeTierArm) -> None:
     [
         ("u1", None, {"M1", "M2", "M5"}),  # all in L3
         ("u2", None, {"M3", "M4", "M6"}),  # M6 from L1
-        ("u1", Predicate("superseded_by", "is_null"), {"M5"}),
-        ("u2", Predicate("session_id", "=", "S3"), {"M6"}),
-        ("u2", Predicate("session_id", "=", "S1"), {"M3"}),
+        ("u1", base.Predicate("superseded_by", "is_null"), {"M5"}),
+        ("u2", base.Predicate("session_id", "=", "S3"), {"M6"}),
+        ("u2", base.Predicate("session_id", "=", "S1"), {"M3"}),
     ],
 )
 def test_scope_in_every_tier_and_the_count(
-    scoped_built: ThreeTierArm, scope: str, pred: Predicate | None, expected: set[str]
+    scoped_built: ThreeTierArm, scope: str, pred: base.Predicate | None, expected: set[str]
 ) -> None:
     r = scoped_built.query(scoped("CFG-799 timeout", scope, pred, True), 10)
     assert set(r.memory_ids) == expected and r.count == len(expected)
@@ -1064,7 +1054,7 @@ def test_assemble_context_in_a_scope(scoped_built: ThreeTierArm) -> None:
 def test_hostile_scopes_and_hooks(scoped_built: ThreeTierArm) -> None:
     for hostile in ("u1' OR '1'='1", "u1\x00", "%", *[t for t in HOSTILE_TEXTS if t][:4]):
         r = scoped_built.query(scoped("CFG-799 timeout", hostile, count=True), 10)
-        assert r == Result(memory_ids=[], count=0), hostile
+        assert r == base.Result(memory_ids=[], count=0), hostile
     query = scoped("CFG-799 timeout", "u2", None, True)
     for k in (0, 1, 10):
         got = scoped_built.raw_ids(scoped_built.raw_query_call(query, k)(), k)
@@ -1081,7 +1071,7 @@ def test_layout_version_is_checked_on_open(scoped_built: ThreeTierArm, root: Pat
     db.execute("UPDATE meta SET value = '1' WHERE key = 'layout_version'")
     try:
         with pytest.raises(
-            ArmError, match=f"layout_version: stored '1', arm has '{LAYOUT_VERSION}'"
+            base.ArmError, match=f"layout_version: stored '1', arm has '{LAYOUT_VERSION}'"
         ):
             ThreeTierArm(**SCOPED_ARGS).open(root / "scoped")
     finally:
@@ -1093,6 +1083,6 @@ def test_remembered_scope_filters(turns: ThreeTierArm) -> None:
     turns.reset()
     body = "QRX-5150 is user u7's key."
     turns.remember(*_batch({"memory_id": "N1", "body": body, "created_day": 1, "scope_id": "u7"}))
-    assert turns.query(scoped("QRX-5150", "u7", count=True), 5) == Result(["N1"], 1)
-    assert turns.query(scoped("QRX-5150", "u8", count=True), 5) == Result([], 0)
+    assert turns.query(scoped("QRX-5150", "u7", count=True), 5) == base.Result(["N1"], 1)
+    assert turns.query(scoped("QRX-5150", "u8", count=True), 5) == base.Result([], 0)
     assert turns.fetch(["N1"])["scope_id"].to_list() == ["u7"]

@@ -13,18 +13,9 @@ import polars as pl
 import pytest
 from support.hostile import HOSTILE_TEXTS
 from support.timing import build_timed
-from support.tiny import TINY_ROWS, fake_vector
+from support.tiny import TINY_ROWS, fake_query as q, fake_vector
 
-from agentmem.arms.base import (
-    MEMORY_SCHEMA,
-    Arm,
-    ArmError,
-    Corpus,
-    Embeddings,
-    Predicate,
-    Query,
-    Result,
-)
+from agentmem.arms import base
 from agentmem.arms.vector import (
     DEFAULT_EF_SEARCH,
     INDEX_NAME,
@@ -37,17 +28,6 @@ from agentmem.arms.vector import (
 )
 
 ALL_IDS = {"M1", "M2", "M3", "M4", "M5", "M6"}
-
-
-def q(text: str = "", *, vec_of: str | None = None, predicate=None, wants_count=False) -> Query:
-    """A query whose embedding is the fake vector of ``vec_of`` (default: of ``text``)."""
-    return Query(
-        query_id="q",
-        text=text,
-        embedding=fake_vector(vec_of if vec_of is not None else text),
-        predicate=predicate,
-        wants_count=wants_count,
-    )
 
 
 def exact_ranking(tiny, text: str) -> list[str]:
@@ -71,8 +51,8 @@ def assert_cosine_ranked(tiny, ids: list[str], text: str, pool: set[str], k: int
     np.testing.assert_allclose([sim[m] for m in ids], want, atol=1e-6)
 
 
-def check_well_formed(res: Result, k: int) -> None:
-    assert isinstance(res, Result)
+def check_well_formed(res: base.Result, k: int) -> None:
+    assert isinstance(res, base.Result)
     assert isinstance(res.memory_ids, list)
     assert len(res.memory_ids) <= k
     assert len(set(res.memory_ids)) == len(res.memory_ids)
@@ -97,7 +77,7 @@ def vec(tiny, tmp_path):
 def test_vec_protocol_and_capabilities():
     for cls, pred in ((FileVecArm, False), (FileVecMetaArm, True)):
         arm = cls()
-        assert isinstance(arm, Arm)
+        assert isinstance(arm, base.Arm)
         assert arm.family == "vector"
         c = arm.capabilities
         assert (c.predicate, c.join, c.aggregate) == (pred, False, False)
@@ -121,7 +101,7 @@ def test_vec_ranks_by_cosine(vec, tiny):
 def test_vec_ignores_predicate_and_count(vec, tiny):
     body = "INC-2356: SVC-5345 outage caused by a full disk."
     res = vec.query(
-        q(vec_of=body, predicate=Predicate("session_id", "=", "S1"), wants_count=True), 2
+        q(vec_of=body, predicate=base.Predicate("session_id", "=", "S1"), wants_count=True), 2
     )
     assert res.memory_ids[0] == "M4" and res.count is None  # M4 is S2: no filter
 
@@ -178,16 +158,16 @@ def test_vec_build_is_deterministic(tiny, tmp_path):
 
 
 def test_vec_open_errors(tmp_path, vec):
-    with pytest.raises(ArmError, match="missing"):
+    with pytest.raises(base.ArmError, match="missing"):
         FileVecArm().open(tmp_path / "missing")
     (tmp_path / "vec" / INDEX_NAME).write_bytes(b"garbage")
-    with pytest.raises(ArmError, match="vec"):
+    with pytest.raises(base.ArmError, match="vec"):
         FileVecArm().open(tmp_path / "vec")
-    with pytest.raises(ArmError, match="dim"):
-        vec.query(Query("q", "", np.ones(5, dtype=np.float32)), 3)
+    with pytest.raises(base.ArmError, match="dim"):
+        vec.query(base.Query("q", "", np.ones(5, dtype=np.float32)), 3)
     vec.close()
     vec.close()
-    with pytest.raises(ArmError, match="not open"):
+    with pytest.raises(base.ArmError, match="not open"):
         vec.query(q(vec_of="x"), 3)
 
 
@@ -195,7 +175,7 @@ def test_vec_hostile_texts(vec, tiny, tmp_path):
     corpus, vectors = tiny
     meta = FileVecMetaArm()
     meta.build(corpus, vectors, tmp_path / "meta")
-    pred = Predicate("superseded_by", "is_null")
+    pred = base.Predicate("superseded_by", "is_null")
     for text in HOSTILE_TEXTS:
         check_well_formed(vec.query(q(text), 10), 10)
         res = meta.query(q(text, predicate=pred), 10)
@@ -223,8 +203,6 @@ def test_recall_vs_exact_random_unit_vectors():
 def test_index_recall_on_built_arm(tmp_path):
     import polars as pl
 
-    from agentmem.arms.base import Corpus, Embeddings
-
     rng = np.random.default_rng(3)
     n = 500
     x = rng.standard_normal((n, 384)).astype(np.float32)
@@ -243,10 +221,10 @@ def test_index_recall_on_built_arm(tmp_path):
         schema_overrides={"fact_id": pl.Utf8, "superseded_by": pl.Utf8},
     )
     arm = FileVecArm()
-    arm.build(Corpus(memories=memories), Embeddings(ids=ids, matrix=x), tmp_path / "r")
+    arm.build(base.Corpus(memories=memories), base.Embeddings(ids=ids, matrix=x), tmp_path / "r")
     assert arm.index_recall(x[:50], 10) >= 0.99
     # each stored vector's nearest neighbour is itself
-    assert arm.query(Query("q", "", x[17]), 1).memory_ids == ["M17"]
+    assert arm.query(base.Query("q", "", x[17]), 1).memory_ids == ["M17"]
     arm.close()
 
 
@@ -265,12 +243,12 @@ def meta(tiny, tmp_path):
 @pytest.mark.parametrize(
     ("pred", "allowed"),
     [
-        (Predicate("session_id", "=", "S1"), {"M1", "M2", "M3"}),
-        (Predicate("created_day", "<=", 15), {"M1", "M2", "M3"}),
-        (Predicate("fact_id", "=", "F1"), {"M1", "M2", "M5"}),
-        (Predicate("superseded_by", "is_null"), {"M3", "M4", "M5", "M6"}),
-        (Predicate("superseded_by", "=", "M5"), {"M1", "M2"}),
-        (Predicate("session_id", "=", "nope"), set()),
+        (base.Predicate("session_id", "=", "S1"), {"M1", "M2", "M3"}),
+        (base.Predicate("created_day", "<=", 15), {"M1", "M2", "M3"}),
+        (base.Predicate("fact_id", "=", "F1"), {"M1", "M2", "M5"}),
+        (base.Predicate("superseded_by", "is_null"), {"M3", "M4", "M5", "M6"}),
+        (base.Predicate("superseded_by", "=", "M5"), {"M1", "M2"}),
+        (base.Predicate("session_id", "=", "nope"), set()),
     ],
 )
 def test_meta_returns_only_matching_ids(meta, tiny, pred, allowed):
@@ -286,7 +264,7 @@ def test_meta_underfills_when_overfetch_is_too_small(tiny, tmp_path):
     corpus, vectors = tiny
     body = "INC-2356: SVC-5345 outage caused by a full disk."
     rank = exact_ranking(tiny, body)
-    s3 = Predicate("session_id", "=", "S3")
+    s3 = base.Predicate("session_id", "=", "S3")
     for overfetch in (1, 2, 4):
         arm = FileVecMetaArm(overfetch=overfetch)
         arm.build(corpus, vectors, tmp_path / f"o{overfetch}")
@@ -302,19 +280,19 @@ def test_meta_without_predicate_equals_file_vec(meta, vec):
     # k chosen so that no cosine tie straddles the cut (see the tiny similarities)
     for text, k in (("CFG-799 timeout", 3), ("amber ledger", 1), ("drain traffic", 2)):
         assert meta.query(q(vec_of=text), k).memory_ids == vec.query(q(vec_of=text), k).memory_ids
-    ex = meta.explain(q(vec_of="x", predicate=Predicate("fact_id", "=", "F1")))
+    ex = meta.explain(q(vec_of="x", predicate=base.Predicate("fact_id", "=", "F1")))
     assert "post-filter" in ex and "fact_id" in ex
 
 
 # ---------------------------------------------------------------- vector remember / fetch
 
 
-def _batch(*rows: dict) -> tuple[pl.DataFrame, Embeddings]:
+def _batch(*rows: dict) -> tuple[pl.DataFrame, base.Embeddings]:
     """A remember batch: each memory's vector is the fake vector of its body."""
     frame = pl.DataFrame(list(rows))
     ids = frame["memory_id"].to_list()
     mat = np.stack([fake_vector(b) for b in frame["body"].to_list()])
-    return frame, Embeddings(ids, mat)
+    return frame, base.Embeddings(ids, mat)
 
 
 NEW_BODY = "ZQX-4242 rotates the vault keys every ninety minutes"
@@ -329,7 +307,7 @@ def test_vec_remember_adds_items_resizes_and_fetch_reads_rows(vec, tmp_path):
     assert vec.query(q(vec_of=NEW_BODY), 1).memory_ids == ["N1"]
     assert vec.query(q(vec_of=NEW_BODY), 7).memory_ids[0] == "N1"
     got = vec.fetch(["N1", "nope", "M4", "N1"])
-    assert got.columns == list(MEMORY_SCHEMA) and dict(got.schema) == MEMORY_SCHEMA
+    assert got.columns == list(base.MEMORY_SCHEMA) and dict(got.schema) == base.MEMORY_SCHEMA
     assert got["memory_id"].to_list() == ["N1", "M4"]
     n1, m4 = got.rows(named=True)
     assert (n1["body"], n1["created_day"], n1["session_id"]) == (NEW_BODY, 700, "S9")
@@ -352,7 +330,7 @@ def test_vec_remember_adds_items_resizes_and_fetch_reads_rows(vec, tmp_path):
 
 
 def test_vec_meta_correction_hides_the_old_memory_after_reopen(meta, tmp_path):
-    current = Predicate("superseded_by", "is_null")
+    current = base.Predicate("superseded_by", "is_null")
     body = "INC-2356: SVC-5345 outage caused by a full disk."
     assert "M4" in meta.query(q(vec_of=body, predicate=current), 10).memory_ids
     fix = "INC-2356: SVC-5345 outage caused by a failed fan."
@@ -360,7 +338,7 @@ def test_vec_meta_correction_hides_the_old_memory_after_reopen(meta, tmp_path):
                            "supersedes": ["M4"]}))  # fmt: skip
     ids = meta.query(q(vec_of=body, predicate=current), 10).memory_ids
     assert "M4" not in ids and "N1" in ids
-    by_n1 = Predicate("superseded_by", "=", "N1")
+    by_n1 = base.Predicate("superseded_by", "=", "N1")
     assert meta.query(q(vec_of=body, predicate=by_n1), 10).memory_ids == ["M4"]
     assert meta.fetch(["M4", "N1"])["superseded_by"].to_list() == ["N1", None]
     raw = meta.raw_query_call(q(vec_of=body, predicate=current), 3)()
@@ -389,12 +367,12 @@ def test_vec_remember_refuses_duplicates_and_unknown_ids_changing_nothing(vec):
         ({"memory_id": "N1", "body": "x", "created_day": 1, "supersedes": ["gone"]}, "'gone'"),
     ]
     for row, match in bad:
-        with pytest.raises(ArmError, match=match):
+        with pytest.raises(base.ArmError, match=match):
             vec.remember(*_batch(row))
         assert vec._index.get_current_count() == 6 and vec.fetch(["N1"]).height == 0
-    with pytest.raises(ArmError, match="embedding"):
+    with pytest.raises(base.ArmError, match="embedding"):
         vec.remember(pl.DataFrame([{"memory_id": "N1", "body": "x", "created_day": 1}]),
-                     Embeddings(["other"], np.ones((1, 384), np.float32)))  # fmt: skip
+                     base.Embeddings(["other"], np.ones((1, 384), np.float32)))  # fmt: skip
     # a correction may name a memory of its own batch
     vec.remember(*_batch({"memory_id": "N1", "body": "first", "created_day": 1},
                          {"memory_id": "N2", "body": "second", "created_day": 2,
@@ -428,7 +406,7 @@ def test_vec_open_after_a_save_cut_between_index_and_metadata(vec, tmp_path, cap
     third.close()
     # metadata older than the manifest is a real inconsistency
     (store / MANIFEST_NAME).write_text(json.dumps({**json.loads(old_manifest), "count": 9}))
-    with pytest.raises(ArmError, match="inconsistent"):
+    with pytest.raises(base.ArmError, match="inconsistent"):
         FileVecArm().open(store)
 
 
@@ -443,9 +421,9 @@ SCOPED_ROWS = (
 )
 
 
-def scoped(scope: str, predicate: Predicate | None = None) -> Query:
+def scoped(scope: str, predicate: base.Predicate | None = None) -> base.Query:
     """A query with M4's fake vector, restricted to ``scope``."""
-    return Query("qs", "", fake_vector(M4_BODY), predicate, scope=scope)
+    return base.Query("qs", "", fake_vector(M4_BODY), predicate, scope=scope)
 
 
 def test_scope_cosines_behind_the_hand_checks():
@@ -465,7 +443,7 @@ def test_vec_scope_filters_inside_the_search_and_after_reopen(vec, tmp_path):
     assert vec.query(scoped("u1"), 1).memory_ids == ["P1"]
     assert vec.query(scoped("u1"), 10).memory_ids == ["P1", "P2"]  # all of u1, ranked
     assert vec.query(scoped("u2"), 10).memory_ids == ["P3"]
-    s1 = Predicate("session_id", "=", "S1")  # no P is in S1: ignored, unlike the scope
+    s1 = base.Predicate("session_id", "=", "S1")  # no P is in S1: ignored, unlike the scope
     assert vec.query(scoped("u1", s1), 10).memory_ids == ["P1", "P2"]
     for other in ("U1", "gamma", "u1' OR '1'='1", "u1\" || scope_id != ''"):
         assert vec.query(scoped(other), 10).memory_ids == [], other
@@ -499,9 +477,9 @@ def test_meta_post_filters_the_scope_and_loses_fill_at_overfetch_1(tiny, tmp_pat
     assert arms[1].query(scoped("u1"), 2).memory_ids == ["P1"]
     # overfetch 8: k*8 >= 9 memories, every memory is a candidate, u1 fills
     assert arms[8].query(scoped("u1"), 2).memory_ids == ["P1", "P2"]
-    current = Predicate("superseded_by", "is_null")
+    current = base.Predicate("superseded_by", "is_null")
     assert arms[8].query(scoped("u1", current), 10).memory_ids == ["P1", "P2"]
-    assert arms[8].query(scoped("u1", Predicate("session_id", "=", "S1")), 10).memory_ids == []
+    assert arms[8].query(scoped("u1", base.Predicate("session_id", "=", "S1")), 10).memory_ids == []
     assert arms[8].query(scoped("u2"), 10).memory_ids == ["P3"]
     for other in ("gamma", "u1' OR '1'='1"):
         assert arms[8].query(scoped(other), 10).memory_ids == [], other
@@ -531,7 +509,7 @@ def _random_store(tmp_path: Path, n: int, scope_every: int) -> tuple[np.ndarray,
         }
     )
     arm = FileVecArm()
-    arm.build(Corpus(memories=memories), Embeddings(ids=ids, matrix=x), tmp_path / "r")
+    arm.build(base.Corpus(memories=memories), base.Embeddings(ids=ids, matrix=x), tmp_path / "r")
     arm.close()
     return x, ids
 
@@ -545,11 +523,11 @@ def test_vec_scope_is_exact_where_a_post_filter_underfills(tmp_path):
     vec, meta = FileVecArm(), FileVecMetaArm()  # defaults: ef_search 1000, overfetch 4
     vec.open(tmp_path / "r")
     meta.open(tmp_path / "r")
-    query = Query("qs", "", qv, scope="s")
+    query = base.Query("qs", "", qv, scope="s")
     # ef 1000 > 25 admitted labels: the filtered search visits every reachable node
     assert vec.query(query, 10).memory_ids == exact
     # the post-filter keeps the scope's share of the unscoped top-40 (1 in 80 on average)
-    top40 = vec.query(Query("qa", "", qv), 40).memory_ids
+    top40 = vec.query(base.Query("qa", "", qv), 40).memory_ids
     scope = {ids[int(i)] for i in in_scope}
     assert meta.query(query, 10).memory_ids == [m for m in top40 if m in scope]
     assert len(meta.query(query, 10).memory_ids) < 10  # here none of the 40 is in scope

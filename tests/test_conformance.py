@@ -18,18 +18,7 @@ from support.hostile import HOSTILE_TEXTS
 from support.paths import REPO
 from support.timing import build_timed
 
-from agentmem.arms import ARMS, BUILTIN_ARMS
-from agentmem.arms.base import (
-    MEMORY_SCHEMA,
-    Arm,
-    ArmError,
-    Embeddings,
-    IngestHooks,
-    Predicate,
-    Query,
-    QueryHooks,
-    StorageStats,
-)
+from agentmem.arms import ARMS, BUILTIN_ARMS, base
 from agentmem.config import load_config
 from agentmem.corpus import load_corpus, load_queries
 from agentmem.embeddings import load_embeddings
@@ -65,19 +54,19 @@ def built(request, smoke, tmp_path_factory):
     gc.collect()
 
 
-def _row_ok(row: dict, pred: Predicate) -> bool:
+def _row_ok(row: dict, pred: base.Predicate) -> bool:
     return pred.matches(row)
 
 
 def test_protocol_and_build_stats(built):
     name, arm, _, stats = built
-    assert isinstance(arm, Arm)
+    assert isinstance(arm, base.Arm)
     assert arm.name == name
     # rows were written; an arm without indexes reports index_ms = 0; both within the call
     assert stats.ingest_ms > 0 and stats.index_ms >= 0
     assert stats.ingest_ms + stats.index_ms <= BUILD_WALL_MS[name]
     st = arm.storage()
-    assert isinstance(st, StorageStats)
+    assert isinstance(st, base.StorageStats)
     assert st.total_bytes > 0
     assert st.total_bytes == sum(st.objects.values())
     assert st.source
@@ -117,9 +106,13 @@ def test_explain_per_class(built, smoke):
 def test_hostile_texts_never_raise(built, smoke):
     name, arm, _, _ = built
     emb = smoke["queries"][0].embedding
-    preds = [None, Predicate("superseded_by", "is_null"), Predicate("created_day", "<=", 100)]
+    preds = [
+        None,
+        base.Predicate("superseded_by", "is_null"),
+        base.Predicate("created_day", "<=", 100),
+    ]
     for i, text in enumerate(HOSTILE_TEXTS):
-        q = Query(f"h{i}", text, emb, preds[i % 3], wants_count=i % 2 == 0)
+        q = base.Query(f"h{i}", text, emb, preds[i % 3], wants_count=i % 2 == 0)
         res = arm.query(q, K)
         assert len(res.memory_ids) <= K, (name, text[:40])
         assert all(isinstance(m, str) for m in res.memory_ids)
@@ -180,16 +173,20 @@ def test_concurrent_queries_match_serial_answers(built, smoke):
     assert arm.storage().total_bytes > 0  # still usable afterwards
 
 
-def _bad_queries(emb: np.ndarray) -> list[tuple[str, Query, int]]:
+def _bad_queries(emb: np.ndarray) -> list[tuple[str, base.Query, int]]:
     """Ill-formed calls an agent's tool layer might make, with the k to pass."""
     return [
-        ("no embedding", Query("b0", "timeout of SVC", None), K),  # type: ignore[arg-type]
-        ("short embedding", Query("b1", "timeout", emb[:17]), K),
-        ("nan embedding", Query("b2", "timeout", np.full_like(emb, np.nan)), K),
-        ("2-d embedding", Query("b3", "timeout", np.stack([emb, emb])), K),
-        ("k = 0", Query("b4", "timeout", emb), 0),
-        ("k < 0", Query("b5", "timeout", emb), -3),
-        ("huge k", Query("b6", "timeout", emb, Predicate("superseded_by", "is_null")), 10**6),
+        ("no embedding", base.Query("b0", "timeout of SVC", None), K),  # type: ignore[arg-type]
+        ("short embedding", base.Query("b1", "timeout", emb[:17]), K),
+        ("nan embedding", base.Query("b2", "timeout", np.full_like(emb, np.nan)), K),
+        ("2-d embedding", base.Query("b3", "timeout", np.stack([emb, emb])), K),
+        ("k = 0", base.Query("b4", "timeout", emb), 0),
+        ("k < 0", base.Query("b5", "timeout", emb), -3),
+        (
+            "huge k",
+            base.Query("b6", "timeout", emb, base.Predicate("superseded_by", "is_null")),
+            10**6,
+        ),
     ]
 
 
@@ -202,7 +199,7 @@ def test_only_documented_exceptions_leave_the_arm(built, smoke):
     for label, q, k in _bad_queries(emb):
         try:
             res = arm.query(q, k)
-        except (ArmError, ValueError):
+        except (base.ArmError, ValueError):
             continue
         assert len(res.memory_ids) <= max(k, 0), (name, label)
         assert all(isinstance(m, str) for m in res.memory_ids), (name, label)
@@ -213,7 +210,7 @@ def test_only_documented_exceptions_leave_the_arm(built, smoke):
             lambda: arm.explain(smoke["queries"][0], K),
             arm.storage,
         ):
-            with pytest.raises(ArmError):
+            with pytest.raises(base.ArmError):
                 call()
         arm.close()  # idempotent
     finally:
@@ -233,21 +230,21 @@ def test_string_embeddings_are_refused_naming_the_arm_and_field(built, smoke, tm
     prefix = re.escape(name)
     for emb in (words, words.tolist()):
         try:
-            arm.query(Query("q1", "timeout", emb), K)  # type: ignore[arg-type]
-        except ArmError as exc:
+            arm.query(base.Query("q1", "timeout", emb), K)  # type: ignore[arg-type]
+        except base.ArmError as exc:
             assert re.match(rf"{prefix}: query 'q1' embedding: not numeric ", str(exc)), exc
         else:
             assert not reads_vectors, name
     row = _memory("str-1", "a memory with a string vector")
-    with pytest.raises(ArmError, match=rf"^{prefix}: remember: embeddings: not numeric "):
-        arm.remember(pl.DataFrame([row]), Embeddings(["str-1"], words.reshape(1, -1)))
+    with pytest.raises(base.ArmError, match=rf"^{prefix}: remember: embeddings: not numeric "):
+        arm.remember(pl.DataFrame([row]), base.Embeddings(["str-1"], words.reshape(1, -1)))
     assert arm.fetch(["str-1"]).height == 0
     if reads_vectors:  # refused before any store or server is made
         ids = smoke["vectors"].ids
         fresh = ARMS[name]()
         try:
-            with pytest.raises(ArmError, match=rf"^{prefix}: build: embeddings: not numeric "):
-                fresh.build(smoke["corpus"], Embeddings(ids, np.tile(words, (len(ids), 1))),
+            with pytest.raises(base.ArmError, match=rf"^{prefix}: build: embeddings: not numeric "):
+                fresh.build(smoke["corpus"], base.Embeddings(ids, np.tile(words, (len(ids), 1))),
                             tmp_path / "strings")  # fmt: skip
         finally:
             fresh.close()
@@ -258,22 +255,22 @@ def test_open_missing_store_names_path(tmp_path):
     for name, cls in sorted(ARMS.items()):
         missing = tmp_path / f"nope-{name}"
         arm = cls()
-        with pytest.raises(ArmError, match="nope-"):
+        with pytest.raises(base.ArmError, match="nope-"):
             arm.open(missing)
         arm.close()
 
 
 # ------------------------------------------------------------------- remember / fetch
-CURRENT = Predicate("superseded_by", "is_null")
+CURRENT = base.Predicate("superseded_by", "is_null")
 
 
 def _memory(mid: str, body: str, day: int = 500, **extra) -> dict:
     return {"memory_id": mid, "body": body, "created_day": day, **extra}
 
 
-def _vectors(rows: list[dict], vec: np.ndarray) -> Embeddings:
+def _vectors(rows: list[dict], vec: np.ndarray) -> base.Embeddings:
     """Every new memory gets ``vec``: the query carrying ``vec`` is its nearest neighbour."""
-    return Embeddings([r["memory_id"] for r in rows], np.tile(vec, (len(rows), 1)))
+    return base.Embeddings([r["memory_id"] for r in rows], np.tile(vec, (len(rows), 1)))
 
 
 def _remember(arm, rows: list[dict], vec: np.ndarray) -> None:
@@ -286,17 +283,17 @@ def test_remember_then_query_finds_it_and_fetch_returns_it(built, smoke):
     rows = [_memory("new-zqx-1", "ZQX-4242 rotates the vault keys every ninety minutes",
                     session_id="S-new", kind="procedural")]  # fmt: skip
     _remember(arm, rows, vec)
-    q = Query("new", "ZQX-4242 vault keys", vec)
+    q = base.Query("new", "ZQX-4242 vault keys", vec)
     assert "new-zqx-1" in arm.query(q, K).memory_ids, name
     got = arm.fetch(["nope", "new-zqx-1", "nope"])
-    assert got.columns == list(MEMORY_SCHEMA)
+    assert got.columns == list(base.MEMORY_SCHEMA)
     assert got.height == 1
     row = got.row(0, named=True)
     assert (row["memory_id"], row["body"], row["created_day"]) == (
         "new-zqx-1", rows[0]["body"], 500,
     )  # fmt: skip
     assert (row["session_id"], row["kind"], row["superseded_by"]) == ("S-new", "procedural", None)
-    with pytest.raises(ArmError, match="new-zqx-1"):  # already stored
+    with pytest.raises(base.ArmError, match="new-zqx-1"):  # already stored
         _remember(arm, rows, vec)
     corpus_ids = smoke["corpus"].memories["memory_id"].head(3).to_list()
     assert arm.fetch(corpus_ids)["memory_id"].to_list() == corpus_ids
@@ -311,10 +308,10 @@ def test_correction_by_remember_hides_the_old_memory(built, smoke):
     rows = {r["memory_id"]: r for r in arm.fetch(["kqv-old", "kqv-new"]).iter_rows(named=True)}
     assert rows["kqv-old"]["superseded_by"] == "kqv-new", name
     assert rows["kqv-new"]["superseded_by"] is None
-    ids = arm.query(Query("corr", "KQV-1717", vec, CURRENT), K).memory_ids
+    ids = arm.query(base.Query("corr", "KQV-1717", vec, CURRENT), K).memory_ids
     if arm.capabilities.predicate:
         assert "kqv-new" in ids and "kqv-old" not in ids, (name, ids)
-    with pytest.raises(ArmError, match="kqv-missing"):  # superseding what is not stored
+    with pytest.raises(base.ArmError, match="kqv-missing"):  # superseding what is not stored
         _remember(arm, [_memory("kqv-x", "x", supersedes=["kqv-missing"])], vec)
     assert arm.fetch(["kqv-x"]).height == 0  # nothing written by the failed call
 
@@ -341,23 +338,25 @@ def test_scope_is_a_hard_filter(built, smoke):
     assert stored == dict.fromkeys(SCOPES["beta"], "beta"), (name, stored)
     for scope, ids in SCOPES.items():
         for pred in (None, CURRENT):
-            q = Query(f"scp-{scope}", "SCP-7311 escrow ledger", vec, pred, scope=scope)
+            q = base.Query(f"scp-{scope}", "SCP-7311 escrow ledger", vec, pred, scope=scope)
             res = arm.query(q, K)
             assert res.memory_ids, (name, scope, pred)
             assert set(res.memory_ids) <= set(ids), (name, scope, pred, res.memory_ids)
         counted = arm.query(
-            Query(f"scp-{scope}-n", "SCP-7311", vec, wants_count=True, scope=scope), K
+            base.Query(f"scp-{scope}-n", "SCP-7311", vec, wants_count=True, scope=scope), K
         )
         if arm.capabilities.aggregate:
             assert counted.count == len(ids), (name, scope, counted.count)
-    unscoped = arm.query(Query("scp-all", "SCP-7311 escrow ledger", vec), K).memory_ids
+    unscoped = arm.query(base.Query("scp-all", "SCP-7311 escrow ledger", vec), K).memory_ids
     assert set(unscoped) & set(SCOPES["alpha"]) and set(unscoped) & set(SCOPES["beta"]), (
         name, unscoped,
     )  # fmt: skip
     for scope in ("gamma", HOSTILE_SCOPE, NON_UTF8_SCOPE):
-        res = arm.query(Query("scp-none", "SCP-7311 escrow ledger", vec, scope=scope), K)
+        res = arm.query(base.Query("scp-none", "SCP-7311 escrow ledger", vec, scope=scope), K)
         assert res.memory_ids == [], (name, scope, res.memory_ids)
-        counted = arm.query(Query("scp-none-n", "SCP-7311", vec, wants_count=True, scope=scope), K)
+        counted = arm.query(
+            base.Query("scp-none-n", "SCP-7311", vec, wants_count=True, scope=scope), K
+        )
         assert counted.count in (None, 0), (name, scope, counted.count)
 
 
@@ -370,12 +369,12 @@ def test_remember_after_reopen(built, smoke):
     again.open(store)
     try:
         _remember(again, [_memory("reo-2", "WXR-9090 after the reopen")], vec)
-        ids = again.query(Query("reo", "WXR-9090 reopen", vec), K).memory_ids
+        ids = again.query(base.Query("reo", "WXR-9090 reopen", vec), K).memory_ids
         assert {"reo-1", "reo-2"} <= set(ids), (name, ids)
     finally:
         again.close()
     arm.open(store)
-    assert {"reo-1", "reo-2"} <= set(arm.query(Query("reo", "WXR-9090", vec), K).memory_ids)
+    assert {"reo-1", "reo-2"} <= set(arm.query(base.Query("reo", "WXR-9090", vec), K).memory_ids)
 
 
 def test_hostile_bodies_are_stored_verbatim_or_refused(built, smoke):
@@ -386,7 +385,7 @@ def test_hostile_bodies_are_stored_verbatim_or_refused(built, smoke):
         row = _memory(f"hostile-{i}", body, session_id="'; DROP TABLE x; --")
         try:
             _remember(arm, [row], vec)
-        except ArmError:
+        except base.ArmError:
             continue  # e.g. a NUL byte PostgreSQL text cannot hold: refused, named
         stored.append(row)
     assert len(stored) >= len(HOSTILE_TEXTS) - 2, name
@@ -394,7 +393,7 @@ def test_hostile_bodies_are_stored_verbatim_or_refused(built, smoke):
            .iter_rows(named=True)}  # fmt: skip
     assert got == {r["memory_id"]: r["body"] for r in stored}, name
     for text in HOSTILE_TEXTS[:12]:
-        arm.query(Query("h", text, vec, CURRENT, wants_count=True), K)
+        arm.query(base.Query("h", text, vec, CURRENT, wants_count=True), K)
 
 
 def test_remember_from_threads_while_querying(built, smoke):
@@ -413,7 +412,7 @@ def test_remember_from_threads_while_querying(built, smoke):
     def read() -> None:
         while not done.is_set():
             try:
-                arm.query(Query("t", "TPX thread write", vec, CURRENT), K)
+                arm.query(base.Query("t", "TPX thread write", vec, CURRENT), K)
             except BaseException as exc:  # noqa: BLE001
                 errors.append(f"{type(exc).__name__}: {exc}")
 
@@ -433,17 +432,17 @@ def test_remember_from_threads_while_querying(built, smoke):
         # (in the top k, not first: an arm may fuse in a recency list the newest write tops;
         # one identifier token, so a fused text rank is not decided by how the text branch
         # orders the 39 other writes' equal scores)
-        assert "thr-3-7" in arm.query(Query("t", "TPX307", vec), K).memory_ids, name
+        assert "thr-3-7" in arm.query(base.Query("t", "TPX307", vec), K).memory_ids, name
 
 
 def test_bench_hooks_give_the_query_answer(built, smoke):
     """Every built-in and product arm has a bare driver call whose ids are the query's."""
     name, arm, _, _ = built
-    if not isinstance(arm, QueryHooks):
+    if not isinstance(arm, base.QueryHooks):
         assert name not in BUILTIN_ARMS, f"{name}: a built-in arm without a bare driver call"
         pytest.skip(f"{name} declares no bench hooks")
     assert arm.bare_call.does and arm.bare_call.beyond
-    if isinstance(arm, IngestHooks):
+    if isinstance(arm, base.IngestHooks):
         assert arm.raw_ingest().kind in ("jsonl", "hnsw", "tables")
     for q in smoke["queries"]:
         raw = arm.raw_query_call(q, K)()

@@ -46,11 +46,11 @@ import pytest
 from pgserver._commands import POSTGRES_BIN_PATH
 from psycopg import sql
 from support.paths import REPO
-from support.tiny import fake_vector, make_tiny
+from support.tiny import fake_query as q, fake_vector, make_tiny
 from support.workflow import SNAKEMAKE, copy_workflow_config
 
 from agentmem import pg
-from agentmem.arms.base import ArmError, Embeddings, Predicate, Query
+from agentmem.arms.base import ArmError, Embeddings, Predicate
 from agentmem.arms.postgres import PgGinArm, PgHnswArm
 from agentmem.report.capture import engine_versions
 
@@ -235,11 +235,6 @@ def use_dsn(monkeypatch: pytest.MonkeyPatch):
         monkeypatch.setenv(pg.ENV_DSN, dsn)
 
     return _set
-
-
-def q(text: str, predicate: Predicate | None = None, wants_count: bool = False) -> Query:
-    """A query whose embedding is the fake vector of its text."""
-    return Query("q", text, fake_vector(text), predicate, wants_count)
 
 
 def assert_redacted(message: str, server: StandaloneServer, role: str, password: str) -> None:

@@ -11,7 +11,7 @@ import hashlib
 import numpy as np
 import polars as pl
 
-from agentmem.arms.base import Corpus, Embeddings
+from agentmem.arms.base import Corpus, Embeddings, Predicate, Query
 
 
 def fake_vector(text: str, dim: int = 384) -> np.ndarray:
@@ -96,6 +96,19 @@ TINY_ROWS = [
         ["RUN-481", "SVC-77"],
     ),
 ]
+
+
+def fake_query(
+    text: str = "",
+    predicate: Predicate | None = None,
+    wants_count: bool = False,
+    *,
+    vec_of: str | None = None,
+) -> Query:
+    """Query ``"q"`` carrying ``text``; its embedding is the fake vector of ``vec_of``
+    (default: of ``text``, as the tiny corpus embeds its bodies)."""
+    vec = fake_vector(vec_of if vec_of is not None else text)
+    return Query("q", text, vec, predicate, wants_count)
 
 
 def make_tiny() -> tuple[Corpus, Embeddings]:

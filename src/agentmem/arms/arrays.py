@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from agentmem.errors import ArmError
-from agentmem.types import VECTOR_DIM
+from agentmem.types import VECTOR_DIM, Embeddings
 
 
 def float32_array(values: Any, owner: str, what: str) -> np.ndarray:
@@ -56,3 +57,30 @@ def checked_vector(vec: Any, owner: str, what: str, dim: int = VECTOR_DIM) -> np
     if v.shape[0] != dim:
         raise ArmError(f"{owner}: {what} embedding has {v.shape[0]} values, need {dim}")
     return v
+
+
+def embedding_matrix(vectors: Embeddings, ids: Sequence[str], owner: str, where: Any) -> np.ndarray:
+    """The embeddings of ``ids`` for a build: float32 ``(len(ids), VECTOR_DIM)``.
+
+    Row ``i`` is the vector of ``ids[i]``.
+
+    Args:
+        vectors: the embeddings keyed by memory id.
+        ids: the memory ids, in the order of the rows wanted.
+        owner: the arm name, for the message.
+        where: the store (a path, a database), for the message.
+
+    Raises:
+        ArmError: an id has no embedding (``"<owner>: no embedding for id 'x' (<where>)"``),
+            the embeddings are not numbers (:func:`float32_array`), or their shape is not
+            ``(n, VECTOR_DIM)``.
+    """
+    try:
+        mat = float32_array(vectors.get(list(ids)), owner, "build: embeddings")
+    except KeyError as exc:
+        raise ArmError(f"{owner}: {exc.args[0]} ({where})") from None
+    if not len(ids):
+        return np.zeros((0, VECTOR_DIM), np.float32)
+    if mat.ndim != 2 or mat.shape[1] != VECTOR_DIM:
+        raise ArmError(f"{owner}: embeddings have shape {mat.shape}, need (n, {VECTOR_DIM})")
+    return mat

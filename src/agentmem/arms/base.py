@@ -26,12 +26,13 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 import polars as pl
 
-from agentmem.arms.arrays import checked_vector, float32_array
+from agentmem.arms.arrays import checked_vector, embedding_matrix, float32_array
 from agentmem.arms.hooks import BareCall, BenchHooks, IngestHooks, QueryHooks, RawIngest
 from agentmem.arms.remembering import (
     MEMORY_DEFAULTS,
     SUPERSEDES,
     Remembered,
+    build_memories,
     prepare_memories,
     with_supersedes,
 )
@@ -71,7 +72,9 @@ __all__ = [
     "RawIngest",
     "Remembered",
     "Result",
+    "build_memories",
     "checked_vector",
+    "embedding_matrix",
     "float32_array",
     "StorageStats",
     "prepare_memories",
@@ -82,6 +85,8 @@ __all__ = [
 @dataclass(frozen=True)
 class Capabilities:
     """What an architecture can express; generates the capability grid (paper Table 2).
+
+    Every attribute defaults to "cannot": an arm declares only what it can do.
 
     Attributes:
         predicate: applies structured predicates inside the engine.
@@ -98,12 +103,12 @@ class Capabilities:
             search: SQL ``WHERE``, a filtered index scan).
     """
 
-    predicate: bool
-    join: bool
-    aggregate: bool
-    vector_access: str
-    text_access: str
-    transactions: bool
+    predicate: bool = False
+    join: bool = False
+    aggregate: bool = False
+    vector_access: str = "none"
+    text_access: str = "none"
+    transactions: bool = False
     filter_stage: Literal["none", "post-filter", "in-search"] = "none"
 
     @classmethod

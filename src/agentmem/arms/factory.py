@@ -10,7 +10,7 @@ import inspect
 from collections.abc import Mapping
 from typing import Any
 
-from agentmem.arms.base import Arm
+from agentmem.arms import base
 
 
 def make_arm(
@@ -18,7 +18,7 @@ def make_arm(
     params: Mapping[str, Any] | None = None,
     *,
     optional: Mapping[str, Any] | None = None,
-) -> Arm:
+) -> base.Arm:
     """Instantiate registered arm ``name``.
 
     Args:

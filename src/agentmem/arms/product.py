@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from agentmem.arms.base import MEMORY_SCHEMA, ArmBase, ArmError, StorageStats
+from agentmem.arms import base
 
 __all__ = [
     "NO_ID",
@@ -57,7 +57,7 @@ METADATA_FIELDS: dict[str, type] = {
 
 #: The :data:`MEMORY_SCHEMA` columns a product arm stores and reads back
 #: (``entity_ids`` is not kept).
-STORED_COLUMNS: tuple[str, ...] = tuple(c for c in MEMORY_SCHEMA if c != "entity_ids")
+STORED_COLUMNS: tuple[str, ...] = tuple(c for c in base.MEMORY_SCHEMA if c != "entity_ids")
 
 _STRINGS = ("session_id", "fact_id", "superseded_by", "form", "scope_id")
 
@@ -119,17 +119,17 @@ def rows_frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
     """
     out = []
     for r in rows:
-        row = {c: r.get(c) for c in MEMORY_SCHEMA}
+        row = {c: r.get(c) for c in base.MEMORY_SCHEMA}
         for c in _STRINGS:
             if row[c] == NO_ID:
                 row[c] = None
         if row["turn_no"] == -1:
             row["turn_no"] = None
         out.append(row)
-    return pl.DataFrame(out, schema=MEMORY_SCHEMA, orient="row")
+    return pl.DataFrame(out, schema=base.MEMORY_SCHEMA, orient="row")
 
 
-def directory_storage(root: Path, what: str = "directory size") -> StorageStats:
+def directory_storage(root: Path, what: str = "directory size") -> base.StorageStats:
     """Bytes of the files under ``root``, per top-level entry, for products with no accounting.
 
     Args:
@@ -145,7 +145,7 @@ def directory_storage(root: Path, what: str = "directory size") -> StorageStats:
     """
     root = Path(root)
     if not root.is_dir():
-        raise ArmError(f"store directory {root} does not exist")
+        raise base.ArmError(f"store directory {root} does not exist")
     objects: dict[str, int] = {}
     for entry in sorted(root.iterdir()):
         if entry.is_file():
@@ -154,10 +154,10 @@ def directory_storage(root: Path, what: str = "directory size") -> StorageStats:
             objects[entry.name + "/"] = sum(
                 f.stat().st_size for f in entry.rglob("*") if f.is_file()
             )
-    return StorageStats(total_bytes=sum(objects.values()), objects=objects, source=what)
+    return base.StorageStats(total_bytes=sum(objects.values()), objects=objects, source=what)
 
 
-class ProductArm(ArmBase):
+class ProductArm(base.ArmBase):
     """Base of the product arms: ``family = "product"`` and the distributions they drive.
 
     Subclasses set ``products`` to the distribution names whose versions matter (the

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import Any, ClassVar
 
-from agentmem.arms.base import Arm, Capabilities
+from agentmem.arms import base
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -73,7 +73,7 @@ class Discovery:
         problems: the plug-ins left out, in entry-point order.
     """
 
-    arms: dict[str, type[Arm]] = field(default_factory=dict)
+    arms: dict[str, type[base.Arm]] = field(default_factory=dict)
     packages: dict[str, str] = field(default_factory=dict)
     problems: list[PluginProblem] = field(default_factory=list)
 
@@ -83,10 +83,10 @@ def _contract() -> tuple[dict[str, type], dict[str, tuple[str, ...]]]:
 
     Read from :class:`~agentmem.arms.base.Arm` itself, so the check follows the protocol.
     """
-    hints = typing.get_type_hints(Arm)
+    hints = typing.get_type_hints(base.Arm)
     attrs = {n: typing.get_args(t)[0] for n, t in hints.items() if typing.get_origin(t) is ClassVar}
     methods = {}
-    for n, fn in vars(Arm).items():
+    for n, fn in vars(base.Arm).items():
         if n.startswith("_") or not inspect.isfunction(fn):
             continue
         params = list(inspect.signature(fn).parameters.values())[1:]  # drop self
@@ -103,11 +103,11 @@ def _plain(sig: inspect.Signature) -> str:
     return str(sig.replace(parameters=params, return_annotation=empty))
 
 
-def _capability_problems(caps: Capabilities) -> list[str]:
+def _capability_problems(caps: base.Capabilities) -> list[str]:
     """Fields of ``caps`` whose value does not have the declared type or literal value."""
     out = []
-    hints = typing.get_type_hints(Capabilities)
-    for f in dataclasses.fields(Capabilities):
+    hints = typing.get_type_hints(base.Capabilities)
+    for f in dataclasses.fields(base.Capabilities):
         want, value = hints[f.name], getattr(caps, f.name)
         if typing.get_origin(want) is typing.Literal:
             if value not in typing.get_args(want):
@@ -153,7 +153,7 @@ def contract_problems(cls: Any, name: str | None = None) -> list[str]:
                 f"class attribute {attr!r} is {value!r}, not a "
                 f"{'non-empty ' if want is str else ''}{want.__name__}"
             )
-        elif want is Capabilities:
+        elif want is base.Capabilities:
             out.extend(_capability_problems(value))
     own = getattr(cls, "name", None)
     if name is not None and isinstance(own, str) and own and own != name:

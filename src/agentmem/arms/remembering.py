@@ -8,6 +8,7 @@ columns, defaults, token counts, the ``supersedes`` column) into :class:`Remembe
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -146,6 +147,30 @@ def prepare_memories(
     if not np.all(np.isfinite(mat)):
         raise ArmError(f"{owner}: {call}: an embedding has non-finite values")
     return Remembered(frame.drop(SUPERSEDES), mat, supersessions)
+
+
+def build_memories(
+    memories: pl.DataFrame, columns: Sequence[str], owner: str, where: Any
+) -> pl.DataFrame:
+    """A corpus's memories ready for an arm's build, checked to hold ``columns``.
+
+    A corpus without scopes gets a null ``scope_id`` (every memory unscoped).
+
+    Args:
+        memories: the corpus's memory rows.
+        columns: the columns the arm writes.
+        owner: the arm name, for the message.
+        where: the store (a path, a database), for the message.
+
+    Raises:
+        ArmError: ``"<owner>: corpus memories lack columns [...] (<where>)"``.
+    """
+    if "scope_id" not in memories.columns:
+        memories = memories.with_columns(scope_id=pl.lit(None, pl.String))
+    missing = [c for c in columns if c not in memories.columns]
+    if missing:
+        raise ArmError(f"{owner}: corpus memories lack columns {missing} ({where})")
+    return memories
 
 
 def with_supersedes(memories: pl.DataFrame) -> pl.DataFrame:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from agentmem.arms.base import MEMORY_SCHEMA
+from agentmem.arms import base
 
 
 def memory_frame(found: pl.DataFrame, memory_ids: Sequence[str]) -> pl.DataFrame:
@@ -38,7 +38,7 @@ def memory_frame(found: pl.DataFrame, memory_ids: Sequence[str]) -> pl.DataFrame
     )
     return joined.select(
         (pl.col(c) if c in joined.columns else pl.lit(None)).cast(t).alias(c)
-        for c, t in MEMORY_SCHEMA.items()
+        for c, t in base.MEMORY_SCHEMA.items()
     )
 
 
@@ -52,7 +52,7 @@ def memory_rows_frame(rows: Sequence[Sequence[object]], columns: Sequence[str]) 
     Returns:
         The rows as a frame with ``columns`` (cast to their dtypes).
     """
-    schema = {c: MEMORY_SCHEMA[c] for c in columns}
+    schema = {c: base.MEMORY_SCHEMA[c] for c in columns}
     return pl.DataFrame([list(r) for r in rows], schema=schema, orient="row")
 
 

@@ -9,10 +9,11 @@ alike.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from agentmem.arms.base import ArmBase, ArmError, Query, Result
+from agentmem.arms import base
 
 Statement = tuple[Any, Any]
 """One statement and its bindings: ``(sql, params)``; ``sql`` is text or a psycopg
@@ -22,7 +23,7 @@ COUNT = "count"
 """The label of the exact-count statement; every other label ranks."""
 
 
-class StatementQueries(ArmBase):
+class StatementQueries(base.ArmBase):
     """``query``, ``raw_query_call`` and ``raw_ids`` over an arm's labelled statements.
 
     The arm provides :meth:`_ranking`, :meth:`_count_sql`, :meth:`_query_connection`,
@@ -38,15 +39,15 @@ class StatementQueries(ArmBase):
     #: the ranking statement's label (in ``explain``)
     ranking_label: str = "ranking"
 
-    def _ranking(self, q: Query, k: int) -> Statement | None:
+    def _ranking(self, q: base.Query, k: int) -> Statement | None:
         """The ranking statement for ``q`` at ``k >= 1``, or None when none runs."""
         raise NotImplementedError
 
-    def _count_sql(self, q: Query) -> Statement:
+    def _count_sql(self, q: base.Query) -> Statement:
         """The exact-count statement for ``q`` (its filters; the text plays no part)."""
         raise NotImplementedError
 
-    def _query_statements(self, q: Query, k: int) -> list[tuple[str, Statement | None]]:
+    def _query_statements(self, q: base.Query, k: int) -> list[tuple[str, Statement | None]]:
         """``[(label, (sql, params) | None), ...]`` in the order :meth:`query` runs them.
 
         The ranking (:meth:`_ranking`; None when ``k <= 0`` or it does not run, e.g. no
@@ -70,11 +71,28 @@ class StatementQueries(ArmBase):
         """Where the store is, for error messages (a file, a server and database)."""
         raise NotImplementedError
 
+    @contextmanager
+    def _driver_failure(self, action: str) -> Iterator[None]:
+        """Turn a driver error inside the block into an :class:`ArmError`.
+
+        The message reads ``"{arm}: {action} {store location} failed: {error}"``, e.g.
+        ``action="fetch from"``; the driver's error is its cause.
+
+        Raises:
+            ArmError: on any of :attr:`driver_errors` raised inside the block.
+        """
+        try:
+            yield
+        except self.driver_errors as exc:
+            raise base.ArmError(
+                f"{self.name}: {action} {self._store_location()} failed: {exc}"
+            ) from exc
+
     def _statement_text(self, conn: Any, sql: Any) -> Any:
         """``sql`` as the driver is sent it, rendered once for :meth:`raw_query_call`."""
         return sql
 
-    def query(self, q: Query, k: int) -> Result:
+    def query(self, q: base.Query, k: int) -> base.Result:
         """Return at most ``k`` memory ids best first, plus the exact count if wanted.
 
         Runs :meth:`_query_statements` in order: a ranking statement's first column gives
@@ -88,7 +106,7 @@ class StatementQueries(ArmBase):
         conn = self._query_connection()
         ids: list[str] = []
         count: int | None = None
-        try:
+        with self._driver_failure(f"query {q.query_id!r} on"):
             for label, stmt in self._query_statements(q, k):
                 if stmt is None:
                     continue
@@ -97,13 +115,9 @@ class StatementQueries(ArmBase):
                     count = int(rows[0][0])
                 else:
                     ids = [r[0] for r in rows]
-        except self.driver_errors as exc:
-            raise ArmError(
-                f"{self.name}: query {q.query_id!r} on {self._store_location()} failed: {exc}"
-            ) from exc
-        return Result(memory_ids=ids[:k], count=count)
+        return base.Result(memory_ids=ids[:k], count=count)
 
-    def raw_query_call(self, q: Query, k: int) -> Callable[[], list[list[Any]]]:
+    def raw_query_call(self, q: base.Query, k: int) -> Callable[[], list[list[Any]]]:
         """Return a zero-argument function making exactly the driver calls :meth:`query` makes.
 
         The statements are built (and rendered to the text the driver sends) here, once;

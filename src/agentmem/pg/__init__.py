@@ -17,6 +17,7 @@ from agentmem.pg.connection import (
     connect,
     connect_store,
     drop_store,
+    open_store,
 )
 from agentmem.pg.dsn import ENV_DSN, Mode, current_mode, database_name, external_dsn, redact_dsn
 from agentmem.pg.errors import PgError
@@ -44,6 +45,7 @@ __all__ = [
     "drop_store",
     "external_dsn",
     "import_pgserver",
+    "open_store",
     "postmaster_pid",
     "process_alive",
     "redact_dsn",

@@ -321,3 +321,17 @@ __all__ = [
     "connect_store",
     "drop_store",
 ]
+
+
+def open_store(store_dir: Path, arm: str, *, create: bool, what: str = "store") -> PgHandle:
+    """:func:`connect_store` for the arm ``arm``, its error naming the arm and the store.
+
+    Raises:
+        PgError: ``"<arm>: cannot create <what> in <store_dir>: <reason>"`` (``create``) or
+            ``"<arm>: cannot open <what> in <store_dir>: <reason>"``.
+    """
+    try:
+        return connect_store(store_dir, arm, create=create)
+    except PgError as exc:
+        verb = "create" if create else "open"
+        raise PgError(f"{arm}: cannot {verb} {what} in {store_dir}: {exc}") from None

@@ -21,45 +21,25 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from agentmem.arms.base import (
-    MEMORY_SCHEMA,
-    VECTOR_DIM,
-    ArmBase,
-    ArmError,
-    BuildStats,
-    Capabilities,
-    Corpus,
-    Embeddings,
-    Query,
-    Result,
-    StorageStats,
-    checked_vector,
-    prepare_memories,
-)
+from agentmem.arms import base
 
 STORE_FILE = "bag.json"
 
 
-class ExampleBagArm(ArmBase):
+class ExampleBagArm(base.ArmBase):
     """Brute-force cosine over a JSON bag of memories; predicates filter before scoring."""
 
     name = "example-bag"
     family = "example"
-    capabilities = Capabilities(
-        predicate=True,
-        join=False,
-        aggregate=False,
-        vector_access="brute-force",
-        text_access="none",
-        transactions=False,
-        filter_stage="in-search",
+    capabilities = base.Capabilities(
+        predicate=True, vector_access="brute-force", filter_stage="in-search"
     )
     prefix_stable = True  # a total order (score, then id) cut at k
 
     def __init__(self) -> None:
         self._path: Path | None = None
         self._rows: list[dict[str, Any]] = []
-        self._vectors = np.zeros((0, VECTOR_DIM), dtype=np.float32)
+        self._vectors = np.zeros((0, base.VECTOR_DIM), dtype=np.float32)
         self._index: dict[str, int] = {}
 
     # ------------------------------------------------------------------ store file
@@ -78,79 +58,86 @@ class ExampleBagArm(ArmBase):
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            raise ArmError(f"{self.name}: no store at {path}") from None
+            raise base.ArmError(f"{self.name}: no store at {path}") from None
         except (OSError, ValueError) as exc:
-            raise ArmError(f"{self.name}: cannot read {path}: {exc}") from None
+            raise base.ArmError(f"{self.name}: cannot read {path}: {exc}") from None
         self._rows = doc["memories"]
-        self._vectors = np.asarray(doc["vectors"], dtype=np.float32).reshape(-1, VECTOR_DIM)
+        self._vectors = np.asarray(doc["vectors"], dtype=np.float32).reshape(-1, base.VECTOR_DIM)
         self._index = {r["memory_id"]: i for i, r in enumerate(self._rows)}
         self._path = path
 
     def _open_path(self) -> Path:
         if self._path is None:
-            raise ArmError(f"{self.name}: the store is not open (call build or open first)")
+            raise base.ArmError(f"{self.name}: the store is not open (call build or open first)")
         return self._path
 
     # -------------------------------------------------------------------- contract
-    def build(self, corpus: Corpus, vectors: Embeddings, store_dir: Path) -> BuildStats:
+    def build(
+        self, corpus: base.Corpus, vectors: base.Embeddings, store_dir: Path
+    ) -> base.BuildStats:
         """Write every corpus memory and its embedding to ``store_dir/bag.json``."""
         t0 = time.perf_counter()
         mem = corpus.memories
-        batch = prepare_memories(
-            mem.select([c for c in mem.columns if c in MEMORY_SCHEMA]), vectors, self.name, "build"
+        batch = base.prepare_memories(
+            mem.select([c for c in mem.columns if c in base.MEMORY_SCHEMA]),
+            vectors,
+            self.name,
+            "build",
         )
         store_dir = Path(store_dir)
         store_dir.mkdir(parents=True, exist_ok=True)
         path = store_dir / STORE_FILE
         self._write(path, batch.memories.to_dicts(), batch.vectors)
         self._load(path)
-        return BuildStats(ingest_ms=(time.perf_counter() - t0) * 1000, index_ms=0.0)
+        return base.BuildStats(ingest_ms=(time.perf_counter() - t0) * 1000, index_ms=0.0)
 
     def open(self, store_dir: Path) -> None:
         """Load ``store_dir/bag.json``; ArmError naming the path when it is missing."""
         self._load(Path(store_dir) / STORE_FILE)
 
-    def remember(self, memories: pl.DataFrame, vectors: Embeddings) -> None:
+    def remember(self, memories: pl.DataFrame, vectors: base.Embeddings) -> None:
         """Append ``memories``, apply their ``supersedes`` lists, rewrite the store."""
         path = self._open_path()
-        batch = prepare_memories(memories, vectors, self.name)
+        batch = base.prepare_memories(memories, vectors, self.name)
         for mid in batch.ids:
             if mid in self._index:
-                raise ArmError(f"{self.name}: memory {mid!r} is already stored")
+                raise base.ArmError(f"{self.name}: memory {mid!r} is already stored")
         rows = [dict(r) for r in self._rows] + batch.memories.to_dicts()
         index = {r["memory_id"]: i for i, r in enumerate(rows)}
         for old, new in batch.supersessions:
             if old not in index:
-                raise ArmError(f"{self.name}: {new!r} supersedes {old!r}, which is not stored")
+                raise base.ArmError(f"{self.name}: {new!r} supersedes {old!r}, which is not stored")
             rows[index[old]]["superseded_by"] = new
         vecs = np.concatenate([self._vectors, batch.vectors])
         self._write(path, rows, vecs)  # all or nothing: memory changes only after this
         self._rows, self._vectors, self._index = rows, vecs, index
 
-    def query(self, q: Query, k: int) -> Result:
+    def query(self, q: base.Query, k: int) -> base.Result:
         """Top ``k`` rows the scope and predicate admit, by cosine to ``q.embedding``."""
         self._open_path()
         # None, non-numeric (strings), the wrong length: an ArmError naming arm and query
-        v = checked_vector(q.embedding, self.name, f"query {q.query_id!r}")
+        v = base.checked_vector(q.embedding, self.name, f"query {q.query_id!r}")
         if not np.all(np.isfinite(v)):
-            raise ArmError(f"{self.name}: query {q.query_id!r} embedding has non-finite values")
+            raise base.ArmError(
+                f"{self.name}: query {q.query_id!r} embedding has non-finite values"
+            )
         if k <= 0:
-            return Result([])
+            return base.Result([])
         keep = [i for i, r in enumerate(self._rows) if all(p.matches(r) for p in q.filters)]
         scores = self._vectors[keep] @ v if keep else np.zeros(0, np.float32)
         ranked = sorted(
             zip(scores.tolist(), keep, strict=True),
             key=lambda s: (-s[0], self._rows[s[1]]["memory_id"]),
         )
-        return Result([self._rows[i]["memory_id"] for _, i in ranked[:k]])
+        return base.Result([self._rows[i]["memory_id"] for _, i in ranked[:k]])
 
     def fetch(self, memory_ids: Sequence[str]) -> pl.DataFrame:
         """The stored rows of ``memory_ids``, in the order asked, each once."""
         self._open_path()
         wanted = [m for m in dict.fromkeys(memory_ids) if m in self._index]
-        return pl.DataFrame([self._rows[self._index[m]] for m in wanted], schema=MEMORY_SCHEMA)
+        return pl.DataFrame([self._rows[self._index[m]] for m in wanted], schema=base.MEMORY_SCHEMA)
 
-    def explain(self, q: Query, k: int = 10) -> str:
+    def explain(self, q: base.Query, k: int = 10) -> str:
         """Describe the scan (there is no engine plan)."""
         self._open_path()
         cond = " and ".join(str(p) for p in q.filters)
@@ -160,11 +147,11 @@ class ExampleBagArm(ArmBase):
             f"(numpy dot product); sort by score, then memory_id; keep {k}"
         )
 
-    def storage(self) -> StorageStats:
+    def storage(self) -> base.StorageStats:
         """Size of the store document."""
         path = self._open_path()
         size = path.stat().st_size
-        return StorageStats(
+        return base.StorageStats(
             total_bytes=size,
             objects={STORE_FILE: size},
             source="file sizes",
@@ -175,4 +162,4 @@ class ExampleBagArm(ArmBase):
         """Forget the loaded store (nothing is held open); safe to call twice."""
         self._path = None
         self._rows, self._index = [], {}
-        self._vectors = np.zeros((0, VECTOR_DIM), dtype=np.float32)
+        self._vectors = np.zeros((0, base.VECTOR_DIM), dtype=np.float32)

@@ -19,20 +19,7 @@ from typing import Any, ClassVar
 import numpy as np
 import polars as pl
 
-from agentmem.arms.base import (
-    ArmError,
-    BareCall,
-    BuildStats,
-    Capabilities,
-    Corpus,
-    Embeddings,
-    Query,
-    Result,
-    StorageStats,
-    checked_vector,
-    float32_array,
-    prepare_memories,
-)
+from agentmem.arms import base
 from agentmem.arms.chroma.filters import matches_nothing, query_where
 from agentmem.arms.product import (
     ProductArm,
@@ -120,10 +107,10 @@ class ChromaArm(ProductArm):
     #: the HNSW search breadth of the filtered search; the post-filter sweep sets it to k * x
     candidate_param: ClassVar[str | None] = "ef_search"
     candidate_unit: ClassVar[str] = "list"
-    capabilities: ClassVar[Capabilities] = Capabilities.vector_database(
+    capabilities: ClassVar[base.Capabilities] = base.Capabilities.vector_database(
         vector_access="hnsw-filtered"
     )
-    bare_call: ClassVar[BareCall] = BareCall(
+    bare_call: ClassVar[base.BareCall] = base.BareCall(
         "Collection.query (embedding, n_results, where) and, for a count, Collection.get "
         "of the ids or count()",
         "the vector check and the where filter built per call; the id list",
@@ -148,7 +135,9 @@ class ChromaArm(ProductArm):
         self._dir: Path | None = None
 
     # ------------------------------------------------------------------ lifecycle
-    def build(self, corpus: Corpus, vectors: Embeddings, store_dir: Path) -> BuildStats:
+    def build(
+        self, corpus: base.Corpus, vectors: base.Embeddings, store_dir: Path
+    ) -> base.BuildStats:
         """Create the collection under ``store_dir/chroma`` and add every memory.
 
         A collection built there before is dropped first (``client.delete_collection``).
@@ -173,8 +162,8 @@ class ChromaArm(ProductArm):
         try:
             matrix = vectors.get(ids) if ids else np.zeros((0, vectors.dim), np.float32)
         except KeyError as exc:
-            raise ArmError(f"{self.name}: cannot build store in {store_dir}: {exc}") from exc
-        matrix = float32_array(matrix, self.name, "build: embeddings")
+            raise base.ArmError(f"{self.name}: cannot build store in {store_dir}: {exc}") from exc
+        matrix = base.float32_array(matrix, self.name, "build: embeddings")
         metas = metadata_rows(memories)
         docs = [str(b) for b in memories.get_column("body").to_list()]
         path.mkdir(parents=True, exist_ok=True)
@@ -203,11 +192,11 @@ class ChromaArm(ProductArm):
             ingest_ms = (time.perf_counter() - t0) * 1000.0
         except Exception as exc:
             client.close()
-            raise ArmError(
+            raise base.ArmError(
                 f"{self.name}: chromadb build in {path} failed: {type(exc).__name__}: {exc}"
             ) from exc
         self._client, self._col, self._dir = client, col, store_dir
-        return BuildStats(ingest_ms=ingest_ms, index_ms=0.0)
+        return base.BuildStats(ingest_ms=ingest_ms, index_ms=0.0)
 
     def open(self, store_dir: Path) -> None:
         """Reopen the collection built under ``store_dir`` (a new ``PersistentClient``).
@@ -223,7 +212,7 @@ class ChromaArm(ProductArm):
         store_dir = Path(store_dir)
         path = store_dir / CHROMA_DIR
         if not (path / "chroma.sqlite3").is_file():
-            raise ArmError(f"{self.name}: no Chroma store at {path} (chroma.sqlite3 missing)")
+            raise base.ArmError(f"{self.name}: no Chroma store at {path} (chroma.sqlite3 missing)")
         client = self._connect(path)
         try:
             col = client.get_collection(COLLECTION)
@@ -231,7 +220,7 @@ class ChromaArm(ProductArm):
                 col.modify(configuration={"hnsw": {"ef_search": self.ef_search}})
         except Exception as exc:
             client.close()
-            raise ArmError(
+            raise base.ArmError(
                 f"{self.name}: chromadb cannot open collection {COLLECTION!r} in {path}: "
                 f"{type(exc).__name__}: {exc}"
             ) from exc
@@ -247,7 +236,7 @@ class ChromaArm(ProductArm):
             client.close()
 
     # ------------------------------------------------------------------ queries
-    def query(self, q: Query, k: int) -> Result:
+    def query(self, q: base.Query, k: int) -> base.Result:
         """Top ``k`` by cosine among the memories of ``q.scope`` matching ``q.predicate``.
 
         Args:
@@ -265,9 +254,9 @@ class ChromaArm(ProductArm):
                 or Chroma fails.
         """
         raw = self.raw_query_call(q, k)()
-        return Result(memory_ids=self.raw_ids(raw, k), count=raw[1])
+        return base.Result(memory_ids=self.raw_ids(raw, k), count=raw[1])
 
-    def raw_query_call(self, q: Query, k: int) -> Callable[[], tuple[Any, int | None]]:
+    def raw_query_call(self, q: base.Query, k: int) -> Callable[[], tuple[Any, int | None]]:
         """Return a zero-argument function making exactly the Chroma calls :meth:`query` makes.
 
         The vector check and the ``where`` filter are built here, once; the function runs
@@ -278,7 +267,7 @@ class ChromaArm(ProductArm):
             ArmError: when the arm is not open or the embedding is missing or not 384 values.
         """
         col = self._require_open()
-        vec = checked_vector(q.embedding, self.name, f"query {q.query_id!r}")
+        vec = base.checked_vector(q.embedding, self.name, f"query {q.query_id!r}")
         where = query_where(q)
         none = matches_nothing(q)
         search = k > 0 and not none and bool(np.all(np.isfinite(vec)))
@@ -307,7 +296,7 @@ class ChromaArm(ProductArm):
             return int(col.count())
         return len(col.get(where=where, include=[])["ids"])
 
-    def explain(self, q: Query, k: int = 10) -> str:
+    def explain(self, q: base.Query, k: int = 10) -> str:
         """Describe the Chroma calls ``query`` makes for ``q`` (Chroma exposes no plan)."""
         col = self._require_open()
         hnsw = _hnsw(col)
@@ -332,7 +321,7 @@ class ChromaArm(ProductArm):
         )
 
     # ------------------------------------------------------------------ writes
-    def remember(self, memories: pl.DataFrame, vectors: Embeddings) -> None:
+    def remember(self, memories: pl.DataFrame, vectors: base.Embeddings) -> None:
         """Add memories with ``collection.add``; mark corrected ones with ``collection.update``.
 
         Chroma's ``add`` ignores ids it already holds and ``update`` ignores ids it does
@@ -348,14 +337,16 @@ class ChromaArm(ProductArm):
                 fails.
         """
         col = self._require_open()
-        batch = prepare_memories(memories, vectors, self.name)
+        batch = base.prepare_memories(memories, vectors, self.name)
         ids = batch.ids
         if not ids:
             return
         size = self._client.get_max_batch_size()
         stored = self._stored(ids, size)
         if stored:
-            raise ArmError(f"{self.name}: memory {stored[0]!r} is already stored in {self._dir}")
+            raise base.ArmError(
+                f"{self.name}: memory {stored[0]!r} is already stored in {self._dir}"
+            )
         in_batch = {m: i for i, m in enumerate(ids)}
         metas = metadata_rows(batch.memories)
         outside: dict[str, str] = {}
@@ -368,7 +359,7 @@ class ChromaArm(ProductArm):
         missing = set(olds) - set(self._stored(olds, size))
         if missing:
             old, new = next((o, n) for o, n in batch.supersessions if o in missing)
-            raise ArmError(
+            raise base.ArmError(
                 f"{self.name}: memory {new!r} supersedes {old!r}, which is not stored in "
                 f"{self._dir}"
             )
@@ -385,7 +376,7 @@ class ChromaArm(ProductArm):
         except Exception as exc:
             for s in _batches(len(added), size):
                 col.delete(ids=added[s])
-            raise ArmError(
+            raise base.ArmError(
                 f"{self.name}: chromadb remember in {self._dir} failed (added rows deleted "
                 f"again): {type(exc).__name__}: {exc}"
             ) from exc
@@ -417,7 +408,7 @@ class ChromaArm(ProductArm):
                 rows[mid] = {**(meta or {}), "memory_id": mid, "body": doc}
         return rows_frame([rows[m] for m in unique if m in rows])
 
-    def storage(self) -> StorageStats:
+    def storage(self) -> base.StorageStats:
         """Bytes of the files under ``store_dir/chroma`` (Chroma has no size accounting).
 
         One object per top-level entry (``chroma.sqlite3``, the HNSW segment folder);
@@ -445,12 +436,12 @@ class ChromaArm(ProductArm):
                 path=str(path), settings=Settings(anonymized_telemetry=False)
             )
         except Exception as exc:
-            raise ArmError(
+            raise base.ArmError(
                 f"{self.name}: chromadb PersistentClient({path}) failed: "
                 f"{type(exc).__name__}: {exc}"
             ) from exc
 
     def _require_open(self) -> Any:
         if self._col is None:
-            raise ArmError(f"{self.name}: arm is not open (call build() or open() first)")
+            raise base.ArmError(f"{self.name}: arm is not open (call build() or open() first)")
         return self._col

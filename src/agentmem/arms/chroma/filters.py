@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentmem.arms.base import Predicate, Query
+from agentmem.arms import base
 from agentmem.arms.product import NO_ID, matchless_id
 
 
-def where_filter(pred: Predicate | None) -> dict[str, Any] | None:
+def where_filter(pred: base.Predicate | None) -> dict[str, Any] | None:
     """Chroma's ``where`` document for a predicate (``None``: no filter).
 
     ``created_day <= d`` is ``{"created_day": {"$lte": d}}``, ``field = v`` is
@@ -26,7 +26,7 @@ def where_filter(pred: Predicate | None) -> dict[str, Any] | None:
     return {pred.field: {"$eq": pred.value}}
 
 
-def query_where(q: Query) -> dict[str, Any] | None:
+def query_where(q: base.Query) -> dict[str, Any] | None:
     """Chroma's ``where`` document for every filter of ``q`` (``None``: no filter).
 
     The scope is ``{"scope_id": {"$eq": scope}}`` (memories without a scope store ``""``,
@@ -40,7 +40,7 @@ def query_where(q: Query) -> dict[str, Any] | None:
     return docs[0] if len(docs) == 1 else {"$and": docs}
 
 
-def matches_nothing(q: Query) -> bool:
+def matches_nothing(q: base.Query) -> bool:
     """True when no memory can match ``q``'s filters: an ``=`` on a :func:`matchless_id`.
 
     Chroma refuses a non-UTF-8 value in a ``where`` ("Invalid where clause").

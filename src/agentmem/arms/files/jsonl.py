@@ -19,21 +19,7 @@ from typing import Any, ClassVar
 
 import polars as pl
 
-from agentmem.arms.base import (
-    SUPERSEDES,
-    ArmBase,
-    ArmError,
-    BareCall,
-    BuildStats,
-    Capabilities,
-    Corpus,
-    Embeddings,
-    Query,
-    RawIngest,
-    Result,
-    StorageStats,
-    prepare_memories,
-)
+from agentmem.arms import base
 from agentmem.arms.files.reader import (
     FETCH_SCHEMA,
     SCAN_SCHEMA,
@@ -53,7 +39,7 @@ _log = logging.getLogger(__package__)
 JSONL_NAME = "memories.jsonl"
 
 
-class FileJsonlArm(ArmBase):
+class FileJsonlArm(base.ArmBase):
     """Append-only JSONL memory file; every query re-reads and re-parses the file.
 
     Storage: ``store_dir/memories.jsonl``, one compact UTF-8 JSON object per memory with
@@ -76,16 +62,8 @@ class FileJsonlArm(ArmBase):
     name: ClassVar[str] = "file-jsonl"
     prefix_stable: ClassVar[bool] = True
     family: ClassVar[str] = "file"
-    capabilities: ClassVar[Capabilities] = Capabilities(
-        predicate=False,
-        join=False,
-        aggregate=False,
-        vector_access="none",
-        text_access="scan",
-        transactions=False,
-        filter_stage="none",
-    )
-    bare_call: ClassVar[BareCall] = BareCall(
+    capabilities: ClassVar[base.Capabilities] = base.Capabilities(text_access="scan")
+    bare_call: ClassVar[base.BareCall] = base.BareCall(
         "re-read + polars read_ndjson of every line, then the polars term scan and top-k "
         "(a file has no engine: this scan is its retrieval)",
         "term extraction from the text and the Result",
@@ -99,7 +77,9 @@ class FileJsonlArm(ArmBase):
         self._ids: set[str] = set()
 
     # ------------------------------------------------------------------ lifecycle
-    def build(self, corpus: Corpus, vectors: Embeddings, store_dir: Path) -> BuildStats:
+    def build(
+        self, corpus: base.Corpus, vectors: base.Embeddings, store_dir: Path
+    ) -> base.BuildStats:
         """Write every memory as one appended JSON line to ``store_dir/memories.jsonl``.
 
         Any existing file is replaced. ``vectors`` is unused (the file holds no vectors).
@@ -128,9 +108,9 @@ class FileJsonlArm(ArmBase):
                     fh.write(_dumps(row) + "\n")
             ingest_ms = (time.perf_counter() - t0) * 1000.0
         except OSError as exc:
-            raise ArmError(f"file-jsonl: cannot write store {path}: {exc}") from exc
+            raise base.ArmError(f"file-jsonl: cannot write store {path}: {exc}") from exc
         self._path = path
-        return BuildStats(ingest_ms=ingest_ms, index_ms=0.0)
+        return base.BuildStats(ingest_ms=ingest_ms, index_ms=0.0)
 
     def open(self, store_dir: Path) -> None:
         """Reopen ``store_dir/memories.jsonl``, parsing it once with the recall reader.
@@ -144,7 +124,7 @@ class FileJsonlArm(ArmBase):
         """
         path = Path(store_dir) / JSONL_NAME
         if not path.is_file():
-            raise ArmError(f"file-jsonl: store file {path} does not exist")
+            raise base.ArmError(f"file-jsonl: store file {path} does not exist")
         store = read_store(path)
         self._path = path
         self._reported_unreadable = 0
@@ -157,7 +137,7 @@ class FileJsonlArm(ArmBase):
         self._ids_key, self._ids = None, set()
 
     # ------------------------------------------------------------------ writes
-    def remember(self, memories: pl.DataFrame, vectors: Embeddings) -> None:
+    def remember(self, memories: pl.DataFrame, vectors: base.Embeddings) -> None:
         """Append one JSON line per memory to ``memories.jsonl`` (buffered, no fsync).
 
         The batch is validated by :func:`~agentmem.arms.base.prepare_memories` and every
@@ -179,31 +159,31 @@ class FileJsonlArm(ArmBase):
                 read or written (nothing is appended then, except on a failing write).
         """
         path = self._require_open()
-        batch = prepare_memories(memories, vectors, self.name)
+        batch = base.prepare_memories(memories, vectors, self.name)
         ids = batch.ids
         if not ids:
             return
         stored = self._stored_ids(path)
         dup = next((m for m in ids if m in stored), None)
         if dup is not None:
-            raise ArmError(f"{self.name}: memory {dup!r} is already stored in {path}")
+            raise base.ArmError(f"{self.name}: memory {dup!r} is already stored in {path}")
         batch_ids = set(ids)
         corrects: dict[str, list[str]] = {}
         for old, new in batch.supersessions:
             if old not in stored and old not in batch_ids:
-                raise ArmError(
+                raise base.ArmError(
                     f"{self.name}: memory {new!r} supersedes {old!r}, which is not stored in {path}"
                 )
             corrects.setdefault(new, []).append(old)
         lines: list[bytes] = []
         for row in batch.memories.rows(named=True):
             if row["memory_id"] in corrects:
-                row[SUPERSEDES] = corrects[row["memory_id"]]
+                row[base.SUPERSEDES] = corrects[row["memory_id"]]
             try:
                 text = json.dumps(row, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
                 lines.append(text.encode("utf-8") + b"\n")
             except ValueError as exc:  # NaN/inf, a lone surrogate
-                raise ArmError(
+                raise base.ArmError(
                     f"{self.name}: memory {row['memory_id']!r} cannot be written as JSON: {exc}"
                 ) from None
         try:
@@ -219,7 +199,7 @@ class FileJsonlArm(ArmBase):
                 key = file_key(os.fstat(fh.fileno()))
         except OSError as exc:
             self._ids_key = None
-            raise ArmError(f"{self.name}: cannot append to store {path}: {exc}") from exc
+            raise base.ArmError(f"{self.name}: cannot append to store {path}: {exc}") from exc
         seen = self._ids_key
         if seen is not None and seen[:3] == (key[0], key[1], size):  # nobody else appended
             self._ids.update(ids)
@@ -244,7 +224,7 @@ class FileJsonlArm(ArmBase):
         path = self._require_open()
         table = read_store(path, FETCH_SCHEMA).table
         links = (
-            table.select(pl.col(SUPERSEDES).alias("old"), pl.col("memory_id").alias("new"))
+            table.select(pl.col(base.SUPERSEDES).alias("old"), pl.col("memory_id").alias("new"))
             .explode("old")
             .drop_nulls("old")
             .unique("old", keep="last", maintain_order=True)
@@ -259,14 +239,14 @@ class FileJsonlArm(ArmBase):
         try:
             key = file_key(path.stat())
         except OSError as exc:
-            raise ArmError(f"{self.name}: cannot read store {path}: {exc}") from exc
+            raise base.ArmError(f"{self.name}: cannot read store {path}: {exc}") from exc
         if key != self._ids_key:
             self._ids = set(read_store(path).table.get_column("memory_id").to_list())
             self._ids_key = key
         return self._ids
 
     # ------------------------------------------------------------------ queries
-    def query(self, q: Query, k: int) -> Result:
+    def query(self, q: base.Query, k: int) -> base.Result:
         """Re-read the whole file and return the top ``k`` memories by term overlap.
 
         Every call parses the whole file again
@@ -295,9 +275,9 @@ class FileJsonlArm(ArmBase):
         path = self._require_open()
         store = read_store(path, SCAN_SCHEMA if q.scope is None else SCOPED_SCAN_SCHEMA)
         self._report_unreadable(store)
-        return Result(memory_ids=top_terms(store.table, query_terms(q.text or ""), k, q.scope))
+        return base.Result(memory_ids=top_terms(store.table, query_terms(q.text or ""), k, q.scope))
 
-    def raw_query_call(self, q: Query, k: int) -> Callable[[], list[str]]:
+    def raw_query_call(self, q: base.Query, k: int) -> Callable[[], list[str]]:
         """Return a zero-argument function making the file scan :meth:`query` makes.
 
         A file has no engine: its "driver call" is the polars read-and-scan itself
@@ -321,7 +301,7 @@ class FileJsonlArm(ArmBase):
         """The ids :meth:`query` returns for the bare scan's output: the first ``k``."""
         return list(raw)[: max(int(k), 0)]
 
-    def explain(self, q: Query, k: int = 10) -> str:
+    def explain(self, q: base.Query, k: int = 10) -> str:
         """Describe the scan ``query`` performs for ``q`` (a file has no query planner)."""
         path = self._require_open()
         terms = query_terms(q.text or "")
@@ -347,7 +327,7 @@ class FileJsonlArm(ArmBase):
             f"{pred}; count not supported"
         )
 
-    def storage(self) -> StorageStats:
+    def storage(self) -> base.StorageStats:
         """Return the size of ``memories.jsonl`` (``source="file sizes"``), re-read now.
 
         ``objects`` splits the file into the bytes of readable lines (``memories.jsonl``)
@@ -362,7 +342,7 @@ class FileJsonlArm(ArmBase):
         objects = {JSONL_NAME: store.size - store.unreadable_bytes}
         if store.unreadable_lines:
             objects["unreadable lines"] = store.unreadable_bytes
-        return StorageStats(
+        return base.StorageStats(
             total_bytes=store.size,
             objects=objects,
             source="file sizes",
@@ -381,14 +361,14 @@ class FileJsonlArm(ArmBase):
             f"{bad} unreadable lines ({store.unreadable_bytes} bytes)"
         ] if bad else []
 
-    def raw_ingest(self) -> RawIngest:
+    def raw_ingest(self) -> base.RawIngest:
         """The raw bulk path: every memory serialised, then one write of all lines."""
-        return RawIngest("jsonl", beyond="one buffered write call per memory")
+        return base.RawIngest("jsonl", beyond="one buffered write call per memory")
 
     # ------------------------------------------------------------------ helpers
     def _require_open(self) -> Path:
         if self._path is None:
-            raise ArmError("file-jsonl: arm is not open (call build() or open() first)")
+            raise base.ArmError("file-jsonl: arm is not open (call build() or open() first)")
         return self._path
 
     def _report_unreadable(self, store: StoreRead) -> None:

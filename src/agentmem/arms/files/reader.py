@@ -13,7 +13,7 @@ from pathlib import Path
 
 import polars as pl
 
-from agentmem.arms.base import MEMORY_SCHEMA, SUPERSEDES, ArmError
+from agentmem.arms import base
 from agentmem.arms.files.recovery import split_lines
 
 #: Keys every stored JSON object must carry for scoring and ordering.
@@ -33,7 +33,7 @@ SCOPED_SCAN_SCHEMA: dict[str, pl.DataType] = {**SCAN_SCHEMA, "scope_id": pl.Stri
 
 #: Columns ``FileJsonlArm.fetch`` reads from each line: every memory column and the
 #: ``supersedes`` list a correction carries.
-FETCH_SCHEMA: dict[str, pl.DataType] = {**MEMORY_SCHEMA, SUPERSEDES: pl.List(pl.String)}
+FETCH_SCHEMA: dict[str, pl.DataType] = {**base.MEMORY_SCHEMA, base.SUPERSEDES: pl.List(pl.String)}
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ def read_store(path: Path, schema: dict[str, pl.DataType] = SCAN_SCHEMA) -> Stor
         # bytes, not the path: polars would expand glob characters ([, *, ?) in a path
         data = path.read_bytes()
     except OSError as exc:
-        raise ArmError(f"file-jsonl: cannot read store {path}: {exc}") from exc
+        raise base.ArmError(f"file-jsonl: cannot read store {path}: {exc}") from exc
     try:
         table = pl.read_ndjson(data, schema=schema)
         if not any(table.get_column(c).null_count() for c in REQUIRED_KEYS):
@@ -99,5 +99,5 @@ def read_store(path: Path, schema: dict[str, pl.DataType] = SCAN_SCHEMA) -> Stor
     try:
         table = pl.read_ndjson(good, schema=schema) if good else pl.DataFrame(schema=schema)
     except pl.exceptions.PolarsError as exc:  # lines json accepts and polars does not
-        raise ArmError(f"file-jsonl: cannot parse store {path}: {exc}") from exc
+        raise base.ArmError(f"file-jsonl: cannot parse store {path}: {exc}") from exc
     return StoreRead(table, len(data), bad_lines, bad_bytes, first)

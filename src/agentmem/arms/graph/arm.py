@@ -12,20 +12,8 @@ from pathlib import Path
 from typing import ClassVar
 
 import apsw
-import polars as pl
 
-from agentmem.arms.base import (
-    VECTOR_DIM,
-    ArmError,
-    BareCall,
-    BuildStats,
-    Capabilities,
-    Corpus,
-    Embeddings,
-    RawIngest,
-    StorageStats,
-    float32_array,
-)
+from agentmem.arms import base
 from agentmem.arms.graph.confidence import (
     CORRECTED_CONFIDENCE,
     CORRECTED_DECAY_RATE,
@@ -48,8 +36,8 @@ from agentmem.arms.graph.schema import (
 )
 from agentmem.sql.sqlite.connection import (
     INTEGRITY_CHECK,
+    fresh_database,
     integrity_problems,
-    remove_database,
 )
 
 
@@ -83,10 +71,10 @@ class SqliteGraphArm(RememberMixin, DecayMixin, RetrievalMixin):
     name: ClassVar[str] = "sqlite-graph"
     prefix_stable: ClassVar[bool] = True
     family: ClassVar[str] = "graph"
-    capabilities: ClassVar[Capabilities] = Capabilities.sql_engine(
+    capabilities: ClassVar[base.Capabilities] = base.Capabilities.sql_engine(
         vector_access="brute-force", text_access="fts5-bm25"
     )
-    bare_call: ClassVar[BareCall] = BareCall(
+    bare_call: ClassVar[base.BareCall] = base.BareCall(
         "execute + fetchall of the prepared ranking (and count) statements",
         "building the SQL text and bindings per call; the id list",
     )
@@ -122,7 +110,9 @@ class SqliteGraphArm(RememberMixin, DecayMixin, RetrievalMixin):
         self._path: Path | None = None
 
     # ----------------------------------------------------------------------- build
-    def build(self, corpus: Corpus, vectors: Embeddings, store_dir: Path) -> BuildStats:
+    def build(
+        self, corpus: base.Corpus, vectors: base.Embeddings, store_dir: Path
+    ) -> base.BuildStats:
         """Create ``store_dir/graph.db`` from scratch (through the writer) and leave it open.
 
         ``ingest_ms`` covers writing the nodes, entity nodes and every edge (entity edges
@@ -142,25 +132,10 @@ class SqliteGraphArm(RememberMixin, DecayMixin, RetrievalMixin):
             ArmError: on missing columns, missing embeddings or an SQLite error.
         """
         self.close()
-        store_dir = Path(store_dir)
-        store_dir.mkdir(parents=True, exist_ok=True)
-        path = store_dir / DB_NAME
-        remove_database(path)
-        mem = corpus.memories
-        if "scope_id" not in mem.columns:  # a corpus without scopes: every memory unscoped
-            mem = mem.with_columns(scope_id=pl.lit(None, pl.String))
-        missing = [c for c in MEMORY_COLUMNS if c not in mem.columns]
-        if missing:
-            raise ArmError(f"{self.name}: corpus memories lack columns {missing} ({path})")
+        path = fresh_database(Path(store_dir), DB_NAME)
+        mem = base.build_memories(corpus.memories, MEMORY_COLUMNS, self.name, path)
         ids = mem["memory_id"].to_list()
-        try:
-            mat = float32_array(vectors.get(ids), self.name, "build: embeddings")
-        except KeyError as exc:
-            raise ArmError(f"{self.name}: {exc.args[0]} ({path})") from None
-        if len(ids) and (mat.ndim != 2 or mat.shape[1] != VECTOR_DIM):
-            raise ArmError(
-                f"{self.name}: embeddings have shape {mat.shape}, need (n, {VECTOR_DIM})"
-            )
+        mat = base.embedding_matrix(vectors, ids, self.name, path)
 
         node_rows = []
         ent_ids: dict[str, int] = {}
@@ -210,10 +185,10 @@ class SqliteGraphArm(RememberMixin, DecayMixin, RetrievalMixin):
             t1 = time.perf_counter()
             self._w().call(index)
             t2 = time.perf_counter()
-        except ArmError:
+        except base.ArmError:
             self.close()
             raise
-        return BuildStats(ingest_ms=(t1 - t0) * 1e3, index_ms=(t2 - t1) * 1e3)
+        return base.BuildStats(ingest_ms=(t1 - t0) * 1e3, index_ms=(t2 - t1) * 1e3)
 
     # ------------------------------------------------------------------------ open
     def open(self, store_dir: Path) -> None:
@@ -229,27 +204,31 @@ class SqliteGraphArm(RememberMixin, DecayMixin, RetrievalMixin):
         self.close()
         path = Path(store_dir) / DB_NAME
         if not path.is_file():
-            raise ArmError(f"{self.name}: no SQLite store at {path}")
+            raise base.ArmError(f"{self.name}: no SQLite store at {path}")
         self._open_connections(path, create=False)
         try:
             have = {r[0] for r in self._r().execute("SELECT name FROM sqlite_schema")}
         except apsw.Error as exc:
             self.close()
-            raise ArmError(f"{self.name}: {path} is not a readable SQLite database: {exc}") from exc
+            raise base.ArmError(
+                f"{self.name}: {path} is not a readable SQLite database: {exc}"
+            ) from exc
         if REQUIRED_TABLES - have:
             self.close()
-            raise ArmError(f"{self.name}: {path} lacks tables {sorted(REQUIRED_TABLES - have)}")
+            raise base.ArmError(
+                f"{self.name}: {path} lacks tables {sorted(REQUIRED_TABLES - have)}"
+            )
         cols = {r[1] for r in self._r().execute("PRAGMA table_info(nodes)")}
         if REQUIRED_NODE_COLUMNS - cols:
             self.close()
-            raise ArmError(
+            raise base.ArmError(
                 f"{self.name}: {path} lacks nodes columns "
                 f"{sorted(REQUIRED_NODE_COLUMNS - cols)} (built by an older layout); rebuild it"
             )
 
-    def raw_ingest(self) -> RawIngest:
+    def raw_ingest(self) -> base.RawIngest:
         """The raw bulk path: the node, entity and edge tables written in one transaction."""
-        return RawIngest(
+        return base.RawIngest(
             "tables",
             "graph.db",
             ("nodes", "entity_nodes", "edges"),
@@ -266,7 +245,7 @@ class SqliteGraphArm(RememberMixin, DecayMixin, RetrievalMixin):
         return INTEGRITY_CHECK, self._w().call(integrity_problems, transaction=False)
 
     # --------------------------------------------------------------------- storage
-    def storage(self) -> StorageStats:
+    def storage(self) -> base.StorageStats:
         """Return bytes per SQLite object from ``dbstat`` (after a WAL checkpoint).
 
         The checkpoint runs on the writer thread; ``dbstat`` on the reader. Objects are
@@ -279,14 +258,14 @@ class SqliteGraphArm(RememberMixin, DecayMixin, RetrievalMixin):
         self._w().call(
             lambda c: c.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall(), transaction=False
         )
-        try:
+        with self._driver_failure("dbstat on"):
             objects = {
                 str(n): int(b)
                 for n, b in self._r().execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name")
             }
-        except apsw.Error as exc:
-            raise ArmError(f"{self.name}: dbstat on {self._path} failed: {exc}") from exc
         wal = Path(str(self._path) + "-wal")
         if wal.is_file() and os.path.getsize(wal) > 0:
             objects[wal.name] = os.path.getsize(wal)
-        return StorageStats(total_bytes=sum(objects.values()), objects=objects, source="dbstat")
+        return base.StorageStats(
+            total_bytes=sum(objects.values()), objects=objects, source="dbstat"
+        )

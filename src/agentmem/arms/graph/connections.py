@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 import apsw
 
-from agentmem.arms.base import ArmBase, ArmError
+from agentmem.arms import base
 from agentmem.arms.graph.confidence import decayed_confidence
 
 
@@ -63,7 +63,7 @@ class Writer:
             conn = self._connect(create)
         except apsw.Error as exc:
             ready.set_exception(
-                ArmError(f"{self._label}: cannot open SQLite store {self.path}: {exc}")
+                base.ArmError(f"{self._label}: cannot open SQLite store {self.path}: {exc}")
             )
             return
         ready.set_result(None)
@@ -102,7 +102,7 @@ class Writer:
         fut: Future = Future()
         with self._lock:
             if self._closed:
-                raise ArmError(f"{self._label}: writer for {self.path} is closed")
+                raise base.ArmError(f"{self._label}: writer for {self.path} is closed")
             self._jobs.put((fn, fut, transaction))
         return fut
 
@@ -115,7 +115,7 @@ class Writer:
         try:
             return self.submit(fn, transaction=transaction).result()
         except apsw.Error as exc:
-            raise ArmError(f"{self._label}: write to {self.path} failed: {exc}") from exc
+            raise base.ArmError(f"{self._label}: write to {self.path} failed: {exc}") from exc
 
     def close(self) -> None:
         """Let queued jobs finish, then stop the thread and close the connection."""
@@ -127,7 +127,7 @@ class Writer:
         self._thread.join()
 
 
-class GraphStore(ArmBase):
+class GraphStore(base.ArmBase):
     """Connections shared by :class:`~agentmem.arms.graph.SqliteGraphArm` and its mixins.
 
     The arm class sets the parameters (its constructor documents them) and the state
@@ -152,7 +152,7 @@ class GraphStore(ArmBase):
             reader = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
         except apsw.Error as exc:
             writer.close()
-            raise ArmError(f"{self.name}: cannot open {path} read-only: {exc}") from exc
+            raise base.ArmError(f"{self.name}: cannot open {path} read-only: {exc}") from exc
         try:
             reader.set_busy_timeout(10_000)
             import sqlite_vec
@@ -163,17 +163,17 @@ class GraphStore(ArmBase):
         except apsw.Error as exc:
             reader.close()
             writer.close()
-            raise ArmError(f"{self.name}: cannot load sqlite-vec for {path}: {exc}") from exc
+            raise base.ArmError(f"{self.name}: cannot load sqlite-vec for {path}: {exc}") from exc
         self._writer, self._reader, self._path = writer, reader, path
 
     def _w(self) -> Writer:
         if self._writer is None:
-            raise ArmError(f"{self.name}: store is not open (call build() or open() first)")
+            raise base.ArmError(f"{self.name}: store is not open (call build() or open() first)")
         return self._writer
 
     def _r(self) -> apsw.Connection:
         if self._reader is None:
-            raise ArmError(f"{self.name}: store is not open (call build() or open() first)")
+            raise base.ArmError(f"{self.name}: store is not open (call build() or open() first)")
         return self._reader
 
     def close(self) -> None:

@@ -13,7 +13,7 @@ import apsw
 import numpy as np
 import polars as pl
 
-from agentmem.arms.base import VECTOR_DIM, ArmError, Embeddings, float32_array, prepare_memories
+from agentmem.arms import base
 from agentmem.arms.graph.confidence import DECAY_RATES, DEFAULT_CONFIDENCE
 from agentmem.arms.graph.connections import GraphStore
 from agentmem.arms.graph.edges import add_entity_edge, link_to_fact, place_in_session, supersede
@@ -78,7 +78,7 @@ class RememberMixin(GraphStore):
         )  # fmt: skip
         return self._w().call(job)
 
-    def remember(self, memories: pl.DataFrame, vectors: Embeddings) -> None:
+    def remember(self, memories: pl.DataFrame, vectors: base.Embeddings) -> None:
         """Write a batch of memories through the writer queue, in one transaction.
 
         The batch is validated by :func:`~agentmem.arms.base.prepare_memories`. Each row
@@ -104,13 +104,13 @@ class RememberMixin(GraphStore):
                 stored nor in the batch, or SQLite fails; nothing is written then.
         """
         writer = self._w()
-        batch = prepare_memories(memories, vectors, self.name)
+        batch = base.prepare_memories(memories, vectors, self.name)
         if not batch.ids:
             return
         rows = batch.memories.rows(named=True)
         for r in rows:
             if not 0.0 <= float(r["confidence"]) <= 1.0:
-                raise ArmError(
+                raise base.ArmError(
                     f"{self.name}: memory {r['memory_id']!r} has confidence {r['confidence']}, "
                     "need a value in [0, 1]"
                 )
@@ -152,7 +152,9 @@ class RememberMixin(GraphStore):
                          DECAY_RATES[ntype], r["created_day"]),
                     )  # fmt: skip
                 except apsw.ConstraintError:
-                    raise ArmError(f"{label}: memory {mid!r} is already stored in {path}") from None
+                    raise base.ArmError(
+                        f"{label}: memory {mid!r} is already stored in {path}"
+                    ) from None
                 conn.execute("INSERT INTO nodes_fts(rowid, body) VALUES (?, ?)", (nid, r["body"]))
                 conn.execute(
                     "INSERT INTO node_vectors(id, embedding) VALUES (?, ?)", (nid, vecs[i])
@@ -175,7 +177,7 @@ class RememberMixin(GraphStore):
                     "SELECT id FROM nodes WHERE memory_id = ?", (old,)
                 ).fetchall()
                 if not old_row:
-                    raise ArmError(
+                    raise base.ArmError(
                         f"{label}: memory {new!r} supersedes {old!r}, which is not stored in {path}"
                     )
                 supersede(conn, old_row[0][0], new_id, new, day)
@@ -259,9 +261,9 @@ class RememberMixin(GraphStore):
         day = int(day)
         vec: bytes | None = None
         if embedding is not None:
-            v = float32_array(embedding, self.name, "embedding").reshape(-1)
-            if v.shape[0] != VECTOR_DIM:
-                raise ValueError(f"embedding has {v.shape[0]} values, need {VECTOR_DIM}")
+            v = base.float32_array(embedding, self.name, "embedding").reshape(-1)
+            if v.shape[0] != base.VECTOR_DIM:
+                raise ValueError(f"embedding has {v.shape[0]} values, need {base.VECTOR_DIM}")
             vec = v.tobytes()
         ents = None if entity_ids is None else [str(e) for e in entity_ids]
         tokens = count_tokens([body])[0]  # o200k, as the corpus counts (outside the txn)
@@ -276,7 +278,7 @@ class RememberMixin(GraphStore):
                     (supersedes,),
                 ).fetchall()
                 if not rows:
-                    raise ArmError(f"{label}: no node {supersedes!r} to correct")
+                    raise base.ArmError(f"{label}: no node {supersedes!r} to correct")
                 old = rows[0]
                 node_kind, node_fact, node_scope = old[1], old[2], old[3]
             ntype = node_type_of(node_kind)
@@ -307,7 +309,7 @@ class RememberMixin(GraphStore):
                      float(confidence), DECAY_RATES[ntype], day),
                 )  # fmt: skip
             except apsw.ConstraintError as exc:
-                raise ArmError(f"{label}: cannot add node {mid!r}: {exc}") from exc
+                raise base.ArmError(f"{label}: cannot add node {mid!r}: {exc}") from exc
             conn.execute("INSERT INTO nodes_fts(rowid, body) VALUES (?, ?)", (nid, body))
             if vec is not None:
                 conn.execute("INSERT INTO node_vectors(id, embedding) VALUES (?, ?)", (nid, vec))

@@ -13,7 +13,7 @@ from typing import Any
 import apsw
 import polars as pl
 
-from agentmem.arms.base import VECTOR_DIM, ArmError, Query, checked_vector
+from agentmem.arms import base
 from agentmem.arms.graph.connections import GraphStore
 from agentmem.arms.graph.schema import MEMORY_COLUMNS
 from agentmem.arms.rows import memory_frame, memory_rows_frame
@@ -31,16 +31,16 @@ class RetrievalMixin(StatementQueries, GraphStore):
     Subclasses :class:`~agentmem.arms.graph.connections.GraphStore`, whose state it uses.
     """
 
-    def _query_vector(self, q: Query) -> bytes:
+    def _query_vector(self, q: base.Query) -> bytes:
         """Return the query embedding as float32 bytes.
 
         Raises:
             ArmError: when the embedding is missing or not of size 384.
         """
-        v = checked_vector(q.embedding, self.name, f"query {q.query_id!r}", VECTOR_DIM)
+        v = base.checked_vector(q.embedding, self.name, f"query {q.query_id!r}", base.VECTOR_DIM)
         return v.tobytes()
 
-    def _ranking(self, q: Query, k: int) -> tuple[str, dict[str, Any]]:
+    def _ranking(self, q: base.Query, k: int) -> tuple[str, dict[str, Any]]:
         """Return the one retrieval statement for ``q`` and its bindings.
 
         The statement is described in ``docs/arms/sqlite-graph.md`` (Retrieval).
@@ -137,7 +137,7 @@ class RetrievalMixin(StatementQueries, GraphStore):
             binds["match"] = match
         return sql, binds
 
-    def _count_sql(self, q: Query) -> tuple[str, dict[str, Any]]:
+    def _count_sql(self, q: base.Query) -> tuple[str, dict[str, Any]]:
         """Return the exact-count statement: live nodes in the scope matching the predicate."""
         cond, params = predicate_sql(q.filters)
         return f"SELECT count(*) FROM nodes AS m WHERE m.pruned_day IS NULL AND {cond}", params
@@ -156,7 +156,7 @@ class RetrievalMixin(StatementQueries, GraphStore):
     def _store_location(self) -> str:
         return str(self._path)
 
-    def explain(self, q: Query, k: int = 10) -> str:
+    def explain(self, q: base.Query, k: int = 10) -> str:
         """Return EXPLAIN QUERY PLAN of the exact statements :meth:`query` runs for ``q``.
 
         Args:
@@ -171,13 +171,11 @@ class RetrievalMixin(StatementQueries, GraphStore):
             ArmError: when the store is not open or SQLite fails.
         """
         conn = self._r()
-        try:
+        with self._driver_failure("explain on"):
             return "\n".join(
                 explain_statement(conn, label, *stmt)
                 for label, stmt in self._query_statements(q, max(k, 1))
             )
-        except apsw.Error as exc:
-            raise ArmError(f"{self.name}: explain on {self._path} failed: {exc}") from exc
 
     def fetch(self, memory_ids: Sequence[str]) -> pl.DataFrame:
         """Return the stored nodes of ``memory_ids`` (pruned ones included), read-only.
@@ -196,7 +194,7 @@ class RetrievalMixin(StatementQueries, GraphStore):
         conn = self._r()
         asked = json.dumps([str(m) for m in memory_ids])
         cols = [c for c in MEMORY_COLUMNS if c != "entity_ids"]
-        try:
+        with self._driver_failure("fetch on"):
             found = conn.execute(
                 f"SELECT id, {', '.join(cols)} FROM nodes "
                 "WHERE memory_id IN (SELECT value FROM json_each(?))",
@@ -210,8 +208,6 @@ class RetrievalMixin(StatementQueries, GraphStore):
                 (asked,),
             ):
                 ents.setdefault(int(src), []).append(str(ent))
-        except apsw.Error as exc:
-            raise ArmError(f"{self.name}: fetch on {self._path} failed: {exc}") from exc
         frame = memory_rows_frame(
             [(*r[1:], ents.get(int(r[0]), [])) for r in found], [*cols, "entity_ids"]
         )

@@ -16,19 +16,7 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 import polars as pl
 
-from agentmem.arms.base import (
-    BareCall,
-    BuildStats,
-    Capabilities,
-    Corpus,
-    Embeddings,
-    Query,
-    Result,
-    StorageStats,
-    checked_vector,
-    float32_array,
-    prepare_memories,
-)
+from agentmem.arms import base
 from agentmem.arms.lance.filters import (
     lance_filter,
     query_filter,
@@ -89,8 +77,8 @@ def _arrow_rows(memories: pl.DataFrame, matrix: np.ndarray) -> Any:
         row["body"] = body
     flat = pa.array(np.ascontiguousarray(matrix, dtype=np.float32).reshape(-1), pa.float32())
     vectors = pa.FixedSizeListArray.from_arrays(flat, VECTOR_DIM)
-    base = pa.Table.from_pylist(meta, schema=pa.schema(list(schema)[:-1]))
-    return base.append_column(schema.field("vector"), vectors)
+    table = pa.Table.from_pylist(meta, schema=pa.schema(list(schema)[:-1]))
+    return table.append_column(schema.field("vector"), vectors)
 
 
 class LanceDbArm(ProductArm):
@@ -122,8 +110,10 @@ class LanceDbArm(ProductArm):
 
     name: ClassVar[str] = "lancedb"
     products: ClassVar[tuple[str, ...]] = ("lancedb", "pyarrow")
-    capabilities: ClassVar[Capabilities] = Capabilities.vector_database(vector_access="brute-force")
-    bare_call: ClassVar[BareCall] = BareCall(
+    capabilities: ClassVar[base.Capabilities] = base.Capabilities.vector_database(
+        vector_access="brute-force"
+    )
+    bare_call: ClassVar[base.BareCall] = base.BareCall(
         "the table's search (vector, or hybrid for lancedb-hybrid) to Arrow and its id "
         "column, and count_rows for a count",
         "the vector check and the SQL filter built per call; the cut to k",
@@ -164,7 +154,9 @@ class LanceDbArm(ProductArm):
         """Refuse a store without the indexes this arm queries (none for ``lancedb``)."""
 
     # ------------------------------------------------------------------ lifecycle
-    def build(self, corpus: Corpus, vectors: Embeddings, store_dir: Path) -> BuildStats:
+    def build(
+        self, corpus: base.Corpus, vectors: base.Embeddings, store_dir: Path
+    ) -> base.BuildStats:
         """Create the table under ``store_dir/lancedb`` from the corpus and its vectors.
 
         Args:
@@ -189,7 +181,7 @@ class LanceDbArm(ProductArm):
             matrix = vectors.get(ids) if ids else np.zeros((0, VECTOR_DIM), np.float32)
         except KeyError as exc:
             raise ArmError(f"{self.name}: cannot build store in {store_dir}: {exc}") from None
-        data = _arrow_rows(memories, float32_array(matrix, self.name, "build: embeddings"))
+        data = _arrow_rows(memories, base.float32_array(matrix, self.name, "build: embeddings"))
         self._dir = store_dir
         try:
             store_dir.mkdir(parents=True, exist_ok=True)
@@ -203,7 +195,7 @@ class LanceDbArm(ProductArm):
         self._lance("create_index", lambda: self._build_indexes(table))
         index_ms = (time.perf_counter() - t1) * 1000.0
         self._db, self._table, self._writes = db, table, 0
-        return BuildStats(ingest_ms=ingest_ms, index_ms=index_ms)
+        return base.BuildStats(ingest_ms=ingest_ms, index_ms=index_ms)
 
     def open(self, store_dir: Path) -> None:
         """Reopen the table built under ``store_dir`` (possibly by another process).
@@ -245,13 +237,15 @@ class LanceDbArm(ProductArm):
             builder = builder.where(where, prefilter=True)
         return builder.select(["memory_id", "_distance"])
 
-    def _ranked(self, table: Any, q: Query, vec: np.ndarray, k: int, where: str | None) -> list:
+    def _ranked(
+        self, table: Any, q: base.Query, vec: np.ndarray, k: int, where: str | None
+    ) -> list:
         """Up to ``k`` memory ids for ``q`` best first (``k >= 1``, ``vec`` finite)."""
         builder = self._vector_search(table, vec, k, where)
         out = self._lance("vector search", builder.to_arrow)
         return out.column("memory_id").to_pylist()
 
-    def query(self, q: Query, k: int) -> Result:
+    def query(self, q: base.Query, k: int) -> base.Result:
         """Return at most ``k`` memory ids best first, plus the exact count if wanted.
 
         Args:
@@ -270,9 +264,9 @@ class LanceDbArm(ProductArm):
                 values, or LanceDB fails.
         """
         raw = self.raw_query_call(q, k)()
-        return Result(memory_ids=self.raw_ids(raw, k), count=raw[1])
+        return base.Result(memory_ids=self.raw_ids(raw, k), count=raw[1])
 
-    def raw_query_call(self, q: Query, k: int) -> Callable[[], tuple[list[str], int | None]]:
+    def raw_query_call(self, q: base.Query, k: int) -> Callable[[], tuple[list[str], int | None]]:
         """Return a zero-argument function making exactly the LanceDB calls :meth:`query` makes.
 
         The vector check and the SQL filter are built here, once; the function runs the
@@ -283,7 +277,7 @@ class LanceDbArm(ProductArm):
             ArmError: when the arm is not open or the embedding is not 384 values.
         """
         table = self._require()
-        vec = checked_vector(q.embedding, self.name, f"query {q.query_id!r}")
+        vec = base.checked_vector(q.embedding, self.name, f"query {q.query_id!r}")
         where = query_filter(q)
         search = k > 0 and bool(np.all(np.isfinite(vec)))
 
@@ -300,7 +294,7 @@ class LanceDbArm(ProductArm):
         """The ids :meth:`query` returns of :meth:`raw_query_call`'s output, cut to ``k``."""
         return raw[0][: max(k, 0)]
 
-    def explain(self, q: Query, k: int = 10) -> str:
+    def explain(self, q: base.Query, k: int = 10) -> str:
         """LanceDB's own plan (``explain_plan(verbose=True)``) of the search ``query`` runs.
 
         Preceded by the builder calls with the filter expression, and followed by the
@@ -310,10 +304,10 @@ class LanceDbArm(ProductArm):
             ArmError: when the arm is not open, the embedding is bad or LanceDB fails.
         """
         table = self._require()
-        vec = checked_vector(q.embedding, self.name, f"query {q.query_id!r}")
+        vec = base.checked_vector(q.embedding, self.name, f"query {q.query_id!r}")
         return self._explain(table, q, vec, max(int(k), 1))
 
-    def _explain(self, table: Any, q: Query, vec: np.ndarray, k: int) -> str:
+    def _explain(self, table: Any, q: base.Query, vec: np.ndarray, k: int) -> str:
         """The vector search's call and plan, plus the count line."""
         where = query_filter(q)
         builder = self._vector_search(table, vec, k, where)
@@ -325,7 +319,7 @@ class LanceDbArm(ProductArm):
         lines.append(self._count_line(q))
         return "\n".join(line for line in lines if line)
 
-    def _count_line(self, q: Query) -> str:
+    def _count_line(self, q: base.Query) -> str:
         """The ``count_rows`` call ``query`` makes for ``q`` ("" when no count is asked)."""
         if not q.wants_count:
             return ""
@@ -344,7 +338,7 @@ class LanceDbArm(ProductArm):
         out = self._lance("search (stored ids)", builder.to_arrow)
         return set(out.column("memory_id").to_pylist())
 
-    def remember(self, memories: pl.DataFrame, vectors: Embeddings) -> None:
+    def remember(self, memories: pl.DataFrame, vectors: base.Embeddings) -> None:
         """Append memories with ``table.add``; mark the ones they correct with ``table.update``.
 
         Validation happens before any write: an id already stored or a superseded id
@@ -359,7 +353,7 @@ class LanceDbArm(ProductArm):
                 superseded id is not stored, or LanceDB fails (the ``add`` may then have
                 committed without the ``update``: two commits, no transaction).
         """
-        batch = prepare_memories(memories, vectors, self.name)
+        batch = base.prepare_memories(memories, vectors, self.name)
         table = self._require()
         ids = batch.ids
         if not ids:
@@ -423,7 +417,7 @@ class LanceDbArm(ProductArm):
         return rows_frame([found[i] for i in want if i in found])
 
     # ------------------------------------------------------------------ storage
-    def storage(self) -> StorageStats:
+    def storage(self) -> base.StorageStats:
         """Bytes from LanceDB's own accounting: ``table.stats()`` and ``list_indices()``.
 
         ``total_bytes`` is ``stats()["total_bytes"]`` (data, index and overlay files of the
@@ -445,7 +439,7 @@ class LanceDbArm(ProductArm):
         objects = {"memories": max(total - sum(objects.values()), 0), **objects}
         frags = get("fragment_stats")
         n_frag = frags["num_fragments"] if isinstance(frags, dict) else frags.num_fragments
-        return StorageStats(
+        return base.StorageStats(
             total_bytes=sum(objects.values()),
             objects=objects,
             source="lancedb Table.stats() total_bytes (current version) split by "

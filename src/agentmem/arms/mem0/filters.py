@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentmem.arms.base import Predicate, Query
+from agentmem.arms import base
 from agentmem.arms.product import NO_ID, matchless_id
 
 #: mem0's ``agent_id`` for every memory (mem0 needs one of user/agent/run id per call):
@@ -37,7 +37,7 @@ def valid_user_id(scope: str) -> bool:
     return valid_run_id(scope) and scope != WILDCARD and not matchless_id(scope)
 
 
-def predicate_filters(pred: Predicate | None, eq_operator: bool = False) -> dict[str, Any]:
+def predicate_filters(pred: base.Predicate | None, eq_operator: bool = False) -> dict[str, Any]:
     """mem0 ``filters`` for a predicate: the agent id plus the predicate, if any.
 
     ``created_day <= d`` -> ``{"created_day": {"lte": d}}``; ``field = v`` ->
@@ -59,7 +59,7 @@ def predicate_filters(pred: Predicate | None, eq_operator: bool = False) -> dict
     return filters
 
 
-def query_filters(q: Query, eq_operator: bool = False) -> dict[str, Any]:
+def query_filters(q: base.Query, eq_operator: bool = False) -> dict[str, Any]:
     """mem0 ``filters`` for a query: the agent id, the scope as ``user_id``, the predicate.
 
     mem0's ``user_id`` is its tenancy key (whose memories), so ``q.scope`` is
@@ -73,7 +73,7 @@ def query_filters(q: Query, eq_operator: bool = False) -> dict[str, Any]:
     return {"agent_id": pred.pop("agent_id"), "user_id": q.scope, **pred}
 
 
-def matches_nothing(q: Query) -> bool:
+def matches_nothing(q: base.Query) -> bool:
     """True when no memory can match ``q``: a scope or an ``=`` value no memory holds.
 
     The scope is no valid ``user_id`` (:func:`valid_user_id`), or the predicate is an

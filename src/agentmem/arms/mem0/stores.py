@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
-from agentmem.arms.base import VECTOR_DIM, Capabilities
+from agentmem.arms import base
 from agentmem.arms.mem0.arm import COLLECTION, Mem0Arm
 from agentmem.errors import ArmError
 
@@ -43,12 +43,14 @@ class Mem0QdrantArm(Mem0Arm):
     prefix_stable: ClassVar[bool] = True
     #: local Qdrant refuses a second client on one storage folder
     exclusive_store: ClassVar[bool] = True
-    capabilities: ClassVar[Capabilities] = Capabilities.vector_database(vector_access="brute-force")
+    capabilities: ClassVar[base.Capabilities] = base.Capabilities.vector_database(
+        vector_access="brute-force"
+    )
 
     def _store_config(self, store_dir: Path) -> dict[str, Any]:
         return {
             "collection_name": COLLECTION,
-            "embedding_model_dims": VECTOR_DIM,
+            "embedding_model_dims": base.VECTOR_DIM,
             "path": str(store_dir / self.provider),
             "on_disk": True,
         }
@@ -105,20 +107,14 @@ class Mem0FaissArm(Mem0Arm):
     provider: ClassVar[str] = "faiss"
     products: ClassVar[tuple[str, ...]] = ("mem0ai", "faiss-cpu")
     prefix_stable: ClassVar[bool] = False
-    capabilities: ClassVar[Capabilities] = Capabilities(
-        predicate=True,
-        join=False,
-        aggregate=False,
-        vector_access="brute-force",
-        text_access="none",
-        transactions=False,
-        filter_stage="post-filter",
+    capabilities: ClassVar[base.Capabilities] = base.Capabilities(
+        predicate=True, vector_access="brute-force", filter_stage="post-filter"
     )
 
     def _store_config(self, store_dir: Path) -> dict[str, Any]:
         return {
             "collection_name": COLLECTION,
-            "embedding_model_dims": VECTOR_DIM,
+            "embedding_model_dims": base.VECTOR_DIM,
             "path": str(store_dir / self.provider),
             "distance_strategy": "cosine",
         }

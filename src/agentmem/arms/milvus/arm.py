@@ -17,22 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 import polars as pl
 
-from agentmem.arms.base import (
-    MEMORY_SCHEMA,
-    VECTOR_DIM,
-    ArmError,
-    BareCall,
-    BuildStats,
-    Capabilities,
-    Corpus,
-    Embeddings,
-    Query,
-    Result,
-    StorageStats,
-    checked_vector,
-    float32_array,
-    prepare_memories,
-)
+from agentmem.arms import base
 from agentmem.arms.milvus.expr import ids_expr, query_expr
 from agentmem.arms.milvus.quiet import (
     QuietClient,
@@ -81,7 +66,7 @@ def _schema_fields() -> list[tuple[str, str, dict[str, Any]]]:
     kinds = {str: "VARCHAR", int: "INT64", float: "DOUBLE"}
     out: list[tuple[str, str, dict[str, Any]]] = [
         (PK, "VARCHAR", {"is_primary": True, "max_length": _ID_LEN}),
-        (VECTOR, "FLOAT_VECTOR", {"dim": VECTOR_DIM}),
+        (VECTOR, "FLOAT_VECTOR", {"dim": base.VECTOR_DIM}),
         ("body", "VARCHAR", {"max_length": _BODY_LEN}),
     ]
     for name in _SCALARS:
@@ -138,8 +123,10 @@ class MilvusLiteArm(ProductArm):
 
     name: ClassVar[str] = "milvus-lite"
     products: ClassVar[tuple[str, ...]] = ("pymilvus", "milvus-lite")
-    capabilities: ClassVar[Capabilities] = Capabilities.vector_database(vector_access="hnsw")
-    bare_call: ClassVar[BareCall] = BareCall(
+    capabilities: ClassVar[base.Capabilities] = base.Capabilities.vector_database(
+        vector_access="hnsw"
+    )
+    bare_call: ClassVar[base.BareCall] = base.BareCall(
         "MilvusClient.search (vector, limit, filter expression, ef) and, for a count, "
         "query(count(*))",
         "the vector check, the search arguments and the filter built per call; the id list",
@@ -186,7 +173,7 @@ class MilvusLiteArm(ProductArm):
             except Exception as exc:
                 # the cause (e.g. another process's lock) is only in Milvus Lite's log
                 logged = "".join(f"; Milvus Lite: {record_text(r)}" for r in held)
-                raise ArmError(
+                raise base.ArmError(
                     f"{self.name}: cannot open Milvus Lite store {uri}: {exc}{logged} (Milvus "
                     "Lite allows one process per .db; is another process holding it?)"
                 ) from exc
@@ -202,7 +189,7 @@ class MilvusLiteArm(ProductArm):
             ArmError: when the arm is not open.
         """
         if self._client is None:
-            raise ArmError(f"{self.name}: not open (call build or open first)")
+            raise base.ArmError(f"{self.name}: not open (call build or open first)")
         return self._client
 
     def close(self) -> None:
@@ -230,7 +217,9 @@ class MilvusLiteArm(ProductArm):
                     server_manager_instance.release_server(uri)
 
     # ------------------------------------------------------------------ lifecycle
-    def build(self, corpus: Corpus, vectors: Embeddings, store_dir: Path) -> BuildStats:
+    def build(
+        self, corpus: base.Corpus, vectors: base.Embeddings, store_dir: Path
+    ) -> base.BuildStats:
         """Create the collection, insert every memory in batches, flush, index, load.
 
         Calls: ``create_collection(schema, consistency_level="Strong")``;
@@ -251,10 +240,10 @@ class MilvusLiteArm(ProductArm):
         memories = corpus.memories
         ids = memories.get_column("memory_id").cast(pl.String).to_list()
         try:
-            matrix = vectors.get(ids) if ids else np.zeros((0, VECTOR_DIM), np.float32)
+            matrix = vectors.get(ids) if ids else np.zeros((0, base.VECTOR_DIM), np.float32)
         except KeyError as exc:
-            raise ArmError(f"{self.name}: cannot build store in {store_dir}: {exc}") from exc
-        matrix = float32_array(matrix, self.name, "build: embeddings")
+            raise base.ArmError(f"{self.name}: cannot build store in {store_dir}: {exc}") from exc
+        matrix = base.float32_array(matrix, self.name, "build: embeddings")
         store_dir.mkdir(parents=True, exist_ok=True)
         self._connect(store_dir)
         client = self._client
@@ -274,7 +263,7 @@ class MilvusLiteArm(ProductArm):
         client.create_index(COLLECTION, self._index_params())
         client.load_collection(COLLECTION)
         index_ms = (time.perf_counter() - t1) * 1000.0
-        return BuildStats(ingest_ms=ingest_ms, index_ms=index_ms)
+        return base.BuildStats(ingest_ms=ingest_ms, index_ms=index_ms)
 
     def open(self, store_dir: Path) -> None:
         """Reconnect to ``<store_dir>/milvus.db`` and load the collection.
@@ -290,23 +279,25 @@ class MilvusLiteArm(ProductArm):
         self.close()
         store_dir = Path(store_dir)
         if not (store_dir / DB_NAME).is_dir():
-            raise ArmError(f"{self.name}: no Milvus Lite store at {store_dir / DB_NAME}")
+            raise base.ArmError(f"{self.name}: no Milvus Lite store at {store_dir / DB_NAME}")
         self._connect(store_dir)
         if not self._client.has_collection(COLLECTION):
             self.close()
-            raise ArmError(f"{self.name}: {store_dir / DB_NAME} has no collection {COLLECTION}")
+            raise base.ArmError(
+                f"{self.name}: {store_dir / DB_NAME} has no collection {COLLECTION}"
+            )
         fields = {f["name"] for f in self._client.describe_collection(COLLECTION)["fields"]}
         missing = [c for c in _ROW_FIELDS if c not in fields]
         if missing:
             self.close()
-            raise ArmError(
+            raise base.ArmError(
                 f"{self.name}: collection {COLLECTION} in {store_dir / DB_NAME} lacks the "
                 f"fields {missing}; rebuild the store"
             )
         self._client.load_collection(COLLECTION)
 
     # ------------------------------------------------------------------ reads
-    def _search_call(self, q: Query, k: int) -> dict[str, Any]:
+    def _search_call(self, q: base.Query, k: int) -> dict[str, Any]:
         """The keyword arguments of the ``client.search`` call :meth:`query` makes."""
         return {
             "collection_name": COLLECTION,
@@ -317,7 +308,7 @@ class MilvusLiteArm(ProductArm):
             "output_fields": [PK],
         }
 
-    def query(self, q: Query, k: int) -> Result:
+    def query(self, q: base.Query, k: int) -> base.Result:
         """The ``k`` nearest memories by cosine in ``q.scope`` matching ``q.predicate``.
 
         ``q.text`` is ignored (no full text). ``k`` is capped at :data:`MAX_TOPK`;
@@ -329,9 +320,9 @@ class MilvusLiteArm(ProductArm):
                 Milvus Lite fails.
         """
         raw = self.raw_query_call(q, k)()
-        return Result(memory_ids=self.raw_ids(raw, k), count=raw[1])
+        return base.Result(memory_ids=self.raw_ids(raw, k), count=raw[1])
 
-    def raw_query_call(self, q: Query, k: int) -> Callable[[], tuple[Any, int | None]]:
+    def raw_query_call(self, q: base.Query, k: int) -> Callable[[], tuple[Any, int | None]]:
         """Return a zero-argument function making exactly the calls :meth:`query` makes.
 
         The vector check, the search arguments and the filter expression are built here,
@@ -342,7 +333,7 @@ class MilvusLiteArm(ProductArm):
             ArmError: when the arm is not open or the embedding is not 384 values.
         """
         client = self._require_open()
-        vec = checked_vector(q.embedding, self.name, f"query {q.query_id!r}")
+        vec = base.checked_vector(q.embedding, self.name, f"query {q.query_id!r}")
         search = self._search_call(q, k) if k > 0 and np.all(np.isfinite(vec)) else None
         expr = query_expr(q) if q.wants_count else None
 
@@ -385,7 +376,7 @@ class MilvusLiteArm(ProductArm):
         found = self._lookup(asked, _ROW_FIELDS)
         return rows_frame([found[i] for i in asked if i in found])
 
-    def explain(self, q: Query, k: int = 10) -> str:
+    def explain(self, q: base.Query, k: int = 10) -> str:
         """The exact ``search`` (and count) call :meth:`query` makes, with the index it uses."""
         client = self._require_open()
         call = self._search_call(q, k)
@@ -410,7 +401,7 @@ class MilvusLiteArm(ProductArm):
             f" with {where}; index {index!r} over {rows} rows; text IGNORED{count}"
         )
 
-    def storage(self) -> StorageStats:
+    def storage(self) -> base.StorageStats:
         """Bytes of the Milvus Lite data directory (Milvus Lite reports rows, not bytes).
 
         ``counts["memories"]`` is ``get_collection_stats``'s ``row_count``.
@@ -434,7 +425,7 @@ class MilvusLiteArm(ProductArm):
         """
         missing = [c for c in METADATA_FIELDS if c not in memories.columns]
         memories = memories.with_columns(
-            pl.lit(None, dtype=MEMORY_SCHEMA[c]).alias(c) for c in missing
+            pl.lit(None, dtype=base.MEMORY_SCHEMA[c]).alias(c) for c in missing
         )
         rows = metadata_rows(memories)
         bodies = memories.get_column("body").to_list()
@@ -443,7 +434,7 @@ class MilvusLiteArm(ProductArm):
             row[VECTOR] = vec
         return rows
 
-    def remember(self, memories: pl.DataFrame, vectors: Embeddings) -> None:
+    def remember(self, memories: pl.DataFrame, vectors: base.Embeddings) -> None:
         """Write a batch through ``insert`` (or one ``upsert`` when it corrects memories).
 
         New ids must not be stored (Milvus's insert would silently replace the row);
@@ -458,14 +449,14 @@ class MilvusLiteArm(ProductArm):
                 written then).
         """
         client = self._require_open()
-        batch = prepare_memories(memories, vectors, self.name)
+        batch = base.prepare_memories(memories, vectors, self.name)
         ids = batch.ids
         if not ids:
             return
         stored = self._lookup(ids, [PK])
         if stored:
             dup = next(i for i in ids if i in stored)
-            raise ArmError(f"{self.name}: remember: memory id {dup!r} is already stored")
+            raise base.ArmError(f"{self.name}: remember: memory id {dup!r} is already stored")
         rows = self._rows(batch.memories, batch.vectors)
         by_id = {row[PK]: row for row in rows}
         outside = [old for old, _ in batch.supersessions if old not in by_id]
@@ -473,7 +464,9 @@ class MilvusLiteArm(ProductArm):
         for old, new in batch.supersessions:
             target = by_id.get(old) or olds.get(old)
             if target is None:
-                raise ArmError(f"{self.name}: remember: superseded memory {old!r} is not stored")
+                raise base.ArmError(
+                    f"{self.name}: remember: superseded memory {old!r} is not stored"
+                )
             target["superseded_by"] = new
         if olds:
             client.upsert(COLLECTION, rows + list(olds.values()))

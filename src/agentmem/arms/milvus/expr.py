@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agentmem.arms.base import Predicate, Query
+from agentmem.arms import base
 from agentmem.arms.product import NO_ID, matchless_id
 
 __all__ = ["ids_expr", "predicate_expr", "query_expr", "string_literal"]
@@ -29,7 +29,7 @@ def string_literal(value: str) -> str:
     return '"' + "".join(_ESCAPES.get(ch, ch) for ch in value) + '"'
 
 
-def predicate_expr(pred: Predicate | None) -> str:
+def predicate_expr(pred: base.Predicate | None) -> str:
     """The Milvus filter expression for ``pred``; ``""`` (no filter) for ``None``.
 
     ``created_day <= 11`` and ``created_day == 11`` for days; ``session_id == "S1"`` for
@@ -54,7 +54,7 @@ def predicate_expr(pred: Predicate | None) -> str:
     return f"{pred.field} == {string_literal(value)}"
 
 
-def query_expr(q: Query) -> str:
+def query_expr(q: base.Query) -> str:
     """The Milvus filter expression for every filter of ``q``; ``""`` when it has none.
 
     The scope is ``scope_id == "<scope>"`` (a :func:`string_literal`, so quotes,

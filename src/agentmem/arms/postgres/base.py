@@ -2,7 +2,7 @@
 
 Each arm owns one database (:mod:`agentmem.pg`: an embedded PostgreSQL 18.3 + pgvector
 0.8.2 server per store directory by default, or the external server named by
-``AGENTMEM_PG_DSN``), opened through :func:`agentmem.pg.connect_store` with the arm's
+``AGENTMEM_PG_DSN``), opened through :func:`agentmem.pg.open_store` with the arm's
 name. The tables are in :mod:`agentmem.sql.postgres.schema`, the bulk load in
 :mod:`.ingest`, the write path in :mod:`.remember`, plans and sizes in
 :mod:`agentmem.sql.postgres.catalog`; each arm class gives its
@@ -21,25 +21,11 @@ import polars as pl
 import psycopg
 from psycopg import sql
 
-from agentmem.arms.base import (
-    VECTOR_DIM,
-    ArmError,
-    BareCall,
-    BuildStats,
-    Capabilities,
-    Corpus,
-    Embeddings,
-    Query,
-    RawIngest,
-    StorageStats,
-    checked_vector,
-    float32_array,
-    prepare_memories,
-)
+from agentmem.arms import base
 from agentmem.arms.postgres.ingest import bulk_load, copy_rows
 from agentmem.arms.postgres.remember import fetch_rows, nul_value, write_batch
 from agentmem.arms.statements import StatementQueries
-from agentmem.pg import PgError, PgHandle, connect_store
+from agentmem.pg import PgHandle, open_store
 from agentmem.sql.postgres.catalog import (
     CONSISTENCY_CHECK,
     consistency_problems,
@@ -72,9 +58,9 @@ class PgArm(StatementQueries):
 
     name: ClassVar[str]
     family: ClassVar[str] = "postgres"
-    capabilities: ClassVar[Capabilities]
+    capabilities: ClassVar[base.Capabilities]
 
-    bare_call: ClassVar[BareCall] = BareCall(
+    bare_call: ClassVar[base.BareCall] = base.BareCall(
         "execute + fetchall of the statements, SQL text rendered once",
         "composing the SQL with psycopg.sql on every call; the id list",
     )
@@ -113,7 +99,7 @@ class PgArm(StatementQueries):
             ArmError: when the arm was never built/opened or has been closed.
         """
         if self._h is None or self._h.closed:
-            raise ArmError(f"{self.name}: store is not open (call build() or open() first)")
+            raise base.ArmError(f"{self.name}: store is not open (call build() or open() first)")
         return self._h.conn
 
     def _where(self) -> str:
@@ -123,7 +109,9 @@ class PgArm(StatementQueries):
         return f"database {self._h.database} ({self._store_dir})"
 
     # ---------------------------------------------------------------------- build
-    def build(self, corpus: Corpus, vectors: Embeddings, store_dir: Path) -> BuildStats:
+    def build(
+        self, corpus: base.Corpus, vectors: base.Embeddings, store_dir: Path
+    ) -> base.BuildStats:
         """Create this arm's database for ``store_dir`` from scratch and leave it open.
 
         ``ingest_ms``: CREATE TABLE + binary COPY of ``memories`` and ``memory_entities``
@@ -149,29 +137,13 @@ class PgArm(StatementQueries):
         self.close()
         store_dir = Path(store_dir)
         self._store_dir = store_dir
-        mem = corpus.memories
-        if "scope_id" not in mem.columns:  # a corpus without scopes: every memory unscoped
-            mem = mem.with_columns(scope_id=pl.lit(None, pl.String))
-        missing = [c for c in MEMORY_NAMES if c not in mem.columns]
-        if missing:
-            raise ArmError(f"{self.name}: corpus memories lack columns {missing} ({store_dir})")
+        mem = base.build_memories(corpus.memories, MEMORY_NAMES, self.name, store_dir)
         mat: np.ndarray | None = None
         if self._uses_vectors:
-            try:
-                mat = float32_array(
-                    vectors.get(mem["memory_id"].to_list()), self.name, "build: embeddings"
-                )
-            except KeyError as exc:
-                raise ArmError(f"{self.name}: {exc.args[0]} ({store_dir})") from None
-            if mat.ndim != 2 or mat.shape[1] != VECTOR_DIM:
-                raise ArmError(
-                    f"{self.name}: embeddings have shape {mat.shape}, need (n, {VECTOR_DIM})"
-                )
+            ids = mem["memory_id"].to_list()
+            mat = base.embedding_matrix(vectors, ids, self.name, store_dir)
 
-        try:
-            self._h = connect_store(store_dir, self.name, create=True)
-        except PgError as exc:
-            raise ArmError(f"{self.name}: cannot create store in {store_dir}: {exc}") from None
+        self._h = open_store(store_dir, self.name, create=True)
         conn = self._h.conn
         rows = copy_rows(mem, mat)
         layout = {"vectors": self._uses_vectors, "fts": self._uses_fts}
@@ -186,8 +158,8 @@ class PgArm(StatementQueries):
         except psycopg.Error as exc:
             where = self._where()
             self.close()
-            raise ArmError(f"{self.name}: build of {where} failed: {exc}") from exc
-        return BuildStats(ingest_ms=ingest_ms, index_ms=index_ms)
+            raise base.ArmError(f"{self.name}: build of {where} failed: {exc}") from exc
+        return base.BuildStats(ingest_ms=ingest_ms, index_ms=index_ms)
 
     # ----------------------------------------------------------------------- open
     def open(self, store_dir: Path) -> None:
@@ -200,10 +172,7 @@ class PgArm(StatementQueries):
         self.close()
         store_dir = Path(store_dir)
         self._store_dir = store_dir
-        try:
-            h = connect_store(store_dir, self.name, create=False)
-        except PgError as exc:
-            raise ArmError(f"{self.name}: cannot open store {store_dir}: {exc}") from None
+        h = open_store(store_dir, self.name, create=False)
         need = set(MEMORY_NAMES)
         if self._uses_vectors:
             need.add("embedding")
@@ -220,17 +189,19 @@ class PgArm(StatementQueries):
             self._apply_settings(h.conn)
         except psycopg.Error as exc:
             h.close()
-            raise ArmError(f"{self.name}: cannot read {h.database} ({store_dir}): {exc}") from exc
+            raise base.ArmError(
+                f"{self.name}: cannot read {h.database} ({store_dir}): {exc}"
+            ) from exc
         if need - have:
             h.close()
-            raise ArmError(
+            raise base.ArmError(
                 f"{self.name}: database {h.database} ({store_dir}) lacks memories columns "
                 f"{sorted(need - have)}"
             )
         self._h = h
 
     # ------------------------------------------------------------------- remember
-    def remember(self, memories: pl.DataFrame, vectors: Embeddings) -> None:
+    def remember(self, memories: pl.DataFrame, vectors: base.Embeddings) -> None:
         """Append ``memories`` (and the supersessions they make) in one committed transaction.
 
         The batch is validated by :func:`~agentmem.arms.base.prepare_memories`; then, in
@@ -256,16 +227,16 @@ class PgArm(StatementQueries):
                 nothing of the batch is written.
         """
         conn = self._conn()
-        batch = prepare_memories(memories, vectors, self.name)
+        batch = base.prepare_memories(memories, vectors, self.name)
         if batch.memories.height == 0:
             return
         nul = nul_value(batch)
         if nul is not None:
-            raise ArmError(
+            raise base.ArmError(
                 f"{self.name}: remember: memory {nul[0]!r}: column {nul[1]!r} holds a NUL "
                 "character, which PostgreSQL text cannot store"
             )
-        try:
+        with self._driver_failure("remember into"):
             with conn.transaction(), conn.cursor() as cur:
                 write_batch(
                     cur,
@@ -274,8 +245,6 @@ class PgArm(StatementQueries):
                     name=self.name,
                     where=self._where(),
                 )
-        except psycopg.Error as exc:
-            raise ArmError(f"{self.name}: remember into {self._where()} failed: {exc}") from exc
 
     def fetch(self, memory_ids: Sequence[str]) -> pl.DataFrame:
         """Return the stored rows of ``memory_ids``: :data:`MEMORY_SCHEMA` columns and dtypes.
@@ -289,17 +258,15 @@ class PgArm(StatementQueries):
             ArmError: when the store is not open or PostgreSQL fails.
         """
         conn = self._conn()
-        try:
+        with self._driver_failure("fetch from"):
             return fetch_rows(conn, memory_ids)
-        except psycopg.Error as exc:
-            raise ArmError(f"{self.name}: fetch from {self._where()} failed: {exc}") from exc
 
     # ---------------------------------------------------------------------- query
-    def _ranking(self, q: Query, k: int) -> tuple[sql.Composable, dict[str, Any]] | None:
+    def _ranking(self, q: base.Query, k: int) -> tuple[sql.Composable, dict[str, Any]] | None:
         """Return the ranking statement and parameters for ``q``, or ``None`` (no ids)."""
         raise NotImplementedError
 
-    def _count_sql(self, q: Query) -> tuple[sql.Composable, dict[str, Any]]:
+    def _count_sql(self, q: base.Query) -> tuple[sql.Composable, dict[str, Any]]:
         """Return the exact-count statement: memories in the scope matching the predicate.
 
         The text plays no part; without a scope or a predicate every memory counts.
@@ -307,13 +274,13 @@ class PgArm(StatementQueries):
         cond, params = predicate_sql(q.filters)
         return sql.SQL("SELECT count(*) FROM memories WHERE {}").format(cond), params
 
-    def _query_vector(self, q: Query) -> np.ndarray:
+    def _query_vector(self, q: base.Query) -> np.ndarray:
         """Return the query embedding as float32 ``(384,)``.
 
         Raises:
             ArmError: when the embedding is missing or not of size 384.
         """
-        v = checked_vector(q.embedding, self.name, f"query {q.query_id!r}", VECTOR_DIM)
+        v = base.checked_vector(q.embedding, self.name, f"query {q.query_id!r}", base.VECTOR_DIM)
         return v
 
     driver_errors = psycopg.Error
@@ -328,15 +295,15 @@ class PgArm(StatementQueries):
         """The SQL text psycopg sends for ``stmt`` (``Composable.as_string``)."""
         return stmt.as_string(conn)
 
-    def raw_ingest(self) -> RawIngest:
+    def raw_ingest(self) -> base.RawIngest:
         """The raw bulk path: the memory tables read back and ``COPY``-ed in binary."""
-        return RawIngest(
+        return base.RawIngest(
             "tables",
             pg_tables=("memories", "memory_entities"),
             beyond="nothing: rows leave polars before the clock starts, as in the raw path",
         )
 
-    def explain(self, q: Query, k: int = 10) -> str:
+    def explain(self, q: base.Query, k: int = 10) -> str:
         """Return ``EXPLAIN (FORMAT JSON, SETTINGS)`` of the statements :meth:`query` runs.
 
         Args:
@@ -354,16 +321,14 @@ class PgArm(StatementQueries):
             ArmError: when the store is not open or EXPLAIN fails.
         """
         conn = self._conn()
-        try:
+        with self._driver_failure("explain on"):
             plans = explain_statements(
                 conn, self._query_statements(q, max(k, 1)), self._session_settings()
             )
-        except psycopg.Error as exc:
-            raise ArmError(f"{self.name}: explain on {self._where()} failed: {exc}") from exc
         return json.dumps(plans, indent=2)
 
     # -------------------------------------------------------------------- storage
-    def storage(self) -> StorageStats:
+    def storage(self) -> base.StorageStats:
         """Return bytes per relation of this store from PostgreSQL's own accounting.
 
         Objects: each table's heap (``pg_table_size`` minus its TOAST), its TOAST table
@@ -376,11 +341,9 @@ class PgArm(StatementQueries):
             ArmError: when the store is not open or the catalog query fails.
         """
         conn = self._conn()
-        try:
+        with self._driver_failure("storage query on"):
             objects = relation_sizes(conn)
-        except psycopg.Error as exc:
-            raise ArmError(f"{self.name}: storage query on {self._where()} failed: {exc}") from exc
-        return StorageStats(
+        return base.StorageStats(
             total_bytes=sum(objects.values()), objects=objects, source="pg_total_relation_size"
         )
 
@@ -390,12 +353,8 @@ class PgArm(StatementQueries):
         Raises:
             ArmError: when the store is not open or a check query fails.
         """
-        try:
+        with self._driver_failure("integrity check of"):
             return CONSISTENCY_CHECK, consistency_problems(self._conn())
-        except psycopg.Error as exc:
-            raise ArmError(
-                f"{self.name}: integrity check of {self._where()} failed: {exc}"
-            ) from exc
 
     def close(self) -> None:
         """Close the connection and stop the embedded server if this was its last user.

@@ -6,7 +6,7 @@ from typing import Any, ClassVar
 
 from psycopg import sql
 
-from agentmem.arms.base import Capabilities, Query
+from agentmem.arms import base
 from agentmem.arms.postgres.base import PgArm, check_positive
 from agentmem.sql.postgres.queries import predicate_sql
 
@@ -50,7 +50,7 @@ class PgHnswArm(PgArm):
 
     name: ClassVar[str] = "pg-hnsw"
     prefix_stable: ClassVar[bool] = False
-    capabilities: ClassVar[Capabilities] = Capabilities.sql_engine(
+    capabilities: ClassVar[base.Capabilities] = base.Capabilities.sql_engine(
         vector_access="hnsw-filtered", text_access="none"
     )
 
@@ -64,7 +64,7 @@ class PgHnswArm(PgArm):
     def _session_settings(self) -> dict[str, str]:
         return {"hnsw.ef_search": str(self.ef_search), "hnsw.iterative_scan": "off"}
 
-    def _ranking(self, q: Query, k: int) -> tuple[sql.Composable, dict[str, Any]] | None:
+    def _ranking(self, q: base.Query, k: int) -> tuple[sql.Composable, dict[str, Any]] | None:
         cond, params = predicate_sql(q.filters)
         stmt = sql.SQL(
             "SELECT memory_id FROM memories WHERE {} ORDER BY embedding <=> %(qv)s LIMIT %(k)s"
@@ -101,7 +101,7 @@ class PgHnswIterativeArm(PgHnswArm):
 
     name: ClassVar[str] = "pg-hnsw-iterative"
     prefix_stable: ClassVar[bool] = False
-    capabilities: ClassVar[Capabilities] = Capabilities.sql_engine(
+    capabilities: ClassVar[base.Capabilities] = base.Capabilities.sql_engine(
         vector_access="hnsw-iterative", text_access="none"
     )
 
@@ -124,7 +124,7 @@ class PgHnswIterativeArm(PgHnswArm):
             "hnsw.max_scan_tuples": str(self.max_scan_tuples),
         }
 
-    def _ranking(self, q: Query, k: int) -> tuple[sql.Composable, dict[str, Any]] | None:
+    def _ranking(self, q: base.Query, k: int) -> tuple[sql.Composable, dict[str, Any]] | None:
         cond, params = predicate_sql(q.filters)
         stmt = sql.SQL(
             "WITH relaxed AS MATERIALIZED ("

@@ -6,7 +6,7 @@ from typing import Any, ClassVar
 
 from psycopg import sql
 
-from agentmem.arms.base import Capabilities, Query
+from agentmem.arms import base
 from agentmem.arms.postgres.base import PgArm, check_positive
 from agentmem.sql.postgres.queries import (
     TS_RANK_NORMALIZATION,
@@ -45,7 +45,7 @@ class PgHybridArm(PgArm):
 
     name: ClassVar[str] = "pg-hybrid"
     prefix_stable: ClassVar[bool] = True
-    capabilities: ClassVar[Capabilities] = Capabilities.sql_engine(
+    capabilities: ClassVar[base.Capabilities] = base.Capabilities.sql_engine(
         vector_access="hnsw-filtered", text_access="gin-tsvector"
     )
 
@@ -71,7 +71,7 @@ class PgHybridArm(PgArm):
     def _session_settings(self) -> dict[str, str]:
         return {"hnsw.ef_search": str(self.ef_search), "hnsw.iterative_scan": "off"}
 
-    def _ranking(self, q: Query, k: int) -> tuple[sql.Composable, dict[str, Any]] | None:
+    def _ranking(self, q: base.Query, k: int) -> tuple[sql.Composable, dict[str, Any]] | None:
         cond, params = predicate_sql(q.filters)
         binds: dict[str, Any] = {
             **params,

@@ -18,7 +18,7 @@ import polars as pl
 import psycopg
 from psycopg import sql
 
-from agentmem.arms.base import MEMORY_SCHEMA, ArmError, Remembered
+from agentmem.arms import base
 from agentmem.arms.rows import fetch_ids
 from agentmem.sql.postgres.schema import MEMORY_COLUMNS, MEMORY_NAMES
 
@@ -48,7 +48,7 @@ def _insert_memories_sql(n: int, with_embedding: bool) -> str:
     )
 
 
-def nul_value(batch: Remembered) -> tuple[str, str] | None:
+def nul_value(batch: base.Remembered) -> tuple[str, str] | None:
     """Return ``(memory_id, column)`` of the first text value holding NUL, or ``None``.
 
     PostgreSQL ``text`` cannot store the NUL character (U+0000); the superseded ids
@@ -67,7 +67,7 @@ def nul_value(batch: Remembered) -> tuple[str, str] | None:
 
 
 def write_batch(
-    cur: psycopg.Cursor, batch: Remembered, *, with_vectors: bool, name: str, where: str
+    cur: psycopg.Cursor, batch: base.Remembered, *, with_vectors: bool, name: str, where: str
 ) -> None:
     """Write ``batch`` inside the open transaction of ``cur``'s connection.
 
@@ -107,7 +107,7 @@ def write_batch(
         inserted.update(r[0] for r in cur.fetchall())
     if len(inserted) < len(ids):
         first = next(m for m in ids if m not in inserted)
-        raise ArmError(f"{name}: remember: memory id {first!r} is already stored ({where})")
+        raise base.ArmError(f"{name}: remember: memory id {first!r} is already stored ({where})")
     pairs = [
         (mid, e)
         for mid, ents in zip(ids, batch.memories["entity_ids"].to_list(), strict=True)
@@ -130,7 +130,7 @@ def write_batch(
         done = {r[0] for r in cur.fetchall()}
         for old, new in batch.supersessions:
             if old not in done:
-                raise ArmError(
+                raise base.ArmError(
                     f"{name}: remember: memory {new!r} supersedes {old!r}, "
                     f"which is not stored ({where})"
                 )
@@ -153,7 +153,7 @@ def fetch_rows(conn: psycopg.Connection, memory_ids: Sequence[str]) -> pl.DataFr
         sql.SQL(", ").join(map(sql.Identifier, names))
     )
     found = {r[0]: r for r in conn.execute(select, (want,)).fetchall()} if want else {}
-    data: dict[str, list[Any]] = {c: [] for c in MEMORY_SCHEMA}
+    data: dict[str, list[Any]] = {c: [] for c in base.MEMORY_SCHEMA}
     for mid in want:
         row = found.get(mid)
         if row is None:
@@ -161,4 +161,4 @@ def fetch_rows(conn: psycopg.Connection, memory_ids: Sequence[str]) -> pl.DataFr
         for col, value in zip(names, row, strict=True):
             data[col].append(value)
         data["form"].append(None)
-    return pl.DataFrame(data, schema=MEMORY_SCHEMA)
+    return pl.DataFrame(data, schema=base.MEMORY_SCHEMA)

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 from psycopg import sql
 
-from agentmem.arms.base import Capabilities, Query
+from agentmem.arms import base
 from agentmem.arms.postgres.base import PgArm
 from agentmem.sql.postgres.queries import (
     TS_RANK_NORMALIZATION,
@@ -36,11 +36,11 @@ class PgBtreeArm(PgArm):
 
     name: ClassVar[str] = "pg-btree"
     prefix_stable: ClassVar[bool] = True
-    capabilities: ClassVar[Capabilities] = Capabilities.sql_engine(
+    capabilities: ClassVar[base.Capabilities] = base.Capabilities.sql_engine(
         vector_access="none", text_access="b-tree+like"
     )
 
-    def _ranking(self, q: Query, k: int) -> tuple[sql.Composable, dict[str, Any]] | None:
+    def _ranking(self, q: base.Query, k: int) -> tuple[sql.Composable, dict[str, Any]] | None:
         terms = safe_terms(q.text)
         if not terms:
             return None
@@ -67,11 +67,11 @@ class PgGinArm(PgArm):
 
     name: ClassVar[str] = "pg-gin"
     prefix_stable: ClassVar[bool] = True
-    capabilities: ClassVar[Capabilities] = Capabilities.sql_engine(
+    capabilities: ClassVar[base.Capabilities] = base.Capabilities.sql_engine(
         vector_access="none", text_access="gin-tsvector"
     )
 
-    def _ranking(self, q: Query, k: int) -> tuple[sql.Composable, dict[str, Any]] | None:
+    def _ranking(self, q: base.Query, k: int) -> tuple[sql.Composable, dict[str, Any]] | None:
         terms = safe_terms(q.text)
         if not terms:
             return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from agentmem.arms.base import Capabilities, Query
+from agentmem.arms import base
 from agentmem.arms.sqlite.store import SqliteArm
 from agentmem.sql.sqlite.statements import predicate_sql
 from agentmem.text import like_pattern, query_terms
@@ -23,11 +23,11 @@ class SqliteBtreeArm(SqliteArm):
 
     name: ClassVar[str] = "sqlite-btree"
     prefix_stable: ClassVar[bool] = True
-    capabilities: ClassVar[Capabilities] = Capabilities.sql_engine(
+    capabilities: ClassVar[base.Capabilities] = base.Capabilities.sql_engine(
         vector_access="none", text_access="b-tree+like"
     )
 
-    def _ranking(self, q: Query, k: int) -> tuple[str, dict[str, Any]] | None:
+    def _ranking(self, q: base.Query, k: int) -> tuple[str, dict[str, Any]] | None:
         terms = query_terms(q.text)
         if not terms:
             return None

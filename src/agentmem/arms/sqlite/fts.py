@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from agentmem.arms.base import Capabilities, Query
+from agentmem.arms import base
 from agentmem.arms.sqlite.store import SqliteArm
 from agentmem.sql.sqlite.statements import predicate_sql
 from agentmem.text import fts5_match
@@ -23,11 +23,11 @@ class SqliteFtsArm(SqliteArm):
 
     name: ClassVar[str] = "sqlite-fts"
     prefix_stable: ClassVar[bool] = True
-    capabilities: ClassVar[Capabilities] = Capabilities.sql_engine(
+    capabilities: ClassVar[base.Capabilities] = base.Capabilities.sql_engine(
         vector_access="none", text_access="fts5-bm25"
     )
 
-    def _ranking(self, q: Query, k: int) -> tuple[str, dict[str, Any]] | None:
+    def _ranking(self, q: base.Query, k: int) -> tuple[str, dict[str, Any]] | None:
         match = fts5_match(q.text)
         if match is None:
             return None

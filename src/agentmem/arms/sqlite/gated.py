@@ -16,18 +16,7 @@ from typing import Any, ClassVar
 import apsw
 import numpy as np
 
-from agentmem.arms.base import (
-    VECTOR_DIM,
-    ArmError,
-    BareCall,
-    BuildStats,
-    Capabilities,
-    Corpus,
-    Embeddings,
-    Query,
-    Result,
-    checked_vector,
-)
+from agentmem.arms import base
 from agentmem.arms.sqlite.rows import VectorLayout
 from agentmem.arms.sqlite.store import SqliteArm
 from agentmem.sql.sqlite.statements import predicate_sql
@@ -175,7 +164,7 @@ class SqliteGatedArm(SqliteArm):
 
     name: ClassVar[str] = "sqlite-gated"
     prefix_stable: ClassVar[bool] = True
-    capabilities: ClassVar[Capabilities] = Capabilities.sql_engine(
+    capabilities: ClassVar[base.Capabilities] = base.Capabilities.sql_engine(
         vector_access="brute-force", text_access="fts5-bm25"
     )
     vector_layout: ClassVar[VectorLayout] = QUANTISED_VECTORS
@@ -188,7 +177,7 @@ class SqliteGatedArm(SqliteArm):
         "no recency": {"recency_weight": 0.0},
         "no currency signal": {"correction_weight": 0.0, "recency_weight": 0.0},
     }
-    bare_call: ClassVar[BareCall] = BareCall(
+    bare_call: ClassVar[base.BareCall] = base.BareCall(
         "execute + fetchall of the keys, text, dense-scan and candidate statements (the "
         "last bound to the ids the others returned) and the count",
         "the weighted-sum fusion and sort in Python; the id list",
@@ -237,7 +226,9 @@ class SqliteGatedArm(SqliteArm):
         self.keys, self.gate = keys, gate
 
     # ---------------------------------------------------------------------- build
-    def build(self, corpus: Corpus, vectors: Embeddings, store_dir: Any) -> BuildStats:
+    def build(
+        self, corpus: base.Corpus, vectors: base.Embeddings, store_dir: Any
+    ) -> base.BuildStats:
         """Build as every SQLite arm, then the ``entity_names`` table (timed as index).
 
         ``entity_names`` holds the name of each entity of ``corpus.entities`` (when
@@ -263,10 +254,10 @@ class SqliteGatedArm(SqliteArm):
                 conn.executemany("INSERT INTO entity_names(name, entity_id) VALUES (?, ?)", rows)
         except apsw.Error as exc:
             self.close()
-            raise ArmError(
+            raise base.ArmError(
                 f"{self.name}: writing entity names into {store_dir} failed: {exc}"
             ) from exc
-        return BuildStats(stats.ingest_ms, stats.index_ms + (time.perf_counter() - t0) * 1e3)
+        return base.BuildStats(stats.ingest_ms, stats.index_ms + (time.perf_counter() - t0) * 1e3)
 
     def open(self, store_dir: Any) -> None:
         """Reopen the store as every SQLite arm; it must hold ``entity_names`` too.
@@ -280,25 +271,25 @@ class SqliteGatedArm(SqliteArm):
         if "entity_names" not in have:
             path = self._path
             self.close()
-            raise ArmError(f"{self.name}: {path} lacks tables ['entity_names']")
+            raise base.ArmError(f"{self.name}: {path} lacks tables ['entity_names']")
 
     # ---------------------------------------------------------------------- query
-    def _query_code(self, q: Query) -> bytes:
+    def _query_code(self, q: base.Query) -> bytes:
         """The query embedding's int8 codes (:func:`quantise`).
 
         Raises:
             ArmError: when the embedding is missing, not of size 384 or not finite.
         """
-        v = checked_vector(q.embedding, self.name, f"query {q.query_id!r}", VECTOR_DIM)
+        v = base.checked_vector(q.embedding, self.name, f"query {q.query_id!r}", base.VECTOR_DIM)
         # quantise() of one row, without its 2-D bookkeeping: the same float32 operations
         peak = np.abs(v).max()
         if not np.isfinite(peak):  # NaN and inf both make the peak non-finite
-            raise ArmError(f"{self.name}: query {q.query_id!r} embedding holds NaN or inf")
+            raise base.ArmError(f"{self.name}: query {q.query_id!r} embedding holds NaN or inf")
         if peak == 0:
             peak = np.float32(1.0)
         return np.rint(v / peak * 127.0).astype(np.int8).tobytes()
 
-    def _statements(self, q: Query) -> dict[str, tuple[str, dict[str, Any]] | None]:
+    def _statements(self, q: base.Query) -> dict[str, tuple[str, dict[str, Any]] | None]:
         """The statements whose bindings come from the query alone: keys, text, dense.
 
         ``text`` is ``None`` when the text has no search terms; ``dense`` runs only when
@@ -403,7 +394,7 @@ class SqliteGatedArm(SqliteArm):
         ranked.sort()
         return [r[3] for r in ranked[:k]]
 
-    def query(self, q: Query, k: int) -> Result:
+    def query(self, q: base.Query, k: int) -> base.Result:
         """Return at most ``k`` memory ids best first, plus the exact count if wanted.
 
         Hostile text or scope never raises: text naming nothing and holding no search
@@ -420,12 +411,12 @@ class SqliteGatedArm(SqliteArm):
             if q.wants_count:
                 count = int(conn.execute(*self._count_sql(q)).fetchall()[0][0])
         except apsw.Error as exc:
-            raise ArmError(
+            raise base.ArmError(
                 f"{self.name}: query {q.query_id!r} on {self._path} failed: {exc}"
             ) from exc
-        return Result(memory_ids=ids, count=count)
+        return base.Result(memory_ids=ids, count=count)
 
-    def raw_query_call(self, q: Query, k: int) -> Callable[[], list[Any]]:
+    def raw_query_call(self, q: base.Query, k: int) -> Callable[[], list[Any]]:
         """Return a zero-argument function making exactly the driver calls :meth:`query` makes.
 
         The statements and bindings are built here, once; each call runs them (the
@@ -451,7 +442,7 @@ class SqliteGatedArm(SqliteArm):
         return self._fuse(raw[0], k) if raw and raw[0] is not None else []
 
     def _plan_statements(
-        self, q: Query, k: int
+        self, q: base.Query, k: int
     ) -> list[tuple[str, tuple[str, dict[str, Any]] | None]]:
         """The keys (unless ``keys`` is off), text and dense statements for :meth:`explain`.
 

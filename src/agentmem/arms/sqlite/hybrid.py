@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from agentmem.arms.base import VECTOR_DIM, Capabilities, Query, checked_vector
+from agentmem.arms import base
 from agentmem.arms.sqlite.store import SqliteArm
 from agentmem.sql.sqlite.statements import predicate_sql
 from agentmem.text import fts5_match
@@ -35,7 +35,7 @@ class SqliteHybridArm(SqliteArm):
 
     name: ClassVar[str] = "sqlite-hybrid"
     prefix_stable: ClassVar[bool] = True
-    capabilities: ClassVar[Capabilities] = Capabilities.sql_engine(
+    capabilities: ClassVar[base.Capabilities] = base.Capabilities.sql_engine(
         vector_access="brute-force", text_access="fts5-bm25"
     )
 
@@ -48,16 +48,16 @@ class SqliteHybridArm(SqliteArm):
         self.branch_k = int(branch_k)
         self.rrf_k = int(rrf_k)
 
-    def _query_vector(self, q: Query) -> bytes:
+    def _query_vector(self, q: base.Query) -> bytes:
         """Return the query embedding as float32 bytes.
 
         Raises:
             ArmError: when the embedding is missing or not of size 384.
         """
-        v = checked_vector(q.embedding, self.name, f"query {q.query_id!r}", VECTOR_DIM)
+        v = base.checked_vector(q.embedding, self.name, f"query {q.query_id!r}", base.VECTOR_DIM)
         return v.tobytes()
 
-    def _ranking(self, q: Query, k: int) -> tuple[str, dict[str, Any]] | None:
+    def _ranking(self, q: base.Query, k: int) -> tuple[str, dict[str, Any]] | None:
         cond, params = predicate_sql(q.filters)
         match = fts5_match(q.text)
         branches = [

@@ -17,7 +17,7 @@ import apsw
 import numpy as np
 import polars as pl
 
-from agentmem.arms.base import MEMORY_SCHEMA, ArmError, Remembered
+from agentmem.arms import base
 from agentmem.sql.sqlite.schema import (
     BTREE_INDEXES_SQL,
     FTS_SQL,
@@ -118,7 +118,7 @@ def bulk_load(
 
 def write_remembered(
     conn: apsw.Connection,
-    batch: Remembered,
+    batch: base.Remembered,
     *,
     arm: str,
     path: Path | None,
@@ -147,11 +147,11 @@ def write_remembered(
     ids = batch.ids
     for mid in ids:
         if conn.execute("SELECT 1 FROM memories WHERE memory_id = ?", (mid,)).fetchall():
-            raise ArmError(f"{arm}: remember: memory id {mid!r} is already stored ({path})")
-    base = int(conn.execute("SELECT coalesce(max(id), 0) FROM memories").fetchall()[0][0])
+            raise base.ArmError(f"{arm}: remember: memory id {mid!r} is already stored ({path})")
+    first = 1 + int(conn.execute("SELECT coalesce(max(id), 0) FROM memories").fetchall()[0][0])
     mem = batch.memories
-    rowids = range(base + 1, base + 1 + len(ids))
-    conn.executemany(INSERT_MEMORY_SQL, memory_rows(mem, base + 1))
+    rowids = range(first, first + len(ids))
+    conn.executemany(INSERT_MEMORY_SQL, memory_rows(mem, first))
     ent_rows = entity_rows(ids, mem["entity_ids"].to_list())
     if ent_rows:
         conn.executemany(INSERT_ENTITY_SQL, ent_rows)
@@ -161,11 +161,11 @@ def write_remembered(
             list(zip(rowids, mem["body"].to_list(), strict=True)),
         )
     if vectors is not None:
-        conn.executemany(vectors.insert_sql, vectors.rows(batch.vectors, base + 1))
+        conn.executemany(vectors.insert_sql, vectors.rows(batch.vectors, first))
     for old, new in batch.supersessions:
         conn.execute("UPDATE memories SET superseded_by = ? WHERE memory_id = ?", (new, old))
         if conn.changes() != 1:
-            raise ArmError(
+            raise base.ArmError(
                 f"{arm}: remember: memory {new!r} supersedes {old!r}, which is not stored ({path})"
             )
 
@@ -197,7 +197,7 @@ def read_memories(conn: apsw.Connection, memory_ids: Sequence[str]) -> pl.DataFr
             chunk,
         ):
             ents.setdefault(mid, []).append(ent)
-    data: dict[str, list[Any]] = {c: [] for c in MEMORY_SCHEMA}
+    data: dict[str, list[Any]] = {c: [] for c in base.MEMORY_SCHEMA}
     for mid in memory_ids:
         row = found.get(mid)
         if row is None:
@@ -206,4 +206,4 @@ def read_memories(conn: apsw.Connection, memory_ids: Sequence[str]) -> pl.DataFr
             data[col].append(value)
         data["entity_ids"].append(ents.get(mid, []))
         data["form"].append(None)
-    return pl.DataFrame(data, schema=MEMORY_SCHEMA)
+    return pl.DataFrame(data, schema=base.MEMORY_SCHEMA)

@@ -16,20 +16,7 @@ from typing import Any, ClassVar
 import apsw
 import polars as pl
 
-from agentmem.arms.base import (
-    VECTOR_DIM,
-    ArmError,
-    BareCall,
-    BuildStats,
-    Capabilities,
-    Corpus,
-    Embeddings,
-    Query,
-    RawIngest,
-    StorageStats,
-    float32_array,
-    prepare_memories,
-)
+from agentmem.arms import base
 from agentmem.arms.rows import fetch_ids
 from agentmem.arms.sqlite.rows import (
     FLOAT32_VECTORS,
@@ -44,9 +31,9 @@ from agentmem.arms.statements import COUNT, StatementQueries
 from agentmem.sql.sqlite.connection import (
     INTEGRITY_CHECK,
     connect,
+    fresh_database,
     integrity_problems,
     object_sizes,
-    remove_database,
 )
 from agentmem.sql.sqlite.schema import DB_NAME, MEMORY_COLUMNS
 from agentmem.sql.sqlite.statements import explain_statement, predicate_sql
@@ -81,9 +68,9 @@ class SqliteArm(StatementQueries):
 
     name: ClassVar[str]
     family: ClassVar[str] = "sqlite"
-    capabilities: ClassVar[Capabilities]
+    capabilities: ClassVar[base.Capabilities]
 
-    bare_call: ClassVar[BareCall] = BareCall(
+    bare_call: ClassVar[base.BareCall] = base.BareCall(
         "execute + fetchall of the prepared ranking (and count) statements",
         "building the SQL text and bindings per call; the id list",
     )
@@ -112,11 +99,13 @@ class SqliteArm(StatementQueries):
             ArmError: when the arm was never built/opened or has been closed.
         """
         if self._conn is None:
-            raise ArmError(f"{self.name}: store is not open (call build() or open() first)")
+            raise base.ArmError(f"{self.name}: store is not open (call build() or open() first)")
         return self._conn
 
     # ---------------------------------------------------------------------- build
-    def build(self, corpus: Corpus, vectors: Embeddings, store_dir: Path) -> BuildStats:
+    def build(
+        self, corpus: base.Corpus, vectors: base.Embeddings, store_dir: Path
+    ) -> base.BuildStats:
         """Create ``store_dir/memory.db`` from scratch and leave it open.
 
         Rows are written in one transaction with ``executemany`` (``ingest_ms``); then the
@@ -137,30 +126,14 @@ class SqliteArm(StatementQueries):
             ArmError: on missing columns, missing embeddings or an SQLite error.
         """
         self.close()
-        store_dir = Path(store_dir)
-        store_dir.mkdir(parents=True, exist_ok=True)
-        path = store_dir / DB_NAME
-        remove_database(path)
+        path = fresh_database(Path(store_dir), DB_NAME)
 
-        mem = corpus.memories
-        if "scope_id" not in mem.columns:  # a corpus without scopes: every memory unscoped
-            mem = mem.with_columns(scope_id=pl.lit(None, pl.String))
-        missing = [c for c in (*MEMORY_COLUMNS, "entity_ids") if c not in mem.columns]
-        if missing:
-            raise ArmError(f"{self.name}: corpus memories lack columns {missing} ({path})")
+        mem = base.build_memories(corpus.memories, (*MEMORY_COLUMNS, "entity_ids"), self.name, path)
         rows = memory_rows(mem, 1)
         ent_rows = entity_rows(mem["memory_id"].to_list(), mem["entity_ids"].to_list())
         vec_rows: list[tuple[Any, ...]] = []
         if self._uses_vectors:
-            ids = mem["memory_id"].to_list()
-            try:
-                mat = float32_array(vectors.get(ids), self.name, "build: embeddings")
-            except KeyError as exc:
-                raise ArmError(f"{self.name}: {exc.args[0]} ({path})") from None
-            if mat.ndim != 2 or mat.shape[1] != VECTOR_DIM:
-                raise ArmError(
-                    f"{self.name}: embeddings have shape {mat.shape}, need (n, {VECTOR_DIM})"
-                )
+            mat = base.embedding_matrix(vectors, mem["memory_id"].to_list(), self.name, path)
             vec_rows = self.vector_layout.rows(mat, 1)
 
         conn = connect(path, create=True, sqlite_vec=self._uses_vectors, arm=self.name)
@@ -178,8 +151,8 @@ class SqliteArm(StatementQueries):
             conn.execute("PRAGMA synchronous=FULL")  # remember: durable on return
         except apsw.Error as exc:
             self.close()
-            raise ArmError(f"{self.name}: build of {path} failed: {exc}") from exc
-        return BuildStats(ingest_ms=ingest_ms, index_ms=index_ms)
+            raise base.ArmError(f"{self.name}: build of {path} failed: {exc}") from exc
+        return base.BuildStats(ingest_ms=ingest_ms, index_ms=index_ms)
 
     # ----------------------------------------------------------------------- open
     def open(self, store_dir: Path) -> None:
@@ -193,7 +166,7 @@ class SqliteArm(StatementQueries):
         self.close()
         path = Path(store_dir) / DB_NAME
         if not path.is_file():
-            raise ArmError(f"{self.name}: no SQLite store at {path}")
+            raise base.ArmError(f"{self.name}: no SQLite store at {path}")
         conn = connect(path, create=False, sqlite_vec=self._uses_vectors, arm=self.name)
         need = {"memories", "memory_entities"}
         if self._uses_fts:
@@ -204,7 +177,9 @@ class SqliteArm(StatementQueries):
             have = {r[0] for r in conn.execute("SELECT name FROM sqlite_schema")}
         except apsw.Error as exc:
             conn.close()
-            raise ArmError(f"{self.name}: {path} is not a readable SQLite database: {exc}") from exc
+            raise base.ArmError(
+                f"{self.name}: {path} is not a readable SQLite database: {exc}"
+            ) from exc
         built_by = conn.execute("PRAGMA application_id").fetchall()[0][0]
         if built_by not in (0, self._application_id()):
             conn.close()
@@ -212,17 +187,17 @@ class SqliteArm(StatementQueries):
                 (n for n, c in _family_arms().items() if c._application_id() == built_by),
                 f"another arm (application_id {built_by})",
             )
-            raise ArmError(
+            raise base.ArmError(
                 f"{self.name}: {path} was built by {other}; open it with that arm (writing "
                 f"through {self.name} would leave that arm's indexes out of step)"
             )
         if need - have:
             conn.close()
-            raise ArmError(f"{self.name}: {path} lacks tables {sorted(need - have)}")
+            raise base.ArmError(f"{self.name}: {path} lacks tables {sorted(need - have)}")
         cols = {r[1] for r in conn.execute("PRAGMA table_info(memories)")}
         if set(MEMORY_COLUMNS) - cols:
             conn.close()
-            raise ArmError(
+            raise base.ArmError(
                 f"{self.name}: {path} lacks memories columns {sorted(set(MEMORY_COLUMNS) - cols)}"
                 " (built by an older layout); rebuild the store"
             )
@@ -235,7 +210,7 @@ class SqliteArm(StatementQueries):
         return zlib.crc32(cls.name.encode()) & 0x7FFFFFFF
 
     # ------------------------------------------------------------------- remember
-    def remember(self, memories: pl.DataFrame, vectors: Embeddings) -> None:
+    def remember(self, memories: pl.DataFrame, vectors: base.Embeddings) -> None:
         """Append ``memories`` (and the supersessions they make) in one durable transaction.
 
         The batch is validated by :func:`~agentmem.arms.base.prepare_memories`, then
@@ -258,10 +233,10 @@ class SqliteArm(StatementQueries):
                 of the batch is written.
         """
         conn = self._db()
-        batch = prepare_memories(memories, vectors, self.name)
+        batch = base.prepare_memories(memories, vectors, self.name)
         if batch.memories.height == 0:
             return
-        try:
+        with self._driver_failure("remember into"):
             conn.execute("BEGIN IMMEDIATE")
             try:
                 write_remembered(
@@ -277,8 +252,6 @@ class SqliteArm(StatementQueries):
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
                 raise
-        except apsw.Error as exc:
-            raise ArmError(f"{self.name}: remember into {self._path} failed: {exc}") from exc
 
     def fetch(self, memory_ids: Sequence[str]) -> pl.DataFrame:
         """Return the stored rows of ``memory_ids``: ``MEMORY_SCHEMA`` columns and dtypes.
@@ -293,17 +266,15 @@ class SqliteArm(StatementQueries):
         """
         conn = self._db()
         want = fetch_ids(memory_ids)
-        try:
+        with self._driver_failure("fetch from"):
             return read_memories(conn, want)
-        except apsw.Error as exc:
-            raise ArmError(f"{self.name}: fetch from {self._path} failed: {exc}") from exc
 
     # ---------------------------------------------------------------------- query
-    def _ranking(self, q: Query, k: int) -> tuple[str, dict[str, Any]] | None:
+    def _ranking(self, q: base.Query, k: int) -> tuple[str, dict[str, Any]] | None:
         """Return the ranking statement and bindings for ``q``, or ``None`` (empty result)."""
         raise NotImplementedError
 
-    def _count_sql(self, q: Query) -> tuple[str, dict[str, Any]]:
+    def _count_sql(self, q: base.Query) -> tuple[str, dict[str, Any]]:
         """Return the exact-count statement: memories in the scope matching the predicate.
 
         The text plays no part; without a scope or a predicate every memory counts.
@@ -319,16 +290,16 @@ class SqliteArm(StatementQueries):
     def _store_location(self) -> str:
         return str(self._path)
 
-    def raw_ingest(self) -> RawIngest:
+    def raw_ingest(self) -> base.RawIngest:
         """The raw bulk path: the memory tables read back and written in one transaction."""
-        return RawIngest(
+        return base.RawIngest(
             "tables",
             "memory.db",
             ("memories", "memory_entities"),
             beyond="turning polars rows into tuples is outside both timings; nothing else",
         )
 
-    def explain(self, q: Query, k: int = 10) -> str:
+    def explain(self, q: base.Query, k: int = 10) -> str:
         """Return EXPLAIN QUERY PLAN of the exact statements :meth:`query` runs for ``q``.
 
         Args:
@@ -349,20 +320,18 @@ class SqliteArm(StatementQueries):
             if stmt is None:
                 parts.append(f"-- {label}: no statement runs (the text has no search terms)")
                 continue
-            try:
+            with self._driver_failure("explain on"):
                 parts.append(explain_statement(conn, label, *stmt))
-            except apsw.Error as exc:
-                raise ArmError(f"{self.name}: explain on {self._path} failed: {exc}") from exc
         return "\n".join(parts)
 
     def _plan_statements(
-        self, q: Query, k: int
+        self, q: base.Query, k: int
     ) -> list[tuple[str, tuple[str, dict[str, Any]] | None]]:
         """The labelled statements :meth:`explain` shows before the count (``None``: none runs)."""
         return [("ranking", self._ranking(q, max(k, 1)))]
 
     # -------------------------------------------------------------------- storage
-    def storage(self) -> StorageStats:
+    def storage(self) -> base.StorageStats:
         """Return bytes per SQLite object from ``dbstat`` (after a WAL checkpoint).
 
         Objects are tables, indexes and FTS5 shadow tables (``sum(pgsize)`` per name);
@@ -372,11 +341,11 @@ class SqliteArm(StatementQueries):
             ArmError: when the store is not open or ``dbstat`` fails.
         """
         conn = self._db()
-        try:
+        with self._driver_failure("dbstat on"):
             objects = object_sizes(conn, self._path)
-        except apsw.Error as exc:
-            raise ArmError(f"{self.name}: dbstat on {self._path} failed: {exc}") from exc
-        return StorageStats(total_bytes=sum(objects.values()), objects=objects, source="dbstat")
+        return base.StorageStats(
+            total_bytes=sum(objects.values()), objects=objects, source="dbstat"
+        )
 
     def integrity_check(self) -> tuple[str, list[str]]:
         """SQLite's ``PRAGMA integrity_check`` and FTS5's ``integrity-check`` on the file.
@@ -384,10 +353,8 @@ class SqliteArm(StatementQueries):
         Raises:
             ArmError: when the store is not open or a check cannot run.
         """
-        try:
+        with self._driver_failure("integrity check of"):
             return INTEGRITY_CHECK, integrity_problems(self._db())
-        except apsw.Error as exc:
-            raise ArmError(f"{self.name}: integrity check of {self._path} failed: {exc}") from exc
 
     def close(self) -> None:
         """Close the connection; safe to call twice."""

@@ -12,12 +12,12 @@ from typing import Any, ClassVar
 import apsw
 import psycopg
 
-from agentmem.arms.base import ArmError, BareCall, Capabilities, RawIngest
+from agentmem.arms import base
 from agentmem.arms.three_tier.context import ContextMixin
 from agentmem.arms.three_tier.remember import RememberMixin
 from agentmem.arms.three_tier.retrieval import RetrievalMixin
 from agentmem.arms.three_tier.schema import DB_NAME, SQLITE_TABLES
-from agentmem.pg import PgError, PgHandle, connect_store
+from agentmem.pg import PgError, PgHandle, open_store
 from agentmem.summarise import SUMMARISERS, Summariser, summariser_name
 
 
@@ -99,16 +99,15 @@ class ThreeTierArm(RememberMixin, RetrievalMixin, ContextMixin):
     name: ClassVar[str] = "three-tier"
     prefix_stable: ClassVar[bool] = True
     family: ClassVar[str] = "tiered"
-    capabilities: ClassVar[Capabilities] = Capabilities(
+    capabilities: ClassVar[base.Capabilities] = base.Capabilities(
         predicate=True,
-        join=False,
         aggregate=True,
         vector_access="hnsw-filtered",
         text_access="fts5-bm25",
         transactions=True,
         filter_stage="in-search",
     )
-    bare_call: ClassVar[BareCall] = BareCall(
+    bare_call: ClassVar[base.BareCall] = base.BareCall(
         "execute + fetchall of every tier statement (SQLite L1/L2, PostgreSQL L3)",
         "composing the tier statements with psycopg.sql, Python RRF fusion of the tier "
         "lists, per-tier timing",
@@ -193,7 +192,7 @@ class ThreeTierArm(RememberMixin, RetrievalMixin, ContextMixin):
         self._store_dir = store_dir
         path = store_dir / DB_NAME
         if not path.is_file():
-            raise ArmError(f"{self.name}: no three-tier store at {path} (missing {DB_NAME})")
+            raise base.ArmError(f"{self.name}: no three-tier store at {path} (missing {DB_NAME})")
         db = self._connect_sqlite(path, create=False)
         try:
             have = {r[0] for r in db.execute("SELECT name FROM sqlite_schema")}
@@ -202,36 +201,38 @@ class ThreeTierArm(RememberMixin, RetrievalMixin, ContextMixin):
             )
         except apsw.Error as exc:
             db.close()
-            raise ArmError(f"{self.name}: {path} is not a readable SQLite database: {exc}") from exc
+            raise base.ArmError(
+                f"{self.name}: {path} is not a readable SQLite database: {exc}"
+            ) from exc
         if SQLITE_TABLES - have:
             db.close()
-            raise ArmError(f"{self.name}: {path} lacks tables {sorted(SQLITE_TABLES - have)}")
+            raise base.ArmError(f"{self.name}: {path} lacks tables {sorted(SQLITE_TABLES - have)}")
         want = self._layout()
         diff = {k: (meta.get(k), v) for k, v in want.items() if meta.get(k) != v}
         if diff:
             db.close()
             detail = ", ".join(f"{k}: stored {a!r}, arm has {b!r}" for k, (a, b) in diff.items())
-            raise ArmError(
+            raise base.ArmError(
                 f"{self.name}: store {path} was built with other tier parameters ({detail}); "
                 "use the same parameters or rebuild"
             )
         self._db = db
         try:
-            self._h = connect_store(store_dir, self.name, create=False)
-        except PgError as exc:
+            self._h = open_store(store_dir, self.name, create=False, what="L3 store")
+        except PgError:
             self.close()
-            raise ArmError(f"{self.name}: cannot open L3 store in {store_dir}: {exc}") from None
+            raise
         try:
             ok = self._h.conn.execute("SELECT to_regclass('l3_memories') IS NOT NULL").fetchone()
             if not ok or not ok[0]:
                 where = self._where()
                 self.close()
-                raise ArmError(f"{self.name}: L3 database of {where} has no l3_memories table")
+                raise base.ArmError(f"{self.name}: L3 database of {where} has no l3_memories table")
             self._apply_pg_settings(self._h.conn)
         except psycopg.Error as exc:
             where = self._where()
             self.close()
-            raise ArmError(f"{self.name}: cannot read L3 of {where}: {exc}") from exc
+            raise base.ArmError(f"{self.name}: cannot read L3 of {where}: {exc}") from exc
         self._compact_if_needed(self._l3_insert, trigger=None)
 
     def reset(self) -> None:
@@ -248,11 +249,11 @@ class ThreeTierArm(RememberMixin, RetrievalMixin, ContextMixin):
                 db.execute("DELETE FROM l2_covers; DELETE FROM l2_nodes; DELETE FROM l1_turns;")
             conn.execute("TRUNCATE l3_memories")
         except (apsw.Error, psycopg.Error) as exc:
-            raise ArmError(f"{self.name}: reset of {self._where()} failed: {exc}") from exc
+            raise base.ArmError(f"{self.name}: reset of {self._where()} failed: {exc}") from exc
 
-    def raw_ingest(self) -> RawIngest:
+    def raw_ingest(self) -> base.RawIngest:
         """The raw bulk path: the final tier tables written raw (SQLite and ``COPY``)."""
-        return RawIngest(
+        return base.RawIngest(
             "tables",
             "tiers.db",
             ("l1_turns", "l2_nodes", "l2_covers"),

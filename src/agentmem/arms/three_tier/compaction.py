@@ -14,7 +14,7 @@ from typing import Any
 import apsw
 import numpy as np
 
-from agentmem.arms.base import ArmError
+from agentmem.arms import base
 from agentmem.arms.three_tier.records import Compaction, elapsed_ms
 from agentmem.arms.three_tier.schema import MEM_NAMES
 from agentmem.arms.three_tier.store import TierStore
@@ -72,7 +72,7 @@ class CompactionMixin(TierStore):
                 summary = summ.summarise([d["body"] for d in group], self.summary_tokens)
                 stoks = count_tokens([summary])[0] if summary else 0
                 if stoks > self.summary_tokens:
-                    raise ArmError(
+                    raise base.ArmError(
                         f"{self.name}: summariser {sname!r} returned {stoks} tokens, over the "
                         f"budget of {self.summary_tokens}"
                     )
@@ -80,10 +80,10 @@ class CompactionMixin(TierStore):
                     "\n".join(s for s in split_sentences(d["body"]) if s in summary) for d in group
                 ]
                 drafts.append((key, group, summary, stoks, excerpts))
-        except ArmError:
+        except base.ArmError:
             raise
         except Exception as exc:  # a summariser may raise anything (HTTP, parsing, ...)
-            raise ArmError(f"{self.name}: summariser {sname!r} failed: {exc}") from exc
+            raise base.ArmError(f"{self.name}: summariser {sname!r} failed: {exc}") from exc
         lat["L2"] += elapsed_ms(t0)
 
         t1 = time.perf_counter()
@@ -170,6 +170,8 @@ class CompactionMixin(TierStore):
                     )
                 db.executemany("DELETE FROM l1_turns WHERE id = ?", [(d["id"],) for d in evict])
         except apsw.Error as exc:
-            raise ArmError(f"{self.name}: compaction in {self._where()} failed: {exc}") from exc
+            raise base.ArmError(
+                f"{self.name}: compaction in {self._where()} failed: {exc}"
+            ) from exc
         lat["L2"] += elapsed_ms(t2)
         return compactions, [d["memory_id"] for d in evict], lat

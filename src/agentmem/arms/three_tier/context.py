@@ -14,7 +14,7 @@ import apsw
 import psycopg
 from psycopg import sql
 
-from agentmem.arms.base import ArmError, Predicate
+from agentmem.arms import base
 from agentmem.arms.context import TIERS, AssembledContext, ContextItem
 from agentmem.arms.three_tier.records import elapsed_ms
 from agentmem.arms.three_tier.store import TierStore
@@ -35,7 +35,7 @@ class ContextMixin(TierStore):
         query_vec: Any,
         k: int = 5,
         *,
-        predicate: Predicate | None = None,
+        predicate: base.Predicate | None = None,
         scope: str | None = None,
     ) -> AssembledContext:
         """Assemble the context an agent would see for one turn: L1 + L2 + L3.
@@ -70,7 +70,7 @@ class ContextMixin(TierStore):
         conn = self._pg()
         qv = self._vector(query_vec, "context query")
         match = fts5_match(query_text or "")
-        scoped = () if scope is None else (Predicate("scope_id", "=", scope),)
+        scoped = () if scope is None else (base.Predicate("scope_id", "=", scope),)
         filters = (*scoped, *(() if predicate is None else (predicate,)))
         cond, params = sqlite_predicate_sql(filters)
         pcond, pparams = pg_predicate_sql(filters)
@@ -149,7 +149,7 @@ class ContextMixin(TierStore):
                     items.append(ContextItem("L3", mid, body, int(ntok), (mid,), i, False))
             lat["L3"] = elapsed_ms(t0)
         except (apsw.Error, psycopg.Error) as exc:
-            raise ArmError(
+            raise base.ArmError(
                 f"{self.name}: assembling context on {self._where()} failed: {exc}"
             ) from exc
         tokens = {t: sum(it.tokens for it in items if it.tier == t) for t in TIERS}

@@ -14,11 +14,10 @@ from typing import Any
 
 import apsw
 import numpy as np
-import polars as pl
 import psycopg
 from psycopg import sql
 
-from agentmem.arms.base import VECTOR_DIM, ArmError, BuildStats, Corpus, Embeddings, float32_array
+from agentmem.arms import base
 from agentmem.arms.context import TIERS
 from agentmem.arms.three_tier.compaction import CompactionMixin
 from agentmem.arms.three_tier.records import TierEvent, elapsed_ms
@@ -41,7 +40,9 @@ class IngestMixin(CompactionMixin):
     takes L1 past its cap triggers a compaction.
     """
 
-    def build(self, corpus: Corpus, vectors: Embeddings, store_dir: Path) -> BuildStats:
+    def build(
+        self, corpus: base.Corpus, vectors: base.Embeddings, store_dir: Path
+    ) -> base.BuildStats:
         """Create the store from scratch by replaying ``corpus`` in ``seq`` order; leave it open.
 
         Every memory goes through the same ingest logic as :meth:`ingest_turn` (L1
@@ -66,24 +67,12 @@ class IngestMixin(CompactionMixin):
                 or any engine error (the message names the store).
         """
         store_dir = Path(store_dir)
-        mem = corpus.memories
-        if "scope_id" not in mem.columns:  # a corpus without scopes: every memory unscoped
-            mem = mem.with_columns(scope_id=pl.lit(None, pl.String))
-        missing = [c for c in (*MEM_NAMES, "entity_ids") if c not in mem.columns]
-        if missing:
-            raise ArmError(f"{self.name}: corpus memories lack columns {missing} ({store_dir})")
+        mem = base.build_memories(corpus.memories, (*MEM_NAMES, "entity_ids"), self.name, store_dir)
         if mem["memory_id"].n_unique() != mem.height:
-            raise ArmError(f"{self.name}: corpus memory ids are not unique ({store_dir})")
+            raise base.ArmError(f"{self.name}: corpus memory ids are not unique ({store_dir})")
         mem = mem.sort("seq", maintain_order=True)
         ids = mem["memory_id"].to_list()
-        try:
-            mat = float32_array(vectors.get(ids), self.name, "build: embeddings")
-        except KeyError as exc:
-            raise ArmError(f"{self.name}: {exc.args[0]} ({store_dir})") from None
-        if mat.ndim != 2 or mat.shape[1] != VECTOR_DIM:
-            raise ArmError(
-                f"{self.name}: embeddings have shape {mat.shape}, need (n, {VECTOR_DIM})"
-            )
+        mat = base.embedding_matrix(vectors, ids, self.name, store_dir)
         self._create_stores(store_dir, pg_indexes=False)
         db, conn = self._sqlite(), self._pg()
         buffer: list[tuple[Any, ...]] = []
@@ -116,11 +105,11 @@ class IngestMixin(CompactionMixin):
         except (apsw.Error, psycopg.Error) as exc:
             where = self._where()
             self.close()
-            raise ArmError(f"{self.name}: build of {where} failed: {exc}") from exc
-        except ArmError:
+            raise base.ArmError(f"{self.name}: build of {where} failed: {exc}") from exc
+        except base.ArmError:
             self.close()
             raise
-        return BuildStats(ingest_ms=(t1 - t0) * 1e3, index_ms=(t2 - t1) * 1e3)
+        return base.BuildStats(ingest_ms=(t1 - t0) * 1e3, index_ms=(t2 - t1) * 1e3)
 
     def _normalise(self, row: dict[str, Any]) -> tuple[tuple[Any, ...], list[str]]:
         """Return the memory column values of ``row`` (in :data:`MEM_COLUMNS` order) and entities.
@@ -133,9 +122,9 @@ class IngestMixin(CompactionMixin):
         """
         mid = row.get("memory_id")
         if not isinstance(mid, str) or not mid:
-            raise ArmError(f"{self.name}: a memory row needs a non-empty str memory_id")
+            raise base.ArmError(f"{self.name}: a memory row needs a non-empty str memory_id")
         if not isinstance(row.get("body"), str):
-            raise ArmError(f"{self.name}: memory {mid!r} needs a str body")
+            raise base.ArmError(f"{self.name}: memory {mid!r} needs a str body")
         vals: list[Any] = []
         for col in MEM_NAMES:
             v = row.get(col)
@@ -151,9 +140,11 @@ class IngestMixin(CompactionMixin):
                 elif not isinstance(v, str):
                     raise ValueError
             except (TypeError, ValueError):
-                raise ArmError(f"{self.name}: memory {mid!r} has a bad {col} value {v!r}") from None
+                raise base.ArmError(
+                    f"{self.name}: memory {mid!r} has a bad {col} value {v!r}"
+                ) from None
             if isinstance(v, str) and "\x00" in v:
-                raise ArmError(
+                raise base.ArmError(
                     f"{self.name}: memory {mid!r} {col} contains a NUL character, which "
                     "PostgreSQL text cannot store"
                 )
@@ -161,7 +152,7 @@ class IngestMixin(CompactionMixin):
         ents = row.get("entity_ids")
         entities = [str(e) for e in ents] if ents is not None else []
         if any("\x00" in e for e in entities):
-            raise ArmError(f"{self.name}: memory {mid!r} entity_ids contain a NUL character")
+            raise base.ArmError(f"{self.name}: memory {mid!r} entity_ids contain a NUL character")
         return tuple(vals), entities
 
     def _ingest(
@@ -184,7 +175,7 @@ class IngestMixin(CompactionMixin):
                     (*vals, json.dumps(entities), int(ntok), vec.tobytes()),
                 )
         except apsw.ConstraintError:
-            raise ArmError(
+            raise base.ArmError(
                 f"{self.name}: memory {vals[0]!r} is already in L1 of {self._where()}"
             ) from None
         l1_ms = elapsed_ms(t0)
@@ -232,9 +223,11 @@ class IngestMixin(CompactionMixin):
                 .fetchone()
             )
         except psycopg.Error as exc:
-            raise ArmError(f"{self.name}: L3 lookup on {self._where()} failed: {exc}") from exc
+            raise base.ArmError(f"{self.name}: L3 lookup on {self._where()} failed: {exc}") from exc
         if dup:
-            raise ArmError(f"{self.name}: memory {vals[0]!r} is already in L3 of {self._where()}")
+            raise base.ArmError(
+                f"{self.name}: memory {vals[0]!r} is already in L3 of {self._where()}"
+            )
         lookup_ms = elapsed_ms(t0)
         ntok = count_tokens([memory_row["body"]])[0]
         event = self._ingest(memory_row, vector, ntok, self._l3_insert)

@@ -13,7 +13,7 @@ import apsw
 import polars as pl
 import psycopg
 
-from agentmem.arms.base import ArmError, Embeddings, prepare_memories
+from agentmem.arms import base
 from agentmem.arms.rows import memory_frame, memory_rows_frame
 from agentmem.arms.three_tier.ingest import IngestMixin
 from agentmem.arms.three_tier.schema import MEM_NAMES
@@ -27,7 +27,7 @@ class RememberMixin(IngestMixin):
     the path of :meth:`~agentmem.arms.three_tier.ThreeTierArm.ingest_turn`.
     """
 
-    def remember(self, memories: pl.DataFrame, vectors: Embeddings) -> None:
+    def remember(self, memories: pl.DataFrame, vectors: base.Embeddings) -> None:
         """Add memories as turns, through the path :meth:`ingest_turn` takes; apply corrections.
 
         The batch is validated by :func:`~agentmem.arms.base.prepare_memories`, then every
@@ -54,7 +54,7 @@ class RememberMixin(IngestMixin):
         """
         self._sqlite()
         self._pg()
-        batch = prepare_memories(memories, vectors, self.name)
+        batch = base.prepare_memories(memories, vectors, self.name)
         ids = batch.ids
         if not ids:
             return
@@ -64,12 +64,12 @@ class RememberMixin(IngestMixin):
         held = self._held(ids)
         dup = next((m for m in ids if m in held), None)
         if dup is not None:
-            raise ArmError(f"{self.name}: memory {dup!r} is already stored in {self._where()}")
+            raise base.ArmError(f"{self.name}: memory {dup!r} is already stored in {self._where()}")
         olds = {old for old, _ in batch.supersessions} - set(ids)
         stored = self._held(sorted(olds)) if olds else set()
         for old, new in batch.supersessions:
             if old in olds and old not in stored:
-                raise ArmError(
+                raise base.ArmError(
                     f"{self.name}: memory {new!r} supersedes {old!r}, which is not stored in "
                     f"{self._where()}"
                 )
@@ -97,7 +97,7 @@ class RememberMixin(IngestMixin):
             )
             got.update(r[0] for r in l3.fetchall())
         except (apsw.Error, psycopg.Error) as exc:
-            raise ArmError(f"{self.name}: id lookup on {self._where()} failed: {exc}") from exc
+            raise base.ArmError(f"{self.name}: id lookup on {self._where()} failed: {exc}") from exc
         return got
 
     def _supersede(self, pairs: list[tuple[str, str]]) -> None:
@@ -116,7 +116,9 @@ class RememberMixin(IngestMixin):
                     "UPDATE l3_memories SET superseded_by = %s WHERE memory_id = %s", pairs
                 )
         except (apsw.Error, psycopg.Error) as exc:
-            raise ArmError(f"{self.name}: correction in {self._where()} failed: {exc}") from exc
+            raise base.ArmError(
+                f"{self.name}: correction in {self._where()} failed: {exc}"
+            ) from exc
 
     def fetch(self, memory_ids: Sequence[str]) -> pl.DataFrame:
         """Return the stored rows of ``memory_ids`` from L1 and L3 (L1's when in both).
@@ -147,6 +149,6 @@ class RememberMixin(IngestMixin):
                 (ids,),
             ).fetchall()
         except (apsw.Error, psycopg.Error) as exc:
-            raise ArmError(f"{self.name}: fetch on {self._where()} failed: {exc}") from exc
+            raise base.ArmError(f"{self.name}: fetch on {self._where()} failed: {exc}") from exc
         frame = memory_rows_frame([*l1, *l3], [*MEM_NAMES, "entity_ids"])
         return memory_frame(frame, ids)

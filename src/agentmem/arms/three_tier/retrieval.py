@@ -18,7 +18,7 @@ import apsw
 import psycopg
 from psycopg import sql
 
-from agentmem.arms.base import ArmError, Query, Result
+from agentmem.arms import base
 from agentmem.arms.context import TIERS
 from agentmem.arms.three_tier.records import elapsed_ms
 from agentmem.arms.three_tier.store import TierStore
@@ -102,7 +102,7 @@ class RetrievalMixin(TierStore):
     Subclasses :class:`~agentmem.arms.three_tier.store.TierStore`, whose state it uses.
     """
 
-    def _statements(self, q: Query, k: int) -> list[_Stmt]:
+    def _statements(self, q: base.Query, k: int) -> list[_Stmt]:
         """Return the ranking statements :meth:`query` runs (keyword ones only with terms)."""
         cond, params = sqlite_predicate_sql(q.filters)
         pshape, pparams = predicate_parts(q.filters)
@@ -177,7 +177,7 @@ class RetrievalMixin(TierStore):
         )
         return out
 
-    def _count_statements(self, q: Query) -> tuple[_Stmt, Callable[[list[str]], _Stmt]]:
+    def _count_statements(self, q: base.Query) -> tuple[_Stmt, Callable[[list[str]], _Stmt]]:
         """Return the L1 id statement and a builder of the L1 ∪ L3 count statement."""
         cond, params = sqlite_predicate_sql(q.filters)
         pshape, pparams = predicate_parts(q.filters)
@@ -206,7 +206,7 @@ class RetrievalMixin(TierStore):
             return self._sqlite().execute(st.text, st.params).fetchall()
         return self._pg().execute(st.text, st.params).fetchall()
 
-    def query(self, q: Query, k: int) -> Result:
+    def query(self, q: base.Query, k: int) -> base.Result:
         """Return at most ``k`` memory ids fused over the three tiers, plus the count if wanted.
 
         See the class docstring for the lists and the fusion. Per-tier wall time of this
@@ -239,14 +239,14 @@ class RetrievalMixin(TierStore):
                 count = int(self._run(union(l1_ids))[0][0])
                 lat["count"] = elapsed_ms(t0)
         except (apsw.Error, psycopg.Error) as exc:
-            raise ArmError(
+            raise base.ArmError(
                 f"{self.name}: query {q.query_id!r} on {self._where()} failed: {exc}"
             ) from exc
         self.last_latency_ms = lat
-        return Result(memory_ids=ids[:k], count=count)
+        return base.Result(memory_ids=ids[:k], count=count)
 
     def raw_query_call(
-        self, q: Query, k: int
+        self, q: base.Query, k: int
     ) -> Callable[[], tuple[list[list[Any]], list[list[Any]]]]:
         """Return a zero-argument function making exactly the driver calls :meth:`query` makes.
 
@@ -306,7 +306,7 @@ class RetrievalMixin(TierStore):
         lists = [[(r[0], r[1], r[2]) for r in rows] for rows in raw[0]]
         return [m for m, _ in rrf_fuse(lists, self.rrf_k)[:k]]
 
-    def explain(self, q: Query, k: int = 10) -> str:
+    def explain(self, q: base.Query, k: int = 10) -> str:
         """Return the real plans of every statement :meth:`query` runs for ``q``.
 
         SQLite statements get ``EXPLAIN QUERY PLAN`` (an indented tree); PostgreSQL ones
@@ -343,7 +343,7 @@ class RetrievalMixin(TierStore):
                 l1_ids = [r[0] for r in self._run(count_l1)]
                 parts.append(self._explain_one(db, conn, union(l1_ids)))
         except (apsw.Error, psycopg.Error) as exc:
-            raise ArmError(f"{self.name}: explain on {self._where()} failed: {exc}") from exc
+            raise base.ArmError(f"{self.name}: explain on {self._where()} failed: {exc}") from exc
         return "\n\n".join(parts)
 
     def _explain_one(self, db: apsw.Connection, conn: psycopg.Connection, st: _Stmt) -> str:

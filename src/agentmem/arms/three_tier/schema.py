@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from psycopg import sql
 
-from agentmem.arms.base import VECTOR_DIM
+from agentmem.arms import base
 from agentmem.sql.postgres.schema import MEMORY_COLUMNS as PG_MEMORY_COLUMNS
 
 #: SQLite file of tiers L1 and L2 inside the store directory.
@@ -28,7 +28,7 @@ INT_COLS = {"turn_no", "seq", "created_day", "tokens"}
 L3_EXTRA: tuple[tuple[str, str, str], ...] = (
     ("entity_ids", "text[]", "text[] NOT NULL DEFAULT '{}'"),
     ("body_tokens", "int4", "integer NOT NULL"),
-    ("embedding", "vector", f"vector({VECTOR_DIM}) NOT NULL"),
+    ("embedding", "vector", f"vector({base.VECTOR_DIM}) NOT NULL"),
 )
 L3_NAMES = MEM_NAMES + tuple(c for c, _, _ in L3_EXTRA)
 L3_BTREE = ("session_id", "created_day", "fact_id", "superseded_by", "scope_id")
@@ -46,7 +46,7 @@ CREATE TABLE l1_turns(
     scope_id TEXT,                         -- whose memory (a query's scope); null: none
     entity_ids TEXT NOT NULL DEFAULT '[]', -- JSON list
     body_tokens INTEGER NOT NULL,          -- o200k tokens of body (the cap's unit)
-    embedding BLOB NOT NULL                -- float32[{VECTOR_DIM}], carried to L3 on eviction
+    embedding BLOB NOT NULL                -- float32[{base.VECTOR_DIM}], carried to L3 on eviction
 );
 CREATE INDEX l1_recency ON l1_turns(created_day, seq);
 CREATE VIRTUAL TABLE l1_fts USING fts5(

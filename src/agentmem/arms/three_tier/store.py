@@ -18,13 +18,7 @@ import numpy as np
 import psycopg
 from psycopg import sql
 
-from agentmem.arms.base import (
-    VECTOR_DIM,
-    ArmBase,
-    ArmError,
-    StorageStats,
-    checked_vector,
-)
+from agentmem.arms import base
 from agentmem.arms.three_tier.schema import (
     DB_NAME,
     L3_NAMES,
@@ -33,13 +27,13 @@ from agentmem.arms.three_tier.schema import (
     pg_index_ddl,
     pg_table_ddl,
 )
-from agentmem.pg import PgError, PgHandle, connect_store
+from agentmem.pg import PgError, PgHandle, open_store
 from agentmem.sql.postgres.catalog import consistency_problems, relation_sizes
-from agentmem.sql.sqlite.connection import integrity_problems, remove_database
+from agentmem.sql.sqlite.connection import fresh_database, integrity_problems
 from agentmem.summarise import Summariser, make_summariser
 
 
-class TierStore(ArmBase):
+class TierStore(base.ArmBase):
     """Connections and accounting shared by :class:`~agentmem.arms.three_tier.ThreeTierArm`.
 
     The arm class sets the parameters (its constructor documents them) and the state
@@ -95,7 +89,9 @@ class TierStore(ArmBase):
             ArmError: when the store was never built/created/opened or is closed.
         """
         if self._db is None:
-            raise ArmError(f"{self.name}: store is not open (call build(), create() or open())")
+            raise base.ArmError(
+                f"{self.name}: store is not open (call build(), create() or open())"
+            )
         return self._db
 
     def _pg(self) -> psycopg.Connection:
@@ -105,7 +101,9 @@ class TierStore(ArmBase):
             ArmError: when the store was never built/created/opened or is closed.
         """
         if self._h is None or self._h.closed:
-            raise ArmError(f"{self.name}: store is not open (call build(), create() or open())")
+            raise base.ArmError(
+                f"{self.name}: store is not open (call build(), create() or open())"
+            )
         return self._h.conn
 
     def _where(self) -> str:
@@ -129,7 +127,7 @@ class TierStore(ArmBase):
         except apsw.Error as exc:
             if conn is not None:
                 conn.close()
-            raise ArmError(f"{self.name}: cannot open SQLite store {path}: {exc}") from exc
+            raise base.ArmError(f"{self.name}: cannot open SQLite store {path}: {exc}") from exc
         return conn
 
     def _apply_pg_settings(self, conn: psycopg.Connection) -> None:
@@ -152,10 +150,8 @@ class TierStore(ArmBase):
         """
         self.close()
         store_dir = Path(store_dir)
-        store_dir.mkdir(parents=True, exist_ok=True)
         self._store_dir = store_dir
-        path = store_dir / DB_NAME
-        remove_database(path)
+        path = fresh_database(store_dir, DB_NAME)
         db = self._connect_sqlite(path, create=True)
         self._db = db
         try:
@@ -166,12 +162,12 @@ class TierStore(ArmBase):
                 )
         except apsw.Error as exc:
             self.close()
-            raise ArmError(f"{self.name}: cannot create {path}: {exc}") from exc
+            raise base.ArmError(f"{self.name}: cannot create {path}: {exc}") from exc
         try:
-            self._h = connect_store(store_dir, self.name, create=True)
-        except PgError as exc:
+            self._h = open_store(store_dir, self.name, create=True, what="L3 store")
+        except PgError:
             self.close()
-            raise ArmError(f"{self.name}: cannot create L3 store in {store_dir}: {exc}") from None
+            raise
         conn = self._h.conn
         try:
             conn.execute(pg_table_ddl())
@@ -182,7 +178,7 @@ class TierStore(ArmBase):
         except psycopg.Error as exc:
             where = self._where()
             self.close()
-            raise ArmError(f"{self.name}: cannot create L3 table in {where}: {exc}") from exc
+            raise base.ArmError(f"{self.name}: cannot create L3 table in {where}: {exc}") from exc
 
     def _vector(self, vec: Any, what: str) -> np.ndarray:
         """Return ``vec`` as contiguous float32 ``(384,)``.
@@ -190,9 +186,9 @@ class TierStore(ArmBase):
         Raises:
             ArmError: when it is missing, not 384 values, or not finite.
         """
-        v = checked_vector(vec, self.name, what, VECTOR_DIM)
+        v = base.checked_vector(vec, self.name, what, base.VECTOR_DIM)
         if not np.all(np.isfinite(v)):
-            raise ArmError(f"{self.name}: {what} embedding has non-finite values")
+            raise base.ArmError(f"{self.name}: {what} embedding has non-finite values")
         return v
 
     def _l3_insert(self, rows: list[tuple[Any, ...]]) -> None:
@@ -214,7 +210,9 @@ class TierStore(ArmBase):
             with conn.transaction(), conn.cursor() as cur:
                 cur.executemany(stmt, rows)
         except psycopg.Error as exc:
-            raise ArmError(f"{self.name}: L3 insert into {self._where()} failed: {exc}") from exc
+            raise base.ArmError(
+                f"{self.name}: L3 insert into {self._where()} failed: {exc}"
+            ) from exc
 
     def _l1_totals(self) -> tuple[int, int]:
         """Return ``(tokens, turns)`` currently in L1."""
@@ -245,7 +243,9 @@ class TierStore(ArmBase):
             covered = db.execute("SELECT count(*) FROM l2_covers").fetchall()[0][0]
             l3 = conn.execute("SELECT count(*) FROM l3_memories").fetchone()[0]  # type: ignore[index]
         except (apsw.Error, psycopg.Error) as exc:
-            raise ArmError(f"{self.name}: tier stats of {self._where()} failed: {exc}") from exc
+            raise base.ArmError(
+                f"{self.name}: tier stats of {self._where()} failed: {exc}"
+            ) from exc
         return {
             "l1_turns": turns,
             "l1_tokens": tokens,
@@ -269,14 +269,14 @@ class TierStore(ArmBase):
         try:
             problems = [f"sqlite: {p}" for p in integrity_problems(self._sqlite())]
         except apsw.Error as exc:
-            raise ArmError(f"{self.name}: integrity check of {path} failed: {exc}") from exc
+            raise base.ArmError(f"{self.name}: integrity check of {path} failed: {exc}") from exc
         try:
             problems += consistency_problems(self._pg(), "l3_memories", indexed=False, links=False)
         except psycopg.Error as exc:
-            raise ArmError(f"{self.name}: integrity check of L3 failed: {exc}") from exc
+            raise base.ArmError(f"{self.name}: integrity check of L3 failed: {exc}") from exc
         return "SQLite integrity_check + FTS5; L3 distinct ids", problems
 
-    def storage(self) -> StorageStats:
+    def storage(self) -> base.StorageStats:
         """Return bytes per object of both engines, from their own accounting.
 
         SQLite (after a WAL checkpoint): ``dbstat`` ``sum(pgsize)`` per table, index and
@@ -296,15 +296,17 @@ class TierStore(ArmBase):
             for n, b in db.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name"):
                 objects[f"sqlite:{n}"] = int(b)
         except apsw.Error as exc:
-            raise ArmError(f"{self.name}: dbstat on {path} failed: {exc}") from exc
+            raise base.ArmError(f"{self.name}: dbstat on {path} failed: {exc}") from exc
         wal = Path(str(path) + "-wal")
         if wal.is_file() and os.path.getsize(wal) > 0:
             objects[f"sqlite:{wal.name}"] = os.path.getsize(wal)
         try:
             objects.update({f"pg:{n}": b for n, b in relation_sizes(conn).items()})
         except psycopg.Error as exc:
-            raise ArmError(f"{self.name}: storage query on {self._where()} failed: {exc}") from exc
-        return StorageStats(
+            raise base.ArmError(
+                f"{self.name}: storage query on {self._where()} failed: {exc}"
+            ) from exc
+        return base.StorageStats(
             total_bytes=sum(objects.values()),
             objects=objects,
             source="dbstat + pg_total_relation_size",

@@ -8,12 +8,13 @@ no predicate filtering, no counts; a scope restricts the search itself (hnswlib'
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, ClassVar
 
 import hnswlib
 import numpy as np
 
-from agentmem.arms.base import ArmError, BareCall, Capabilities, Query, Result, float32_array
+from agentmem.arms import base
 from agentmem.arms.vector.recall import topk_recall
 from agentmem.arms.vector.store import META_NAME, HnswStore
 
@@ -37,20 +38,12 @@ class FileVecArm(HnswStore):
     name: ClassVar[str] = "file-vec"
     prefix_stable: ClassVar[bool] = False
     family: ClassVar[str] = "vector"
-    capabilities: ClassVar[Capabilities] = Capabilities(
-        predicate=False,
-        join=False,
-        aggregate=False,
-        vector_access="hnsw",
-        text_access="none",
-        transactions=False,
-        filter_stage="none",
-    )
-    bare_call: ClassVar[BareCall] = BareCall(
+    capabilities: ClassVar[base.Capabilities] = base.Capabilities(vector_access="hnsw")
+    bare_call: ClassVar[base.BareCall] = base.BareCall(
         "set_ef + knn_query", "vector checks and the label -> id mapping"
     )
 
-    def query(self, q: Query, k: int) -> Result:
+    def query(self, q: base.Query, k: int) -> base.Result:
         """Return the ``k`` nearest memories to ``q.embedding`` by cosine (scope only).
 
         Args:
@@ -67,9 +60,9 @@ class FileVecArm(HnswStore):
                 wrong dimension.
         """
         labels = self._search(q, k, self._scope_labels(q))
-        return Result(memory_ids=[self._ids[i] for i in labels], count=None)
+        return base.Result(memory_ids=[self._ids[i] for i in labels], count=None)
 
-    def raw_query_call(self, q: Query, k: int) -> Callable[[], Any]:
+    def raw_query_call(self, q: base.Query, k: int) -> Callable[[], Any]:
         """Return a zero-argument function making exactly the hnswlib calls :meth:`query` makes.
 
         The query vector, the neighbour count ``min(k, n)`` (``n``: memories in the store,
@@ -113,8 +106,23 @@ class FileVecArm(HnswStore):
             return []
         return [self._ids[int(i)] for i in raw[0][0][:k]]
 
+    def _query_vector(self, q: base.Query, store_dir: Path) -> np.ndarray:
+        """``q.embedding`` as a float32 ``(1, dim)`` row for hnswlib.
+
+        Raises:
+            ArmError: when the embedding is not numeric or its dimension is not the store's.
+        """
+        vec = base.float32_array(q.embedding, self.name, f"query {q.query_id!r} embedding")
+        vec = vec.reshape(1, -1)
+        if vec.shape[1] != self._dim:
+            raise base.ArmError(
+                f"{self.name}: query {q.query_id!r} embedding has dim {vec.shape[1]}, "
+                f"store {store_dir} has dim {self._dim}"
+            )
+        return vec
+
     def _bare_search(
-        self, q: Query, n_fetch: int, allowed: set[int] | None = None
+        self, q: base.Query, n_fetch: int, allowed: set[int] | None = None
     ) -> tuple[hnswlib.Index, np.ndarray, int, int, Callable[[int], bool] | None] | None:
         """Return ``(index, vector, neighbours, ef, filter)`` of the search ``query`` makes.
 
@@ -132,19 +140,13 @@ class FileVecArm(HnswStore):
         assert index is not None
         pool = len(self._ids) if allowed is None else len(allowed)
         n_fetch = min(int(n_fetch), pool)
-        vec = float32_array(q.embedding, self.name, f"query {q.query_id!r} embedding")
-        vec = vec.reshape(1, -1)
-        if vec.shape[1] != self._dim:
-            raise ArmError(
-                f"{self.name}: query {q.query_id!r} embedding has dim {vec.shape[1]}, "
-                f"store {store_dir} has dim {self._dim}"
-            )
+        vec = self._query_vector(q, store_dir)
         if n_fetch <= 0 or not np.all(np.isfinite(vec)):
             return None
         admit = None if allowed is None else allowed.__contains__
         return index, vec, n_fetch, max(self.ef_search, n_fetch), admit
 
-    def explain(self, q: Query, k: int = 10) -> str:
+    def explain(self, q: base.Query, k: int = 10) -> str:
         """Describe the HNSW search ``query`` runs for ``q`` (hnswlib has no planner)."""
         self._require_open()
         ignored = "text, predicate and count IGNORED" if q.predicate else "text and count IGNORED"
@@ -190,7 +192,7 @@ class FileVecArm(HnswStore):
         labels, _ = self._index.knn_query(qs, k=k, num_threads=1)
         return topk_recall(labels, stored, qs, k)
 
-    def _search(self, q: Query, n_fetch: int, allowed: set[int] | None = None) -> list[int]:
+    def _search(self, q: base.Query, n_fetch: int, allowed: set[int] | None = None) -> list[int]:
         """Return up to ``n_fetch`` labels nearest to ``q.embedding``, best first.
 
         Args:
@@ -210,13 +212,7 @@ class FileVecArm(HnswStore):
         n_fetch = min(int(n_fetch), n if allowed is None else len(allowed))
         if n_fetch <= 0:
             return []
-        vec = float32_array(q.embedding, self.name, f"query {q.query_id!r} embedding")
-        vec = vec.reshape(1, -1)
-        if vec.shape[1] != self._dim:
-            raise ArmError(
-                f"{self.name}: query {q.query_id!r} embedding has dim {vec.shape[1]}, "
-                f"store {store_dir} has dim {self._dim}"
-            )
+        vec = self._query_vector(q, store_dir)
         if not np.all(np.isfinite(vec)):
             return []
         admit = None if allowed is None else allowed.__contains__
@@ -227,6 +223,6 @@ class FileVecArm(HnswStore):
             except RuntimeError:  # fewer than n_fetch reachable at this ef: widen once
                 continue
             return labels[0].tolist()  # Python ints
-        raise ArmError(
+        raise base.ArmError(
             f"{self.name}: hnswlib could not return {n_fetch} neighbours from {store_dir}"
         )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from agentmem.arms.base import BareCall, Capabilities, Predicate, Query, Result
+from agentmem.arms import base
 from agentmem.arms.vector.file_vec import FileVecArm
 from agentmem.arms.vector.hnsw import DEFAULT_EF_SEARCH, DEFAULT_SEED
 from agentmem.arms.vector.store import META_NAME
@@ -44,16 +44,10 @@ class FileVecMetaArm(FileVecArm):
     name: ClassVar[str] = "file-vec-meta"
     prefix_stable: ClassVar[bool] = False
     family: ClassVar[str] = "vector"
-    capabilities: ClassVar[Capabilities] = Capabilities(
-        predicate=True,
-        join=False,
-        aggregate=False,
-        vector_access="hnsw",
-        text_access="none",
-        transactions=False,
-        filter_stage="post-filter",
+    capabilities: ClassVar[base.Capabilities] = base.Capabilities(
+        predicate=True, vector_access="hnsw", filter_stage="post-filter"
     )
-    bare_call: ClassVar[BareCall] = BareCall(
+    bare_call: ClassVar[base.BareCall] = base.BareCall(
         "set_ef + knn_query of k * overfetch",
         "the Python metadata post-filter and the label -> id mapping",
     )
@@ -80,7 +74,7 @@ class FileVecMetaArm(FileVecArm):
             raise ValueError(f"{self.name}: overfetch must be >= 1, got {overfetch}")
         self.overfetch = int(overfetch)
 
-    def query(self, q: Query, k: int) -> Result:
+    def query(self, q: base.Query, k: int) -> base.Result:
         """Top ``k*overfetch`` by cosine, post-filter on scope and predicate, cut to ``k``.
 
         Args:
@@ -97,11 +91,11 @@ class FileVecMetaArm(FileVecArm):
         """
         if k <= 0:
             self._require_open()
-            return Result(memory_ids=[], count=None)
+            return base.Result(memory_ids=[], count=None)
         labels = self._post_filter(self._search(q, k * self.overfetch), q.filters)
-        return Result(memory_ids=[self._ids[i] for i in labels[:k]], count=None)
+        return base.Result(memory_ids=[self._ids[i] for i in labels[:k]], count=None)
 
-    def raw_query_call(self, q: Query, k: int) -> Callable[[], Any]:
+    def raw_query_call(self, q: base.Query, k: int) -> Callable[[], Any]:
         """Return the bare hnswlib search :meth:`query` makes: ``k * overfetch`` neighbours.
 
         As :meth:`FileVecArm.raw_query_call` with ``k * overfetch`` neighbours and no
@@ -145,7 +139,7 @@ class FileVecMetaArm(FileVecArm):
         keep = self._post_filter(labels[0].tolist(), filters)
         return [self._ids[i] for i in keep[:k]]
 
-    def _post_filter(self, labels: list[int], filters: tuple[Predicate, ...]) -> list[int]:
+    def _post_filter(self, labels: list[int], filters: tuple[base.Predicate, ...]) -> list[int]:
         """The ``labels`` whose metadata row satisfies every predicate in ``filters``, in order.
 
         Each predicate is evaluated in Python (:meth:`Predicate.matches`); a scope string
@@ -157,7 +151,7 @@ class FileVecMetaArm(FileVecArm):
             labels = [i for i in labels if matches(rows[i])]
         return labels
 
-    def explain(self, q: Query, k: int = 10) -> str:
+    def explain(self, q: base.Query, k: int = 10) -> str:
         """Describe the search + Python post-filter ``query`` runs for ``q``."""
         self._require_open()
         n = len(self._ids)

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 import polars as pl
 
-from agentmem.arms.base import MEMORY_SCHEMA, PREDICATE_FIELDS
+from agentmem.arms import base
 
 
 class ScopeLabels:
@@ -46,5 +46,5 @@ def with_filter_columns(meta: pl.DataFrame) -> pl.DataFrame:
     and a store saved before ``scope_id`` was a memory column has none: such memories
     belong to no scope, which is what a null ``scope_id`` means.
     """
-    missing = [c for c in PREDICATE_FIELDS if c not in meta.columns]
-    return meta.with_columns(pl.lit(None, dtype=MEMORY_SCHEMA[c]).alias(c) for c in missing)
+    missing = [c for c in base.PREDICATE_FIELDS if c not in meta.columns]
+    return meta.with_columns(pl.lit(None, dtype=base.MEMORY_SCHEMA[c]).alias(c) for c in missing)

@@ -22,20 +22,7 @@ import numpy as np
 import polars as pl
 from polars.exceptions import PolarsError
 
-from agentmem.arms.base import (
-    PREDICATE_FIELDS,
-    SUPERSEDES,
-    ArmBase,
-    ArmError,
-    BuildStats,
-    Corpus,
-    Embeddings,
-    Query,
-    RawIngest,
-    StorageStats,
-    float32_array,
-    prepare_memories,
-)
+from agentmem.arms import base
 from agentmem.arms.rows import memory_frame
 from agentmem.arms.vector.hnsw import DEFAULT_EF_SEARCH, DEFAULT_SEED, SPACE, build_hnsw
 from agentmem.arms.vector.scopes import ScopeLabels, with_filter_columns
@@ -49,7 +36,7 @@ META_NAME = "metadata.parquet"
 MANIFEST_NAME = "manifest.json"
 
 
-class HnswStore(ArmBase):
+class HnswStore(base.ArmBase):
     """An hnswlib cosine index beside a metadata file: the storage both vector arms share.
 
     Subclasses set the arm's class variables and its query methods. The store keeps, in
@@ -103,7 +90,9 @@ class HnswStore(ArmBase):
         self._dirty = False
 
     # ------------------------------------------------------------------ lifecycle
-    def build(self, corpus: Corpus, vectors: Embeddings, store_dir: Path) -> BuildStats:
+    def build(
+        self, corpus: base.Corpus, vectors: base.Embeddings, store_dir: Path
+    ) -> base.BuildStats:
         """Write the metadata file and build + save the HNSW index under ``store_dir``.
 
         Args:
@@ -127,8 +116,8 @@ class HnswStore(ArmBase):
         try:
             matrix = vectors.get(ids) if ids else np.zeros((0, vectors.dim), np.float32)
         except KeyError as exc:
-            raise ArmError(f"{self.name}: cannot build store in {store_dir}: {exc}") from exc
-        matrix = float32_array(matrix, self.name, "build: embeddings")
+            raise base.ArmError(f"{self.name}: cannot build store in {store_dir}: {exc}") from exc
+        matrix = base.float32_array(matrix, self.name, "build: embeddings")
         meta = with_filter_columns(memories).with_columns(
             pl.int_range(pl.len(), dtype=pl.Int64).alias("label")
         )
@@ -150,9 +139,9 @@ class HnswStore(ArmBase):
             index_ms = (time.perf_counter() - t1) * 1000.0
             write_json(store_dir / MANIFEST_NAME, self._manifest(len(ids), int(matrix.shape[1])))
         except (OSError, RuntimeError) as exc:
-            raise ArmError(f"{self.name}: cannot write store in {store_dir}: {exc}") from exc
+            raise base.ArmError(f"{self.name}: cannot write store in {store_dir}: {exc}") from exc
         self._attach(store_dir, index, meta, int(matrix.shape[1]))
-        return BuildStats(ingest_ms=ingest_ms, index_ms=index_ms)
+        return base.BuildStats(ingest_ms=ingest_ms, index_ms=index_ms)
 
     def open(self, store_dir: Path) -> None:
         """Reload the index, metadata and manifest written by :meth:`build` (or a save).
@@ -169,7 +158,7 @@ class HnswStore(ArmBase):
         store_dir = Path(store_dir)
         for name in (MANIFEST_NAME, META_NAME, INDEX_NAME):
             if not (store_dir / name).is_file():
-                raise ArmError(f"{self.name}: store file {store_dir / name} does not exist")
+                raise base.ArmError(f"{self.name}: store file {store_dir / name} does not exist")
         try:
             manifest = json.loads((store_dir / MANIFEST_NAME).read_text(encoding="utf-8"))
             dim = int(manifest["dim"])
@@ -180,10 +169,10 @@ class HnswStore(ArmBase):
             elements = index.get_current_count()
             labels = meta.get_column("label").to_list() if "label" in meta.columns else None
         except (OSError, ValueError, KeyError, TypeError, RuntimeError, PolarsError) as exc:
-            raise ArmError(f"{self.name}: cannot open store in {store_dir}: {exc}") from exc
+            raise base.ArmError(f"{self.name}: cannot open store in {store_dir}: {exc}") from exc
         # saves write index, metadata, manifest in this order: count <= rows <= elements
         if not count <= meta.height <= elements or labels != list(range(meta.height)):
-            raise ArmError(
+            raise base.ArmError(
                 f"{self.name}: store in {store_dir} is inconsistent: manifest count {count}, "
                 f"metadata rows {meta.height}, index elements {elements}"
             )
@@ -232,7 +221,7 @@ class HnswStore(ArmBase):
         self._dir = None
 
     # ------------------------------------------------------------------ writes
-    def remember(self, memories: pl.DataFrame, vectors: Embeddings) -> None:
+    def remember(self, memories: pl.DataFrame, vectors: base.Embeddings) -> None:
         """Add memories through hnswlib's insert path; visible at once, saved on close/flush.
 
         The batch is validated by :func:`~agentmem.arms.base.prepare_memories`; the new
@@ -255,23 +244,23 @@ class HnswStore(ArmBase):
         store_dir = self._require_open()
         index = self._index
         assert index is not None
-        batch = prepare_memories(memories, vectors, self.name)
+        batch = base.prepare_memories(memories, vectors, self.name)
         ids = batch.ids
         if not ids:
             return
         if batch.vectors.shape[1] != self._dim:
-            raise ArmError(
+            raise base.ArmError(
                 f"{self.name}: remember: embeddings have dim {batch.vectors.shape[1]}, "
                 f"store {store_dir} has dim {self._dim}"
             )
         dup = next((m for m in ids if m in self._labels), None)
         if dup is not None:
-            raise ArmError(f"{self.name}: memory {dup!r} is already stored in {store_dir}")
+            raise base.ArmError(f"{self.name}: memory {dup!r} is already stored in {store_dir}")
         batch_ids = set(ids)
         corrects: dict[str, list[str]] = {}
         for old, new in batch.supersessions:
             if old not in self._labels and old not in batch_ids:
-                raise ArmError(
+                raise base.ArmError(
                     f"{self.name}: memory {new!r} supersedes {old!r}, which is not stored in "
                     f"{store_dir}"
                 )
@@ -283,13 +272,13 @@ class HnswStore(ArmBase):
             index.resize_index(max(end, 2 * capacity))
         index.add_items(batch.vectors, np.arange(start, end, dtype=np.int64), num_threads=1)
         rows = batch.memories.with_columns(
-            pl.Series(SUPERSEDES, [corrects.get(m) for m in ids], dtype=pl.List(pl.String)),
+            pl.Series(base.SUPERSEDES, [corrects.get(m) for m in ids], dtype=pl.List(pl.String)),
             label=pl.int_range(start, end, dtype=pl.Int64),
         )
         self._new_meta.append(rows)
         self._ids.extend(ids)
         self._labels.update((m, start + i) for i, m in enumerate(ids))
-        self._pred_rows.extend(rows.select("memory_id", *PREDICATE_FIELDS).rows(named=True))
+        self._pred_rows.extend(rows.select("memory_id", *base.PREDICATE_FIELDS).rows(named=True))
         self._scopes.add(start, rows.get_column("scope_id").to_list())
         for old, new in batch.supersessions:
             self._pred_rows[self._labels[old]]["superseded_by"] = new
@@ -318,7 +307,7 @@ class HnswStore(ArmBase):
             write_parquet(store_dir / META_NAME, meta)
             write_json(store_dir / MANIFEST_NAME, self._manifest(meta.height))
         except (OSError, RuntimeError, PolarsError) as exc:
-            raise ArmError(f"{self.name}: cannot save store in {store_dir}: {exc}") from exc
+            raise base.ArmError(f"{self.name}: cannot save store in {store_dir}: {exc}") from exc
         self._dirty = False
 
     def fetch(self, memory_ids: Sequence[str]) -> pl.DataFrame:
@@ -339,7 +328,7 @@ class HnswStore(ArmBase):
 
     # ------------------------------------------------------------------ queries
 
-    def storage(self) -> StorageStats:
+    def storage(self) -> base.StorageStats:
         """Return the sizes of ``index.bin``, ``metadata.parquet`` and ``manifest.json``.
 
         Memories remembered since the last save are saved first (:meth:`flush`), so the
@@ -355,14 +344,16 @@ class HnswStore(ArmBase):
             for name in (INDEX_NAME, META_NAME, MANIFEST_NAME)
             if (store_dir / name).exists()
         }
-        return StorageStats(total_bytes=sum(objects.values()), objects=objects, source="file sizes")
+        return base.StorageStats(
+            total_bytes=sum(objects.values()), objects=objects, source="file sizes"
+        )
 
-    def raw_ingest(self) -> RawIngest:
+    def raw_ingest(self) -> base.RawIngest:
         """The raw bulk path: metadata Parquet, one batch ``add_items``, the index saved.
 
         The index parameters are this instance's (``M``, ``ef_construction``, ...).
         """
-        return RawIngest(
+        return base.RawIngest(
             "hnsw",
             basis="ingest+index",
             beyond="atomic rename of the files, the manifest",
@@ -382,7 +373,7 @@ class HnswStore(ArmBase):
         self._dim = dim
         self._ids = [str(i) for i in meta["memory_id"].to_list()]
         self._labels = {m: i for i, m in enumerate(self._ids)}
-        cols = ["memory_id", *PREDICATE_FIELDS]
+        cols = ["memory_id", *base.PREDICATE_FIELDS]
         self._pred_rows = meta.select(cols).rows(named=True)
         self._scopes = ScopeLabels()
         self._scopes.add(0, meta.get_column("scope_id").to_list())
@@ -413,13 +404,13 @@ class HnswStore(ArmBase):
             "random_seed": self.random_seed,
         }
 
-    def _scope_labels(self, q: Query) -> set[int] | None:
+    def _scope_labels(self, q: base.Query) -> set[int] | None:
         """Labels of the memories in ``q.scope`` (empty for an unknown scope); None: unscoped."""
         return self._scopes.labels(q.scope)
 
     def _require_open(self) -> Path:
         if self._index is None or self._dir is None:
-            raise ArmError(f"{self.name}: arm is not open (call build() or open() first)")
+            raise base.ArmError(f"{self.name}: arm is not open (call build() or open() first)")
         return self._dir
 
     def _describe(self) -> str:

@@ -24,6 +24,18 @@ def remove_database(path: Path) -> None:
         Path(str(path) + suffix).unlink(missing_ok=True)
 
 
+def fresh_database(store_dir: Path, name: str) -> Path:
+    """Make ``store_dir`` (and its parents) and clear a database ``name`` left in it.
+
+    Returns:
+        ``store_dir / name``, with no file (nor ``-wal`` / ``-shm``) at it.
+    """
+    store_dir.mkdir(parents=True, exist_ok=True)
+    path = store_dir / name
+    remove_database(path)
+    return path
+
+
 def connect(path: Path, *, create: bool, sqlite_vec: bool, arm: str) -> apsw.Connection:
     """Open ``path`` read-write, loading sqlite-vec when ``sqlite_vec`` is set.
 
