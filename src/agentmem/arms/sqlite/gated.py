@@ -405,15 +405,11 @@ class SqliteGatedArm(SqliteArm):
                 or on an SQLite error.
         """
         conn = self._db()
-        try:
+        count = None
+        with self._driver_failure(f"query {q.query_id!r} on"):
             ids = self._fuse(self._gather(self._statements(q)), k) if k > 0 else []
-            count = None
             if q.wants_count:
                 count = int(conn.execute(*self._count_sql(q)).fetchall()[0][0])
-        except apsw.Error as exc:
-            raise base.ArmError(
-                f"{self.name}: query {q.query_id!r} on {self._path} failed: {exc}"
-            ) from exc
         return base.Result(memory_ids=ids, count=count)
 
     def raw_query_call(self, q: base.Query, k: int) -> Callable[[], list[Any]]:

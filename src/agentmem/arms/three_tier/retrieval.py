@@ -138,9 +138,10 @@ class RetrievalMixin(TierStore):
             hits = " + ".join(f"(instr(lower(m.excerpt), :t{i}) > 0)" for i in range(len(terms)))
             scoped, sparams = "", {}
             if q.scope is not None:  # search the scope's summaries only
+                # a join, not "rowid IN (subquery)": FTS5 would rerun the MATCH per rowid
                 scoped = (
-                    " AND l2_fts.rowid IN (SELECT n.node_id FROM l2_nodes AS n "
-                    "WHERE n.scope_id = :scope)"
+                    " JOIN l2_nodes AS n ON n.node_id = l2_fts.rowid "
+                    "WHERE l2_fts MATCH :match AND n.scope_id = :scope"
                 )
                 # a scope that is not UTF-8 is no node's (bound as NULL, as the filters bind it)
                 sparams = {"scope": q.scope if is_utf8(q.scope) else None}
@@ -149,8 +150,9 @@ class RetrievalMixin(TierStore):
                     "L2",
                     "L2 summaries",
                     "sqlite",
-                    "WITH nodes AS (SELECT rowid AS node_id, bm25(l2_fts) AS score FROM l2_fts "
-                    f"WHERE l2_fts MATCH :match{scoped} ORDER BY score, rowid DESC LIMIT :nk) "
+                    "WITH nodes AS (SELECT l2_fts.rowid AS node_id, bm25(l2_fts) AS score "
+                    f"FROM l2_fts{scoped or ' WHERE l2_fts MATCH :match'} "
+                    "ORDER BY score, l2_fts.rowid DESC LIMIT :nk) "
                     "SELECT m.memory_id, m.created_day, m.seq FROM nodes "
                     "JOIN l2_covers AS m ON m.node_id = nodes.node_id "
                     f"WHERE {cond} "
