@@ -45,6 +45,7 @@ from agentmem.arms.postgres import (
     PgHybridArm,
     tsquery_sql,
 )
+from agentmem.text import like_pattern
 
 ARM_CLASSES = [PgHnswArm, PgHnswIterativeArm, PgBtreeArm, PgGinArm, PgHybridArm]
 TEXT_ARMS = ["pg-btree", "pg-gin"]
@@ -245,6 +246,23 @@ def test_btree_ilike_scoring(tiny_arms) -> None:
     assert arm.query(q("amber ledger"), 10).memory_ids == ["M2"]
     # '%' and '_' in the text are literal, not wildcards
     assert arm.query(q("%_\\"), 10).memory_ids == []
+
+
+
+def test_btree_lowered_like_is_ilike_in_this_database(tiny_arms) -> None:
+    # the arm lowers the body once and LIKEs each lowered term against it: the same truth
+    # value as ILIKE for every pair, accents, sharp s, Greek and escapes included
+    conn = tiny_arms["pg-btree"]._h.conn
+    bodies = ["Réunion à l'ÉCOLE", "STRASSE und Straße", "ΣΟΦΙΑ σοφία", "50% off_sale \\ x"]
+    terms = ["école", "ÉCOLE", "straße", "STRASSE", "σοφία", "ΣΟΦΊΑ", "50%", "off_", "\\"]
+    pairs = [(b, like_pattern(t)) for b in bodies for t in terms]
+    got = conn.execute(
+        "SELECT b ILIKE p ESCAPE '\\', lower(b) LIKE lower(p) ESCAPE '\\' "
+        "FROM unnest(%s::text[], %s::text[]) AS x(b, p)",
+        ([b for b, _ in pairs], [p for _, p in pairs]),
+    ).fetchall()
+    assert [ilike for ilike, _ in got] == [lowered for _, lowered in got]
+    assert sum(ilike for ilike, _ in got) >= 8  # the pairs do match, not only disagree on none
 
 
 def test_gin_ranking(tiny_arms) -> None:
@@ -1075,7 +1093,8 @@ def test_statements_are_rendered_once_per_shape_and_bind_every_value() -> None:
     assert gin._ranking(scoped, 5)[0] is not s1  # another shape, another statement
     assert predicate_parts(base.Predicate("scope_id", "=", "u\x00")) == ((("", "false"),), {})
     btree, _ = PgBtreeArm()._ranking(first, 5)
-    assert btree.as_string(None).count("ILIKE %(t") == 2
+    btree_sql = btree.as_string(None)
+    assert btree_sql.count("LIKE lower(%(t") == 2 and btree_sql.count("lower(body)") == 1
 
 
 @pytest.mark.parametrize("name", [c.name for c in ARM_CLASSES])

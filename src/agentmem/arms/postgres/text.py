@@ -25,10 +25,16 @@ class PgBtreeArm(PgArm):
     r"""``pg-btree``: B-tree indexes for predicates, ILIKE-term scoring for text.
 
     Same scoring as sqlite-btree: score = number of query terms
-    (:func:`agentmem.text.query_terms`) contained in the body, each tested with
-    ``body ILIKE %(t<i>)s ESCAPE '\'`` (:func:`agentmem.text.like_pattern`);
+    (:func:`agentmem.text.query_terms`) contained in the body, case-insensitively;
     ``WHERE score > 0 AND <predicate> ORDER BY score DESC, created_day DESC, seq DESC
     LIMIT k``. Text without terms returns no ids (the count, if wanted, still comes).
+
+    Each term is tested as ``lb LIKE lower(%(t<i>)s) ESCAPE '\'``
+    (:func:`agentmem.text.like_pattern`) against ``lb = lower(body)``, computed once per
+    row behind an ``OFFSET 0`` fence. That is ``body ILIKE %(t<i>)s`` by definition: in a
+    multi-byte encoding PostgreSQL's ILIKE lowers both sides and matches with LIKE
+    (``src/backend/utils/adt/like.c``), but it lowers the body again for every term, which
+    made this arm's scan three times slower (docs/arms/postgres.md, "The text arms").
 
     Scope: in the search (``scope_id = $s`` AND-ed with the predicate in the ``WHERE``;
     the planner may use the partial index ``memories_scope_id_idx``).
@@ -89,13 +95,15 @@ class PgGinArm(PgArm):
 def _btree_sql(n_terms: int, shape: PredicateShape) -> sql.SQL:
     """pg-btree's ranking statement for ``n_terms`` terms and a filter shape, rendered once."""
     score = sql.SQL(" + ").join(
-        sql.SQL("(body ILIKE {} ESCAPE '\\')::int").format(sql.Placeholder(f"t{i}"))
+        sql.SQL("(lb LIKE lower({}) ESCAPE '\\')::int").format(sql.Placeholder(f"t{i}"))
         for i in range(n_terms)
     )
     return rendered(
         sql.SQL(
             "SELECT memory_id FROM ("
-            "SELECT memory_id, created_day, seq, ({}) AS score FROM memories WHERE {}"
+            "SELECT memory_id, created_day, seq, ({}) AS score FROM ("
+            "SELECT memory_id, created_day, seq, lower(body) AS lb FROM memories WHERE {} "
+            "OFFSET 0) AS lowered"
             ") AS scored WHERE score > 0 "
             "ORDER BY score DESC, created_day DESC, seq DESC LIMIT %(k)s"
         ).format(score, condition_sql(shape))
