@@ -10,6 +10,7 @@ from ir_measures import RR, P as Precision, R, nDCG
 
 from agentmem.metrics import (
     bootstrap_ci,
+    bootstrap_cis,
     fill_rate,
     ndcg_at_k,
     per_query,
@@ -273,6 +274,25 @@ def test_bootstrap_ci_brackets_mean_and_is_seeded():
     assert lo < 0.5 < hi
     assert (lo, hi) == bootstrap_ci(vals, seed=3)
     assert bootstrap_ci([0.7] * 10) == (pytest.approx(0.7), pytest.approx(0.7))
+
+
+
+def test_bootstrap_cis_match_one_at_a_time_and_scipy():
+    a = [0.0, 1.0, 1.0, 0.5] * 25
+    b = [1.0, 0.0, 0.25, 0.0] * 25
+    both = bootstrap_cis([a, b], n_boot=500, seed=4)
+    assert both == [bootstrap_ci(a, n_boot=500, seed=4), bootstrap_ci(b, n_boot=500, seed=4)]
+    assert bootstrap_cis([[], []]) == [(pytest.approx(math.nan, nan_ok=True),) * 2] * 2
+    with pytest.raises(ValueError, match="one length"):
+        bootstrap_cis([a, b[:-1]])
+    # the percentile interval of scipy's own resampler: the same within resampling noise
+    import numpy as np
+    from scipy.stats import bootstrap
+
+    ref = bootstrap((np.array(a),), np.mean, n_resamples=4000, method="percentile", rng=1)
+    lo, hi = bootstrap_ci(a, n_boot=4000, seed=1)
+    assert lo == pytest.approx(ref.confidence_interval.low, abs=0.02)
+    assert hi == pytest.approx(ref.confidence_interval.high, abs=0.02)
 
 
 def _library_scores(runs: pl.DataFrame, qrels: pl.DataFrame, k: int) -> dict[str, dict]:

@@ -25,14 +25,14 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 import polars as pl
 
 from agentmem.io import write_csv
 from agentmem.metrics import (
-    bootstrap_ci,
+    bootstrap_cis,
     fill_rate,
     ndcg_at_k,
     query_filters,
@@ -97,7 +97,7 @@ def ranked_scores(ranked: Sequence[str], relevant: set[str]) -> dict[str, float]
 
 def evidence_scores(
     ranked: Sequence[str],
-    cover: Mapping[str, Sequence[str]],
+    cover: Mapping[str, Collection[str]],
     needed: set[str],
     *,
     single_unit: bool,
@@ -106,7 +106,7 @@ def evidence_scores(
 
     Args:
         ranked: memory ids, best first.
-        cover: memory id -> the evidence units it covers.
+        cover: memory id -> the evidence units it covers (a frozenset is used as is).
         needed: E(q), the evidence units the query needs (non-empty).
         single_unit: every memory of the dataset covers at most one unit; nDCG is NaN
             otherwise (ranks of memories and positions of units no longer agree).
@@ -120,22 +120,21 @@ def evidence_scores(
     Raises:
         ValueError: when ``needed`` is empty.
     """
+    if not needed:
+        raise ValueError("evidence recall is undefined for a query that needs no unit")
     newly: list[str] = []
     seen: set[str] = set()
-    acc: list[str] = []
-    upto: dict[int, list[str]] = {}
+    found: dict[int, int] = {}
     for i, m in enumerate(ranked, start=1):
-        new = [u for u in cover.get(m, ()) if u not in seen]
-        seen.update(new)
-        acc.extend(new)
-        newly.append(new[0] if len(new) == 1 else f"\x00rank{i}")
+        new = frozenset(cover.get(m, ())).difference(seen)
+        seen |= new
+        newly.append(next(iter(new)) if len(new) == 1 else f"\x00rank{i}")
         if i in RECALL_KS:
-            upto[i] = list(acc)
+            found[i] = len(needed & seen)
     out = {}
     for k in RECALL_KS:
-        covered = upto.get(k, acc)
-        out[f"recall_at_{k}"] = recall_at_k(covered, needed, len(covered))
-    hits = {m for m in ranked if any(u in needed for u in cover.get(m, ()))}
+        out[f"recall_at_{k}"] = found.get(k, len(needed & seen)) / len(needed)
+    hits = {m for m in ranked if not needed.isdisjoint(cover.get(m, ()))}
     out["ndcg_at_10"] = ndcg_at_k(newly, needed, 10) if single_unit else math.nan
     out["ndcg_at_5"] = ndcg_at_k(newly, needed, 5) if single_unit else math.nan
     out["mrr"] = reciprocal_rank(ranked, hits)
@@ -218,7 +217,12 @@ def per_query_scores(
         "group": _sets(pl.read_parquet(d / "qrels_group.parquet"), "query_id", "session_id"),
         "evidence": _sets(pl.read_parquet(d / "query_evidence.parquet"), "query_id", "evidence_id"),
     }
-    cover = _sets(pl.read_parquet(d / "evidence.parquet"), "memory_id", "evidence_id")
+    cover = {
+        m: frozenset(units)
+        for m, units in _sets(
+            pl.read_parquet(d / "evidence.parquet"), "memory_id", "evidence_id"
+        ).items()
+    }
     single_unit = all(len(v) <= 1 for v in cover.values())
     ranked = _ranked(runs)
     extra = set(ranked) - set(queries["query_id"])
@@ -333,11 +337,11 @@ def score_dataset(
                 means = {m: _mean(g[m]) for m in METRIC_COLUMNS}
                 rows.append(base | means | {m: _mean(g[m]) for m in FILL_COLUMNS})
                 ci = dict(base)
+                defined = [m for m in METRIC_COLUMNS if not math.isnan(means[m])]
+                cis = bootstrap_cis([g[m].to_numpy() for m in defined], n_boot=n_boot, seed=seed)
+                bounds = dict(zip(defined, cis, strict=True))
                 for m in METRIC_COLUMNS:
-                    if math.isnan(means[m]):
-                        lo = hi = math.nan
-                    else:
-                        lo, hi = bootstrap_ci(g[m].to_list(), n_boot=n_boot, seed=seed)
+                    lo, hi = bounds.get(m, (math.nan, math.nan))
                     ci |= {m: means[m], f"{m}_lo": lo, f"{m}_hi": hi}
                 ci_rows.append(ci)
     key_schema = {
