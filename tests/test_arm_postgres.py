@@ -248,7 +248,6 @@ def test_btree_ilike_scoring(tiny_arms) -> None:
     assert arm.query(q("%_\\"), 10).memory_ids == []
 
 
-
 def test_btree_lowered_like_is_ilike_in_this_database(tiny_arms) -> None:
     # the arm lowers the body once and LIKEs each lowered term against it: the same truth
     # value as ILIKE for every pair, accents, sharp s, Greek and escapes included

@@ -276,7 +276,6 @@ def test_bootstrap_ci_brackets_mean_and_is_seeded():
     assert bootstrap_ci([0.7] * 10) == (pytest.approx(0.7), pytest.approx(0.7))
 
 
-
 def test_bootstrap_cis_match_one_at_a_time_and_scipy():
     a = [0.0, 1.0, 1.0, 0.5] * 25
     b = [1.0, 0.0, 0.25, 0.0] * 25
