@@ -143,6 +143,14 @@ def test_schema_file_matches_model():
             "robustness.variants (a/b): the name is not path-safe",
         ),
         (
+            {"robustness": {"variants": [{"name": "study-corpus", "options": {"days": 300}}]}},
+            "robustness.variants (study-corpus): the name is not path-safe or is reserved",
+        ),
+        (
+            {"robustness": {"study_corpus": 7}},
+            "robustness.study_corpus",
+        ),
+        (
             {
                 "robustness": {
                     "variants": [
@@ -302,9 +310,17 @@ def test_robustness_corpora_seeds_baseline_variants():
     )
     corpora = robustness_corpora(cfg)
     model = "model-paraphrase-MiniLM-L3-v2"
-    assert list(corpora) == ["seed-3", "seed-5", "default-s", "thin", model]
-    assert [c.kind for c in corpora.values()] == ["seed", "seed", "baseline", "variant", "model"]
-    assert [c.size for c in corpora.values()] == ["m", "m", "s", "s", "m"]
+    assert list(corpora) == ["seed-3", "seed-5", "default-s", "thin", model, "study-corpus"]
+    assert [c.kind for c in corpora.values()] == [
+        "seed",
+        "seed",
+        "baseline",
+        "variant",
+        "model",
+        "study-corpus",
+    ]
+    assert [c.size for c in corpora.values()] == ["m", "m", "s", "s", "m", "m"]
+    assert corpora["study-corpus"].source == "data/external/study-corpus.json"
     assert corpora[model].model == "paraphrase-MiniLM-L3-v2"
     assert corpora[model].options == cfg.corpus
     assert corpora["seed-5"].options.seed == 5
@@ -317,7 +333,7 @@ def test_robustness_corpora_seeds_baseline_variants():
     # null arms: the study's arms among the configured ones, in the order of arms
     assert robustness_arms(cfg) == ["sqlite-fts", "file-vec"]
     # variants at the main size: the headline run is their baseline
-    at_main = load_config({"robustness": {"seeds": [], "models": []}})
+    at_main = load_config({"robustness": {"seeds": [], "models": [], "study_corpus": None}})
     assert [c.kind for c in robustness_corpora(at_main).values()] == ["variant"] * 6
 
 

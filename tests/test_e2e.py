@@ -320,7 +320,7 @@ def test_findings_across_corpora(smoke_run):
     """The thirteen findings on the study, the headline run and the further seed corpus."""
     res = smoke_run / "results"
     t = pl.read_csv(res / "tables/findings.csv")
-    corpora = ["study", "default", "seed-20260811"]
+    corpora = ["study", "default", "seed-20260811", "study-corpus"]
     assert list(dict.fromkeys(t["corpus"])) == corpora
     assert t.height == 13 * len(corpora)
     assert set(t["verdict"]) <= {"holds", "weakens", "flips", "n/a"}
@@ -370,6 +370,18 @@ def test_findings_across_corpora(smoke_run):
     assert fts["ndcg_mean"] == pytest.approx(want)
     assert fts["ndcg_ci_low"] <= fts["ndcg_mean"] <= fts["ndcg_ci_high"]
     assert fts["boot_ci_low"] <= fts["boot_mean"] <= fts["boot_ci_high"]
+    # the study's corpus file (here its format in small), imported and run like a seed
+    study = json.loads((res / "robustness/study-corpus/corpus/xs/manifest.json").read_text())
+    assert (study["memories"], study["queries"], study["corrections"]) == (4, 8, 1)
+    assert study["options"]["study_corpus"]["path"] == "tests/data/study-corpus-tiny.json"
+    cbc = pl.read_csv(res / "robustness/study-corpus/tables/by_class_xs.csv")
+    assert set(cbc["arm"]) == set(cfg.robustness.arms)
+    clex = dict(zip(*cbc.filter(query_class="lexical").select("arm", "ndcg_at_10"), strict=True))
+    c_one = t.filter(finding=1, corpus="study-corpus").row(0, named=True)
+    assert c_one["kind"] == "study-corpus" and not c_one["carried"]
+    assert c_one["value"] == pytest.approx(clex["sqlite-fts"] - clex["file-vec"])
+    spec = pl.read_csv(res / "robustness/study-corpus/tables/corpus_spec_xs.csv")
+    assert spec.filter(statistic="memories")["ours"][0] == 4
     html = (res / "report/index.html").read_text()
     assert "9. Do the findings survive other seeds and corpus designs?" in html
     assert "seed-20260811" in html

@@ -42,8 +42,11 @@ def test_default_config_plan():
     assert p.conversation_arms == ["file-vec", "sqlite-fts", "three-tier"]
     assert p.above_main("l") and not p.above_main("m") and not p.above_main("xs")
     assert p.notices == [
+        "the study's corpus file data/external/study-corpus.json not found: skipping the "
+        "further corpus study-corpus (make it with the study's own generator, README.md 'The "
+        "study's own corpus'; or set robustness.study_corpus: null)",
         "LoCoMo file no/such/locomo10.json not found: skipping the LoCoMo targets (set "
-        "external.locomo.path in config/config.yaml or in your --configfile)."
+        "external.locomo.path in config/config.yaml or in your --configfile).",
     ]
     assert p.external.ids == [] and p.external.targets() == []
     targets = p.all_targets()
@@ -76,6 +79,36 @@ def test_robustness_without_arms_is_skipped_with_a_notice():
     p = plan({"arms": ["three-tier"], "scaling_arms": None})
     assert p.robustness.arms == [] and p.robustness.corpora == {}
     assert any(n.startswith("robustness.arms names none of the configured arms") for n in p.notices)
+
+
+def test_study_corpus_runs_when_its_file_exists(tmp_path):
+    # absent (the default path): one notice, no corpus, nothing to import
+    p = plan()
+    assert "study-corpus" not in p.robustness.corpora and p.robustness.study_source() == []
+    assert (
+        sum("study's corpus file data/external/study-corpus.json not found" in n for n in p.notices)
+        == 1
+    )
+    # present: a further corpus of its own kind, at the main size, read from the file
+    source = tmp_path / "corpus.json.xz"
+    source.write_bytes(b"")
+    p = plan({"robustness": {"study_corpus": str(source)}})
+    corpus = p.robustness.corpora["study-corpus"]
+    assert (corpus.kind, corpus.size, corpus.root) == (
+        "study-corpus",
+        "m",
+        "results/robustness/study-corpus",
+    )
+    assert p.robustness.study_source() == [str(source)]
+    assert "study-corpus" not in p.robustness.generated()
+    assert "results/robustness/study-corpus/tables/validation_m.csv" in p.robustness.inputs(
+        "study-corpus"
+    )
+    assert p.robustness.findings_corpora()["study-corpus"][0] == "study-corpus"
+    assert not any("study's corpus" in n for n in p.notices)
+    # off: no notice either
+    p = plan({"robustness": {"study_corpus": None}})
+    assert not any("study's corpus" in n for n in p.notices)
 
 
 def test_robustness_inputs_and_options():
@@ -130,7 +163,9 @@ def test_dataset_naming_no_configured_arm():
             }
         }
     )
-    assert p.external.ids == [] and p.notices == ["external.mine.arms is []: skipping its targets"]
+    assert (
+        p.external.ids == [] and p.notices[-1] == "external.mine.arms is []: skipping its targets"
+    )
     with pytest.raises(WorkflowError, match="external.mine.arms names none of the configured"):
         p.external.runs_of(SimpleNamespace(dataset="mine"))
 
@@ -147,7 +182,7 @@ def test_malformed_dataset_is_refused_before_any_job(tmp_path):
     assert str(err.value).startswith(f"agentmem: external.mine: {bad}/corpus.jsonl:2: day: ")
     missing = plan({"external": {"mine": {"format": "agentmem-memory", "path": "nope"}}})
     missing.external.check_datasets()  # an absent dataset is skipped, not refused
-    assert missing.notices[0].startswith("dataset directory nope not found")
+    assert missing.notices[-1].startswith("dataset directory nope not found")
 
 
 def test_sources_list_every_module_of_an_arm_family():

@@ -11,7 +11,9 @@ so that :class:`agentmem.report.reference.OurResults` reads it as it reads the h
   ``robustness.variant_size``;
 - ``default-<size>``: the default options at the variants' size, their baseline, when that
   size is not the main size (at the main size the headline run is the baseline);
-- ``model-<name>``: the headline corpus embedded by a further model (``robustness.models``).
+- ``model-<name>``: the headline corpus embedded by a further model (``robustness.models``);
+- ``study-corpus``: the study's own generated corpus (``robustness.study_corpus``), read
+  from its generator's file (:mod:`agentmem.corpus.study`) instead of generated.
 
 docs/ROBUSTNESS.md describes the variants and why each is there.
 """
@@ -28,7 +30,7 @@ import polars as pl
 if TYPE_CHECKING:
     from agentmem.config import Config, CorpusConfig
 
-Kind = Literal["seed", "variant", "baseline", "model"]
+Kind = Literal["seed", "variant", "baseline", "model", "study-corpus"]
 
 
 @dataclass(frozen=True)
@@ -38,12 +40,14 @@ class RobustnessCorpus:
     Attributes:
         id: its directory name under ``results/robustness/`` (``seed-<n>``, the variant's
             name, ``default-<size>`` or ``model-<name>``).
-        kind: ``seed``, ``variant``, ``baseline`` (the variants' default-options corpus) or
-            ``model`` (the headline corpus, another embedding model).
-        size: the corpus size it is generated at (a key of ``sizes``).
-        options: the generator options.
+        kind: ``seed``, ``variant``, ``baseline`` (the variants' default-options corpus),
+            ``model`` (the headline corpus, another embedding model) or ``study-corpus``.
+        size: the corpus size it is generated at (a key of ``sizes``); the study's corpus
+            is labelled with the main size, the size of the study's own headline corpus.
+        options: the generator options (the study's corpus is read, not generated).
         overrides: what differs from ``corpus`` (``{"seed": n}`` for a seed corpus).
         model: the embedding model, None for the headline one (``embedding.model``).
+        source: the file the corpus is read from (``study-corpus`` only).
     """
 
     id: str
@@ -52,6 +56,7 @@ class RobustnessCorpus:
     options: CorpusConfig
     overrides: dict
     model: str | None = None
+    source: str | None = None
 
     @property
     def root(self) -> str:
@@ -60,12 +65,15 @@ class RobustnessCorpus:
 
 
 def robustness_corpora(cfg: Config) -> dict[str, RobustnessCorpus]:
-    """Every further corpus by id: seeds, the baseline (if any), variants, further models.
+    """Every further corpus by id: seeds, baseline, variants, models, the study's corpus.
 
-    The baseline ``default-<size>`` is there when variants are configured at a size other
-    than the main size.
+    The study's corpus is there when ``robustness.study_corpus`` is set, whether or not its
+    file exists (the workflow's plan drops it with a notice when it does not). The baseline
+    ``default-<size>`` is there when variants are configured at a size other than the main
+    size.
     """
     from agentmem.config import variant_options
+    from agentmem.config.robustness import STUDY_CORPUS_ID
 
     rob = cfg.robustness
     out: dict[str, RobustnessCorpus] = {}
@@ -85,6 +93,10 @@ def robustness_corpora(cfg: Config) -> dict[str, RobustnessCorpus]:
     for model in rob.models:
         rid = f"model-{model}"
         out[rid] = RobustnessCorpus(rid, "model", cfg.main_size, cfg.corpus, {}, model)
+    if rob.study_corpus is not None:
+        out[STUDY_CORPUS_ID] = RobustnessCorpus(
+            STUDY_CORPUS_ID, "study-corpus", cfg.main_size, cfg.corpus, {}, source=rob.study_corpus
+        )
     return out
 
 

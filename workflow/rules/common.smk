@@ -9,6 +9,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
 from agentmem.config import EXTERNAL_SETTINGS, LOCOMO_UNITS, load_config
+from agentmem.config.robustness import STUDY_CORPUS_ID
 from agentmem.external.score import RUN_K
 from agentmem.jobs import CORPUS_TABLES
 from agentmem.workflow.external import PreflightError
@@ -70,6 +71,7 @@ ABLATION_ARMS = PLAN.ablation_arms
 CONVERSATION_ARMS = PLAN.conversation_arms
 ROBUSTNESS_ARMS = PLAN.robustness.arms
 ROBUSTNESS = PLAN.robustness.corpora
+STUDY_ROB = f"results/robustness/{STUDY_CORPUS_ID}"
 EXTERNAL = PLAN.external.runs
 ONNX_ENCODER = PLAN.onnx_encoder
 ONNX_INT8_ENCODER = PLAN.onnx_int8_encoder
@@ -123,6 +125,7 @@ external_units = PLAN.external.units
 published_unit = PLAN.external.published_unit
 # further corpora (agentmem.workflow.robustness.RobustnessPlan)
 robustness_options = PLAN.robustness.options
+study_corpus_source = PLAN.robustness.study_source
 robustness_swept_arms = PLAN.robustness.swept_arms
 robustness_anomaly_arms = PLAN.robustness.anomaly_arms
 robustness_inputs = PLAN.robustness.inputs

@@ -25,6 +25,39 @@ use rule generate_corpus as generate_robustness_corpus with:
         corpus=robustness_options,
 
 
+# the study's own corpus is read from its generator's file, not generated
+ruleorder: import_study_corpus > generate_robustness_corpus
+
+
+rule import_study_corpus:
+    input:
+        source=study_corpus_source,
+        code=library_file("agentmem/corpus/study.py"),
+        io=library_file("agentmem/corpus/io.py"),
+    output:
+        memories=f"{STUDY_ROB}/corpus/{{size}}/memories.parquet",
+        facts=f"{STUDY_ROB}/corpus/{{size}}/facts.parquet",
+        entities=f"{STUDY_ROB}/corpus/{{size}}/entities.parquet",
+        sessions=f"{STUDY_ROB}/corpus/{{size}}/sessions.parquet",
+        agents=f"{STUDY_ROB}/corpus/{{size}}/agents.parquet",
+        queries=f"{STUDY_ROB}/corpus/{{size}}/queries.parquet",
+        qrels=f"{STUDY_ROB}/corpus/{{size}}/qrels.parquet",
+        manifest=f"{STUDY_ROB}/corpus/{{size}}/manifest.json",
+    log:
+        "results/logs/import_study_corpus/{size}.log",
+    benchmark:
+        "results/benchmarks/import_study_corpus/{size}.tsv"
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+    params:
+        entry="agentmem.corpus.study:import_job",
+    script:
+        "../../scripts/run_entry.py"
+
+
 use rule embed_external as embed_robustness with:
     input:
         memories=f"{ROB}/corpus/{{size}}/memories.parquet",

@@ -20,6 +20,9 @@ class VariantConfig(StrictModel):
     )
 
 
+#: the further corpus of ``robustness.study_corpus`` (its directory under results/robustness/)
+STUDY_CORPUS_ID = "study-corpus"
+
 #: the design variants the robustness check runs by default (docs/ROBUSTNESS.md)
 DEFAULT_VARIANTS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("distractors-none", {"distractor_ratio": 0.0}),
@@ -56,6 +59,13 @@ class RobustnessConfig(StrictModel):
         default_factory=lambda: ["paraphrase-MiniLM-L3-v2"],
         description="further embedding models: each embeds the headline corpus (main size) "
         "for the robustness arms (docs/EMBEDDINGS.md); [] runs none",
+    )
+    study_corpus: str | None = Field(
+        "data/external/study-corpus.json",
+        description="the study's own corpus, as its generator writes it (tools/corpus.mjs: "
+        "data/corpus.json, plain or .xz): run through the robustness arms as the further "
+        "corpus study-corpus when the file exists (skipped with a notice when not); null: "
+        "never",
     )
     variants: list[VariantConfig] = Field(
         default_factory=lambda: [VariantConfig(name=n, options=o) for n, o in DEFAULT_VARIANTS],

@@ -21,7 +21,7 @@ from agentmem.config.external import (
     check_external,
 )
 from agentmem.config.report import ReportConfig
-from agentmem.config.robustness import RobustnessConfig
+from agentmem.config.robustness import STUDY_CORPUS_ID, RobustnessConfig
 from agentmem.config.run import EmbeddingConfig, RunConfig
 from agentmem.config.trials import TrialsConfig
 
@@ -199,12 +199,15 @@ class Config(StrictModel):
         base = self.corpus.model_dump()
         for v in rob.variants:
             where = f"robustness.variants ({v.name})"
-            if not DATASET_NAME.fullmatch(v.name) or v.name.startswith(
-                ("seed-", "model-", "default-")
+            if (
+                not DATASET_NAME.fullmatch(v.name)
+                or v.name.startswith(("seed-", "model-", "default-"))
+                or v.name == STUDY_CORPUS_ID
             ):
                 raise ValueError(
                     f"{where}: the name is not path-safe or is reserved: use up to 64 letters, "
-                    "digits, '.', '_' and '-', not starting with 'seed-', 'model-' or 'default-'"
+                    "digits, '.', '_' and '-', not starting with 'seed-', 'model-' or "
+                    f"'default-', and not {STUDY_CORPUS_ID!r}"
                 )
             if "seed" in v.options:
                 raise ValueError(

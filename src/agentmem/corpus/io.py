@@ -47,10 +47,8 @@ def write_corpus(out_dir: str | Path, size: SizeConfig, opts: CorpusConfig) -> d
     """
     # the generator is imported here: the jobs that only read a corpus do without it
     from agentmem.corpus.generate import generate
-    from agentmem.corpus.queries import QUERY_CLASSES, make_queries
+    from agentmem.corpus.queries import make_queries
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     g = generate(size, opts)
     queries, qrels = make_queries(g.memories, g.fact_objects, size.queries_per_class, opts)
     tables = {
@@ -62,30 +60,49 @@ def write_corpus(out_dir: str | Path, size: SizeConfig, opts: CorpusConfig) -> d
         "queries": queries,
         "qrels": qrels,
     }
-    for name, df in tables.items():
-        write_parquet(out / f"{name}.parquet", df)
-    m = g.memories
+    return write_tables(out_dir, tables, {"size": size.model_dump(), "corpus": opts.model_dump()})
+
+
+def write_tables(out_dir: str | Path, tables: dict[str, pl.DataFrame], options: dict) -> dict:
+    """Write a corpus's tables (the names of :data:`FILES`) and its ``manifest.json``.
+
+    Args:
+        out_dir: target directory (created).
+        tables: one DataFrame per name of :data:`FILES` (docs/DATA.md, §1).
+        options: what produced the corpus (generator options, or the source of an
+            imported corpus), kept under the manifest's ``options``.
+
+    Returns:
+        The manifest, also written: counts (memories, facts, entities, sessions, agents,
+        queries, qrels, distractors, rendered, corrections, superseded, superseded_facts,
+        tokens, tokens_per_memory, similarity_expressible, queries_by_class), ``options``
+        and the sha256 of each file.
+
+    Raises:
+        KeyError: when ``tables`` lacks one of :data:`FILES`.
+    """
+    from agentmem.corpus.queries import QUERY_CLASSES
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for name in FILES:
+        write_parquet(out / f"{name}.parquet", tables[name])
+    m, queries = tables["memories"], tables["queries"]
     by_class = queries.group_by("class").len()
     counts = dict(zip(by_class["class"], by_class["len"], strict=True))
     manifest = {
         "schema_version": SCHEMA_VERSION,
-        "memories": m.height,
-        "facts": g.facts.height,
-        "entities": g.entities.height,
-        "sessions": g.sessions.height,
-        "agents": g.agents.height,
-        "queries": queries.height,
-        "qrels": qrels.height,
+        **{name: tables[name].height for name in FILES},
         "distractors": int((m["form"] == "distractor").sum()),
         "rendered": int((m["form"] != "distractor").sum()),
         "corrections": int((m["form"] == "correction").sum()),
         "superseded": int(m["superseded_by"].is_not_null().sum()),
-        "superseded_facts": int(g.facts["corrected_value"].is_not_null().sum()),
+        "superseded_facts": int(tables["facts"]["corrected_value"].is_not_null().sum()),
         "tokens": int(m["tokens"].sum()),
         "tokens_per_memory": round(float(m["tokens"].mean()), 2),
         "similarity_expressible": int(queries["similarity_expressible"].sum()),
         "queries_by_class": {c: int(counts.get(c, 0)) for c in QUERY_CLASSES},
-        "options": {"size": size.model_dump(), "corpus": opts.model_dump()},
+        "options": options,
         "files": {f"{n}.parquet": _sha256(out / f"{n}.parquet") for n in FILES},
     }
     write_json(out / "manifest.json", manifest)

@@ -6,12 +6,14 @@ of ``results/`` itself (:mod:`agentmem.robustness`).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from snakemake.exceptions import WorkflowError
 from snakemake.io import expand
 
 from agentmem.config import Config
+from agentmem.config.robustness import STUDY_CORPUS_ID
 from agentmem.report.reference import ANOMALY_ARM
 from agentmem.robustness import robustness_arms, robustness_corpora
 from agentmem.sweeps.postfilter import postfilter_roles
@@ -35,7 +37,8 @@ class RobustnessPlan:
         corpora: the further corpora by id (:class:`agentmem.robustness.RobustnessCorpus`);
             none when no robustness arm is configured (a second ``--configfile`` narrowing
             ``arms``).
-        notices: a line when corpora are configured but no arm is left to run on them.
+        notices: a line when corpora are configured but no arm is left to run on them,
+            and one when the study's corpus file is configured but absent.
     """
 
     def __init__(self, cfg: Config, main: str, encoder_model: list[str], sources: Sources) -> None:
@@ -45,8 +48,16 @@ class RobustnessPlan:
         self.sources = sources
         self.arms = robustness_arms(cfg)
         configured = robustness_corpora(cfg)
-        self.corpora = configured if self.arms else {}
         self.notices: list[str] = []
+        study = configured.get(STUDY_CORPUS_ID)
+        if study is not None and not Path(str(study.source)).is_file():
+            del configured[STUDY_CORPUS_ID]
+            self.notices.append(
+                f"the study's corpus file {study.source} not found: skipping the further "
+                f"corpus {STUDY_CORPUS_ID} (make it with the study's own generator, "
+                "README.md 'The study's own corpus'; or set robustness.study_corpus: null)"
+            )
+        self.corpora = configured if self.arms else {}
         if configured and not self.arms:
             self.notices.append(
                 "robustness.arms names none of the configured arms: skipping the further "
@@ -88,6 +99,15 @@ class RobustnessPlan:
                 f"{root}/{p}", size=self.size(variant), arm=self.arms, allow_missing=True
             )
         ]
+
+    def study_source(self, wildcards: Any = None) -> list[str]:
+        """The study's corpus file, the input of its import ([] when it is not run)."""
+        corpus = self.corpora.get(STUDY_CORPUS_ID)
+        return [] if corpus is None else [str(corpus.source)]
+
+    def generated(self) -> list[str]:
+        """Ids of the further corpora the generator makes (all but the study's)."""
+        return [i for i, c in self.corpora.items() if c.kind != "study-corpus"]
 
     def swept_arms(self) -> list[str]:
         """The post-filtering arms among the robustness arms (the post-filter sweep's)."""
