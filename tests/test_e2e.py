@@ -373,7 +373,7 @@ def test_findings_across_corpora(smoke_run):
     # the study's corpus file (here its format in small), imported and run like a seed
     study = json.loads((res / "robustness/study-corpus/corpus/xs/manifest.json").read_text())
     assert (study["memories"], study["queries"], study["corrections"]) == (4, 8, 1)
-    assert study["options"]["study_corpus"]["path"] == "tests/data/study-corpus-tiny.json"
+    assert study["options"]["study_corpus"]["path"].endswith("tests/data/study-corpus-tiny.json")
     cbc = pl.read_csv(res / "robustness/study-corpus/tables/by_class_xs.csv")
     assert set(cbc["arm"]) == set(cfg.robustness.arms)
     clex = dict(zip(*cbc.filter(query_class="lexical").select("arm", "ndcg_at_10"), strict=True))

@@ -24,9 +24,10 @@ ONNX_ENV = "AGENTMEM_TEST_ONNX"
 def copy_workflow_config(wd: Path, encoder: bool = False) -> Path:
     """Copy the repository's config/ and profiles/ into ``wd`` (created if missing); ``wd``.
 
-    A config's relative ``external.<name>.path`` is relative to the working directory (the
-    repository, run as documented); in the copies, one that exists from the repository is
-    made absolute (the smoke config's LoCoMo file and tiny dataset), a missing one is kept.
+    A config's relative ``external.<name>.path`` and ``robustness.study_corpus`` are
+    relative to the working directory (the repository, run as documented); in the copies,
+    one that exists from the repository is made absolute (the smoke config's LoCoMo file,
+    tiny dataset and tiny study corpus), a missing one is kept.
     With ``encoder`` (for a test that runs the workflow) and ``$AGENTMEM_TEST_ONNX`` set,
     that export is copied to ``results/cache/encoder/`` (where export_encoder writes it; a
     rule without inputs is not rerun for an output that exists); without, ``wd`` has no
@@ -54,7 +55,12 @@ def copy_workflow_config(wd: Path, encoder: bool = False) -> Path:
         }
         for name, path in found.items():
             data["external"][name]["path"] = str(path.resolve())
-        if found:
+        rob = data.get("robustness") or {}
+        study = rob.get("study_corpus")
+        moved = bool(study) and not Path(study).is_absolute() and (REPO / study).exists()
+        if moved:
+            rob["study_corpus"] = str((REPO / study).resolve())
+        if found or moved:
             f.write_text(yaml.safe_dump(data, sort_keys=False))
     return wd
 
