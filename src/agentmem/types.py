@@ -16,9 +16,12 @@ if TYPE_CHECKING:
     import numpy as np
 
 __all__ = [
+    "ENTITY_SCHEMA",
+    "FACT_SCHEMA",
     "MEMORY_SCHEMA",
     "PREDICATE_FIELDS",
     "PREDICATE_OPS",
+    "QRELS_SCHEMA",
     "QUERY_SCHEMA",
     "VECTOR_DIM",
     "Corpus",
@@ -210,6 +213,33 @@ QUERY_SCHEMA: dict[str, pl.DataType] = {
     "predicate_value": pl.String,
     "expected_count": pl.Int32,
     "similarity_expressible": pl.Boolean,
+}
+#: ``facts.parquet``: one row per fact (docs/DATA.md §1); a corpus without facts has none.
+FACT_SCHEMA: dict[str, pl.DataType] = {
+    "fact_id": pl.String,
+    "subject_id": pl.String,
+    "subject_type": pl.String,
+    "service_id": pl.String,
+    "predicate": pl.String,
+    "object_value": pl.String,
+    "memory_kind": pl.String,
+    "valid_from_day": pl.Int32,
+    "corrected_value": pl.String,
+    "corrected_day": pl.Int32,
+    "correction_memory_id": pl.String,
+}
+#: ``entities.parquet``: one row per world entity (docs/DATA.md §1).
+ENTITY_SCHEMA: dict[str, pl.DataType] = {
+    "entity_id": pl.String,
+    "type": pl.String,
+    "name": pl.String,
+    "service_id": pl.String,
+}
+#: ``qrels.parquet``: one row per (query, relevant memory), its graded relevance.
+QRELS_SCHEMA: dict[str, pl.DataType] = {
+    "query_id": pl.String,
+    "memory_id": pl.String,
+    "grade": pl.Int8,
 }
 
 

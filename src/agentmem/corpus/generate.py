@@ -27,7 +27,7 @@ import polars as pl
 from agentmem.corpus import templates as T
 from agentmem.corpus.world import RECORD_TYPES, Fact, build_world
 from agentmem.tokens import count_tokens
-from agentmem.types import MEMORY_SCHEMA
+from agentmem.types import FACT_SCHEMA, MEMORY_SCHEMA
 
 if TYPE_CHECKING:
     from agentmem.config import CorpusConfig, SizeConfig
@@ -361,12 +361,7 @@ def generate(size: SizeConfig, opts: CorpusConfig) -> Generated:
             "corrected_day": [opts.correction_day if f.new_value else None for f in facts],
             "correction_memory_id": [correction_of.get(f.fact_id) for f in facts],
         },
-        schema_overrides={
-            "valid_from_day": pl.Int32,
-            "corrected_day": pl.Int32,
-            "corrected_value": pl.String,
-            "correction_memory_id": pl.String,
-        },
+        schema=FACT_SCHEMA,
     ).sort("fact_id")
     sessions = pl.DataFrame(
         session_rows,

@@ -20,7 +20,7 @@ from typing import Any
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agentmem.types import MEMORY_SCHEMA, QUERY_SCHEMA
+from agentmem.types import ENTITY_SCHEMA, FACT_SCHEMA, MEMORY_SCHEMA, QRELS_SCHEMA, QUERY_SCHEMA
 
 #: the study's predicates, ``(field, op)``, as ours ``(field, op)``; ``factId count``
 #: is an aggregate: our ``fact_id =`` with the expected count
@@ -281,23 +281,7 @@ def study_tables(
                 current,
             )
         )
-    facts = pl.DataFrame(
-        fact_rows,
-        schema={
-            "fact_id": pl.String,
-            "subject_id": pl.String,
-            "subject_type": pl.String,
-            "service_id": pl.String,
-            "predicate": pl.String,
-            "object_value": pl.String,
-            "memory_kind": pl.String,
-            "valid_from_day": pl.Int32,
-            "corrected_value": pl.String,
-            "corrected_day": pl.Int32,
-            "correction_memory_id": pl.String,
-        },
-        orient="row",
-    ).sort("fact_id")
+    facts = pl.DataFrame(fact_rows, schema=FACT_SCHEMA, orient="row").sort("fact_id")
     entities = pl.DataFrame(
         [
             (
@@ -308,12 +292,7 @@ def study_tables(
             )
             for rid, (rtype, rec) in records.items()
         ],
-        schema={
-            "entity_id": pl.String,
-            "type": pl.String,
-            "name": pl.String,
-            "service_id": pl.String,
-        },
+        schema=ENTITY_SCHEMA,
         orient="row",
     )
     per_session = memories.group_by("session_id").agg(
@@ -348,11 +327,7 @@ def study_tables(
         )
         qrel_rows += [(q.id, mid, 1) for mid in dict.fromkeys(q.relevant)]
     queries = pl.DataFrame(query_rows, schema=QUERY_SCHEMA, orient="row")
-    qrels = pl.DataFrame(
-        qrel_rows,
-        schema={"query_id": pl.String, "memory_id": pl.String, "grade": pl.Int8},
-        orient="row",
-    )
+    qrels = pl.DataFrame(qrel_rows, schema=QRELS_SCHEMA, orient="row")
     return {
         "memories": memories,
         "facts": facts,

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from agentmem.corpus import templates as T
+from agentmem.types import ENTITY_SCHEMA
 
 if TYPE_CHECKING:
     from agentmem.config import CorpusConfig
@@ -164,14 +165,5 @@ def build_world(
     rng.shuffle(facts)
     for i, f in enumerate(facts):
         f.fact_id = f"F{i + 1:06d}"
-    entities = pl.DataFrame(
-        entity_rows,
-        schema={
-            "entity_id": pl.String,
-            "type": pl.String,
-            "name": pl.String,
-            "service_id": pl.String,
-        },
-        orient="row",
-    ).sort("entity_id")
+    entities = pl.DataFrame(entity_rows, schema=ENTITY_SCHEMA, orient="row").sort("entity_id")
     return facts, entities

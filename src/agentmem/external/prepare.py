@@ -14,7 +14,7 @@ import polars as pl
 from agentmem.external.format import DATASET_FILES, FORMAT, FORMAT_VERSION, validate_dataset
 from agentmem.io import write_csv, write_json, write_parquet
 from agentmem.tokens import count_tokens
-from agentmem.types import MEMORY_SCHEMA, QUERY_SCHEMA
+from agentmem.types import ENTITY_SCHEMA, FACT_SCHEMA, MEMORY_SCHEMA, QRELS_SCHEMA, QUERY_SCHEMA
 
 #: the files of a prepared corpus directory, by logical name
 PREPARED_FILES = {
@@ -42,26 +42,6 @@ SESSION_SCHEMA = {
     "scope_id": pl.String,
 }
 AGENT_SCHEMA = {"agent_id": pl.String, "role": pl.String}
-FACT_SCHEMA = {
-    "fact_id": pl.String,
-    "subject_id": pl.String,
-    "subject_type": pl.String,
-    "service_id": pl.String,
-    "predicate": pl.String,
-    "object_value": pl.String,
-    "memory_kind": pl.String,
-    "valid_from_day": pl.Int32,
-    "corrected_value": pl.String,
-    "corrected_day": pl.Int32,
-    "correction_memory_id": pl.String,
-}
-ENTITY_SCHEMA = {
-    "entity_id": pl.String,
-    "type": pl.String,
-    "name": pl.String,
-    "service_id": pl.String,
-}
-QRELS_SCHEMA = {"query_id": pl.String, "memory_id": pl.String, "grade": pl.Int8}
 QRELS_GROUP_SCHEMA = {"query_id": pl.String, "session_id": pl.String}
 EVIDENCE_SCHEMA = {"memory_id": pl.String, "evidence_id": pl.String}
 QUERY_EVIDENCE_SCHEMA = {"query_id": pl.String, "evidence_id": pl.String}
