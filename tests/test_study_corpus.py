@@ -111,6 +111,10 @@ def _broken(path: Path, edit) -> Path:
             lambda d: d["queries"][0]["predicate"].update(op=">="),
             r"queries\[0\] \(Q-tmp\)\.predicate day >=: not one of",
         ),
+        (
+            lambda d: d["queries"][0]["predicate"].update(value="soon"),
+            r"predicate day <=: needs an integer value, got 'soon'",
+        ),
         (lambda d: d["memories"][1].update(sessionId="S-9"), r"memories\[1\]\.sessionId 'S-9'"),
         (lambda d: d["memories"][2].update(id="M1"), "memories: duplicate ids"),
         (lambda d: d.pop("supersessions"), "supersessions: Field required"),

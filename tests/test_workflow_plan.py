@@ -100,7 +100,6 @@ def test_study_corpus_runs_when_its_file_exists(tmp_path):
         "results/robustness/study-corpus",
     )
     assert p.robustness.study_source() == [str(source)]
-    assert "study-corpus" not in p.robustness.generated()
     assert "results/robustness/study-corpus/tables/validation_m.csv" in p.robustness.inputs(
         "study-corpus"
     )

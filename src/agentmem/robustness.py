@@ -39,7 +39,7 @@ class RobustnessCorpus:
 
     Attributes:
         id: its directory name under ``results/robustness/`` (``seed-<n>``, the variant's
-            name, ``default-<size>`` or ``model-<name>``).
+            name, ``default-<size>``, ``model-<name>`` or ``study-corpus``).
         kind: ``seed``, ``variant``, ``baseline`` (the variants' default-options corpus),
             ``model`` (the headline corpus, another embedding model) or ``study-corpus``.
         size: the corpus size it is generated at (a key of ``sizes``); the study's corpus

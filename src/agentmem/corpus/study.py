@@ -186,11 +186,17 @@ def _check(sc: _StudyCorpus, path: Path) -> None:
                 f"{path}: queries[{i}] ({q.id}).relevant names memory {missing[0]!r}, absent"
             )
         p = q.predicate
-        if p is not None and (p.field, p.op) not in PREDICATES:
+        if p is None:
+            continue
+        where = f"{path}: queries[{i}] ({q.id}).predicate {p.field} {p.op}"
+        if (p.field, p.op) not in PREDICATES:
             raise StudyCorpusError(
-                f"{path}: queries[{i}] ({q.id}).predicate {p.field} {p.op}: not one of "
-                + ", ".join(f"{f} {o}" for f, o in PREDICATES)
+                f"{where}: not one of " + ", ".join(f"{f} {o}" for f, o in PREDICATES)
             )
+        want = {"day": int, "sessionId": str, "factId": str}.get(p.field)
+        if want is not None and (not isinstance(p.value, want) or isinstance(p.value, bool)):
+            kind = "an integer" if want is int else "a string"
+            raise StudyCorpusError(f"{where}: needs {kind} value, got {p.value!r}")
 
 
 def _record_id(fact: _Fact) -> str:

@@ -105,10 +105,6 @@ class RobustnessPlan:
         corpus = self.corpora.get(STUDY_CORPUS_ID)
         return [] if corpus is None else [str(corpus.source)]
 
-    def generated(self) -> list[str]:
-        """Ids of the further corpora the generator makes (all but the study's)."""
-        return [i for i, c in self.corpora.items() if c.kind != "study-corpus"]
-
     def swept_arms(self) -> list[str]:
         """The post-filtering arms among the robustness arms (the post-filter sweep's)."""
         return postfilter_roles(self.arms)[0]
