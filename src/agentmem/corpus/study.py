@@ -126,18 +126,22 @@ def read_study_json(path: str | Path) -> dict[str, Any]:
     Raises:
         StudyCorpusError: when the file is missing, not valid xz, or not JSON.
     """
-    p = Path(path)
+    return _load(Path(path))[1]
+
+
+def _load(p: Path) -> tuple[bytes, dict[str, Any]]:
+    """The file's bytes (read once: the manifest keeps their sha256) and its JSON."""
     if not p.is_file():
         raise StudyCorpusError(f"study corpus file {p} not found")
-    opener = lzma.open if p.suffix == ".xz" else open
+    raw = p.read_bytes()
     try:
-        with opener(p, "rt", encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (lzma.LZMAError, UnicodeDecodeError, json.JSONDecodeError, EOFError) as exc:
+        text = lzma.decompress(raw) if p.suffix == ".xz" else raw
+        data = json.loads(text.decode("utf-8"))
+    except (lzma.LZMAError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise StudyCorpusError(f"{p}: not the study's corpus JSON ({exc})") from None
     if not isinstance(data, dict):
         raise StudyCorpusError(f"{p}: the top level is not a JSON object")
-    return data
+    return raw, data
 
 
 def _where(loc: tuple) -> str:
@@ -363,11 +367,11 @@ def import_study_corpus(path: str | Path, out_dir: str | Path) -> dict[str, Any]
     from agentmem.corpus.io import write_tables
 
     p = Path(path)
-    data = read_study_json(p)
+    raw, data = _load(p)
     tables = study_tables(data, p)
     source = {
         "path": str(p),
-        "sha256": hashlib.sha256(p.read_bytes()).hexdigest(),
+        "sha256": hashlib.sha256(raw).hexdigest(),
         "generator_options": data.get("options"),
         "generator_stats": data.get("stats"),
     }
