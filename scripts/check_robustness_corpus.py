@@ -8,7 +8,7 @@ start_job(snakemake)  # untimed (quality only): nice 19, beside the timing jobs
 # params: arms, arm_params (arm -> constructor parameters), k, anomaly, postfilter
 # input: the corpus files (memories, sessions, facts, entities, queries, qrels), embeddings
 # output: stores (one store per arm inside), runs, builds, plans, metrics (one per arm, in
-#         params.arms order), by_class_csv, by_class_md, anomaly, postfilter
+#         params.arms order), by_class_csv, by_class_md, choices, anomaly, postfilter
 from agentmem.robustness import check_corpus
 
 p, out = snakemake.params, snakemake.output
@@ -25,10 +25,12 @@ check_corpus(
         "metrics": list(out.metrics),
         "by_class_csv": out.by_class_csv,
         "by_class_md": out.by_class_md,
+        "choices": out.choices,
         "anomaly": out.anomaly,
         "postfilter": out.postfilter,
     },
     k=p.k,
+    choices=list(p.choices),
     anomaly=dict(p.anomaly) if p.anomaly["arms"] else None,
     postfilter=dict(p.postfilter) if p.postfilter["arms"] else None,
 )

@@ -6,6 +6,7 @@ start_job(snakemake)  # not a timing job: yield the CPU to those (docs/MEASUREME
 # input.external  scores.csv of each external dataset shown (results/external/<id>/), the
 #                 dataset id being the name of its directory
 # params.external_units  dataset id -> the LoCoMo unit whose published figures to show
+# input.study_cells  results/tables/study_cells.csv when the study's corpus ran (else none)
 # input.captions  the caption files of Snakemake's report (workflow/report/*.rst), one per
 #                 figure stem
 from pathlib import Path
@@ -25,4 +26,5 @@ render_report(
     findings_seeds_csv=snakemake.input.findings_seeds,
     seed_spread_csv=snakemake.input.seed_spread,
     captions={Path(p).stem: p for p in snakemake.input.captions},
+    study_cells_csv=next(iter(snakemake.input.study_cells), None),
 )

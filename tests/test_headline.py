@@ -168,9 +168,30 @@ def test_findings_table_on_trees_and_carried_findings(tmp_path):
             "missing_committed": [0, 50, 0, 0],
         }
     ).write_csv(trials / "crash.csv")
+    # under the study's choices sqlite-fts's lexical cell of the headline run is 0.40; the
+    # seed corpus has no choices table, so its findings under them are n/a
+    pl.DataFrame(
+        {
+            "choices": ["study", "terms"],
+            "arm": ["sqlite-fts", "sqlite-fts"],
+            "query_class": ["lexical", "lexical"],
+            "ndcg_at_10": [0.40, 0.10],
+        }
+    ).write_csv(head / "tables" / "choices.csv")
     trees = trees_from({"seed-1": ("seed", "m", seed)}, head, "m")
+    assert [(x.corpus, x.choices) for x in trees] == [
+        ("study", "study"),
+        ("default", "as-shipped"),
+        ("default", "study"),
+        ("seed-1", "as-shipped"),
+        ("seed-1", "study"),
+    ]
     t = findings_table(trees, head, "m")
-    assert t.height == 13 * 3
+    assert t.height == 13 * 5
+    under = t.filter(finding=1, choices="study").sort("corpus")
+    assert under["value"].to_list() == [pytest.approx(0.35), None, pytest.approx(0.789)]
+    assert under["verdict"].to_list() == ["weakens", "n/a", "holds"]
+    t = t.filter(pl.col("kind").eq("study") | pl.col("choices").eq("as-shipped"))
     cell = lambda num, corpus: t.filter(finding=num, corpus=corpus).row(0, named=True)  # noqa: E731
     assert cell(1, "study")["value"] == pytest.approx(0.789)
     assert cell(1, "default")["value"] == pytest.approx(0.75)

@@ -125,6 +125,7 @@ def check_corpus(
     k: int = 10,
     anomaly: Mapping[str, Any] | None = None,
     postfilter: Mapping[str, Any] | None = None,
+    choices: Sequence[str] = (),
 ) -> pl.DataFrame:
     """Run the robustness arms on one further corpus and the probes the findings read.
 
@@ -132,8 +133,9 @@ def check_corpus(
     untimed (:func:`agentmem.runner.run_arm`, no warm-up, one call); its run is scored
     with the corpus's qrels and memories (:func:`agentmem.report.tables.score_run_file`)
     and the scores tabulated by class. Then, on the stores just built, the update-anomaly
-    probe (:func:`agentmem.trials.anomaly.run_anomaly_probe`) and the post-filter sweep
-    (:func:`agentmem.sweeps.postfilter.postfilter_sweep`).
+    probe (:func:`agentmem.trials.anomaly.run_anomaly_probe`), the post-filter sweep
+    (:func:`agentmem.sweeps.postfilter.postfilter_sweep`) and the study's implementation
+    choices (:func:`agentmem.sweeps.choices.choices_sweep`).
 
     Args:
         arms: arm names, in table order.
@@ -142,11 +144,14 @@ def check_corpus(
         embeddings: the corpus's embeddings Parquet.
         stores_dir: the directory of the arms' stores (created).
         outputs: ``runs``, ``builds``, ``plans``, ``metrics`` (one path per arm each, in the
-            order of ``arms``), ``by_class_csv``, ``by_class_md``, and ``anomaly`` and
-            ``postfilter`` (CSV paths; a probe that does not run leaves a header-only file).
+            order of ``arms``), ``by_class_csv``, ``by_class_md``, and ``choices``,
+            ``anomaly`` and ``postfilter`` (CSV paths; a probe that does not run leaves a
+            header-only file).
         k: result list length.
         anomaly: ``{"arms": [...], "settings": config trials.anomaly}``, or None (no probe).
         postfilter: ``{"arms": [...], "overfetch": [...]}``, or None (no sweep).
+        choices: configurations of :data:`agentmem.choices.CONFIGURATIONS` to run the arms
+            under (``()``: none).
 
     Returns:
         The by-class table.
@@ -157,6 +162,7 @@ def check_corpus(
     from agentmem.io import write_csv
     from agentmem.report.tables import score_run_file, write_by_class
     from agentmem.runner import run_arm
+    from agentmem.sweeps.choices import choices_sweep
     from agentmem.sweeps.postfilter import postfilter_sweep
     from agentmem.trials.anomaly import run_anomaly_probe
 
@@ -193,6 +199,16 @@ def check_corpus(
         outputs["by_class_md"],
         latency_note="latency is one untimed call per query (ms; not a timing run)",
     )
+    if "choices" in outputs:
+        sweep = choices_sweep(
+            corpus,
+            embeddings,
+            {a: stores / a for a in arms},
+            list(choices),
+            k=k,
+            arm_params={a: dict(p) for a, p in arm_params.items()},
+        )
+        write_csv(outputs["choices"], sweep)
     if anomaly is not None:
         rows = []
         for arm in anomaly["arms"]:

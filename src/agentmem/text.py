@@ -28,7 +28,59 @@ STOPWORDS = frozenset(
 )
 
 
-def query_terms(text: str, *, keep_stopwords: bool = False) -> list[str]:
+#: The study's stopwords (its ``engines/contract.mjs``, ``STOP``): 48 words, fewer than
+#: :data:`STOPWORDS` (no ``over``, ``once``, ``before``, ``recorded``, ...).
+STUDY_STOPWORDS = frozenset(
+    """the a an is was were are be been to of in on at for and or it its that this with as
+    we i me my do did does what when which who how about from by so if not no have has had
+    you your their""".split()
+)
+
+#: The term extractions an arm with terms can be told to use (its ``terms`` parameter):
+#: ``agentmem`` (:func:`query_terms`' default) or ``study`` (:func:`study_query_terms`).
+#: docs/arms/choices.md measures the one against the other.
+TERM_EXTRACTIONS = ("agentmem", "study")
+
+_STUDY_SPLIT = re.compile(r"[^a-z0-9_-]+")
+
+
+def check_choice(param: str, value: object, allowed: tuple[str, ...]) -> str:
+    """Return ``value`` if it is one of ``allowed``.
+
+    Raises:
+        ValueError: naming ``param``, the value and the allowed values otherwise.
+    """
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError(f"{param} must be one of {', '.join(allowed)}; got {value!r}")
+    return value
+
+
+def study_tokens(text: str) -> list[str]:
+    """The study's tokeniser (its ``tokenize``): every term of ``text`` in order, repeats kept.
+
+    Lower-case, split on every character outside ``[a-z0-9_-]``, drop tokens of one
+    character and :data:`STUDY_STOPWORDS`. Letters outside ASCII split words
+    (``café`` -> ``caf``). The corpus validation's term sets are these tokens.
+    """
+    return [
+        t
+        for t in _STUDY_SPLIT.split((text or "").lower())
+        if len(t) > 1 and t not in STUDY_STOPWORDS
+    ]
+
+
+def study_query_terms(text: str) -> list[str]:
+    """The study's search terms: the first :data:`MAX_TERMS` of :func:`study_tokens`.
+
+    A repeated word stays repeated, so an arm that counts matching terms counts it
+    twice, as the study's scan arms do.
+    """
+    return study_tokens(text)[:MAX_TERMS]
+
+
+def query_terms(
+    text: str, *, keep_stopwords: bool = False, extraction: str = "agentmem"
+) -> list[str]:
     """Split free text into lower-cased, de-duplicated search terms.
 
     Identifiers such as ``ADR-297`` stay one term; other tokens are maximal runs of
@@ -37,11 +89,15 @@ def query_terms(text: str, *, keep_stopwords: bool = False) -> list[str]:
     Args:
         text: untrusted query text (any length; ``None``-safe callers pass ``""``).
         keep_stopwords: keep English function words.
+        extraction: ``"study"`` returns :func:`study_query_terms` instead (repeats kept;
+            ``keep_stopwords`` does not apply).
 
     Returns:
         At most :data:`MAX_TERMS` terms in order of first appearance; ``[]`` for empty,
         whitespace-only or punctuation-only text.
     """
+    if extraction == "study":
+        return study_query_terms(text)
     out: list[str] = []
     seen: set[str] = set()
     for t in _TOKEN.findall(text or ""):
@@ -55,14 +111,15 @@ def query_terms(text: str, *, keep_stopwords: bool = False) -> list[str]:
     return out
 
 
-def fts5_match(text: str) -> str | None:
+def fts5_match(text: str, extraction: str = "agentmem") -> str | None:
     """Build an FTS5 MATCH expression: every term double-quoted, joined with ``OR``.
 
     ``"ADR-297"`` inside quotes is a phrase of the tokens ``adr`` and ``297``, so the
-    identifier matches as a unit. Returns ``None`` when the text has no terms (the caller
-    returns an empty result instead of running MATCH).
+    identifier matches as a unit. The terms are :func:`query_terms` with ``extraction``.
+    Returns ``None`` when the text has no terms (the caller returns an empty result
+    instead of running MATCH).
     """
-    terms = query_terms(text)
+    terms = query_terms(text, extraction=extraction)
     if not terms:
         return None
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)

@@ -60,6 +60,7 @@ rule compare_reference:
         crash="results/trials/crash.csv",
         lost_update="results/trials/lost_update.csv",
         anomaly="results/trials/anomaly.csv",
+        study_cells=study_cells(),
         code=[
             *library_package("agentmem/report/reference"),
             *library_package("agentmem/report/reference/data", "*.yaml"),
@@ -98,6 +99,7 @@ rule render_report:
         findings="results/tables/findings.csv",
         findings_seeds="results/tables/findings_seeds.csv",
         seed_spread="results/tables/by_class_seeds.csv",
+        study_cells=study_cells(),
         captions=captions(),
         code=[
             library_file("agentmem/report/html.py"),

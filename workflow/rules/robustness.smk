@@ -1,7 +1,8 @@
 # The further corpora (config `robustness`, agentmem.robustness): corpus seeds and design
 # variants, each generated, embedded, run by the robustness arms (untimed, one call per
 # query), scored and validated under results/robustness/<id>/ in the layout of results/,
-# then the study's twelve findings checked on every one of them (results/tables/findings.*).
+# then the study's twelve findings checked on every one of them (results/tables/findings.*),
+# under the arms as shipped and under the study's implementation choices.
 # Every job here is untimed and runs in the background lane, at nice 19.
 
 
@@ -95,6 +96,7 @@ rule check_robustness_corpus:
         metrics=robustness_outputs("metrics/{size}/{arm}.parquet"),
         by_class_csv=f"{ROB}/tables/by_class_{{size}}.csv",
         by_class_md=f"{ROB}/tables/by_class_{{size}}.md",
+        choices=f"{ROB}/tables/choices_{{size}}.csv",
         anomaly=f"{ROB}/trials/anomaly_{{size}}.csv",
         postfilter=f"{ROB}/sweeps/postfilter_{{size}}.csv",
     log:
@@ -114,6 +116,8 @@ rule check_robustness_corpus:
         arms=ROBUSTNESS_ARMS,
         arm_params=dict(CFG.arm_params),
         k=CFG.run.k,
+        # the study's implementation choices (agentmem.choices.RUNS_BY_KIND), on the stores built
+        choices=robustness_choices,
         anomaly={
             "arms": robustness_anomaly_arms(),
             "settings": CFG.trials.anomaly.model_dump(),
@@ -156,6 +160,7 @@ rule tabulate_findings:
         # the headline run's files the findings read (agentmem.report.headline)
         manifests=expand("results/corpus/{size}/manifest.json", size=CORPUS_SIZES),
         by_class="results/tables/by_class.csv",
+        choices="results/tables/choices.csv",
         builds=main_builds(),
         validation="results/tables/validation.csv",
         postfilter="results/sweeps/postfilter.csv",
@@ -166,6 +171,7 @@ rule tabulate_findings:
         further=[f for i in ROBUSTNESS for f in robustness_inputs(i)],
         code=[
             library_file("agentmem/report/headline.py"),
+            library_file("agentmem/sweeps/choices.py"),
             *library_package("agentmem/report/reference"),
             *library_package("agentmem/report/reference/data", "*.yaml"),
         ],
@@ -191,6 +197,37 @@ rule tabulate_findings:
         main_size=MAIN,
     script:
         "../../scripts/tabulate_findings.py"
+
+
+rule tabulate_study_cells:
+    input:
+        by_class=f"{STUDY_ROB}/tables/by_class_{MAIN}.csv",
+        choices=f"{STUDY_ROB}/tables/choices_{MAIN}.csv",
+        code=[
+            library_file("agentmem/report/study_cells.py"),
+            library_file("agentmem/sweeps/choices.py"),
+            *library_package("agentmem/report/reference"),
+        ],
+    output:
+        csv=report(
+            "results/tables/study_cells.csv",
+            caption="../report/study_cells.rst",
+            category="Reference",
+        ),
+        md="results/tables/study_cells.md",
+    log:
+        "results/logs/tabulate_study_cells.log",
+    benchmark:
+        "results/benchmarks/tabulate_study_cells.tsv"
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+    params:
+        entry="agentmem.report.study_cells:study_cells_job",
+    script:
+        "../../scripts/run_entry.py"
 
 
 rule tabulate_seed_spread:

@@ -54,6 +54,37 @@ rule run_ablation_sweep:
         "../../scripts/run_ablation_sweep.py"
 
 
+rule run_choices_sweep:
+    input:
+        **corpus_files(*CORPUS_TABLES, "queries", "qrels", corpus=MAIN_CORPUS),
+        embeddings=f"results/embeddings/{MAIN}.parquet",
+        stores=choice_stores(),
+        code=[
+            library_file("agentmem/sweeps/choices.py"),
+            library_file("agentmem/choices.py"),
+        ],
+    output:
+        "results/tables/choices.csv",
+    log:
+        "results/logs/run_choices_sweep.log",
+    benchmark:
+        "results/benchmarks/run_choices_sweep.tsv"
+    # untimed (quality only): the study's implementation choices on the headline corpus
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: background_threads
+    resources:
+        background_slot=1,
+        mem_mb=2000,
+    params:
+        arms=CHOICE_ARMS,
+        configurations=CHOICE_CONFIGURATIONS,
+        k=CFG.run.k,
+        arm_params=dict(CFG.arm_params),
+    script:
+        "../../scripts/run_choices_sweep.py"
+
+
 rule run_budget_sweep:
     input:
         **corpus_files(*CORPUS_TABLES, "queries", "qrels"),

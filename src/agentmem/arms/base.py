@@ -297,6 +297,10 @@ class ArmBase:
     * ``ablations``: named constructor-parameter overrides, each taking one design choice
       out of the arm; the ablation sweep (:mod:`agentmem.sweeps.ablation`) reopens the
       arm's built store with each and scores the queries.
+    * ``study_choices``: for each implementation choice of :data:`agentmem.choices.CHOICES`
+      on which the arm differs from the study's arm of the same name, the
+      constructor-parameter overrides that make it the study's; the choices sweep
+      (:mod:`agentmem.sweeps.choices`) reopens the built store with them.
     """
 
     candidate_param: ClassVar[str | None] = None
@@ -308,6 +312,10 @@ class ArmBase:
     #: variant name -> constructor overrides (over the configured parameters) that remove
     #: one design choice; empty: the ablation sweep leaves the arm out
     ablations: ClassVar[dict[str, dict[str, Any]]] = {}
+    #: choice name (a key of agentmem.choices.CHOICES) -> constructor overrides that make
+    #: the arm the study's on that choice (query-time parameters only); empty: the arm has
+    #: no study counterpart, or agrees with it
+    study_choices: ClassVar[dict[str, dict[str, Any]]] = {}
 
     def integrity_check(self) -> tuple[str, list[str]]:
         """Run the engine's own consistency check on the open store.

@@ -29,14 +29,9 @@ from agentmem.corpus.spec import (
 )
 from agentmem.embeddings import load_embeddings
 from agentmem.io import write_csv
+from agentmem.text import study_tokens
 from agentmem.types import Embeddings
 
-#: The study's stopwords: dropped from every term set.
-STUDY_STOPWORDS = frozenset(
-    """the a an is was were are be been to of in on at for and or it its that this with as
-    we i me my do did does what when which who how about from by so if not no have has had
-    you your their""".split()
-)
 #: A term that is an identifier: the generator's record prefixes (and the study's
 #: ``repo``), or a session / memory id written with a hyphen (``s-0042``).
 IDENTIFIER = r"^(svc|cfg|inc|adr|run|per|repo|[ms])-\d+$"
@@ -69,7 +64,6 @@ PROBE_SCHEMA = {
     "top_memory_id": pl.String,
 }
 
-_SPLIT = re.compile(r"[^a-z0-9_-]+")
 _IDENT = re.compile(IDENTIFIER)
 _RARE = re.compile(r"[0-9_-]")
 
@@ -112,9 +106,7 @@ class ValidationInput:
 
 def study_terms(text: str) -> set[str]:
     """The study's term set of ``text`` (see the module docstring): ``CFG-799`` -> cfg-799."""
-    return {
-        t for t in _SPLIT.split((text or "").lower()) if len(t) > 1 and t not in STUDY_STOPWORDS
-    }
+    return set(study_tokens(text))
 
 
 def rare_terms(text: str) -> set[str]:

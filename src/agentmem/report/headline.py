@@ -14,6 +14,11 @@ variants' baseline and further embedding models. Three findings do not depend on
 or the model (the file-jsonl scaling sweep, the crash and the lost-update trials are not
 re-run per corpus); their value on a further corpus is the headline run's, marked
 ``carried``.
+
+Beside the arms as shipped, the headline, seed and study corpora are evaluated under the
+study's implementation choices (:data:`agentmem.choices.RUNS_BY_KIND`: all of them, and on
+the study's corpus each alone); the ``choices`` column names the configuration, and the
+Markdown shows them as the sensitivity table (docs/arms/choices.md).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from pathlib import Path
 
 import polars as pl
 
+from agentmem.choices import AS_SHIPPED, RUNS_BY_KIND, STUDY
 from agentmem.io import write_csv
 from agentmem.report.reference import (
     OurResults,
@@ -42,6 +48,7 @@ FINDINGS_SCHEMA: dict[str, pl.DataType] = {
     "statistic": pl.String,
     "rule": pl.String,
     "corpus": pl.String,
+    "choices": pl.String,
     "kind": pl.String,
     "size": pl.String,
     "value": pl.Float64,
@@ -61,20 +68,25 @@ class Tree:
             kind (``seed``, ``variant``, ``baseline``, ``model``).
         size: its corpus size (None for the study).
         root: the results directory (None for the study).
+        choices: the configuration of the study's implementation choices the arms ran
+            under (:data:`agentmem.choices.CONFIGURATIONS`; the published numbers are the
+            study's own, ``study``).
     """
 
     corpus: str
     kind: str
     size: str | None
     root: str | Path | None
+    choices: str = AS_SHIPPED
 
 
 def _lookup(tree: Tree, headline: OurResults) -> Lookup:
     if tree.root is None:
         pub = published_lookup()
         return lambda ref: pub.get(ref)
-    ours = headline if tree.kind == "headline" else OurResults(tree.root, tree.size)
-    return ours.get
+    if tree.kind == "headline" and tree.choices == AS_SHIPPED:
+        return headline.get
+    return OurResults(tree.root, tree.size, tree.choices).get
 
 
 def findings_table(
@@ -103,6 +115,7 @@ def findings_table(
                     "statistic": f.statistic,
                     "rule": f.rule,
                     "corpus": tree.corpus,
+                    "choices": tree.choices,
                     "kind": tree.kind,
                     "size": tree.size,
                     "value": f.stat(use),
@@ -135,6 +148,7 @@ def across_seeds(table: pl.DataFrame) -> pl.DataFrame:
     Returns:
         Columns :data:`SEEDS_SCHEMA`; ``seed_verdicts`` e.g. ``3 holds``, ``2 holds, 1 weakens``.
     """
+    table = table.filter(pl.col("choices") == AS_SHIPPED)
     seed_sizes = set(table.filter(pl.col("kind") == "seed")["size"].to_list())
     head = table.filter(pl.col("kind") == "headline")
     kinds = ["seed"]
@@ -165,6 +179,13 @@ def across_seeds(table: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=SEEDS_SCHEMA)
 
 
+def as_shipped(table: pl.DataFrame) -> pl.DataFrame:
+    """The findings table's published column and every corpus with the arms as shipped."""
+    if "choices" not in table.columns:
+        return table
+    return table.filter((pl.col("kind") == "study") | (pl.col("choices") == AS_SHIPPED))
+
+
 def _cell(value: float | None, verdict: str, carried: bool) -> str:
     if value is None:
         return "n/a"
@@ -175,8 +196,12 @@ def _cell(value: float | None, verdict: str, carried: bool) -> str:
 def findings_markdown(table: pl.DataFrame, seeds: pl.DataFrame) -> str:
     """The findings as Markdown: a row per finding, a column per corpus, the seed interval.
 
-    Then each finding's statistic and verdict rule.
+    Then each finding's statistic and verdict rule, and the sensitivity table: the findings
+    on the corpora run under the study's implementation choices, a column per corpus and
+    configuration.
     """
+    choices = table.filter((pl.col("kind") != "study") & (pl.col("choices") != AS_SHIPPED))
+    table = as_shipped(table)
     corpora = list(dict.fromkeys(table["corpus"].to_list()))
     sizes = dict(zip(table["corpus"], table["size"], strict=True))
     head = ["#", "finding", *[f"{c} ({sizes[c]})" if sizes[c] else c for c in corpora]]
@@ -212,7 +237,40 @@ def findings_markdown(table: pl.DataFrame, seeds: pl.DataFrame) -> str:
         "opposite), weakens (in between), n/a (an input is missing). A value marked "
         "(carried) is the headline run's: that finding reads no corpus (docs/ROBUSTNESS.md).",
     ]
+    if choices.height:
+        lines += ["", *_sensitivity_markdown(table, choices)]
     return "\n".join(lines) + "\n"
+
+
+def _sensitivity_markdown(shipped: pl.DataFrame, choices: pl.DataFrame) -> list[str]:
+    """The sensitivity table: per finding, each corpus as shipped and under each configuration."""
+    runs = list(dict.fromkeys(zip(choices["corpus"], choices["choices"], strict=True)))
+    corpora = list(dict.fromkeys(c for c, _ in runs))
+    columns = [col for c in corpora for col in [(c, AS_SHIPPED), *[r for r in runs if r[0] == c]]]
+    both = pl.concat([shipped.filter(pl.col("corpus").is_in(corpora)), choices])
+    cells = {
+        (r["finding"], r["corpus"], r["choices"]): _cell(r["value"], r["verdict"], r["carried"])
+        for r in both.iter_rows(named=True)
+    }
+    head = ["#", *[f"{c}: {x}" for c, x in columns]]
+    lines = [
+        "## Under the study's implementation choices",
+        "",
+        f"Each finding on the arms as shipped ({AS_SHIPPED}) and with the study's term "
+        f"extraction, tie-breaks and ts_rank_cd normalisation ({STUDY}); on the study's own "
+        "corpus each choice alone as well (docs/arms/choices.md). Only the quality numbers "
+        "change with a configuration.",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+    ]
+    for num in dict.fromkeys(both["finding"].to_list()):
+        lines.append(
+            "| "
+            + " | ".join([str(num), *[cells.get((num, c, x), "n/a") for c, x in columns]])
+            + " |"
+        )
+    return lines
 
 
 def write_findings(
@@ -238,11 +296,20 @@ def write_findings(
 def trees_from(
     corpora: Mapping[str, tuple[str, str, str]], headline_root: str | Path, main_size: str
 ) -> list[Tree]:
-    """The study, the headline run, then ``corpora`` (id -> (kind, size, root)) in order."""
+    """The study, the headline run, then ``corpora`` (id -> (kind, size, root)) in order.
+
+    Each of our trees is there as shipped and then under each configuration of
+    :data:`agentmem.choices.RUNS_BY_KIND` for its kind.
+    """
+    ours = [("default", "headline", main_size, headline_root)]
+    ours += [(c, kind, size, root) for c, (kind, size, root) in corpora.items()]
     return [
-        Tree("study", "study", None, None),
-        Tree("default", "headline", main_size, headline_root),
-        *(Tree(c, kind, size, root) for c, (kind, size, root) in corpora.items()),
+        Tree("study", "study", None, None, STUDY),
+        *(
+            Tree(c, kind, size, root, choice)
+            for c, kind, size, root in ours
+            for choice in (AS_SHIPPED, *RUNS_BY_KIND.get(kind, ()))
+        ),
     ]
 
 

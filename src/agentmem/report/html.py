@@ -27,6 +27,7 @@ from markupsafe import Markup
 from agentmem.corpus.queries import QUERY_CLASSES
 from agentmem.io import write_text
 from agentmem.report.external_tables import external_tables
+from agentmem.report.headline import as_shipped
 
 #: (anchor, title, intro, figure names, appendix table keys) in the order of the argument.
 SECTIONS: list[tuple[str, str, str, tuple[str, ...]]] = [
@@ -253,7 +254,7 @@ def _findings_view(findings_csv: str | Path | None, seeds_csv: str | Path | None
     """Rows of the findings table for the template (None without ``findings.csv``)."""
     if not findings_csv or not Path(findings_csv).is_file():
         return None
-    t = pl.read_csv(findings_csv)
+    t = as_shipped(pl.read_csv(findings_csv))
     seeds = {}
     if seeds_csv and Path(seeds_csv).is_file():
         for r in pl.read_csv(seeds_csv).iter_rows(named=True):
@@ -297,6 +298,53 @@ def _findings_view(findings_csv: str | Path | None, seeds_csv: str | Path | None
     return {"corpora": corpora, "rows": rows}
 
 
+def _exact_view(study_cells_csv: str | Path | None, findings_csv: str | Path | None) -> dict:
+    """The view of the section "Reproducing the study exactly": choices, cells, sensitivity.
+
+    Returns:
+        ``choices`` (name, what it changes), ``counts`` and ``cells`` (the study's cell
+        table, :mod:`agentmem.report.study_cells`; empty without its file), ``columns`` and
+        ``rows`` (each finding on each corpus as shipped and under each configuration of
+        the study's choices; empty when none ran).
+    """
+    from agentmem.choices import AS_SHIPPED, CHOICES
+    from agentmem.report.study_cells import VALUE_COLUMNS, cell_counts
+
+    view: dict[str, Any] = {
+        "choices": list(CHOICES.items()),
+        "counts": [],
+        "cells": [],
+        "cell_columns": [],
+        "columns": [],
+        "rows": [],
+    }
+    if study_cells_csv and Path(study_cells_csv).is_file():
+        cells = pl.read_csv(study_cells_csv, infer_schema_length=None)
+        view["counts"] = cell_counts(cells).to_dicts()
+        view["cell_columns"] = [c for c in VALUE_COLUMNS if cells[c].drop_nulls().len()]
+        view["cells"] = cells.to_dicts()
+    if findings_csv and Path(findings_csv).is_file():
+        t = pl.read_csv(findings_csv)
+        if "choices" in t.columns:
+            ours = t.filter(pl.col("kind") != "study")
+            varied = ours.filter(pl.col("choices") != AS_SHIPPED)["corpus"].unique().to_list()
+            t = ours.filter(pl.col("corpus").is_in(varied))
+            columns = list(dict.fromkeys(zip(t["corpus"], t["choices"], strict=True)))
+            view["columns"] = [f"{c}: {x}" for c, x in columns]
+            for (num,), g in t.group_by(["finding"], maintain_order=True):
+                by = {(r["corpus"], r["choices"]): r for r in g.iter_rows(named=True)}
+                cells_ = []
+                for col in columns:
+                    r = by.get(col)
+                    if r is None or r["value"] is None:
+                        cells_.append({"text": "n/a", "css": "na"})
+                        continue
+                    text = f"{_f(float(r['value']))} {r['verdict']}"
+                    cells_.append({"text": text, "css": _VERDICT_CSS.get(r["verdict"], "na")})
+                view["rows"].append({"number": num, "claim": g["claim"][0], "cells": cells_})
+    return view
+
+
 def render_report(
     capture: str | Path,
     capabilities: str | Path,
@@ -310,6 +358,7 @@ def render_report(
     findings_seeds_csv: str | Path | None = None,
     seed_spread_csv: str | Path | None = None,
     captions: Mapping[str, str | Path] | None = None,
+    study_cells_csv: str | Path | None = None,
 ) -> None:
     """Render ``index.html``.
 
@@ -332,6 +381,8 @@ def render_report(
         captions: caption file stem -> its path (``workflow/report/*.rst``, the captions of
             Snakemake's report): each figure's caption (:func:`figure_caption`); none if
             omitted.
+        study_cells_csv: ``results/tables/study_cells.csv`` (section 10, "Reproducing the
+            study exactly"), optional.
     """
     doc = json.loads(Path(capture).read_text())
     t = pl.DataFrame(doc["by_class"])
@@ -419,6 +470,7 @@ def render_report(
         reference=reference,
         reference_summary=summary,
         findings=_findings_view(findings_csv, findings_seeds_csv),
+        exact=_exact_view(study_cells_csv, findings_csv),
         seed_spread=seed_spread,
         f=_f,
         shade=_shade,

@@ -81,13 +81,23 @@ def by_class(metrics: dict[str, str | Path]) -> pl.DataFrame:
     Returns:
         Columns :data:`BY_CLASS_COLUMNS`.
     """
-    frames = []
+    return pl.concat([by_class_frame(arm, pl.read_parquet(path)) for arm, path in metrics.items()])
+
+
+def by_class_frame(arm: str, scores: pl.DataFrame) -> pl.DataFrame:
+    """One arm's rows of the by-class table from its per-query scores.
+
+    Args:
+        arm: the arm's name (the ``arm`` column).
+        scores: :func:`agentmem.metrics.per_query`'s table.
+
+    Returns:
+        Columns :data:`BY_CLASS_COLUMNS`, classes in the study's order, ``all`` last.
+    """
     order = {c: i for i, c in enumerate((*QUERY_CLASSES, "all"))}
-    for arm, path in metrics.items():
-        s = summarize(pl.read_parquet(path)).with_columns(arm=pl.lit(arm))
-        s = s.with_columns(_o=pl.col("query_class").replace_strict(order, default=99))
-        frames.append(s.sort("_o").drop("_o"))
-    return pl.concat(frames).select(BY_CLASS_COLUMNS)
+    s = summarize(scores).with_columns(arm=pl.lit(arm))
+    s = s.with_columns(_o=pl.col("query_class").replace_strict(order, default=99))
+    return s.sort("_o").drop("_o").select(BY_CLASS_COLUMNS)
 
 
 def _fmt(v: object, digits: int = 3) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 
 from snakemake.io import expand
 
+from agentmem.choices import RUNS_BY_KIND, arms_with_choices
 from agentmem.config import Config
 from agentmem.jobs import CORPUS_FILES
 from agentmem.sweeps.ablation import ablated_arms
@@ -86,6 +87,16 @@ class Plan:
         self.external = ExternalPlan(cfg)
         self.sources = Sources(basedir)
         self.robustness = RobustnessPlan(cfg, self.main, self.encoder_model(), self.sources)
+        #: the study's choices on the headline corpus: configurations and the arms they change
+        self.choice_configurations = list(RUNS_BY_KIND.get("headline", ()))
+        self.choice_arms = sorted(
+            {
+                a
+                for c in self.choice_configurations
+                for a in arms_with_choices(self.robustness.arms, c)
+            },
+            key=self.robustness.arms.index,
+        )
         self.notices: list[str] = []
         left_out = [a for a in fleet.arms or () if a not in self.arm_names]
         if left_out:
@@ -172,6 +183,10 @@ class Plan:
         """Store directories of the ablated arms at the main size, in their order."""
         return self.main_files("results/stores/{size}/{arm}", self.ablation_arms)
 
+    def choice_stores(self) -> list[str]:
+        """Store directories, at the main size, of the arms the study's choices change."""
+        return self.main_files("results/stores/{size}/{arm}", self.choice_arms)
+
     def main_metrics(self) -> list[str]:
         """Per-query score tables of every arm at the main size."""
         return self.main_files("results/metrics/{size}/{arm}.parquet")
@@ -189,6 +204,14 @@ class Plan:
         return expand("results/trials/crash/{family}.csv", family=self.crash_families)
 
     # -- targets --------------------------------------------------------------------------
+
+    def study_cells(self) -> list[str]:
+        """The study's cell table, when its corpus is run ([] otherwise)."""
+        from agentmem.config.robustness import STUDY_CORPUS_ID
+
+        if STUDY_CORPUS_ID not in self.robustness.corpora:
+            return []
+        return ["results/tables/study_cells.csv"]
 
     def report_figures(self) -> list[str]:
         """Figures in the HTML report (an external dataset's when its source exists)."""
@@ -220,6 +243,7 @@ class Plan:
             "results/tables/paired_bootstrap.csv",
             "results/tables/findings.csv",
             "results/tables/findings.md",
+            *self.study_cells(),
             "results/tables/by_class_seeds.csv",
             "results/report/index.html",
             *self.figures,

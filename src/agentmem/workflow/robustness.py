@@ -12,6 +12,7 @@ from typing import Any
 from snakemake.exceptions import WorkflowError
 from snakemake.io import expand
 
+from agentmem.choices import RUNS_BY_KIND
 from agentmem.config import Config
 from agentmem.config.robustness import STUDY_CORPUS_ID
 from agentmem.report.reference import ANOMALY_ARM
@@ -105,6 +106,10 @@ class RobustnessPlan:
         corpus = self.corpora.get(STUDY_CORPUS_ID)
         return [] if corpus is None else [str(corpus.source)]
 
+    def choices(self, wildcards: Any) -> list[str]:
+        """The choices configurations run on the {variant} wildcard's corpus (by its kind)."""
+        return list(RUNS_BY_KIND.get(self.corpora[wildcards.variant].kind, ()))
+
     def swept_arms(self) -> list[str]:
         """The post-filtering arms among the robustness arms (the post-filter sweep's)."""
         return postfilter_roles(self.arms)[0]
@@ -119,6 +124,7 @@ class RobustnessPlan:
             variant,
             "corpus/{size}/manifest.json",
             "tables/by_class_{size}.csv",
+            "tables/choices_{size}.csv",
             "tables/validation_{size}.csv",
             "trials/anomaly_{size}.csv",
             "sweeps/postfilter_{size}.csv",
@@ -151,6 +157,8 @@ class RobustnessPlan:
             lib("agentmem/robustness.py"),
             lib("agentmem/trials/anomaly.py"),
             lib("agentmem/sweeps/postfilter.py"),
+            lib("agentmem/sweeps/choices.py"),
+            lib("agentmem/choices.py"),
         ]
 
     def findings_corpora(self) -> dict[str, list[str]]:

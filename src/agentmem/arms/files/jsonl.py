@@ -30,7 +30,11 @@ from agentmem.arms.files.reader import (
 )
 from agentmem.arms.files.scan import scan, top_terms
 from agentmem.arms.rows import memory_frame
-from agentmem.text import query_terms
+from agentmem.text import TERM_EXTRACTIONS, check_choice, query_terms
+
+#: The orders between memories of equal score: newest first (``created_day`` desc, then
+#: ``seq`` desc) or ``seq`` desc alone (the study's)
+TIE_BREAKS = ("newest", "seq")
 
 #: The family's logger (``agentmem.arms.files``).
 _log = logging.getLogger(__package__)
@@ -52,7 +56,13 @@ class FileJsonlArm(base.ArmBase):
     terms, case-insensitive substring); memories with score 0 are dropped; order is
     score desc, then ``created_day`` desc, then ``seq`` desc (newest first); top ``k``.
     ``q.predicate`` and ``q.wants_count`` are ignored (``Result.count`` is always
-    ``None``). The arm has no constructor parameters.
+    ``None``).
+
+    Args:
+        terms: the term extraction, ``"agentmem"`` or ``"study"``
+            (:data:`agentmem.text.TERM_EXTRACTIONS`; the study's keeps repeated words,
+            which then count twice).
+        tie_break: ``"newest"`` or ``"seq"`` (``seq`` desc alone, the study's).
 
     Scope: applied while scanning, exactly. A scoped query also parses each line's
     ``scope_id`` and scores every line outside ``q.scope`` 0 (a line with no or a null
@@ -69,7 +79,14 @@ class FileJsonlArm(base.ArmBase):
         "term extraction from the text and the Result",
     )
 
-    def __init__(self) -> None:
+    study_choices: ClassVar[dict[str, dict[str, Any]]] = {
+        "terms": {"terms": "study"},
+        "ties": {"tie_break": "seq"},
+    }
+
+    def __init__(self, *, terms: str = "agentmem", tie_break: str = "newest") -> None:
+        self.terms = check_choice("terms", terms, TERM_EXTRACTIONS)
+        self.tie_break = check_choice("tie_break", tie_break, TIE_BREAKS)
         self._path: Path | None = None
         self._reported_unreadable = 0
         #: ids of the readable memories, valid while the file's identity/size/mtime is ``key``
@@ -275,7 +292,8 @@ class FileJsonlArm(base.ArmBase):
         path = self._require_open()
         store = read_store(path, SCAN_SCHEMA if q.scope is None else SCOPED_SCAN_SCHEMA)
         self._report_unreadable(store)
-        return base.Result(memory_ids=top_terms(store.table, query_terms(q.text or ""), k, q.scope))
+        terms = query_terms(q.text or "", extraction=self.terms)
+        return base.Result(memory_ids=top_terms(store.table, terms, k, q.scope, self.tie_break))
 
     def raw_query_call(self, q: base.Query, k: int) -> Callable[[], list[str]]:
         """Return a zero-argument function making the file scan :meth:`query` makes.
@@ -295,7 +313,8 @@ class FileJsonlArm(base.ArmBase):
                 when the file cannot be read).
         """
         path = self._require_open()
-        return functools.partial(scan, path, query_terms(q.text or ""), k, q.scope)
+        terms = query_terms(q.text or "", extraction=self.terms)
+        return functools.partial(scan, path, terms, k, q.scope, self.tie_break)
 
     def raw_ids(self, raw: list[str], k: int) -> list[str]:
         """The ids :meth:`query` returns for the bare scan's output: the first ``k``."""
@@ -304,7 +323,7 @@ class FileJsonlArm(base.ArmBase):
     def explain(self, q: base.Query, k: int = 10) -> str:
         """Describe the scan ``query`` performs for ``q`` (a file has no query planner)."""
         path = self._require_open()
-        terms = query_terms(q.text or "")
+        terms = query_terms(q.text or "", extraction=self.terms)
         size = path.stat().st_size if path.exists() else 0
         pred = (
             f"predicate {q.predicate.field} {q.predicate.op} {q.predicate.value!r} IGNORED "
@@ -312,6 +331,7 @@ class FileJsonlArm(base.ArmBase):
             if q.predicate is not None
             else "no predicate"
         )
+        order = "seq DESC" if self.tie_break == "seq" else "created_day DESC, seq DESC"
         cols = "memory_id, body, created_day, seq" + ("" if q.scope is None else ", scope_id")
         scope = (
             "no scope"
@@ -321,9 +341,9 @@ class FileJsonlArm(base.ArmBase):
         return (
             f"FULL SCAN {path} ({size} bytes): read and json-parse every line "
             f"(polars read_ndjson, columns {cols}); "
-            f"score = number of distinct terms {terms} contained case-insensitively in body "
+            f"score = number of terms {terms} contained case-insensitively in body "
             f"(lower-cased body, one literal substring test per term); {scope}; "
-            "drop score 0; sort score DESC, created_day DESC, seq DESC, file order; take k; "
+            f"drop score 0; sort score DESC, {order}, file order; take k; "
             f"{pred}; count not supported"
         )
 

@@ -3,7 +3,7 @@
 Vectorised string kernels over the parsed file: one ``str.to_lowercase`` of the body
 column, one literal ``str.contains`` per term, and for a scoped query one equality test
 of ``scope_id`` per line (the scope applied in the same pass, exactly); ties newest
-first, then file order.
+first (or by ``seq`` alone, the study's), then file order.
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from agentmem.arms.files.reader import SCAN_SCHEMA, SCOPED_SCAN_SCHEMA, read_sto
 from agentmem.text import is_utf8
 
 
-def scan(path: Path, terms: list[str], k: int, scope: str | None = None) -> list[str]:
+def scan(
+    path: Path, terms: list[str], k: int, scope: str | None = None, tie_break: str = "newest"
+) -> list[str]:
     """Re-read and parse the whole file, count ``terms`` per body, return the top ``k`` ids.
 
     The file is read on every call (:func:`~agentmem.arms.files.reader.read_store`), even
@@ -30,6 +32,7 @@ def scan(path: Path, terms: list[str], k: int, scope: str | None = None) -> list
             used as literal substrings.
         k: result length (``k <= 0`` gives ``[]``).
         scope: when set, only lines whose ``scope_id`` equals it can be returned.
+        tie_break: see :func:`top_k`.
 
     Returns:
         Up to ``k`` memory ids (:func:`top_terms`).
@@ -38,24 +41,33 @@ def scan(path: Path, terms: list[str], k: int, scope: str | None = None) -> list
         ArmError: the file cannot be read (names the path).
     """
     schema = SCAN_SCHEMA if scope is None else SCOPED_SCAN_SCHEMA
-    return top_terms(read_store(path, schema).table, terms, k, scope)
+    return top_terms(read_store(path, schema).table, terms, k, scope, tie_break)
 
 
-def top_terms(table: pl.DataFrame, terms: list[str], k: int, scope: str | None = None) -> list[str]:
-    """Top ``k`` ids of ``table`` by distinct ``terms`` contained (literal, lower-cased body).
+def top_terms(
+    table: pl.DataFrame,
+    terms: list[str],
+    k: int,
+    scope: str | None = None,
+    tie_break: str = "newest",
+) -> list[str]:
+    """Top ``k`` ids of ``table`` by the ``terms`` contained (literal, lower-cased body).
+
+    A term listed twice counts twice (the study's term extraction keeps repeats).
 
     Args:
         table: the readable memories (:func:`~agentmem.arms.files.reader.read_store`); with
             a ``scope_id`` column when ``scope`` is set.
-        terms: distinct lower-cased search terms, used as literal substrings.
+        terms: lower-cased search terms (at most 32), used as literal substrings.
         k: result length (``k <= 0`` gives ``[]``).
         scope: when set, lines whose ``scope_id`` is not equal to it (null included)
             score 0, so they are never returned; the value is compared, never parsed (a
             scope that is not UTF-8 returns no ids: no line can hold it).
+        tie_break: see :func:`top_k`.
 
     Returns:
-        Up to ``k`` memory ids: score (terms contained) desc, ``created_day`` desc,
-        ``seq`` desc, file order; memories containing no term are dropped.
+        Up to ``k`` memory ids by score (terms contained) desc, ties by ``tie_break``;
+        memories containing no term are dropped.
 
     Raises:
         polars.exceptions.ColumnNotFoundError: when ``scope`` is set and ``table`` has no
@@ -73,29 +85,34 @@ def top_terms(table: pl.DataFrame, terms: list[str], k: int, scope: str | None =
     if scope is not None:  # out of scope (or no scope): score 0, dropped like a miss
         in_scope = table.get_column("scope_id").eq(scope).fill_null(False)
         score = score * in_scope.cast(pl.UInt8)
-    return top_k(table, score.to_numpy(), k)
+    return top_k(table, score.to_numpy(), k, tie_break)
 
 
-def top_k(table: pl.DataFrame, score: np.ndarray, k: int) -> list[str]:
-    """Ids of the ``k`` best rows with ``score > 0``: score, created_day, seq desc, file order.
+def top_k(table: pl.DataFrame, score: np.ndarray, k: int, tie_break: str = "newest") -> list[str]:
+    """Ids of the ``k`` best rows with ``score > 0``, ties broken by ``tie_break``.
 
     Args:
         table: the readable memories (:func:`~agentmem.arms.files.reader.read_store`), no
             nulls in required columns.
         score: per-row term count, shape ``(table.height,)``.
         k: how many ids to return (``k >= 1``).
+        tie_break: ``"newest"``: ``created_day`` desc, then ``seq`` desc; ``"seq"``: ``seq``
+            desc alone (the study's). Either way, remaining ties keep file order (earlier
+            lines first).
 
     Returns:
-        Up to ``k`` memory ids, best first; ties on (score, created_day, seq) keep file
-        order (earlier lines first).
+        Up to ``k`` memory ids, best first.
     """
     rows = np.flatnonzero(score)
     if rows.size == 0:
         return []
-    day = table.get_column("created_day").to_numpy()[rows]
     seq = table.get_column("seq").to_numpy()[rows]
-    # lexsort: last key is primary, ascending; reversing gives score, day, seq descending
-    # with the file position (-rows) descending reversed, i.e. earlier lines first.
-    order = np.lexsort((-rows, seq, day, score[rows]))[::-1][:k]
+    # lexsort: last key is primary, ascending; reversing gives the keys descending with the
+    # file position (-rows) descending reversed, i.e. earlier lines first.
+    if tie_break == "seq":
+        order = np.lexsort((-rows, seq, score[rows]))[::-1][:k]
+    else:
+        day = table.get_column("created_day").to_numpy()[rows]
+        order = np.lexsort((-rows, seq, day, score[rows]))[::-1][:k]
     ids = table.get_column("memory_id")
     return [ids[int(i)] for i in rows[order]]  # k item look-ups beat a gather here

@@ -10,10 +10,21 @@ from agentmem.arms import base
 from agentmem.arms.postgres.base import PgArm, check_positive
 from agentmem.sql.postgres.queries import (
     TS_RANK_NORMALIZATION,
+    check_normalization,
     predicate_sql,
     safe_terms,
     tsquery_sql,
 )
+from agentmem.text import TERM_EXTRACTIONS, check_choice
+
+#: The order between equal scores (the ``tie_break`` parameter): (what follows the GIN
+#: rank in that branch's ORDER BY and ranks, the fused list's order after its RRF score).
+#: Newest first; or the study's: each branch numbered in the engine's output order
+#: (``row_number() OVER ()``), the fused list by memory id ascending
+TIE_ORDERS = {
+    "newest": (", created_day DESC, seq DESC", "created_day DESC, seq DESC"),
+    "memory-id": ("", "memory_id"),
+}
 
 
 class PgHybridArm(PgArm):
@@ -41,6 +52,11 @@ class PgHybridArm(PgArm):
         m: HNSW ``m`` (default 16).
         ef_construction: HNSW build list size (default 64).
         ef_search: ``hnsw.ef_search`` (default 40).
+        terms: the term extraction, ``"agentmem"`` or ``"study"``
+            (:data:`agentmem.text.TERM_EXTRACTIONS`).
+        tie_break: a key of :data:`TIE_ORDERS` (``"memory-id"``: the study's).
+        rank_normalization: ``ts_rank_cd``'s normalization bit mask (default
+            :data:`~agentmem.sql.postgres.queries.TS_RANK_NORMALIZATION`; the study's 0).
     """
 
     name: ClassVar[str] = "pg-hybrid"
@@ -48,6 +64,11 @@ class PgHybridArm(PgArm):
     capabilities: ClassVar[base.Capabilities] = base.Capabilities.sql_engine(
         vector_access="hnsw-filtered", text_access="gin-tsvector"
     )
+    study_choices: ClassVar[dict[str, dict[str, Any]]] = {
+        "terms": {"terms": "study"},
+        "ties": {"tie_break": "memory-id"},
+        "normalisation": {"rank_normalization": 0},
+    }
 
     def __init__(
         self,
@@ -57,8 +78,14 @@ class PgHybridArm(PgArm):
         m: int = 16,
         ef_construction: int = 64,
         ef_search: int = 40,
+        terms: str = "agentmem",
+        tie_break: str = "newest",
+        rank_normalization: int = TS_RANK_NORMALIZATION,
     ) -> None:
         super().__init__()
+        self.terms = check_choice("terms", terms, TERM_EXTRACTIONS)
+        self.tie_break = check_choice("tie_break", tie_break, tuple(TIE_ORDERS))
+        self.rank_normalization = check_normalization(rank_normalization)
         check_positive(branch_k=branch_k, m=m, ef_construction=ef_construction, ef_search=ef_search)
         if isinstance(rrf_k, bool) or not isinstance(rrf_k, int) or rrf_k < 0:
             raise ValueError(f"rrf_k must be a non-negative integer, got {rrf_k!r}")
@@ -80,32 +107,37 @@ class PgHybridArm(PgArm):
             "rrfk": self.rrf_k,
             "k": int(k),
         }
+        rank_ties, fused_ties = TIE_ORDERS[self.tie_break]
+        # numbered in the branch's own order: ``OVER ()`` over the ordered, limited subquery
+        # under the study's tie-break, the full order otherwise
+        vec_window = "ORDER BY distance" if rank_ties else ""
         vec = sql.SQL(
             "vec AS (SELECT memory_id, created_day, seq, "
-            "row_number() OVER (ORDER BY distance) AS rnk FROM ("
+            "row_number() OVER ({window}) AS rnk FROM ("
             "SELECT memory_id, created_day, seq, embedding <=> %(qv)s AS distance "
             "FROM memories WHERE {cond} ORDER BY distance LIMIT %(bk)s) AS v)"
-        ).format(cond=cond)
+        ).format(cond=cond, window=sql.SQL(vec_window))
         ctes = [vec]
         union = sql.SQL("SELECT memory_id, created_day, seq, rnk FROM vec")
-        terms = safe_terms(q.text)
+        terms = safe_terms(q.text, self.terms)
         if terms:
             tsq, tparams = tsquery_sql(terms)
             binds.update(tparams)
-            binds["rnorm"] = TS_RANK_NORMALIZATION
+            binds["rnorm"] = self.rank_normalization
+            gin_window = f"ORDER BY rank DESC{rank_ties}" if rank_ties else ""
             gin = sql.SQL(
                 "gin AS (SELECT memory_id, created_day, seq, row_number() OVER "
-                "(ORDER BY rank DESC, created_day DESC, seq DESC) AS rnk FROM ("
+                "({window}) AS rnk FROM ("
                 "SELECT memory_id, created_day, seq, ts_rank_cd(tsv, {tsq}, %(rnorm)s) AS rank "
                 "FROM memories WHERE tsv @@ {tsq} AND {cond} "
-                "ORDER BY rank DESC, created_day DESC, seq DESC LIMIT %(bk)s) AS g)"
-            ).format(tsq=tsq, cond=cond)
+                "ORDER BY rank DESC{ties} LIMIT %(bk)s) AS g)"
+            ).format(tsq=tsq, cond=cond, window=sql.SQL(gin_window), ties=sql.SQL(rank_ties))
             ctes.insert(0, gin)
             union = sql.SQL("SELECT memory_id, created_day, seq, rnk FROM gin UNION ALL ") + union
         stmt = sql.SQL(
             "WITH {ctes} SELECT memory_id FROM ({union}) AS u "
             "GROUP BY memory_id, created_day, seq "
-            "ORDER BY sum(1.0 / (%(rrfk)s + rnk)) DESC, created_day DESC, seq DESC "
+            "ORDER BY sum(1.0 / (%(rrfk)s + rnk)) DESC, {fused} "
             "LIMIT %(k)s"
-        ).format(ctes=sql.SQL(", ").join(ctes), union=union)
+        ).format(ctes=sql.SQL(", ").join(ctes), union=union, fused=sql.SQL(fused_ties))
         return stmt, binds

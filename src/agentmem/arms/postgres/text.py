@@ -12,13 +12,21 @@ from agentmem.arms.postgres.base import PgArm
 from agentmem.sql.postgres.queries import (
     TS_RANK_NORMALIZATION,
     PredicateShape,
+    check_normalization,
     condition_sql,
     predicate_parts,
     rendered,
     safe_terms,
     tsquery_expr,
 )
-from agentmem.text import like_pattern
+from agentmem.text import TERM_EXTRACTIONS, check_choice, like_pattern
+
+#: pg-btree's orders between memories of equal score (its ``tie_break``): newest first, or
+#: ``seq`` descending alone (the study's)
+BTREE_TIE_ORDERS = {"newest": "created_day DESC, seq DESC", "seq": "seq DESC"}
+#: What follows pg-gin's rank in its ORDER BY (its ``tie_break``): newest first, or nothing,
+#: so equal ranks come in the engine's order (the study's ``ORDER BY ts_rank_cd(...) DESC``)
+GIN_TIE_ORDERS = {"newest": ", created_day DESC, seq DESC", "engine": ""}
 
 
 class PgBtreeArm(PgArm):
@@ -38,6 +46,11 @@ class PgBtreeArm(PgArm):
 
     Scope: in the search (``scope_id = $s`` AND-ed with the predicate in the ``WHERE``;
     the planner may use the partial index ``memories_scope_id_idx``).
+
+    Args:
+        terms: the term extraction, ``"agentmem"`` or ``"study"``
+            (:data:`agentmem.text.TERM_EXTRACTIONS`; a repeated study term counts twice).
+        tie_break: a key of :data:`BTREE_TIE_ORDERS` (``"seq"``: the study's).
     """
 
     name: ClassVar[str] = "pg-btree"
@@ -45,14 +58,24 @@ class PgBtreeArm(PgArm):
     capabilities: ClassVar[base.Capabilities] = base.Capabilities.sql_engine(
         vector_access="none", text_access="b-tree+like"
     )
+    study_choices: ClassVar[dict[str, dict[str, Any]]] = {
+        "terms": {"terms": "study"},
+        "ties": {"tie_break": "seq"},
+    }
+
+    def __init__(self, *, terms: str = "agentmem", tie_break: str = "newest") -> None:
+        super().__init__()
+        self.terms = check_choice("terms", terms, TERM_EXTRACTIONS)
+        self.tie_break = check_choice("tie_break", tie_break, tuple(BTREE_TIE_ORDERS))
 
     def _ranking(self, q: base.Query, k: int) -> tuple[sql.Composable, dict[str, Any]] | None:
-        terms = safe_terms(q.text)
+        terms = safe_terms(q.text, self.terms)
         if not terms:
             return None
         shape, params = predicate_parts(q.filters)
         binds = {f"t{i}": like_pattern(t) for i, t in enumerate(terms)}
-        return _btree_sql(len(terms), shape), {**params, **binds, "k": int(k)}
+        stmt = _btree_sql(len(terms), shape, self.tie_break)
+        return stmt, {**params, **binds, "k": int(k)}
 
 
 class PgGinArm(PgArm):
@@ -69,6 +92,13 @@ class PgGinArm(PgArm):
 
     Scope: in the search (``scope_id = $s`` AND-ed with the predicate beside the GIN
     match ``tsv @@ $tsq``).
+
+    Args:
+        terms: the term extraction, ``"agentmem"`` or ``"study"``
+            (:data:`agentmem.text.TERM_EXTRACTIONS`).
+        tie_break: a key of :data:`GIN_TIE_ORDERS` (``"engine"``: the study's).
+        rank_normalization: ``ts_rank_cd``'s normalization bit mask (default
+            :data:`~agentmem.sql.postgres.queries.TS_RANK_NORMALIZATION`; the study's 0).
     """
 
     name: ClassVar[str] = "pg-gin"
@@ -76,24 +106,44 @@ class PgGinArm(PgArm):
     capabilities: ClassVar[base.Capabilities] = base.Capabilities.sql_engine(
         vector_access="none", text_access="gin-tsvector"
     )
+    study_choices: ClassVar[dict[str, dict[str, Any]]] = {
+        "terms": {"terms": "study"},
+        "ties": {"tie_break": "engine"},
+        "normalisation": {"rank_normalization": 0},
+    }
+
+    def __init__(
+        self,
+        *,
+        terms: str = "agentmem",
+        tie_break: str = "newest",
+        rank_normalization: int = TS_RANK_NORMALIZATION,
+    ) -> None:
+        super().__init__()
+        self.terms = check_choice("terms", terms, TERM_EXTRACTIONS)
+        self.tie_break = check_choice("tie_break", tie_break, tuple(GIN_TIE_ORDERS))
+        self.rank_normalization = check_normalization(rank_normalization)
 
     def _ranking(self, q: base.Query, k: int) -> tuple[sql.Composable, dict[str, Any]] | None:
-        terms = safe_terms(q.text)
+        terms = safe_terms(q.text, self.terms)
         if not terms:
             return None
         shape, params = predicate_parts(q.filters)
         tparams = {f"t{i}": t for i, t in enumerate(terms)}
-        return _gin_sql(len(terms), shape), {
+        return _gin_sql(len(terms), shape, self.tie_break), {
             **params,
             **tparams,
             "k": int(k),
-            "rnorm": TS_RANK_NORMALIZATION,
+            "rnorm": self.rank_normalization,
         }
 
 
 @lru_cache(maxsize=256)
-def _btree_sql(n_terms: int, shape: PredicateShape) -> sql.SQL:
-    """pg-btree's ranking statement for ``n_terms`` terms and a filter shape, rendered once."""
+def _btree_sql(n_terms: int, shape: PredicateShape, tie_break: str = "newest") -> sql.SQL:
+    """pg-btree's ranking statement for ``n_terms`` terms, a filter shape and a tie-break.
+
+    Rendered once per combination (``tie_break`` a key of :data:`BTREE_TIE_ORDERS`).
+    """
     score = sql.SQL(" + ").join(
         sql.SQL("(lb LIKE lower({}) ESCAPE '\\')::int").format(sql.Placeholder(f"t{i}"))
         for i in range(n_terms)
@@ -105,19 +155,21 @@ def _btree_sql(n_terms: int, shape: PredicateShape) -> sql.SQL:
             "SELECT memory_id, created_day, seq, lower(body) AS lb FROM memories WHERE {} "
             "OFFSET 0) AS lowered"
             ") AS scored WHERE score > 0 "
-            "ORDER BY score DESC, created_day DESC, seq DESC LIMIT %(k)s"
-        ).format(score, condition_sql(shape))
+            "ORDER BY score DESC, {} LIMIT %(k)s"
+        ).format(score, condition_sql(shape), sql.SQL(BTREE_TIE_ORDERS[tie_break]))
     )
 
 
 @lru_cache(maxsize=256)
-def _gin_sql(n_terms: int, shape: PredicateShape) -> sql.SQL:
-    """pg-gin's ranking statement for ``n_terms`` terms and a filter shape, rendered once."""
+def _gin_sql(n_terms: int, shape: PredicateShape, tie_break: str = "newest") -> sql.SQL:
+    """pg-gin's ranking statement for ``n_terms`` terms, a filter shape and a tie-break.
+
+    Rendered once per combination (``tie_break`` a key of :data:`GIN_TIE_ORDERS`).
+    """
     tsq = tsquery_expr(n_terms)
     return rendered(
         sql.SQL(
             "SELECT memory_id FROM memories WHERE tsv @@ {tsq} AND {cond} "
-            "ORDER BY ts_rank_cd(tsv, {tsq}, %(rnorm)s) DESC, created_day DESC, seq DESC "
-            "LIMIT %(k)s"
-        ).format(tsq=tsq, cond=condition_sql(shape))
+            "ORDER BY ts_rank_cd(tsv, {tsq}, %(rnorm)s) DESC{ties} LIMIT %(k)s"
+        ).format(tsq=tsq, cond=condition_sql(shape), ties=sql.SQL(GIN_TIE_ORDERS[tie_break]))
     )

@@ -7,7 +7,11 @@ from typing import Any, ClassVar
 from agentmem.arms import base
 from agentmem.arms.sqlite.store import SqliteArm
 from agentmem.sql.sqlite.statements import predicate_sql
-from agentmem.text import like_pattern, query_terms
+from agentmem.text import TERM_EXTRACTIONS, check_choice, like_pattern, query_terms
+
+#: The orders between memories of equal score (the ``tie_break`` parameter):
+#: newest first, or ``seq`` descending alone (the study's)
+TIE_ORDERS = {"newest": "created_day DESC, seq DESC", "seq": "seq DESC"}
 
 
 class SqliteBtreeArm(SqliteArm):
@@ -19,6 +23,11 @@ class SqliteBtreeArm(SqliteArm):
     ``WHERE score > 0 AND predicate ORDER BY score DESC, created_day DESC, seq DESC``.
 
     Scope: in the search (``m.scope_id = ?`` AND-ed with the predicate in the ``WHERE``).
+
+    Args:
+        terms: the term extraction, ``"agentmem"`` or ``"study"``
+            (:data:`agentmem.text.TERM_EXTRACTIONS`; a repeated study term counts twice).
+        tie_break: a key of :data:`TIE_ORDERS` (``"seq"``: the study's ``seq DESC``).
     """
 
     name: ClassVar[str] = "sqlite-btree"
@@ -27,8 +36,18 @@ class SqliteBtreeArm(SqliteArm):
         vector_access="none", text_access="b-tree+like"
     )
 
+    study_choices: ClassVar[dict[str, dict[str, Any]]] = {
+        "terms": {"terms": "study"},
+        "ties": {"tie_break": "seq"},
+    }
+
+    def __init__(self, *, terms: str = "agentmem", tie_break: str = "newest") -> None:
+        super().__init__()
+        self.terms = check_choice("terms", terms, TERM_EXTRACTIONS)
+        self.tie_break = check_choice("tie_break", tie_break, tuple(TIE_ORDERS))
+
     def _ranking(self, q: base.Query, k: int) -> tuple[str, dict[str, Any]] | None:
-        terms = query_terms(q.text)
+        terms = query_terms(q.text, extraction=self.terms)
         if not terms:
             return None
         cond, params = predicate_sql(q.filters)
@@ -40,7 +59,7 @@ class SqliteBtreeArm(SqliteArm):
             "SELECT memory_id FROM ("
             f"SELECT m.memory_id, m.created_day, m.seq, ({score}) AS score "
             f"FROM memories AS m WHERE {cond}"
-            ") WHERE score > 0 ORDER BY score DESC, created_day DESC, seq DESC LIMIT :k"
+            f") WHERE score > 0 ORDER BY score DESC, {TIE_ORDERS[self.tie_break]} LIMIT :k"
         )
         binds = {f"t{i}": like_pattern(t) for i, t in enumerate(terms)}
         return sql, {**params, **binds, "k": int(k)}

@@ -7,7 +7,12 @@ from typing import Any, ClassVar
 from agentmem.arms import base
 from agentmem.arms.sqlite.store import SqliteArm
 from agentmem.sql.sqlite.statements import predicate_sql
-from agentmem.text import fts5_match
+from agentmem.text import TERM_EXTRACTIONS, check_choice, fts5_match
+
+#: What follows ``bm25`` in the ORDER BY (the ``tie_break`` parameter): newest first, or
+#: the engine's order (the study's ``ORDER BY bm25`` alone: FTS5 yields matches in rowid
+#: order and SQLite's sorter keeps the first of equal rows), written out as ``m.id``
+TIE_ORDERS = {"newest": ", m.created_day DESC, m.seq DESC", "engine": ", m.id"}
 
 
 class SqliteFtsArm(SqliteArm):
@@ -19,6 +24,11 @@ class SqliteFtsArm(SqliteArm):
     terms returns no ids (the count, if wanted, is still returned).
 
     Scope: in the search (``m.scope_id = ?`` AND-ed with the predicate beside ``MATCH``).
+
+    Args:
+        terms: the term extraction, ``"agentmem"`` or ``"study"``
+            (:data:`agentmem.text.TERM_EXTRACTIONS`).
+        tie_break: a key of :data:`TIE_ORDERS` (``"engine"``: the study's).
     """
 
     name: ClassVar[str] = "sqlite-fts"
@@ -27,8 +37,18 @@ class SqliteFtsArm(SqliteArm):
         vector_access="none", text_access="fts5-bm25"
     )
 
+    study_choices: ClassVar[dict[str, dict[str, Any]]] = {
+        "terms": {"terms": "study"},
+        "ties": {"tie_break": "engine"},
+    }
+
+    def __init__(self, *, terms: str = "agentmem", tie_break: str = "newest") -> None:
+        super().__init__()
+        self.terms = check_choice("terms", terms, TERM_EXTRACTIONS)
+        self.tie_break = check_choice("tie_break", tie_break, tuple(TIE_ORDERS))
+
     def _ranking(self, q: base.Query, k: int) -> tuple[str, dict[str, Any]] | None:
-        match = fts5_match(q.text)
+        match = fts5_match(q.text, self.terms)
         if match is None:
             return None
         cond, params = predicate_sql(q.filters)
@@ -36,6 +56,6 @@ class SqliteFtsArm(SqliteArm):
             "SELECT m.memory_id FROM memories_fts JOIN memories AS m "
             "ON m.id = memories_fts.rowid "
             f"WHERE memories_fts MATCH :match AND {cond} "
-            "ORDER BY bm25(memories_fts), m.created_day DESC, m.seq DESC LIMIT :k"
+            f"ORDER BY bm25(memories_fts){TIE_ORDERS[self.tie_break]} LIMIT :k"
         )
         return sql, {**params, "match": match, "k": int(k)}

@@ -10,7 +10,19 @@ from typing import Any, ClassVar
 from agentmem.arms import base
 from agentmem.arms.sqlite.store import SqliteArm
 from agentmem.sql.sqlite.statements import predicate_sql
-from agentmem.text import fts5_match
+from agentmem.text import TERM_EXTRACTIONS, check_choice, fts5_match
+
+#: The order between equal scores (the ``tie_break`` parameter): (a branch's row_number
+#: window, a branch's ORDER BY, the fused list's ORDER BY). Newest first; or the study's:
+#: each branch in the engine's order (rowid, ``id``), the fused list by memory id ascending
+TIE_ORDERS = {
+    "newest": (
+        "created_day DESC, seq DESC",
+        "m.created_day DESC, m.seq DESC",
+        "m.created_day DESC, m.seq DESC",
+    ),
+    "memory-id": ("id", "m.id", "m.memory_id"),
+}
 
 
 class SqliteHybridArm(SqliteArm):
@@ -31,6 +43,9 @@ class SqliteHybridArm(SqliteArm):
     Args:
         branch_k: candidates taken from each branch (default 50).
         rrf_k: RRF constant (default 60).
+        terms: the term extraction, ``"agentmem"`` or ``"study"``
+            (:data:`agentmem.text.TERM_EXTRACTIONS`).
+        tie_break: a key of :data:`TIE_ORDERS` (``"memory-id"``: the study's).
     """
 
     name: ClassVar[str] = "sqlite-hybrid"
@@ -39,8 +54,22 @@ class SqliteHybridArm(SqliteArm):
         vector_access="brute-force", text_access="fts5-bm25"
     )
 
-    def __init__(self, *, branch_k: int = 50, rrf_k: int = 60) -> None:
+    study_choices: ClassVar[dict[str, dict[str, Any]]] = {
+        "terms": {"terms": "study"},
+        "ties": {"tie_break": "memory-id"},
+    }
+
+    def __init__(
+        self,
+        *,
+        branch_k: int = 50,
+        rrf_k: int = 60,
+        terms: str = "agentmem",
+        tie_break: str = "newest",
+    ) -> None:
         super().__init__()
+        self.terms = check_choice("terms", terms, TERM_EXTRACTIONS)
+        self.tie_break = check_choice("tie_break", tie_break, tuple(TIE_ORDERS))
         if branch_k < 1:
             raise ValueError(f"branch_k must be >= 1, got {branch_k}")
         if rrf_k < 0:
@@ -59,13 +88,14 @@ class SqliteHybridArm(SqliteArm):
 
     def _ranking(self, q: base.Query, k: int) -> tuple[str, dict[str, Any]] | None:
         cond, params = predicate_sql(q.filters)
-        match = fts5_match(q.text)
+        match = fts5_match(q.text, self.terms)
+        window, branch, fused = TIE_ORDERS[self.tie_break]
         branches = [
-            "vec AS (SELECT id, row_number() OVER (ORDER BY dist, created_day DESC, seq DESC) "
+            f"vec AS (SELECT id, row_number() OVER (ORDER BY dist, {window}) "
             "AS rnk FROM (SELECT m.id, m.created_day, m.seq, "
             "vec_distance_cosine(v.embedding, :qvec) AS dist "
             "FROM memory_vectors AS v JOIN memories AS m ON m.id = v.id "
-            f"WHERE {cond} ORDER BY dist, m.created_day DESC, m.seq DESC LIMIT :bk))"
+            f"WHERE {cond} ORDER BY dist, {branch} LIMIT :bk))"
         ]
         union = "SELECT id, rnk FROM vec"
         binds: dict[str, Any] = {
@@ -78,11 +108,11 @@ class SqliteHybridArm(SqliteArm):
         if match is not None:
             branches.insert(
                 0,
-                "fts AS (SELECT id, row_number() OVER (ORDER BY s, created_day DESC, seq DESC) "
+                f"fts AS (SELECT id, row_number() OVER (ORDER BY s, {window}) "
                 "AS rnk FROM (SELECT m.id, m.created_day, m.seq, bm25(memories_fts) AS s "
                 "FROM memories_fts JOIN memories AS m ON m.id = memories_fts.rowid "
                 f"WHERE memories_fts MATCH :match AND {cond} "
-                "ORDER BY s, m.created_day DESC, m.seq DESC LIMIT :bk))",
+                f"ORDER BY s, {branch} LIMIT :bk))",
             )
             union = "SELECT id, rnk FROM fts UNION ALL " + union
             binds["match"] = match
@@ -90,6 +120,6 @@ class SqliteHybridArm(SqliteArm):
             f"WITH {', '.join(branches)}, "
             f"fused AS (SELECT id, sum(1.0 / (:rrfk + rnk)) AS score FROM ({union}) GROUP BY id) "
             "SELECT m.memory_id FROM fused JOIN memories AS m ON m.id = fused.id "
-            "ORDER BY fused.score DESC, m.created_day DESC, m.seq DESC LIMIT :k"
+            f"ORDER BY fused.score DESC, {fused} LIMIT :k"
         )
         return sql, binds

@@ -10,6 +10,7 @@ from matplotlib.colors import ListedColormap
 from matplotlib.patches import Patch
 
 from agentmem.report.figures._common import save, subplots
+from agentmem.report.headline import as_shipped
 
 #: verdict -> colour (holds green, weakens amber, flips red, n/a grey)
 COLOURS = {"holds": "#58a55c", "weakens": "#f0ad4e", "flips": "#d9534f", "n/a": "#d5d5d5"}
@@ -27,7 +28,7 @@ def plot(findings_csv: str | Path, out_svg: str | Path) -> None:
     Columns: the study, the headline corpus, the seeds, the variants. A carried value (the
     finding reads no corpus) is in italics.
     """
-    t = pl.read_csv(findings_csv)
+    t = as_shipped(pl.read_csv(findings_csv))
     corpora = list(dict.fromkeys(t["corpus"].to_list()))
     numbers = sorted(set(t["finding"].to_list()))
     verdicts = list(COLOURS)

@@ -13,7 +13,9 @@ from typing import Any
 
 import polars as pl
 
+from agentmem.choices import AS_SHIPPED
 from agentmem.report.reference.records import Ref
+from agentmem.sweeps.choices import overlay_choices
 
 
 class OurResults:
@@ -33,8 +35,10 @@ class OurResults:
       ``tables/validation_{m}.csv``);
     - ``("probe", stat)``: ``tables/dense_probe_{m}.csv``;
     - ``("by_class", arm, class, column)``: ``tables/by_class.csv`` (else
-      ``tables/by_class_{m}.csv``); ``("best_other", arm, class, column)``: the largest
-      value of any other arm there;
+      ``tables/by_class_{m}.csv``), under a configuration of the study's choices with
+      ``tables/choices.csv`` (else ``tables/choices_{m}.csv``) laid over it
+      (:func:`agentmem.sweeps.choices.overlay_choices`); ``("best_other", arm, class,
+      column)``: the largest value of any other arm there;
     - ``("build", arm, key)``, ``("param", arm, name)``: ``builds/{m}/{arm}.json``;
     - ``("budget", arm, k, column)``: ``sweeps/budget.csv``;
     - ``("postfilter", arm, overfetch, column)``: ``sweeps/postfilter.csv`` (else
@@ -52,10 +56,16 @@ class OurResults:
         results_dir: the ``results`` directory.
         main_size: size of the headline tables; None picks ``m`` when present, else the
             only corpus size found, else ``m``.
+        choices: the configuration of the study's implementation choices whose quality
+            numbers ``by_class`` reads (:data:`agentmem.choices.CONFIGURATIONS`); every
+            other key reads the arms as shipped.
     """
 
-    def __init__(self, results_dir: str | Path, main_size: str | None = None) -> None:
+    def __init__(
+        self, results_dir: str | Path, main_size: str | None = None, choices: str = AS_SHIPPED
+    ) -> None:
         self.root = Path(results_dir)
+        self.choices = choices
         self.main = main_size or self._guess_main()
         self._cache: dict[str, Any] = {}
         self.missing: set[str] = set()
@@ -207,12 +217,23 @@ class OurResults:
         }[stat]
 
     # --- §3 ---
+    def _by_class(self) -> pl.DataFrame | None:
+        """The by-class table under :attr:`choices` (None: a file it needs is missing)."""
+        t = self._sized("tables/by_class.csv")
+        if self.choices == AS_SHIPPED or t is None:
+            return t
+        key = f"by_class under {self.choices}"
+        if key not in self._cache:
+            sweep = self._sized("tables/choices.csv")
+            self._cache[key] = None if sweep is None else overlay_choices(t, sweep, self.choices)
+        return self._cache[key]
+
     def _get_by_class(self, arm: str, cls: str, col: str) -> Any:
-        return self._cell(self._sized("tables/by_class.csv"), col, arm=arm, query_class=cls)
+        return self._cell(self._by_class(), col, arm=arm, query_class=cls)
 
     def _get_best_other(self, arm: str, cls: str, col: str) -> Any:
         """The largest ``col`` in class ``cls`` of any arm but ``arm`` (None: no other arm)."""
-        t = self._sized("tables/by_class.csv")
+        t = self._by_class()
         if t is None or col not in t.columns:
             return None
         t = t.filter((pl.col("arm") != arm) & (pl.col("query_class") == cls))

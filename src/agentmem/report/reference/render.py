@@ -124,6 +124,7 @@ def write_vs_reference(
     out_md: str | Path,
     out_csv: str | Path,
     main_size: str | None = None,
+    study_cells_csv: str | Path | None = None,
 ) -> pl.DataFrame:
     """Write ``vs_reference.md`` and ``vs_reference.csv`` (see :func:`compare`).
 
@@ -132,6 +133,8 @@ def write_vs_reference(
         out_md: Markdown target.
         out_csv: CSV target (the :func:`compare` table).
         main_size: size of the headline tables (None: see :class:`OurResults`).
+        study_cells_csv: the study's cell table (:mod:`agentmem.report.study_cells`),
+            appended to the Markdown when given.
 
     Returns:
         The comparison table.
@@ -139,5 +142,11 @@ def write_vs_reference(
     res = OurResults(results_dir, main_size)
     table = compare_results(res)
     write_csv(out_csv, table)
-    write_text(out_md, render_markdown(table, res.missing, res.main))
+    md = render_markdown(table, res.missing, res.main)
+    if study_cells_csv is not None:
+        from agentmem.report.study_cells import study_cells_markdown
+
+        cells = pl.read_csv(study_cells_csv, infer_schema_length=None)
+        md = md.rstrip("\n") + "\n\n" + study_cells_markdown(cells)
+    write_text(out_md, md)
     return table

@@ -129,9 +129,24 @@ def predicate_sql(
     return condition_sql(shape), params
 
 
-def safe_terms(text: str) -> list[str]:
-    """Return :func:`query_terms` of ``text`` without NUL characters (PostgreSQL rejects them)."""
-    return [t for t in (x.replace("\x00", "") for x in query_terms(text or "")) if t]
+def safe_terms(text: str, extraction: str = "agentmem") -> list[str]:
+    """Return :func:`query_terms` of ``text`` without NUL characters (PostgreSQL rejects them).
+
+    ``extraction`` is the term extraction (:data:`agentmem.text.TERM_EXTRACTIONS`).
+    """
+    terms = query_terms(text or "", extraction=extraction)
+    return [t for t in (x.replace("\x00", "") for x in terms) if t]
+
+
+def check_normalization(value: object) -> int:
+    """Return ``value`` if it is a ``ts_rank_cd`` normalization bit mask (0–63).
+
+    Raises:
+        ValueError: naming the value otherwise.
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 63:
+        raise ValueError(f"rank_normalization must be an integer bit mask 0-63, got {value!r}")
+    return value
 
 
 def tsquery_sql(terms: list[str], prefix: str = "t") -> tuple[sql.Composable, dict[str, Any]]:
