@@ -45,6 +45,7 @@ from agentmem.arms.postgres import (
     PgHybridArm,
     tsquery_sql,
 )
+from agentmem.choices import choice_overrides
 from agentmem.text import like_pattern
 
 ARM_CLASSES = [PgHnswArm, PgHnswIterativeArm, PgBtreeArm, PgGinArm, PgHybridArm]
@@ -273,6 +274,28 @@ def test_gin_ranking(tiny_arms) -> None:
     # M1 and M5 match both terms, M3 only the identifier
     ranked = arm.query(q("CFG-799 timeout"), 10).memory_ids
     assert set(ranked[:2]) == {"M1", "M5"} and ranked[2] == "M3"
+
+
+def test_gin_rank_normalization_and_tie_break(tiny_arms) -> None:
+    # "CFG-799" occurs once in M1, M3 and M5: without length normalisation (the study's 0)
+    # their ts_rank_cd ties, and the tie-break decides (newest first: M5, M3, M1); with
+    # normalisation 1 the longest body, M5, comes last
+    store = tiny_arms["pg-gin"]._store_dir
+    assert tiny_arms["pg-gin"].query(q("CFG-799"), 10).memory_ids[-1] == "M5"
+    plain = PgGinArm(rank_normalization=0)
+    plain.open(store)
+    try:
+        assert plain.query(q("CFG-799"), 10).memory_ids == ["M5", "M3", "M1"]
+    finally:
+        plain.close()
+    study = PgGinArm(**choice_overrides(PgGinArm.study_choices, "study"))
+    study.open(store)
+    try:
+        assert sorted(study.query(q("CFG-799"), 10).memory_ids) == ["M1", "M3", "M5"]
+    finally:
+        study.close()
+    with pytest.raises(ValueError, match="rank_normalization"):
+        PgGinArm(rank_normalization=True)
 
 
 def test_tsquery_builder_never_raises_on_raw_operators(tiny_arms) -> None:

