@@ -443,3 +443,5 @@ def test_the_study_choices_sweep_and_cell_table(smoke_run):
     hnsw = dict(zip(cells["arm"], cells["hnsw"], strict=False))
     assert hnsw == {"file-vec": True, "file-vec-meta": True, "sqlite-fts": False, "pg-hybrid": True}
     assert "The study's cells on the study's corpus" in (res / "tables/vs_reference.md").read_text()
+    assert (res / "figures/study_cells.svg").stat().st_size > 0
+    assert (res / "figures/study_cells.png").stat().st_size > 0

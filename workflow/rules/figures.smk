@@ -359,3 +359,22 @@ use rule plot_ndcg_heatmap as plot_findings with:
         "results/benchmarks/plot_findings.tsv"
     params:
         figure="findings",
+
+
+use rule plot_ndcg_heatmap as plot_study_cells with:
+    input:
+        table="results/tables/study_cells.csv",
+        code=library_file("agentmem/report/figures/study_cells.py"),
+    output:
+        svg=report(
+            "results/figures/study_cells.svg",
+            caption="../report/study_cells.rst",
+            category="Reference",
+        ),
+        png="results/figures/study_cells.png",
+    log:
+        "results/logs/plot_study_cells.log",
+    benchmark:
+        "results/benchmarks/plot_study_cells.tsv"
+    params:
+        figure="study_cells",

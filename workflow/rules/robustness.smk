@@ -211,7 +211,7 @@ rule tabulate_study_cells:
     output:
         csv=report(
             "results/tables/study_cells.csv",
-            caption="../report/study_cells.rst",
+            caption="../report/study_cells_table.rst",
             category="Reference",
         ),
         md="results/tables/study_cells.md",

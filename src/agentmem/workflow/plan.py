@@ -214,8 +214,15 @@ class Plan:
         return ["results/tables/study_cells.csv"]
 
     def report_figures(self) -> list[str]:
-        """Figures in the HTML report (an external dataset's when its source exists)."""
-        return self.figures + [f"results/figures/external-{i}.svg" for i in self.external.ids]
+        """Figures in the HTML report.
+
+        An external dataset's when its source exists, the study's cells when its corpus is
+        run.
+        """
+        cells = ["results/figures/study_cells.svg"] if self.study_cells() else []
+        return (
+            self.figures + [f"results/figures/external-{i}.svg" for i in self.external.ids] + cells
+        )
 
     def all_targets(self) -> list[str]:
         """Everything ``snakemake`` builds by default."""
@@ -244,6 +251,7 @@ class Plan:
             "results/tables/findings.csv",
             "results/tables/findings.md",
             *self.study_cells(),
+            *(["results/figures/study_cells.svg"] if self.study_cells() else []),
             "results/tables/by_class_seeds.csv",
             "results/report/index.html",
             *self.figures,
