@@ -83,8 +83,10 @@ def test_by_class_table_long_form(smoke_run):
     html = (smoke_run / "results/report/index.html").read_text()
     assert "sqlite-fts" in html and "nDCG@10 by query class" in html
     assert "Stale exposure by query class" in html
-    # figures embedded: the study's and one per external dataset
-    assert html.count("data:image/svg+xml;base64,") == len(FIGURES) + len(EXTERNAL)
+    # figures embedded: the study's, one per external dataset and the study's cells (the
+    # smoke config runs the study's corpus in small)
+    assert html.count("data:image/svg+xml;base64,") == len(FIGURES) + len(EXTERNAL) + 1
+    assert 'alt="study_cells"' in html
 
 
 def test_ablation_sweep_beside_the_by_class_table(smoke_run):
