@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
+from support.hostile import HOSTILE_TEXTS
 from support.tiny import fake_query as q, make_tiny
 
 from agentmem.arms import ARMS
@@ -262,3 +263,23 @@ def test_study_cells_and_counts_by_hand():
         2,
     )
     assert counts["study_choices"]["mean_abs_diff"] == pytest.approx(0.0225)
+
+
+@pytest.mark.parametrize("name", DECLARING)
+def test_hostile_text_under_the_studys_choices(tmp_path, name):
+    """The study's term extraction keeps repeats and splits on anything but [a-z0-9_-]: no
+    hostile text may crash an arm under it, and "CFG-799" still finds its three memories."""
+    corpus, vectors = make_tiny()
+    built = ARMS[name]()
+    try:
+        built.build(corpus, vectors, tmp_path)
+    finally:
+        built.close()
+    arm = ARMS[name](**choice_overrides(ARMS[name].study_choices, "study"))
+    arm.open(tmp_path)
+    try:
+        for text in HOSTILE_TEXTS:
+            assert len(arm.query(q(text), 10).memory_ids) <= 10
+        assert {"M1", "M3", "M5"} <= set(arm.query(q("CFG-799 CFG-799"), 10).memory_ids)
+    finally:
+        arm.close()
