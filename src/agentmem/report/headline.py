@@ -200,7 +200,7 @@ def findings_markdown(table: pl.DataFrame, seeds: pl.DataFrame) -> str:
     on the corpora run under the study's implementation choices, a column per corpus and
     configuration.
     """
-    choices = table.filter((pl.col("kind") != "study") & (pl.col("choices") != AS_SHIPPED))
+    varied = sensitivity(table)
     table = as_shipped(table)
     corpora = list(dict.fromkeys(table["corpus"].to_list()))
     sizes = dict(zip(table["corpus"], table["size"], strict=True))
@@ -237,17 +237,32 @@ def findings_markdown(table: pl.DataFrame, seeds: pl.DataFrame) -> str:
         "opposite), weakens (in between), n/a (an input is missing). A value marked "
         "(carried) is the headline run's: that finding reads no corpus (docs/ROBUSTNESS.md).",
     ]
-    if choices.height:
-        lines += ["", *_sensitivity_markdown(table, choices)]
+    if varied.height:
+        lines += ["", *_sensitivity_markdown(varied)]
     return "\n".join(lines) + "\n"
 
 
-def _sensitivity_markdown(shipped: pl.DataFrame, choices: pl.DataFrame) -> list[str]:
+def sensitivity(table: pl.DataFrame) -> pl.DataFrame:
+    """The findings table's rows of the corpora run under the study's choices.
+
+    Args:
+        table: :func:`findings_table`'s rows.
+
+    Returns:
+        The rows of every corpus of ours that was also run under a configuration other
+        than ``as-shipped``, all its configurations, in the table's order (corpus, then
+        configuration: as shipped first); empty when none was.
+    """
+    if "choices" not in table.columns:
+        return table.clear()
+    ours = table.filter(pl.col("kind") != "study")
+    varied = ours.filter(pl.col("choices") != AS_SHIPPED)["corpus"].unique().to_list()
+    return ours.filter(pl.col("corpus").is_in(varied))
+
+
+def _sensitivity_markdown(both: pl.DataFrame) -> list[str]:
     """The sensitivity table: per finding, each corpus as shipped and under each configuration."""
-    runs = list(dict.fromkeys(zip(choices["corpus"], choices["choices"], strict=True)))
-    corpora = list(dict.fromkeys(c for c, _ in runs))
-    columns = [col for c in corpora for col in [(c, AS_SHIPPED), *[r for r in runs if r[0] == c]]]
-    both = pl.concat([shipped.filter(pl.col("corpus").is_in(corpora)), choices])
+    columns = list(dict.fromkeys(zip(both["corpus"], both["choices"], strict=True)))
     cells = {
         (r["finding"], r["corpus"], r["choices"]): _cell(r["value"], r["verdict"], r["carried"])
         for r in both.iter_rows(named=True)

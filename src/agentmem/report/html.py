@@ -27,7 +27,7 @@ from markupsafe import Markup
 from agentmem.corpus.queries import QUERY_CLASSES
 from agentmem.io import write_text
 from agentmem.report.external_tables import external_tables
-from agentmem.report.headline import as_shipped
+from agentmem.report.headline import as_shipped, sensitivity
 
 #: (anchor, title, intro, figure names, appendix table keys) in the order of the argument.
 SECTIONS: list[tuple[str, str, str, tuple[str, ...]]] = [
@@ -250,6 +250,14 @@ def _versions(env: dict[str, Any]) -> list[tuple[str, str | None]]:
 _VERDICT_CSS = {"holds": "ok", "weakens": "warn", "flips": "bad"}
 
 
+def _finding_cell(r: Mapping[str, Any] | None) -> dict[str, str]:
+    """One cell of a findings table for the template: its text and verdict class."""
+    if r is None or r["value"] is None:
+        return {"text": "n/a", "css": "na"}
+    text = f"{_f(float(r['value']))} {r['verdict']}" + (" (carried)" if r["carried"] else "")
+    return {"text": text, "css": _VERDICT_CSS.get(r["verdict"], "na")}
+
+
 def _findings_view(findings_csv: str | Path | None, seeds_csv: str | Path | None) -> dict | None:
     """Rows of the findings table for the template (None without ``findings.csv``)."""
     if not findings_csv or not Path(findings_csv).is_file():
@@ -274,16 +282,7 @@ def _findings_view(findings_csv: str | Path | None, seeds_csv: str | Path | None
     rows = []
     for (num,), g in t.group_by(["finding"], maintain_order=True):
         by = {r["corpus"]: r for r in g.iter_rows(named=True)}
-        cells = []
-        for c in corpora:
-            r = by.get(c)
-            if r is None or r["value"] is None:
-                cells.append({"text": "n/a", "css": "na"})
-                continue
-            text = f"{_f(float(r['value']))} {r['verdict']}" + (
-                " (carried)" if r["carried"] else ""
-            )
-            cells.append({"text": text, "css": _VERDICT_CSS.get(r["verdict"], "na")})
+        cells = [_finding_cell(by.get(c)) for c in corpora]
         first = g.row(0, named=True)
         rows.append(
             {
@@ -307,7 +306,7 @@ def _exact_view(study_cells_csv: str | Path | None, findings_csv: str | Path | N
         ``rows`` (each finding on each corpus as shipped and under each configuration of
         the study's choices; empty when none ran).
     """
-    from agentmem.choices import AS_SHIPPED, CHOICES
+    from agentmem.choices import CHOICES
     from agentmem.report.study_cells import VALUE_COLUMNS, cell_counts
 
     view: dict[str, Any] = {
@@ -324,24 +323,13 @@ def _exact_view(study_cells_csv: str | Path | None, findings_csv: str | Path | N
         view["cell_columns"] = [c for c in VALUE_COLUMNS if cells[c].drop_nulls().len()]
         view["cells"] = cells.to_dicts()
     if findings_csv and Path(findings_csv).is_file():
-        t = pl.read_csv(findings_csv)
-        if "choices" in t.columns:
-            ours = t.filter(pl.col("kind") != "study")
-            varied = ours.filter(pl.col("choices") != AS_SHIPPED)["corpus"].unique().to_list()
-            t = ours.filter(pl.col("corpus").is_in(varied))
-            columns = list(dict.fromkeys(zip(t["corpus"], t["choices"], strict=True)))
-            view["columns"] = [f"{c}: {x}" for c, x in columns]
-            for (num,), g in t.group_by(["finding"], maintain_order=True):
-                by = {(r["corpus"], r["choices"]): r for r in g.iter_rows(named=True)}
-                cells_ = []
-                for col in columns:
-                    r = by.get(col)
-                    if r is None or r["value"] is None:
-                        cells_.append({"text": "n/a", "css": "na"})
-                        continue
-                    text = f"{_f(float(r['value']))} {r['verdict']}"
-                    cells_.append({"text": text, "css": _VERDICT_CSS.get(r["verdict"], "na")})
-                view["rows"].append({"number": num, "claim": g["claim"][0], "cells": cells_})
+        t = sensitivity(pl.read_csv(findings_csv))
+        columns = list(dict.fromkeys(zip(t["corpus"], t["choices"], strict=True)))
+        view["columns"] = [f"{c}: {x}" for c, x in columns]
+        for (num,), g in t.group_by(["finding"], maintain_order=True):
+            by = {(r["corpus"], r["choices"]): r for r in g.iter_rows(named=True)}
+            cells_ = [_finding_cell(by.get(col)) for col in columns]
+            view["rows"].append({"number": num, "claim": g["claim"][0], "cells": cells_})
     return view
 
 

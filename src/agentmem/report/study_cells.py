@@ -52,31 +52,33 @@ def study_cells(by_class: pl.DataFrame, sweep: pl.DataFrame | None) -> pl.DataFr
     from agentmem.arms import ARMS
 
     pub = published_lookup()
+    ran = set() if sweep is None else set(sweep["choices"].to_list())
     grids = {
-        _column(c): overlay_choices(by_class, sweep, c).select("arm", "query_class", "ndcg_at_10")
+        _column(c): {
+            (a, cls): v
+            for a, cls, v in overlay_choices(by_class, sweep, c)
+            .select("arm", "query_class", "ndcg_at_10")
+            .iter_rows()
+        }
         for c in CONFIGURATIONS
-        if c == AS_SHIPPED or (sweep is not None and c in set(sweep["choices"].to_list()))
+        if c == AS_SHIPPED or c in ran
     }
     arms = set(by_class["arm"].to_list())
     rows = []
     for arm in REFERENCE_ARMS:
         if arm not in arms:
             continue
+        caps = getattr(ARMS.get(arm), "capabilities", None)
+        hnsw = str(getattr(caps, "vector_access", "none")).startswith("hnsw")
         for cls in CLASSES:
             published = pub.get(("by_class", arm, cls, "ndcg_at_10"))
             if published is None:
                 continue
             row: dict = {"arm": arm, "query_class": cls, "published": published}
             for col in VALUE_COLUMNS:
-                g = grids.get(col)
-                hit = (
-                    None
-                    if g is None
-                    else g.filter((pl.col("arm") == arm) & (pl.col("query_class") == cls))
-                )
-                row[col] = float(hit["ndcg_at_10"][0]) if hit is not None and hit.height else None
-            caps = getattr(ARMS.get(arm), "capabilities", None)
-            row["hnsw"] = str(getattr(caps, "vector_access", "none")).startswith("hnsw")
+                v = grids.get(col, {}).get((arm, cls))
+                row[col] = None if v is None else float(v)
+            row["hnsw"] = hnsw
             rows.append(row)
     schema = {"arm": pl.String, "query_class": pl.String, "published": pl.Float64}
     schema |= {c: pl.Float64 for c in VALUE_COLUMNS}

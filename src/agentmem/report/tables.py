@@ -34,8 +34,35 @@ BY_CLASS_COLUMNS = [
     "fill_at_10",
     "short_at_10",
 ]
+#: the by-class columns a timed run gives; every other column but the keys and
+#: ``n_queries`` is a quality column of the ranking
+LATENCY_COLUMNS = ("p50_ms", "p95_ms")
 #: the Markdown marker of a value computed from answers with fewer ids than slots
 SHORT_MARK = "†"
+
+
+def score_run(
+    runs: pl.DataFrame,
+    qrels: pl.DataFrame,
+    queries: pl.DataFrame,
+    k: int = 10,
+    memories: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """Score one arm's runs table (:data:`agentmem.runner.RUN_SCHEMA`) into per-query metrics.
+
+    ``memories`` is the corpus's memories table: its ``superseded_by`` column gives the
+    stale-exposure score, and the memories each query's predicate (and scope) admit give
+    the slots of ``fill_at_10`` (:func:`agentmem.metrics.searchable_counts`; without it,
+    ``stale_exposure`` is null and every query has ``k`` slots).
+
+    Returns:
+        One row per query (see :func:`agentmem.metrics.per_query`).
+    """
+    superseded = searchable = None
+    if memories is not None:
+        superseded = superseded_ids(memories)
+        searchable = searchable_counts(memories, query_filters(queries))
+    return per_query(runs, qrels, queries, k=k, superseded=superseded, searchable=searchable)
 
 
 def score_run_file(
@@ -46,27 +73,17 @@ def score_run_file(
     k: int = 10,
     memories: str | Path | None = None,
 ) -> pl.DataFrame:
-    """Score one arm's run (``results/runs/{size}/{arm}.parquet``) into per-query metrics.
+    """Score one arm's run (``results/runs/{size}/{arm}.parquet``) with :func:`score_run`.
 
-    ``memories`` is the corpus's ``memories.parquet``: its ``superseded_by`` column gives
-    the stale-exposure score, and the memories each query's predicate (and scope) admit
-    give the slots of ``fill_at_10`` (:func:`agentmem.metrics.searchable_counts`; without
-    the file, ``stale_exposure`` is null and every query has ``k`` slots).
-    Writes ``out`` (Parquet, one row per query; see :func:`agentmem.metrics.per_query`).
+    Reads the runs, queries, qrels and (when given) memories Parquet files; writes ``out``
+    (Parquet, one row per query).
     """
-    qs = pl.read_parquet(queries)
-    superseded = searchable = None
-    if memories is not None:
-        mem = pl.read_parquet(memories)
-        superseded = superseded_ids(mem)
-        searchable = searchable_counts(mem, query_filters(qs))
-    scores = per_query(
+    scores = score_run(
         pl.read_parquet(runs),
         pl.read_parquet(qrels),
-        qs,
+        pl.read_parquet(queries),
         k=k,
-        superseded=superseded,
-        searchable=searchable,
+        memories=None if memories is None else pl.read_parquet(memories),
     )
     write_parquet(out, scores)
     return scores

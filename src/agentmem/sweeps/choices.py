@@ -16,7 +16,6 @@ arms as shipped). The findings and the study's cell table read it
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,17 +23,12 @@ from typing import Any
 import polars as pl
 
 from agentmem.choices import AS_SHIPPED, choice_overrides, configuration_choices
+from agentmem.report.tables import BY_CLASS_COLUMNS, LATENCY_COLUMNS
 
-#: Columns of ``by_class.csv`` a configuration changes (the rest are the timed runs').
-QUALITY_COLUMNS = (
-    "ndcg_at_10",
-    "recall_at_10",
-    "mrr",
-    "precision_at_10",
-    "stale_exposure",
-    "exact_count_rate",
-    "fill_at_10",
-    "short_at_10",
+#: Columns of ``by_class.csv`` a configuration changes (the rest are keys, the query count
+#: and the timed runs' latency).
+QUALITY_COLUMNS = tuple(
+    c for c in BY_CLASS_COLUMNS if c not in ("arm", "query_class", "n_queries", *LATENCY_COLUMNS)
 )
 
 
@@ -74,9 +68,8 @@ def choices_sweep(
     from agentmem.arms import ARMS
     from agentmem.corpus.io import load_queries
     from agentmem.embeddings import load_embeddings
-    from agentmem.metrics import per_query, query_filters, searchable_counts, superseded_ids
-    from agentmem.report.tables import BY_CLASS_COLUMNS, by_class_frame
-    from agentmem.runner import RUN_SCHEMA, opened, run_rows
+    from agentmem.report.tables import by_class_frame, score_run
+    from agentmem.runner import RUN_SCHEMA, opened, run_rows, time_query
 
     for c in configurations:
         configuration_choices(c)
@@ -86,8 +79,6 @@ def choices_sweep(
     qs = pl.read_parquet(corpus / "queries.parquet")
     qrels = pl.read_parquet(corpus / "qrels.parquet")
     mem = pl.read_parquet(corpus / "memories.parquet")
-    superseded = superseded_ids(mem)
-    searchable = searchable_counts(mem, query_filters(qs))
     frames = []
     for configuration in configurations:
         if configuration == AS_SHIPPED:
@@ -106,17 +97,8 @@ def choices_sweep(
                     disable=not progress,
                     mininterval=2.0,
                 ):
-                    t0 = time.perf_counter_ns()
-                    res = arm.query(q, k)
-                    rows.extend(run_rows(q.query_id, res, (time.perf_counter_ns() - t0) / 1e6, k))
-            scores = per_query(
-                pl.DataFrame(rows, schema=RUN_SCHEMA),
-                qrels,
-                qs,
-                k=k,
-                superseded=superseded,
-                searchable=searchable,
-            )
+                    rows.extend(run_rows(q.query_id, *time_query(arm, q, k, 0, 1), k))
+            scores = score_run(pl.DataFrame(rows, schema=RUN_SCHEMA), qrels, qs, k, mem)
             frames.append(by_class_frame(name, scores).with_columns(choices=pl.lit(configuration)))
     columns = ["choices", *BY_CLASS_COLUMNS]
     if not frames:

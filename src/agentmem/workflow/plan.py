@@ -89,14 +89,11 @@ class Plan:
         self.robustness = RobustnessPlan(cfg, self.main, self.encoder_model(), self.sources)
         #: the study's choices on the headline corpus: configurations and the arms they change
         self.choice_configurations = list(RUNS_BY_KIND.get("headline", ()))
-        self.choice_arms = sorted(
-            {
-                a
-                for c in self.choice_configurations
-                for a in arms_with_choices(self.robustness.arms, c)
-            },
-            key=self.robustness.arms.index,
-        )
+        self.choice_arms = [
+            a
+            for a in self.robustness.arms
+            if any(arms_with_choices([a], c) for c in self.choice_configurations)
+        ]
         self.notices: list[str] = []
         left_out = [a for a in fleet.arms or () if a not in self.arm_names]
         if left_out:
