@@ -80,6 +80,18 @@ def test_text_keys_names_and_ids():
     assert text_keys("") == ([], [])
 
 
+def test_text_keys_name_starts_keep_every_run_that_can_match():
+    text = "For ADR-297, ask the Billing API team about the billing api"
+    names, ids = text_keys(text)
+    kept, kept_ids = text_keys(text, frozenset({"billing", "the"}))
+    assert kept_ids == ids  # ids are not filtered
+    # exactly the runs whose first word is a stored name's first word, in the same order
+    assert kept == [n for n in names if n.split(" ")[0] in {"billing", "the"}]
+    assert kept[:4] == ["billing", "the billing", "billing api", "the billing api"]
+    assert "ask the billing" not in kept and "api team" not in kept
+    assert text_keys(text, frozenset())[0] == []
+
+
 def test_keys_then_bm25_order(tiny_gated):
     # named: CFG-799 -> M1, M2, M3, M5 (e = 1 each), no dense scan; bm25: M3 > M1 > M5
     r = tiny_gated["text"].query(q("What do we know about CFG-799?"), 10)

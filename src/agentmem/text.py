@@ -146,7 +146,9 @@ def fts5_match(text: str, extraction: str = "agentmem") -> str | None:
     terms = query_terms(text, extraction=extraction)
     if not terms:
         return None
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+    # no term holds a double quote (both extractions keep letters, digits, "_" and "-"
+    # only), so quoting needs no escaping
+    return '"' + '" OR "'.join(terms) + '"'
 
 
 def like_pattern(term: str) -> str:

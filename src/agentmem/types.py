@@ -7,6 +7,7 @@ of them. Schemas of the tables are in docs/DATA.md.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -159,14 +160,20 @@ class Query:
         if self.scope is not None and (not isinstance(self.scope, str) or not self.scope):
             raise ValueError(f"query scope must be a non-empty string or None, got {self.scope!r}")
 
-    @property
+    @functools.cached_property
     def scope_predicate(self) -> Predicate | None:
-        """``scope_id = scope`` as a :class:`Predicate`, or ``None`` for an unscoped query."""
+        """``scope_id = scope`` as a :class:`Predicate`, or ``None`` for an unscoped query.
+
+        Built once per query (the query is frozen).
+        """
         return None if self.scope is None else Predicate("scope_id", "=", self.scope)
 
-    @property
+    @functools.cached_property
     def filters(self) -> tuple[Predicate, ...]:
-        """Every filter the query carries, to be AND-ed: the scope first, then the predicate."""
+        """Every filter the query carries, to be AND-ed: the scope first, then the predicate.
+
+        Built once per query (the query is frozen).
+        """
         return tuple(p for p in (self.scope_predicate, self.predicate) if p is not None)
 
 

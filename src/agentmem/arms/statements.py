@@ -84,9 +84,11 @@ class StatementQueries(base.ArmBase):
         try:
             yield
         except self.driver_errors as exc:
-            raise base.ArmError(
-                f"{self.name}: {action} {self._store_location()} failed: {exc}"
-            ) from exc
+            raise self._driver_error(action, exc) from exc
+
+    def _driver_error(self, action: str, exc: Exception) -> base.ArmError:
+        """The :class:`ArmError` :meth:`_driver_failure` raises for ``exc`` during ``action``."""
+        return base.ArmError(f"{self.name}: {action} {self._store_location()} failed: {exc}")
 
     def _statement_text(self, conn: Any, sql: Any) -> Any:
         """``sql`` as the driver is sent it, rendered once for :meth:`raw_query_call`."""
@@ -106,7 +108,8 @@ class StatementQueries(base.ArmBase):
         conn = self._query_connection()
         ids: list[str] = []
         count: int | None = None
-        with self._driver_failure(f"query {q.query_id!r} on"):
+        # try/except inline, not _driver_failure: the message is built only on failure
+        try:
             for label, stmt in self._query_statements(q, k):
                 if stmt is None:
                     continue
@@ -115,6 +118,8 @@ class StatementQueries(base.ArmBase):
                     count = int(rows[0][0])
                 else:
                     ids = [r[0] for r in rows]
+        except self.driver_errors as exc:
+            raise self._driver_error(f"query {q.query_id!r} on", exc) from exc
         return base.Result(memory_ids=ids[:k], count=count)
 
     def raw_query_call(self, q: base.Query, k: int) -> Callable[[], list[list[Any]]]:

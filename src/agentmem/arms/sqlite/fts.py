@@ -46,16 +46,21 @@ class SqliteFtsArm(SqliteArm):
         super().__init__()
         self.terms = check_choice("terms", terms, TERM_EXTRACTIONS)
         self.tie_break = check_choice("tie_break", tie_break, tuple(TIE_ORDERS))
+        self._sql: dict[str, str] = {}
 
     def _ranking(self, q: base.Query, k: int) -> tuple[str, dict[str, Any]] | None:
         match = fts5_match(q.text, self.terms)
         if match is None:
             return None
         cond, params = predicate_sql(q.filters)
-        sql = (
-            "SELECT m.memory_id FROM memories_fts JOIN memories AS m "
-            "ON m.id = memories_fts.rowid "
-            f"WHERE memories_fts MATCH :match AND {cond} "
-            f"ORDER BY bm25(memories_fts){TIE_ORDERS[self.tie_break]} LIMIT :k"
-        )
-        return sql, {**params, "match": match, "k": int(k)}
+        sql = self._sql.get(cond)
+        if sql is None:  # composed once per condition
+            sql = self._sql[cond] = (
+                "SELECT m.memory_id FROM memories_fts JOIN memories AS m "
+                "ON m.id = memories_fts.rowid "
+                f"WHERE memories_fts MATCH :match AND {cond} "
+                f"ORDER BY bm25(memories_fts){TIE_ORDERS[self.tie_break]} LIMIT :k"
+            )
+        params["match"] = match
+        params["k"] = int(k)
+        return sql, params

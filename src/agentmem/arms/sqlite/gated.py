@@ -10,7 +10,7 @@ import json
 import math
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, ClassVar
 
 import apsw
@@ -26,6 +26,9 @@ from agentmem.text import STOPWORDS, fts5_match, is_utf8
 MAX_NAME_WORDS = 4
 #: Words of the query text looked at for entity names and identifiers.
 MAX_KEY_WORDS = 64
+
+#: a well-formed query embedding's shape (any other goes through ``checked_vector``)
+_QUERY_SHAPE = (base.VECTOR_DIM,)
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # words joined by hyphens (ADR-297, SVC-5345, billing-api): a candidate entity id as
@@ -92,8 +95,14 @@ def name_key(text: str) -> str:
     return " ".join(_WORD.findall(text.lower()))
 
 
-def text_keys(text: str) -> tuple[list[str], list[str]]:
+def text_keys(text: str, name_starts: Collection[str] | None = None) -> tuple[list[str], list[str]]:
     """The entity names and entity ids a query text may mention.
+
+    Args:
+        text: the query text (untrusted).
+        name_starts: the first words of the stored entity names (as :func:`name_key`
+            spells them); when given, only runs starting with one of them are returned,
+            which leaves out no run that can equal a stored name.
 
     Returns:
         ``(names, ids)``: every run of 1 to :data:`MAX_NAME_WORDS` consecutive words of the
@@ -107,9 +116,11 @@ def text_keys(text: str) -> tuple[list[str], list[str]]:
     words = _WORD.findall(text.lower())[:MAX_KEY_WORDS]
     if not whole:
         words = [w for w in words if is_utf8(w)]
-    names = dict.fromkeys(w for w in words if w not in STOPWORDS)
+    starts = [i for i, w in enumerate(words) if name_starts is None or w in name_starts]
+    names = dict.fromkeys(words[i] for i in starts if words[i] not in STOPWORDS)
     for n in range(2, MAX_NAME_WORDS + 1):
-        names.update(dict.fromkeys(" ".join(words[i : i + n]) for i in range(len(words) - n + 1)))
+        last = len(words) - n
+        names.update(dict.fromkeys(" ".join(words[i : i + n]) for i in starts if i <= last))
     ids: dict[str, None] = {}
     hyphenated = [t for t in _HYPHENATED.findall(text) if "-" in t][:MAX_KEY_WORDS]
     for tok in hyphenated + _WORD.findall(text)[:MAX_KEY_WORDS]:
@@ -224,6 +235,8 @@ class SqliteGatedArm(SqliteArm):
             if not isinstance(flag, bool):
                 raise ValueError(f"{label} must be true or false, got {flag!r}")
         self.keys, self.gate = keys, gate
+        self._sql_by_cond: dict[str, tuple[str, str, str]] = {}
+        self._name_starts: frozenset[str] = frozenset()
 
     # ---------------------------------------------------------------------- build
     def build(
@@ -257,6 +270,7 @@ class SqliteGatedArm(SqliteArm):
             raise base.ArmError(
                 f"{self.name}: writing entity names into {store_dir} failed: {exc}"
             ) from exc
+        self._name_starts = frozenset(name.split(" ", 1)[0] for name, _ in rows)
         return base.BuildStats(stats.ingest_ms, stats.index_ms + (time.perf_counter() - t0) * 1e3)
 
     def open(self, store_dir: Any) -> None:
@@ -272,6 +286,10 @@ class SqliteGatedArm(SqliteArm):
             path = self._path
             self.close()
             raise base.ArmError(f"{self.name}: {path} lacks tables ['entity_names']")
+        # the names are written once, by build: their first words filter the query's runs
+        self._name_starts = frozenset(
+            r[0].split(" ", 1)[0] for r in self._db().execute("SELECT name FROM entity_names")
+        )
 
     # ---------------------------------------------------------------------- query
     def _query_code(self, q: base.Query) -> bytes:
@@ -280,14 +298,49 @@ class SqliteGatedArm(SqliteArm):
         Raises:
             ArmError: when the embedding is missing, not of size 384 or not finite.
         """
-        v = base.checked_vector(q.embedding, self.name, f"query {q.query_id!r}", base.VECTOR_DIM)
+        v = q.embedding
+        if not (type(v) is np.ndarray and v.dtype == np.float32 and v.shape == _QUERY_SHAPE):
+            v = base.checked_vector(v, self.name, f"query {q.query_id!r}", base.VECTOR_DIM)
         # quantise() of one row, without its 2-D bookkeeping: the same float32 operations
         peak = np.abs(v).max()
-        if not np.isfinite(peak):  # NaN and inf both make the peak non-finite
+        if not math.isfinite(peak):  # NaN and inf both make the peak non-finite
             raise base.ArmError(f"{self.name}: query {q.query_id!r} embedding holds NaN or inf")
         if peak == 0:
             peak = np.float32(1.0)
-        return np.rint(v / peak * 127.0).astype(np.int8).tobytes()
+        w = v / peak
+        w *= 127.0
+        return np.rint(w, out=w).astype(np.int8).tobytes()
+
+    def _sql(self, cond: str) -> tuple[str, str, str]:
+        """The keys, text and dense statements' SQL under condition ``cond``, composed once."""
+        sql = self._sql_by_cond.get(cond)
+        if sql is None:
+            sql = self._sql_by_cond[cond] = (
+                "WITH RECURSIVE ents AS (SELECT entity_id FROM entity_names "
+                "WHERE name IN (SELECT value FROM json_each(:names)) UNION "
+                "SELECT entity_id FROM memory_entities "
+                "WHERE entity_id IN (SELECT value FROM json_each(:ids))), "
+                "linked AS (SELECT me.memory_id, count(*) AS hits FROM memory_entities AS me "
+                "WHERE me.entity_id IN (SELECT entity_id FROM ents) GROUP BY me.memory_id), "
+                # a correction is about what it corrects: it inherits the links, down the chain
+                "chain(memory_id, hits) AS (SELECT memory_id, hits FROM linked UNION "
+                "SELECT o.superseded_by, c.hits FROM chain AS c "
+                "JOIN memories AS o ON o.memory_id = c.memory_id "
+                "WHERE o.superseded_by IS NOT NULL) "
+                "SELECT m.id, max(c.hits) AS hits, (SELECT count(*) FROM ents) AS named "
+                "FROM chain AS c JOIN memories AS m ON m.memory_id = c.memory_id "
+                f"WHERE {cond} "
+                "GROUP BY m.id ORDER BY hits DESC, m.created_day DESC, m.seq DESC LIMIT :kk",
+                "SELECT m.id, -bm25(memories_fts) AS s FROM memories_fts "
+                "JOIN memories AS m ON m.id = memories_fts.rowid "
+                f"WHERE memories_fts MATCH :match AND {cond} "
+                "ORDER BY s DESC, m.created_day DESC, m.seq DESC LIMIT :tk",
+                "SELECT m.id FROM memory_vectors AS v JOIN memories AS m ON m.id = v.id "
+                f"WHERE {cond} ORDER BY coalesce(vec_distance_cosine(vec_int8(v.embedding), "
+                "vec_int8(:q8)), 2), "
+                "m.created_day DESC, m.seq DESC LIMIT :dk",
+            )
+        return sql
 
     def _statements(self, q: base.Query) -> dict[str, tuple[str, dict[str, Any]] | None]:
         """The statements whose bindings come from the query alone: keys, text, dense.
@@ -296,41 +349,17 @@ class SqliteGatedArm(SqliteArm):
         the keys branch returns no memory (or the gate is off).
         """
         cond, params = predicate_sql(q.filters)
-        names, ids = text_keys(q.text or "")
+        keys_sql, text_sql, dense_sql = self._sql(cond)
+        names, ids = text_keys(q.text or "", self._name_starts)
         keys = (
-            "WITH RECURSIVE ents AS (SELECT entity_id FROM entity_names "
-            "WHERE name IN (SELECT value FROM json_each(:names)) UNION "
-            "SELECT entity_id FROM memory_entities "
-            "WHERE entity_id IN (SELECT value FROM json_each(:ids))), "
-            "linked AS (SELECT me.memory_id, count(*) AS hits FROM memory_entities AS me "
-            "WHERE me.entity_id IN (SELECT entity_id FROM ents) GROUP BY me.memory_id), "
-            # a correction is about what it corrects: it inherits the links, down the chain
-            "chain(memory_id, hits) AS (SELECT memory_id, hits FROM linked UNION "
-            "SELECT o.superseded_by, c.hits FROM chain AS c "
-            "JOIN memories AS o ON o.memory_id = c.memory_id WHERE o.superseded_by IS NOT NULL) "
-            "SELECT m.id, max(c.hits) AS hits, (SELECT count(*) FROM ents) AS named "
-            "FROM chain AS c JOIN memories AS m ON m.memory_id = c.memory_id "
-            f"WHERE {cond} "
-            "GROUP BY m.id ORDER BY hits DESC, m.created_day DESC, m.seq DESC LIMIT :kk",
+            keys_sql,
             {**params, "names": json.dumps(names), "ids": json.dumps(ids), "kk": self.key_k},
         )
         match = fts5_match(q.text or "")
         text = None
         if match is not None:
-            text = (
-                "SELECT m.id, -bm25(memories_fts) AS s FROM memories_fts "
-                "JOIN memories AS m ON m.id = memories_fts.rowid "
-                f"WHERE memories_fts MATCH :match AND {cond} "
-                "ORDER BY s DESC, m.created_day DESC, m.seq DESC LIMIT :tk",
-                {**params, "match": match, "tk": self.text_k},
-            )
-        dense = (
-            "SELECT m.id FROM memory_vectors AS v JOIN memories AS m ON m.id = v.id "
-            f"WHERE {cond} ORDER BY coalesce(vec_distance_cosine(vec_int8(v.embedding), "
-            "vec_int8(:q8)), 2), "
-            "m.created_day DESC, m.seq DESC LIMIT :dk",
-            {**params, "q8": self._query_code(q), "dk": self.dense_k},
-        )
+            text = (text_sql, {**params, "match": match, "tk": self.text_k})
+        dense = (dense_sql, {**params, "q8": self._query_code(q), "dk": self.dense_k})
         return {"keys": keys, "text": text, "dense": dense}
 
     def _gather(self, stmts: dict[str, tuple[str, dict[str, Any]] | None]) -> dict[str, list[Any]]:
@@ -368,29 +397,24 @@ class SqliteGatedArm(SqliteArm):
         if not cands or k <= 0:
             return []
         e = {r[0]: r[1] / max(r[2], 1) for r in rows["keys"]}
-        best = max((r[1] for r in rows["text"]), default=0.0)
-        t = {r[0]: (r[1] / best if best > 0 else 0.0) for r in rows["text"]}
-        d_lo = min(r[2] or 0 for r in cands)
-        d_span = max(r[2] or 0 for r in cands) - d_lo
+        text = rows["text"]
+        best = max((r[1] for r in text), default=0.0)
+        t = {r[0]: r[1] / best for r in text} if best > 0 else {}
+        days = [r[2] or 0 for r in cands]
+        d_lo = min(days)
+        d_span = max(days) - d_lo
         kw, tw, dw = self.key_weight, self.text_weight, self.dense_weight
         cw, rw = self.correction_weight, self.recency_weight
         e_get, t_get = e.get, t.get
-        # the terms summed left to right as the class docstring writes them
-        ranked = [
-            (
-                -(
-                    kw * (ek := e_get(i, 0.0))
-                    + tw * t_get(i, 0.0)
-                    + dw * (cos if cos > 0.0 else 0.0)
-                    + cw * corrects
-                    + rw * ek * (((day or 0) - d_lo) / d_span if d_span > 0 else 0.0)
-                ),
-                -(day or 0),
-                -(seq or 0),
-                mid,
-            )
-            for i, mid, day, seq, cos, corrects in cands
-        ]
+        ranked = []
+        for i, mid, day, seq, cos, corrects in cands:
+            # the terms summed left to right as the class docstring writes them; the
+            # recency term is 0 without a named entity (e = 0), so it is added only with one
+            ek = e_get(i, 0.0)
+            s = kw * ek + tw * t_get(i, 0.0) + dw * (cos if cos > 0.0 else 0.0) + cw * corrects
+            if ek:
+                s += rw * ek * (((day or 0) - d_lo) / d_span if d_span > 0 else 0.0)
+            ranked.append((-s, -(day or 0), -(seq or 0), mid))
         ranked.sort()
         return [r[3] for r in ranked[:k]]
 
@@ -406,10 +430,12 @@ class SqliteGatedArm(SqliteArm):
         """
         conn = self._db()
         count = None
-        with self._driver_failure(f"query {q.query_id!r} on"):
+        try:  # inline, not _driver_failure: the message is built only on failure
             ids = self._fuse(self._gather(self._statements(q)), k) if k > 0 else []
             if q.wants_count:
                 count = int(conn.execute(*self._count_sql(q)).fetchall()[0][0])
+        except self.driver_errors as exc:
+            raise self._driver_error(f"query {q.query_id!r} on", exc) from exc
         return base.Result(memory_ids=ids, count=count)
 
     def raw_query_call(self, q: base.Query, k: int) -> Callable[[], list[Any]]:

@@ -7,6 +7,7 @@ every value is a bound parameter, column names come from a fixed table.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,6 +32,31 @@ _PREDICATE_SQL: dict[tuple[str, str], str] = {
 }
 
 
+@functools.lru_cache(maxsize=256)
+def _condition(shape: tuple[tuple[str, str], ...]) -> tuple[str, tuple[str | None, ...]]:
+    """The condition for filters of ``shape`` (their ``(field, op)`` pairs), composed once.
+
+    Returns:
+        ``(condition, names)``: ``names[i]`` is the ``i``-th filter's parameter name, or
+        ``None`` for ``is_null`` (no value).
+
+    Raises:
+        ArmError: for a (field, op) pair outside :data:`_PREDICATE_SQL`.
+    """
+    conds: list[str] = []
+    names: list[str | None] = []
+    for i, pair in enumerate(shape):
+        try:
+            template = _PREDICATE_SQL[pair]
+        except KeyError:
+            raise ArmError(f"unsupported predicate {pair[0]} {pair[1]}") from None
+        conds.append(template.format(v=f"pv{i}"))
+        names.append(None if pair[1] == "is_null" else f"pv{i}")
+    if not conds:
+        return "1", ()
+    return (conds[0] if len(conds) == 1 else "(" + " AND ".join(conds) + ")"), tuple(names)
+
+
 def predicate_sql(
     preds: Predicate | Sequence[Predicate] | None,
 ) -> tuple[str, dict[str, Any]]:
@@ -46,7 +72,8 @@ def predicate_sql(
         value is bound as ``:pv<i>``, never spliced (a hostile scope or id is only ever
         a value); a string that is not UTF-8 (:func:`~agentmem.text.is_utf8`), which no
         stored value equals and apsw cannot bind, is bound as NULL (``= NULL`` is never
-        true). Column names come from a fixed table.
+        true). Column names come from a fixed table; the condition of each shape of
+        filters (their fields and ops) is composed once and reused.
 
     Raises:
         ArmError: for a (field, op) pair outside :data:`_PREDICATE_SQL`.
@@ -55,20 +82,13 @@ def predicate_sql(
         preds = ()
     elif isinstance(preds, Predicate):
         preds = (preds,)
-    conds: list[str] = []
+    cond, names = _condition(tuple((p.field, p.op) for p in preds))
     params: dict[str, Any] = {}
-    for i, pred in enumerate(preds):
-        try:
-            template = _PREDICATE_SQL[(pred.field, pred.op)]
-        except KeyError:
-            raise ArmError(f"unsupported predicate {pred.field} {pred.op}") from None
-        conds.append(template.format(v=f"pv{i}"))
-        if pred.op != "is_null":
+    for name, pred in zip(names, preds, strict=True):
+        if name is not None:
             value = pred.value
-            params[f"pv{i}"] = None if isinstance(value, str) and not is_utf8(value) else value
-    if not conds:
-        return "1", {}
-    return (conds[0] if len(conds) == 1 else "(" + " AND ".join(conds) + ")"), params
+            params[name] = None if isinstance(value, str) and not is_utf8(value) else value
+    return cond, params
 
 
 def format_plan(rows: list[tuple[Any, ...]]) -> str:
