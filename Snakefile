@@ -24,6 +24,7 @@ include: "workflow/rules/seed_systems.smk"
 include: "workflow/rules/tables.smk"
 include: "workflow/rules/robustness.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/pareto.smk"
 include: "workflow/rules/report.smk"
 
 

@@ -7,6 +7,8 @@ start_job(snakemake)  # not a timing job: yield the CPU to those (docs/MEASUREME
 #                 dataset id being the name of its directory
 # params.external_units  dataset id -> the LoCoMo unit whose published figures to show
 # input.study_cells  results/tables/study_cells.csv when the study's corpus ran (else none)
+# input.pareto   the operating points' points, budgets and findings CSVs (results/pareto/)
+#                 when any arm has points (else none)
 # input.captions  the caption files of Snakemake's report (workflow/report/*.rst), one per
 #                 figure stem
 from pathlib import Path
@@ -27,4 +29,5 @@ render_report(
     seed_spread_csv=snakemake.input.seed_spread,
     captions={Path(p).stem: p for p in snakemake.input.captions},
     study_cells_csv=next(iter(snakemake.input.study_cells), None),
+    pareto_dir=next((Path(p).parent for p in snakemake.input.pareto), None),
 )

@@ -20,7 +20,7 @@ from agentmem.report.capture import package_versions
 from agentmem.report.html import _versions
 from agentmem.report.tables import BY_CLASS_COLUMNS
 from agentmem.sweeps.postfilter import POSTFILTER_SCHEMA
-from agentmem.workflow.plan import FIGURE_NAMES
+from agentmem.workflow.plan import FIGURE_NAMES, PARETO_FIGURES
 from agentmem.workflow.selection import external_runs
 
 #: every figure the report embeds (the workflow's declaration)
@@ -83,9 +83,11 @@ def test_by_class_table_long_form(smoke_run):
     html = (smoke_run / "results/report/index.html").read_text()
     assert "sqlite-fts" in html and "nDCG@10 by query class" in html
     assert "Stale exposure by query class" in html
-    # figures embedded: the study's, one per external dataset and the study's cells (the
-    # smoke config runs the study's corpus in small)
-    assert html.count("data:image/svg+xml;base64,") == len(FIGURES) + len(EXTERNAL) + 1
+    # figures embedded: the study's, one per external dataset, the study's cells (the
+    # smoke config runs the study's corpus in small) and the operating points'
+    assert html.count("data:image/svg+xml;base64,") == (
+        len(FIGURES) + len(EXTERNAL) + 1 + len(PARETO_FIGURES)
+    )
     assert 'alt="study_cells"' in html
 
 
@@ -109,6 +111,44 @@ def test_ablation_sweep_beside_the_by_class_table(smoke_run):
         "| sqlite-gated | no gate (dense scan always) |"
         in (smoke_run / "results/sweeps/ablation.md").read_text()
     )
+
+
+def test_operating_points(smoke_run):
+    """The smoke grid: one row per point, the frontier, the budgets and the report section."""
+    res = smoke_run / "results/pareto"
+    t = pl.read_csv(res / "points.csv")
+    assert t["arm"].to_list() == ["pg-hnsw"] * 3 + ["sqlite-gated"] * 3
+    assert t["point"].to_list() == [
+        "default",
+        "ef_search=80",
+        "m=32",
+        "default",
+        "dense_weight=2.0",
+        "text_k=100",
+    ]
+    assert t["stage"].to_list() == ["query", "query", "build", "query", "query", "query"]
+    assert json.loads(t.filter(point="m=32")["params"][0]) == {"m": 32}
+    assert t["ndcg_at_10"].is_between(0, 1).all() and (t["p50_ms"] > 0).all()
+    assert {f"ndcg_at_10_{c}" for c in QUERY_CLASSES} <= set(t.columns)
+    # the default point is the headline setting on the headline's store: the same rankings
+    bc = pl.read_csv(smoke_run / "results/tables/by_class.csv")
+    for arm in ("pg-hnsw", "sqlite-gated"):
+        want = bc.filter(arm=arm, query_class="all")["ndcg_at_10"][0]
+        got = t.filter(arm=arm, point="default")["ndcg_at_10"][0]
+        assert got == pytest.approx(want, abs=1e-9), arm
+    # a query-time point shares its arm's store: same build time and bytes as the default
+    hnsw = t.filter(arm="pg-hnsw")
+    assert hnsw["bytes_per_memory"][0] == hnsw["bytes_per_memory"][1]
+    assert hnsw["build_ms"][0] == hnsw["build_ms"][1] != hnsw["build_ms"][2]
+    front = pl.read_csv(res / "frontier.csv")
+    assert {"all arms", "pg-hnsw", "sqlite-gated"} == set(front["among"])
+    assert set(front["cost"]) == {"p50_ms", "bytes_per_memory"}
+    budgets = pl.read_csv(res / "budgets.csv")
+    assert budgets.height == 3 * (len(QUERY_CLASSES) + 1)
+    assert not list((res / "scratch").glob("*"))  # build-time stores removed
+    html = (smoke_run / "results/report/index.html").read_text()
+    assert '<h2 id="operating">11. Operating points</h2>' in html
+    assert "6 points over 2 arms" in html and 'alt="pareto_classes"' in html
 
 
 def test_capture_and_report_record_the_versions(smoke_run):

@@ -140,7 +140,7 @@ def test_report_shows_stale_exposure_by_class(scored, tmp_path):
     assert rows == {"A": [want_a[c] for c in classes], "B": [want_b[c] for c in classes]}
     # the last section links the run's timeline, which the workflow draws after the page
     section = html.split('<h2 id="timeline">', 1)[1]
-    assert section.startswith("11. Where the run's time went</h2>")
+    assert section.startswith("12. Where the run's time went</h2>")
     assert '<img src="../bench/timeline.svg"' in section
     assert '<a href="#timeline">' in html
 

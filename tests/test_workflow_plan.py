@@ -9,7 +9,7 @@ from snakemake.exceptions import WorkflowError
 
 from agentmem.config import load_config
 from agentmem.workflow.external import PreflightError
-from agentmem.workflow.plan import FIGURE_NAMES, Plan
+from agentmem.workflow.plan import FIGURE_NAMES, PARETO_FIGURES, Plan
 from agentmem.workflow.sources import arm_files
 
 REPO = Path(__file__).resolve().parents[1]
@@ -50,11 +50,13 @@ def test_default_config_plan():
     ]
     assert p.external.ids == [] and p.external.targets() == []
     targets = p.all_targets()
-    assert len(targets) == 24 + len(FIGURE_NAMES) == 41
+    # the operating points: three tables and their figures, after the report's figures
+    assert len(targets) == 24 + len(FIGURE_NAMES) + 3 + len(PARETO_FIGURES) == 47
     assert targets[0] == "results/tables/by_class.csv"
     assert "results/tables/hnsw_recall_m.json" in targets
     assert "results/sweeps/ablation.csv" in targets
-    assert targets[-1] == "results/figures/findings.svg"
+    assert targets[40] == "results/figures/findings.svg"
+    assert targets[-1] == "results/figures/pareto_storage.svg"
     assert p.main_builds()[0] == "results/builds/m/file-jsonl.json"
     assert len(p.main_metrics()) == len(p.arm_names) == 20
     assert p.crash_tables()[0] == "results/trials/crash/file-append.csv"

@@ -88,6 +88,7 @@ wildcard_constraints:
     locomo="|".join(re.escape(n) for n in PLAN.external.locomo_names),
     unit="|".join(LOCOMO_UNITS),
     variant="|".join(re.escape(i) for i in ROBUSTNESS) or "(?!)",
+    point="[^/]+",
 
 
 # sizes, settings and source files (agentmem.workflow.plan.Plan)
@@ -112,6 +113,10 @@ crash_tables = PLAN.crash_tables
 anomaly_tables = PLAN.anomaly_tables
 report_figures = PLAN.report_figures
 all_targets = PLAN.all_targets
+pareto_point_files = PLAN.pareto_point_files
+pareto_point_inputs = PLAN.pareto_point_inputs
+pareto_tables = PLAN.pareto_tables
+PARETO_SIZE = PLAN.pareto_size
 # external datasets (agentmem.workflow.external.ExternalPlan)
 locomo_source = PLAN.external.locomo_source
 locomo_path = PLAN.external.locomo_path

@@ -100,6 +100,7 @@ rule render_report:
         findings_seeds="results/tables/findings_seeds.csv",
         seed_spread="results/tables/by_class_seeds.csv",
         study_cells=study_cells(),
+        pareto=pareto_tables(),
         captions=captions(),
         code=[
             library_file("agentmem/report/html.py"),

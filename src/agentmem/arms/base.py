@@ -28,6 +28,7 @@ import polars as pl
 
 from agentmem.arms.arrays import checked_vector, embedding_matrix, float32_array
 from agentmem.arms.hooks import BareCall, BenchHooks, IngestHooks, QueryHooks, RawIngest
+from agentmem.arms.knobs import Knob
 from agentmem.arms.remembering import (
     MEMORY_DEFAULTS,
     SUPERSEDES,
@@ -62,6 +63,7 @@ __all__ = [
     "BareCall",
     "BenchHooks",
     "IngestHooks",
+    "Knob",
     "QueryHooks",
     "BuildStats",
     "Capabilities",
@@ -301,6 +303,8 @@ class ArmBase:
       on which the arm differs from the study's arm of the same name, the
       constructor-parameter overrides that make it the study's; the choices sweep
       (:mod:`agentmem.sweeps.choices`) reopens the built store with them.
+    * ``knobs``: the parameters the operating-points sweep (:mod:`agentmem.sweeps.pareto`)
+      runs the arm at, each with its stage and default grid (:class:`Knob`).
     """
 
     candidate_param: ClassVar[str | None] = None
@@ -316,6 +320,9 @@ class ArmBase:
     #: the arm the study's on that choice (query-time parameters only); empty: the arm has
     #: no study counterpart, or agrees with it
     study_choices: ClassVar[dict[str, dict[str, Any]]] = {}
+    #: the constructor parameters the operating-points sweep varies, each with its stage
+    #: and default grid (:class:`~agentmem.arms.knobs.Knob`); empty: the arm has none
+    knobs: ClassVar[tuple[Knob, ...]] = ()
 
     def integrity_check(self) -> tuple[str, list[str]]:
         """Run the engine's own consistency check on the open store.

@@ -3,7 +3,8 @@
 List every registered arm: family, capabilities and the package that provides it
 ('built-in' or a plug-in's distribution; for a product arm, the installed versions of
 the product it drives). Plug-ins that could not be registered are named on stderr (exit
-code 1).
+code 1). With --knobs: each arm's knobs instead, the parameters the operating points vary
+(stage, default, default grid; docs/OPERATING_POINTS.md).
 """
 
 from __future__ import annotations
@@ -22,9 +23,33 @@ def _drives(cls: type) -> str:
     return " (" + ", ".join(f"{d} {v or 'not installed'}" for d, v in versions().items()) + ")"
 
 
+def _knob_rows() -> list[tuple[str, ...]]:
+    """One row per arm and knob: arm, knob, stage, default, default grid, what it does."""
+    import inspect
+
+    from agentmem.arms import ARMS
+
+    rows = [("arm", "knob", "stage", "default", "grid", "what")]
+    for name, cls in ARMS.items():
+        params = inspect.signature(cls).parameters
+        for k in getattr(cls, "knobs", ()):
+            grid = ", ".join(str(v) for v in k.grid) or "(config only)"
+            rows.append((name, k.param, k.stage, str(params[k.param].default), grid, k.what))
+    return rows
+
+
+def _print_rows(rows: list[tuple[str, ...]]) -> None:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    for r in rows:
+        print("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=False)) + "  " + r[-1])
+
+
 def _cmd_arms(args: argparse.Namespace) -> int:
     from agentmem.arms import ARMS, PLUGIN_PACKAGES, PLUGIN_PROBLEMS
 
+    if args.knobs:
+        _print_rows(_knob_rows())
+        return EXIT_ARM if PLUGIN_PROBLEMS else 0
     rows = [("arm", "family", "vector", "text", "filter", "also", "package")]
     for name, cls in ARMS.items():
         c = cls.capabilities
@@ -40,9 +65,7 @@ def _cmd_arms(args: argparse.Namespace) -> int:
                 PLUGIN_PACKAGES.get(name, "built-in") + _drives(cls),
             )
         )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    for r in rows:
-        print("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=False)) + "  " + r[-1])
+    _print_rows(rows)
     for problem in PLUGIN_PROBLEMS:
         print(f"agentmem: not registered: {problem.message()}", file=sys.stderr)
     return EXIT_ARM if PLUGIN_PROBLEMS else 0
@@ -51,4 +74,9 @@ def _cmd_arms(args: argparse.Namespace) -> int:
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Register ``agentmem arms`` on the subparsers ``sub``."""
     a = add_command(sub, "arms", __doc__)
+    a.add_argument(
+        "--knobs",
+        action="store_true",
+        help="list each arm's knobs (the parameters the operating points vary) instead",
+    )
     a.set_defaults(func=_cmd_arms)

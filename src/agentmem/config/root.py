@@ -20,6 +20,7 @@ from agentmem.config.external import (
     LocomoConfig,
     check_external,
 )
+from agentmem.config.pareto import ParetoConfig
 from agentmem.config.report import ReportConfig
 from agentmem.config.robustness import STUDY_CORPUS_ID, RobustnessConfig
 from agentmem.config.run import EmbeddingConfig, RunConfig
@@ -79,6 +80,7 @@ class Config(StrictModel):
     trials: TrialsConfig = TrialsConfig()
     report: ReportConfig = ReportConfig()
     robustness: RobustnessConfig = RobustnessConfig()
+    pareto: ParetoConfig = ParetoConfig()
     external: dict[str, ExternalDataset] = Field(
         default_factory=lambda: {"locomo": LocomoConfig()},
         description="external datasets by name: format locomo (converted into one dataset "
@@ -145,6 +147,7 @@ class Config(StrictModel):
                 raise ValueError(f"report.paired_tests: [{a}, {b}] pairs an arm with itself")
         self._check_robustness()
         self._check_fleet()
+        self._check_pareto()
         for name, params in self.arm_params.items():
             try:
                 inspect.signature(ARMS[name]).bind(**(params or {}))
@@ -153,6 +156,45 @@ class Config(StrictModel):
             except (TypeError, ValueError) as exc:
                 raise ValueError(f"arm_params.{name}: bad parameters {params!r}: {exc}") from None
         return self
+
+    def _check_pareto(self) -> None:
+        """Size known; arms known, distinct, with knobs; each grid a knob's valid values."""
+        from agentmem.arms import ARMS
+
+        par = self.pareto
+        size = par.size or self.main_size
+        if size not in self.sizes:
+            raise ValueError(f"pareto.size {size!r} is not among sizes {sorted(self.sizes)}")
+        if min(par.budgets_ms) <= 0:
+            raise ValueError(f"pareto.budgets_ms: budgets must be > 0, got {par.budgets_ms}")
+        arms = par.arms or []
+        if len(set(arms)) != len(arms):
+            raise ValueError(f"pareto.arms: duplicate names in {arms}")
+        for name in [*arms, *par.grids]:
+            if name not in ARMS:
+                raise ValueError(f"pareto: unknown arm {name!r}; known arms: {sorted(ARMS)}")
+            if not getattr(ARMS[name], "knobs", ()):
+                raise ValueError(
+                    f"pareto: {name} declares no knobs (`agentmem arms --knobs` lists them)"
+                )
+        for name, grid in par.grids.items():
+            knobs = {k.param: k for k in ARMS[name].knobs}
+            for param, values in grid.items():
+                if param not in knobs:
+                    raise ValueError(
+                        f"pareto.grids.{name}: {param!r} is not a knob of {name} "
+                        f"(its knobs: {sorted(knobs)})"
+                    )
+                if not values:
+                    raise ValueError(f"pareto.grids.{name}.{param}: the grid is empty")
+                base = dict(self.arm_params.get(name) or {})
+                for v in values:
+                    try:
+                        ARMS[name](**{**base, param: v}).close()
+                    except (TypeError, ValueError) as exc:
+                        raise ValueError(
+                            f"pareto.grids.{name}.{param}: {v!r} is refused: {exc}"
+                        ) from None
 
     def _check_fleet(self) -> None:
         """The fleet's size is known and it names each arm once."""

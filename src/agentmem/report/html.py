@@ -333,6 +333,43 @@ def _exact_view(study_cells_csv: str | Path | None, findings_csv: str | Path | N
     return view
 
 
+def _pareto_view(pareto_dir: str | Path | None) -> dict | None:
+    """The view of the section "Operating points", from ``results/pareto/`` (None: absent).
+
+    Returns:
+        ``points`` and ``arms`` (counts), ``best`` (each arm's default beside its best
+        point), ``budgets`` (rows per budget, a cell per scope), ``scopes``, ``changed``
+        (findings whose verdict moves at the best points) and ``unchanged`` (their numbers).
+    """
+    from agentmem.sweeps.pareto import best_points
+
+    d = Path(pareto_dir) if pareto_dir else None
+    if d is None or not (d / "points.csv").is_file():
+        return None
+    points = pl.read_csv(d / "points.csv", infer_schema_length=None)
+    budgets = pl.read_csv(d / "budgets.csv", infer_schema_length=None)
+    findings = pl.read_csv(d / "findings.csv", infer_schema_length=None)
+    scopes = list(dict.fromkeys(budgets["scope"].to_list()))
+    rows = []
+    for budget, g in budgets.group_by("budget_ms", maintain_order=True):
+        cell = {
+            r["scope"]: "none"
+            if r["arm"] is None
+            else f"{r['arm']} ({r['point']}) {r['ndcg_at_10']:.3f}"
+            for r in g.iter_rows(named=True)
+        }
+        rows.append({"budget": f"{budget[0]:g} ms", "cells": [cell.get(s, "") for s in scopes]})
+    return {
+        "points": points.height,
+        "arms": points["arm"].n_unique(),
+        "best": best_points(points).to_dicts(),
+        "scopes": scopes,
+        "budgets": rows,
+        "changed": findings.filter(pl.col("changed")).to_dicts(),
+        "unchanged": findings.filter(~pl.col("changed"))["finding"].to_list(),
+    }
+
+
 def render_report(
     capture: str | Path,
     capabilities: str | Path,
@@ -347,6 +384,7 @@ def render_report(
     seed_spread_csv: str | Path | None = None,
     captions: Mapping[str, str | Path] | None = None,
     study_cells_csv: str | Path | None = None,
+    pareto_dir: str | Path | None = None,
 ) -> None:
     """Render ``index.html``.
 
@@ -371,6 +409,8 @@ def render_report(
             omitted.
         study_cells_csv: ``results/tables/study_cells.csv`` (section 10, "Reproducing the
             study exactly"), optional.
+        pareto_dir: ``results/pareto`` (section 11, "Operating points": its ``points``,
+            ``budgets`` and ``findings`` CSVs; the figures come in ``figures``), optional.
     """
     doc = json.loads(Path(capture).read_text())
     t = pl.DataFrame(doc["by_class"])
@@ -459,6 +499,7 @@ def render_report(
         reference_summary=summary,
         findings=_findings_view(findings_csv, findings_seeds_csv),
         exact=_exact_view(study_cells_csv, findings_csv),
+        pareto=_pareto_view(pareto_dir),
         seed_spread=seed_spread,
         f=_f,
         shade=_shade,

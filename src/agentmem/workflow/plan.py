@@ -17,6 +17,7 @@ from agentmem.choices import RUNS_BY_KIND, arms_with_choices
 from agentmem.config import Config
 from agentmem.jobs import CORPUS_FILES
 from agentmem.sweeps.ablation import ablated_arms
+from agentmem.sweeps.pareto import Point, grid_points, knobbed_arms
 from agentmem.sweeps.postfilter import postfilter_roles
 from agentmem.workflow.external import ExternalPlan
 from agentmem.workflow.robustness import RobustnessPlan
@@ -43,6 +44,9 @@ FIGURE_NAMES = (
     "decay",
     "findings",
 )
+
+#: the operating-points figures, each a target ``results/figures/<name>.svg``
+PARETO_FIGURES = ("pareto", "pareto_classes", "pareto_storage")
 
 
 class Plan:
@@ -94,12 +98,28 @@ class Plan:
             for a in self.robustness.arms
             if any(arms_with_choices([a], c) for c in self.choice_configurations)
         ]
+        #: the operating-points sweep: its size and every arm's points, in arm order
+        self.pareto_size = cfg.pareto.size or self.main
+        asked = self.arm_names if cfg.pareto.arms is None else cfg.pareto.arms
+        self.pareto_arms = [a for a in knobbed_arms(asked) if a in self.arm_names]
+        grids = {
+            a: grid_points(a, cfg.arm_params.get(a), cfg.pareto.grids.get(a))
+            for a in self.pareto_arms
+        }
+        # an arm whose grid holds no point but the default has no operating points to show
+        self.pareto_arms = [a for a in self.pareto_arms if len(grids[a]) > 1]
+        self.pareto_points: list[Point] = [p for a in self.pareto_arms for p in grids[a]]
         self.notices: list[str] = []
         left_out = [a for a in fleet.arms or () if a not in self.arm_names]
         if left_out:
             self.notices.append(
                 f"trials.fleet.arms {left_out} are not in arms: the fleet leaves them out"
                 + ("" if self.fleet_arms else " (no arm is left: its table holds the columns only)")
+            )
+        unrun = [a for a in cfg.pareto.arms or () if a not in self.arm_names]
+        if unrun:
+            self.notices.append(
+                f"pareto.arms {unrun} are not in arms: the operating points leave them out"
             )
         self.notices += self.robustness.notices + self.external.notices
 
@@ -184,6 +204,38 @@ class Plan:
         """Store directories, at the main size, of the arms the study's choices change."""
         return self.main_files("results/stores/{size}/{arm}", self.choice_arms)
 
+    def pareto_point_files(self) -> list[str]:
+        """Every operating point's record, ``results/pareto/points/{arm}/{point}.json``."""
+        return [f"results/pareto/points/{p.arm}/{p.point}.json" for p in self.pareto_points]
+
+    def pareto_targets(self) -> list[str]:
+        """The operating points' tables and figures (none when no arm has points)."""
+        if not self.pareto_points:
+            return []
+        return [
+            "results/pareto/points.csv",
+            "results/pareto/frontier.csv",
+            "results/pareto/pareto.md",
+            *(f"results/figures/{name}.svg" for name in PARETO_FIGURES),
+        ]
+
+    def pareto_point_inputs(self, wildcards: Any) -> dict[str, Any]:
+        """A point's inputs beyond the corpus: for a query-time point the store and build.
+
+        Raises:
+            ValueError: the ``{arm}``/``{point}`` wildcards name no configured point.
+        """
+        for p in self.pareto_points:
+            if p.arm == wildcards.arm and p.point == wildcards.point:
+                if p.stage == "build":
+                    return {}
+                size = self.pareto_size
+                return {
+                    "store": f"results/stores/{size}/{p.arm}",
+                    "build": f"results/builds/{size}/{p.arm}.json",
+                }
+        raise ValueError(f"no operating point {wildcards.point!r} of {wildcards.arm!r}")
+
     def main_metrics(self) -> list[str]:
         """Per-query score tables of every arm at the main size."""
         return self.main_files("results/metrics/{size}/{arm}.parquet")
@@ -214,12 +266,22 @@ class Plan:
         """Figures in the HTML report.
 
         An external dataset's when its source exists, the study's cells when its corpus is
-        run.
+        run, the operating points' when any arm has points.
         """
         cells = ["results/figures/study_cells.svg"] if self.study_cells() else []
+        pareto = [f for f in self.pareto_targets() if f.startswith("results/figures/")]
         return (
-            self.figures + [f"results/figures/external-{i}.svg" for i in self.external.ids] + cells
+            self.figures
+            + [f"results/figures/external-{i}.svg" for i in self.external.ids]
+            + cells
+            + pareto
         )
+
+    def pareto_tables(self) -> list[str]:
+        """The operating points' tables the report reads (none when no arm has points)."""
+        if not self.pareto_points:
+            return []
+        return [f"results/pareto/{name}.csv" for name in ("points", "budgets", "findings")]
 
     def all_targets(self) -> list[str]:
         """Everything ``snakemake`` builds by default."""
@@ -252,5 +314,6 @@ class Plan:
             "results/tables/by_class_seeds.csv",
             "results/report/index.html",
             *self.figures,
+            *self.pareto_targets(),
             *self.external.targets(),
         ]

@@ -21,6 +21,7 @@ import polars as pl
 
 from agentmem.arms import base
 from agentmem.arms.chroma.filters import matches_nothing, query_where
+from agentmem.arms.knobs import Knob
 from agentmem.arms.product import (
     ProductArm,
     directory_storage,
@@ -102,6 +103,11 @@ class ChromaArm(ProductArm):
     """
 
     name: ClassVar[str] = "chroma"
+    knobs: ClassVar[tuple[Knob, ...]] = (
+        Knob("ef_search", "query", (10, 40, 200), "hnsw:search_ef: HNSW search breadth"),
+        Knob("max_neighbors", "build", (), "hnsw:M: HNSW links per node"),
+        Knob("ef_construction", "build", (), "hnsw:construction_ef: HNSW build breadth"),
+    )
     products: ClassVar[tuple[str, ...]] = ("chromadb",)
     prefix_stable: ClassVar[bool] = False
     #: the HNSW search breadth of the filtered search; the post-filter sweep sets it to k * x

@@ -34,6 +34,7 @@ from agentmem.arms.graph.schema import (
     SCHEMA,
     node_type_of,
 )
+from agentmem.arms.knobs import Knob
 from agentmem.sql.sqlite.connection import (
     INTEGRITY_CHECK,
     fresh_database,
@@ -69,6 +70,11 @@ class SqliteGraphArm(RememberMixin, DecayMixin, RetrievalMixin):
     """
 
     name: ClassVar[str] = "sqlite-graph"
+    knobs: ClassVar[tuple[Knob, ...]] = (
+        Knob("branch_k", "query", (20, 100), "candidates per branch before RRF"),
+        Knob("rrf_k", "query", (), "RRF constant k in 1 / (k + rank)"),
+        Knob("expand_seeds", "query", (), "seed memories the graph expands from"),
+    )
     prefix_stable: ClassVar[bool] = True
     family: ClassVar[str] = "graph"
     capabilities: ClassVar[base.Capabilities] = base.Capabilities.sql_engine(

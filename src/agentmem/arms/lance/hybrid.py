@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from agentmem.arms import base
+from agentmem.arms.knobs import Knob
 from agentmem.arms.lance.arm import LanceDbArm, query_filter
 from agentmem.errors import ArmError
 
@@ -60,6 +61,9 @@ class LanceDbHybridArm(LanceDbArm):
     """
 
     name: ClassVar[str] = "lancedb-hybrid"
+    knobs: ClassVar[tuple[Knob, ...]] = (
+        Knob("candidates", "query", (), "candidates per branch before fusion"),
+    )
     capabilities: ClassVar[base.Capabilities] = base.Capabilities.vector_database(
         vector_access="brute-force", text_access="lance-fts-bm25"
     )

@@ -18,6 +18,7 @@ import numpy as np
 import polars as pl
 
 from agentmem.arms import base
+from agentmem.arms.knobs import Knob
 from agentmem.arms.milvus.expr import ids_expr, query_expr
 from agentmem.arms.milvus.quiet import (
     QuietClient,
@@ -122,6 +123,11 @@ class MilvusLiteArm(ProductArm):
     """
 
     name: ClassVar[str] = "milvus-lite"
+    knobs: ClassVar[tuple[Knob, ...]] = (
+        Knob("ef", "query", (16, 32, 256), "search ef: HNSW search breadth"),
+        Knob("M", "build", (), "HNSW links per node"),
+        Knob("ef_construction", "build", (), "HNSW build breadth"),
+    )
     products: ClassVar[tuple[str, ...]] = ("pymilvus", "milvus-lite")
     capabilities: ClassVar[base.Capabilities] = base.Capabilities.vector_database(
         vector_access="hnsw"

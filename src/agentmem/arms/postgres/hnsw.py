@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 from psycopg import sql
 
 from agentmem.arms import base
+from agentmem.arms.knobs import Knob
 from agentmem.arms.postgres.base import PgArm, check_positive
 from agentmem.sql.postgres.queries import predicate_sql
 
@@ -49,6 +50,11 @@ class PgHnswArm(PgArm):
     """
 
     name: ClassVar[str] = "pg-hnsw"
+    knobs: ClassVar[tuple[Knob, ...]] = (
+        Knob("ef_search", "query", (10, 20, 80, 160, 320), "hnsw.ef_search: HNSW search breadth"),
+        Knob("m", "build", (32,), "HNSW links per node"),
+        Knob("ef_construction", "build", (), "HNSW build breadth"),
+    )
     prefix_stable: ClassVar[bool] = False
     capabilities: ClassVar[base.Capabilities] = base.Capabilities.sql_engine(
         vector_access="hnsw-filtered", text_access="none"
@@ -100,6 +106,11 @@ class PgHnswIterativeArm(PgHnswArm):
     """
 
     name: ClassVar[str] = "pg-hnsw-iterative"
+    knobs: ClassVar[tuple[Knob, ...]] = (
+        Knob("ef_search", "query", (20, 80), "hnsw.ef_search: HNSW search breadth"),
+        Knob("max_scan_tuples", "query", (2000, 80000), "hnsw.max_scan_tuples: scan limit"),
+        Knob("m", "build", (), "HNSW links per node"),
+    )
     prefix_stable: ClassVar[bool] = False
     capabilities: ClassVar[base.Capabilities] = base.Capabilities.sql_engine(
         vector_access="hnsw-iterative", text_access="none"

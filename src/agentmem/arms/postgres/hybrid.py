@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 from psycopg import sql
 
 from agentmem.arms import base
+from agentmem.arms.knobs import Knob
 from agentmem.arms.postgres.base import PgArm, check_positive
 from agentmem.sql.postgres.queries import (
     TS_RANK_NORMALIZATION,
@@ -60,6 +61,12 @@ class PgHybridArm(PgArm):
     """
 
     name: ClassVar[str] = "pg-hybrid"
+    knobs: ClassVar[tuple[Knob, ...]] = (
+        Knob("ef_search", "query", (160,), "hnsw.ef_search of the dense branch"),
+        Knob("branch_k", "query", (20, 100), "candidates per branch before RRF"),
+        Knob("rrf_k", "query", (), "RRF constant k in 1 / (k + rank)"),
+        Knob("m", "build", (), "HNSW links per node"),
+    )
     prefix_stable: ClassVar[bool] = True
     capabilities: ClassVar[base.Capabilities] = base.Capabilities.sql_engine(
         vector_access="hnsw-filtered", text_access="gin-tsvector"

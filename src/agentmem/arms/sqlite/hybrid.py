@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from agentmem.arms import base
+from agentmem.arms.knobs import Knob
 from agentmem.arms.sqlite.store import SqliteArm
 from agentmem.sql.sqlite.statements import predicate_sql
 from agentmem.text import TERM_EXTRACTIONS, check_choice, fts5_match
@@ -49,6 +50,10 @@ class SqliteHybridArm(SqliteArm):
     """
 
     name: ClassVar[str] = "sqlite-hybrid"
+    knobs: ClassVar[tuple[Knob, ...]] = (
+        Knob("branch_k", "query", (20, 100), "candidates per branch before RRF"),
+        Knob("rrf_k", "query", (10,), "RRF constant k in 1 / (k + rank)"),
+    )
     prefix_stable: ClassVar[bool] = True
     capabilities: ClassVar[base.Capabilities] = base.Capabilities.sql_engine(
         vector_access="brute-force", text_access="fts5-bm25"

@@ -13,6 +13,7 @@ import apsw
 import psycopg
 
 from agentmem.arms import base
+from agentmem.arms.knobs import Knob
 from agentmem.arms.three_tier.context import ContextMixin
 from agentmem.arms.three_tier.remember import RememberMixin
 from agentmem.arms.three_tier.retrieval import RetrievalMixin
@@ -97,6 +98,11 @@ class ThreeTierArm(RememberMixin, RetrievalMixin, ContextMixin):
     """
 
     name: ClassVar[str] = "three-tier"
+    knobs: ClassVar[tuple[Knob, ...]] = (
+        Knob("ef_search", "query", (20, 80), "hnswlib ef of the vector tier"),
+        Knob("branch_k", "query", (), "candidates per branch before RRF"),
+        Knob("m", "build", (), "HNSW links per node of the vector tier"),
+    )
     prefix_stable: ClassVar[bool] = True
     family: ClassVar[str] = "tiered"
     capabilities: ClassVar[base.Capabilities] = base.Capabilities(

@@ -15,6 +15,7 @@ import hnswlib
 import numpy as np
 
 from agentmem.arms import base
+from agentmem.arms.knobs import Knob
 from agentmem.arms.vector.recall import topk_recall
 from agentmem.arms.vector.store import META_NAME, HnswStore
 
@@ -36,6 +37,11 @@ class FileVecArm(HnswStore):
     """
 
     name: ClassVar[str] = "file-vec"
+    knobs: ClassVar[tuple[Knob, ...]] = (
+        Knob("ef_search", "query", (10, 20, 50, 200), "hnswlib ef: HNSW search breadth"),
+        Knob("M", "build", (), "HNSW links per node"),
+        Knob("ef_construction", "build", (), "HNSW build breadth"),
+    )
     prefix_stable: ClassVar[bool] = False
     family: ClassVar[str] = "vector"
     capabilities: ClassVar[base.Capabilities] = base.Capabilities(vector_access="hnsw")

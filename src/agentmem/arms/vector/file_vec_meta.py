@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from agentmem.arms import base
+from agentmem.arms.knobs import Knob
 from agentmem.arms.vector.file_vec import FileVecArm
 from agentmem.arms.vector.hnsw import DEFAULT_EF_SEARCH, DEFAULT_SEED
 from agentmem.arms.vector.store import META_NAME
@@ -42,6 +43,11 @@ class FileVecMetaArm(FileVecArm):
     """
 
     name: ClassVar[str] = "file-vec-meta"
+    knobs: ClassVar[tuple[Knob, ...]] = (
+        Knob("overfetch", "query", (1, 2, 16), "post-filter candidates per result"),
+        Knob("ef_search", "query", (50,), "hnswlib ef: HNSW search breadth"),
+        Knob("M", "build", (), "HNSW links per node"),
+    )
     prefix_stable: ClassVar[bool] = False
     family: ClassVar[str] = "vector"
     capabilities: ClassVar[base.Capabilities] = base.Capabilities(

@@ -17,6 +17,9 @@ from agentmem.choices import AS_SHIPPED
 from agentmem.report.reference.records import Ref
 from agentmem.sweeps.choices import overlay_choices
 
+#: the configuration name the rows of ``OurResults(overlay=...)`` are laid over under
+OVERLAY = "overlay"
+
 
 class OurResults:
     """Our numbers, read lazily from a results tree; every missing input gives ``None``.
@@ -59,13 +62,22 @@ class OurResults:
         choices: the configuration of the study's implementation choices whose quality
             numbers ``by_class`` reads (:data:`agentmem.choices.CONFIGURATIONS`); every
             other key reads the arms as shipped.
+        overlay: by-class rows (``by_class.csv``'s columns) whose quality columns replace
+            those of the same arm and class in ``by_class``, e.g. each arm at its best
+            operating point (:func:`agentmem.sweeps.pareto.findings_at_best`); the
+            latency columns stay the headline's.
     """
 
     def __init__(
-        self, results_dir: str | Path, main_size: str | None = None, choices: str = AS_SHIPPED
+        self,
+        results_dir: str | Path,
+        main_size: str | None = None,
+        choices: str = AS_SHIPPED,
+        overlay: pl.DataFrame | None = None,
     ) -> None:
         self.root = Path(results_dir)
         self.choices = choices
+        self.overlay = overlay
         self.main = main_size or self._guess_main()
         self._cache: dict[str, Any] = {}
         self.missing: set[str] = set()
@@ -220,6 +232,11 @@ class OurResults:
     def _by_class(self) -> pl.DataFrame | None:
         """The by-class table under :attr:`choices` (None: a file it needs is missing)."""
         t = self._sized("tables/by_class.csv")
+        if t is not None and self.overlay is not None:
+            if "by_class overlaid" not in self._cache:
+                rows = self.overlay.with_columns(choices=pl.lit(OVERLAY))
+                self._cache["by_class overlaid"] = overlay_choices(t, rows, OVERLAY)
+            return self._cache["by_class overlaid"]
         if self.choices == AS_SHIPPED or t is None:
             return t
         key = f"by_class under {self.choices}"
