@@ -85,7 +85,9 @@ def test_grid_points_one_knob_at_a_time():
         "default",
         "ef_search=10",
         "ef_search=20",
+        "ef_search=120",
         "ef_search=160",
+        "ef_search=240",
         "ef_search=320",
         "m=32",
     ]  # 80 is the configured value: the default point, not run twice
@@ -232,5 +234,5 @@ def test_cli_lists_the_knobs(capsys):
     assert main(["arms", "--knobs"]) == 0
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if x.startswith("pg-hnsw ") and " ef_search " in x)
-    assert "query" in line and " 40 " in line and "10, 20, 80, 160, 320" in line
+    assert "query" in line and " 40 " in line and "10, 20, 80, 120, 160, 240, 320" in line
     assert any("(config only)" in x for x in out.splitlines())

@@ -104,7 +104,7 @@ class ChromaArm(ProductArm):
 
     name: ClassVar[str] = "chroma"
     knobs: ClassVar[tuple[Knob, ...]] = (
-        Knob("ef_search", "query", (10, 40, 200), "hnsw:search_ef: HNSW search breadth"),
+        Knob("ef_search", "query", (10, 40), "hnsw:search_ef: HNSW search breadth"),
         Knob("max_neighbors", "build", (), "hnsw:M: HNSW links per node"),
         Knob("ef_construction", "build", (), "hnsw:construction_ef: HNSW build breadth"),
     )

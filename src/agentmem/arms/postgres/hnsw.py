@@ -51,7 +51,12 @@ class PgHnswArm(PgArm):
 
     name: ClassVar[str] = "pg-hnsw"
     knobs: ClassVar[tuple[Knob, ...]] = (
-        Knob("ef_search", "query", (10, 20, 80, 160, 320), "hnsw.ef_search: HNSW search breadth"),
+        Knob(
+            "ef_search",
+            "query",
+            (10, 20, 80, 120, 160, 240, 320),
+            "hnsw.ef_search: HNSW search breadth",
+        ),
         Knob("m", "build", (32,), "HNSW links per node"),
         Knob("ef_construction", "build", (), "HNSW build breadth"),
     )

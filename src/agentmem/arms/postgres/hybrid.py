@@ -63,7 +63,7 @@ class PgHybridArm(PgArm):
     name: ClassVar[str] = "pg-hybrid"
     knobs: ClassVar[tuple[Knob, ...]] = (
         Knob("ef_search", "query", (160,), "hnsw.ef_search of the dense branch"),
-        Knob("branch_k", "query", (20, 100), "candidates per branch before RRF"),
+        Knob("branch_k", "query", (20,), "candidates per branch before RRF"),
         Knob("rrf_k", "query", (), "RRF constant k in 1 / (k + rank)"),
         Knob("m", "build", (), "HNSW links per node"),
     )

@@ -176,7 +176,7 @@ class SqliteGatedArm(SqliteArm):
     name: ClassVar[str] = "sqlite-gated"
     knobs: ClassVar[tuple[base.Knob, ...]] = (
         base.Knob("dense_weight", "query", (0.5, 2.0), "weight of the int8 cosine"),
-        base.Knob("text_k", "query", (100,), "candidates of the bm25 branch"),
+        base.Knob("text_k", "query", (25, 100), "candidates of the bm25 branch"),
         base.Knob("key_weight", "query", (), "weight of the named-entity share"),
         base.Knob("recency_weight", "query", (), "weight of recency among named memories"),
         base.Knob("dense_k", "query", (), "candidates of the dense scan"),

@@ -38,7 +38,7 @@ class FileVecArm(HnswStore):
 
     name: ClassVar[str] = "file-vec"
     knobs: ClassVar[tuple[Knob, ...]] = (
-        Knob("ef_search", "query", (10, 20, 50, 200), "hnswlib ef: HNSW search breadth"),
+        Knob("ef_search", "query", (10, 20, 50, 100, 200), "hnswlib ef: HNSW search breadth"),
         Knob("M", "build", (), "HNSW links per node"),
         Knob("ef_construction", "build", (), "HNSW build breadth"),
     )

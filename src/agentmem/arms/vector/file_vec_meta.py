@@ -44,7 +44,7 @@ class FileVecMetaArm(FileVecArm):
 
     name: ClassVar[str] = "file-vec-meta"
     knobs: ClassVar[tuple[Knob, ...]] = (
-        Knob("overfetch", "query", (1, 2, 16), "post-filter candidates per result"),
+        Knob("overfetch", "query", (1, 2, 8, 16), "post-filter candidates per result"),
         Knob("ef_search", "query", (50,), "hnswlib ef: HNSW search breadth"),
         Knob("M", "build", (), "HNSW links per node"),
     )
