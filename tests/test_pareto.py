@@ -215,7 +215,7 @@ def _base() -> dict:
         ({"grids": {"pg-hnsw": {"ef_search": [0]}}}, "pareto.grids.pg-hnsw.ef_search: 0 is"),
         ({"grids": {"pg-hnsw": {"nope": [1]}}}, "'nope' is not a knob of pg-hnsw"),
         ({"grids": {"pg-hnsw": {"ef_search": []}}}, "the grid is empty"),
-        ({"arms": ["pg-gin"]}, "pg-gin declares no knobs"),
+        ({"arms": ["pg-btree"]}, "pg-btree declares no knobs"),
         ({"arms": ["nosuch"]}, "unknown arm 'nosuch'"),
         ({"arms": ["pg-hnsw", "pg-hnsw"]}, "duplicate names"),
         ({"size": "xl"}, "pareto.size"),

@@ -93,8 +93,11 @@ def knob_defaults(arm: str, configured: Mapping[str, Any] | None = None) -> dict
 
 
 def point_name(param: str, value: Any) -> str:
-    """The id of the point that sets ``param`` to ``value``: ``"ef_search=80"``."""
-    return f"{param}={json.dumps(value)}"
+    """The id of the point that sets ``param`` to ``value``: ``"ef_search=80"``.
+
+    Text is written as is (``"tie_break=engine"``), other values as JSON (``2.0``, ``true``).
+    """
+    return f"{param}={value if isinstance(value, str) else json.dumps(value)}"
 
 
 def grid_points(

@@ -66,6 +66,7 @@ class PgHybridArm(PgArm):
         Knob("branch_k", "query", (20,), "candidates per branch before RRF"),
         Knob("rrf_k", "query", (), "RRF constant k in 1 / (k + rank)"),
         Knob("m", "build", (), "HNSW links per node"),
+        Knob("rank_normalization", "query", (), "ts_rank_cd normalization of the text branch"),
     )
     prefix_stable: ClassVar[bool] = True
     capabilities: ClassVar[base.Capabilities] = base.Capabilities.sql_engine(

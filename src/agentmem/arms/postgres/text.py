@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 from psycopg import sql
 
 from agentmem.arms import base
+from agentmem.arms.knobs import Knob
 from agentmem.arms.postgres.base import PgArm
 from agentmem.sql.postgres.queries import (
     TS_RANK_NORMALIZATION,
@@ -102,6 +103,9 @@ class PgGinArm(PgArm):
     """
 
     name: ClassVar[str] = "pg-gin"
+    knobs: ClassVar[tuple[Knob, ...]] = (
+        Knob("rank_normalization", "query", (0, 2, 4, 32), "ts_rank_cd normalization bit mask"),
+    )
     prefix_stable: ClassVar[bool] = True
     capabilities: ClassVar[base.Capabilities] = base.Capabilities.sql_engine(
         vector_access="none", text_access="gin-tsvector"

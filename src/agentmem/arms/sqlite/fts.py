@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from agentmem.arms import base
+from agentmem.arms.knobs import Knob
 from agentmem.arms.sqlite.store import SqliteArm
 from agentmem.sql.sqlite.statements import predicate_sql
 from agentmem.text import TERM_EXTRACTIONS, check_choice, fts5_match
@@ -32,6 +33,10 @@ class SqliteFtsArm(SqliteArm):
     """
 
     name: ClassVar[str] = "sqlite-fts"
+    knobs: ClassVar[tuple[Knob, ...]] = (
+        Knob("tie_break", "query", ("engine",), "order among equal bm25 scores"),
+        Knob("terms", "query", ("study",), "query term extraction"),
+    )
     prefix_stable: ClassVar[bool] = True
     capabilities: ClassVar[base.Capabilities] = base.Capabilities.sql_engine(
         vector_access="none", text_access="fts5-bm25"
