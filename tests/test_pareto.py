@@ -194,7 +194,16 @@ def test_default_plan_has_enough_points():
     inputs = plan.pareto_point_inputs(type("W", (), {"arm": first.arm, "point": first.point}))
     assert inputs["store"] == f"results/stores/{plan.main}/{first.arm}"
     build = next(p for p in pts if p.stage == "build")
-    assert plan.pareto_point_inputs(type("W", (), {"arm": build.arm, "point": build.point})) == {}
+    wild = type("W", (), {"arm": build.arm, "point": build.point})
+    assert plan.pareto_point_inputs(wild) == {}
+    # a job's params are its own point, not its arm's grid
+    assert plan.pareto_point_params(wild) == {
+        "knob": build.knob,
+        "stage": "build",
+        "params": build.params,
+    }
+    with pytest.raises(ValueError, match="no operating point 'nope' of 'pg-hnsw'"):
+        plan.pareto_point(type("W", (), {"arm": "pg-hnsw", "point": "nope"}))
 
 
 def test_no_points_when_pareto_arms_is_empty():

@@ -115,6 +115,7 @@ report_figures = PLAN.report_figures
 all_targets = PLAN.all_targets
 pareto_point_files = PLAN.pareto_point_files
 pareto_point_inputs = PLAN.pareto_point_inputs
+pareto_point_params = PLAN.pareto_point_params
 pareto_tables = PLAN.pareto_tables
 PARETO_SIZE = PLAN.pareto_size
 # external datasets (agentmem.workflow.external.ExternalPlan)

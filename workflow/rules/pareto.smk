@@ -30,8 +30,9 @@ rule run_pareto_point:
         timed=True,
         arm="{arm}",
         point="{point}",
-        arm_params=arm_params,
-        grids=lambda w: dict(CFG.pareto.grids.get(w.arm, {})),
+        # the point's knob, stage and constructor parameters (not the whole grid: a new
+        # value in a grid runs the new point alone)
+        setting=pareto_point_params,
         k=CFG.run.k,
         warmup=CFG.run.warmup,
         repeats=CFG.run.repeats,

@@ -604,22 +604,17 @@ def pareto_markdown(
 def point_job(input: Any, output: Any, params: Any) -> None:
     """Workflow entry: one operating point -> ``output.point`` (JSON of :func:`run_point`).
 
-    ``params``: ``arm``, ``point`` (its id), ``arm_params`` (configured), ``grids`` (the
-    arm's grid overrides), ``k``, ``warmup``, ``repeats``, ``scratch``; ``input``: the
-    corpus files, ``embeddings``, and for a query-time point ``store`` and ``build``.
-
-    Raises:
-        ValueError: the point is not in the arm's grid.
+    ``params``: ``arm``, ``point`` (its id), ``setting`` (the point's ``knob``, ``stage``
+    and constructor ``params``), ``k``, ``warmup``, ``repeats``, ``scratch``; ``input``:
+    the corpus files, ``embeddings``, and for a query-time point ``store`` and ``build``.
     """
     from agentmem.io import write_json
     from agentmem.jobs import CORPUS_TABLES, corpus_dir
 
-    points = {p.point: p for p in grid_points(params.arm, params.arm_params, params.grids)}
-    if params.point not in points:
-        raise ValueError(
-            f"{params.arm}: no operating point {params.point!r}; its points: {sorted(points)}"
-        )
-    point = points[params.point]
+    setting = params.setting
+    point = Point(
+        params.arm, params.point, setting["knob"], setting["stage"], dict(setting["params"])
+    )
     query_stage = point.stage == "query"
     record = run_point(
         point,

@@ -219,22 +219,36 @@ class Plan:
             *(f"results/figures/{name}.svg" for name in PARETO_FIGURES),
         ]
 
-    def pareto_point_inputs(self, wildcards: Any) -> dict[str, Any]:
-        """A point's inputs beyond the corpus: for a query-time point the store and build.
+    def pareto_point(self, wildcards: Any) -> Point:
+        """The operating point the ``{arm}``/``{point}`` wildcards name.
 
         Raises:
-            ValueError: the ``{arm}``/``{point}`` wildcards name no configured point.
+            ValueError: they name no configured point.
         """
         for p in self.pareto_points:
             if p.arm == wildcards.arm and p.point == wildcards.point:
-                if p.stage == "build":
-                    return {}
-                size = self.pareto_size
-                return {
-                    "store": f"results/stores/{size}/{p.arm}",
-                    "build": f"results/builds/{size}/{p.arm}.json",
-                }
+                return p
         raise ValueError(f"no operating point {wildcards.point!r} of {wildcards.arm!r}")
+
+    def pareto_point_inputs(self, wildcards: Any) -> dict[str, Any]:
+        """A point's inputs beyond the corpus: for a query-time point the store and build."""
+        p = self.pareto_point(wildcards)
+        if p.stage == "build":
+            return {}
+        size = self.pareto_size
+        return {
+            "store": f"results/stores/{size}/{p.arm}",
+            "build": f"results/builds/{size}/{p.arm}.json",
+        }
+
+    def pareto_point_params(self, wildcards: Any) -> dict[str, Any]:
+        """A point's job parameters: its knob, stage and constructor parameters.
+
+        Only these (not the whole grid) are the job's params, so adding a value to a grid
+        runs the new point alone.
+        """
+        p = self.pareto_point(wildcards)
+        return {"knob": p.knob, "stage": p.stage, "params": dict(p.params)}
 
     def main_metrics(self) -> list[str]:
         """Per-query score tables of every arm at the main size."""
