@@ -222,6 +222,8 @@ def _base() -> dict:
     ("pareto", "message"),
     [
         ({"grids": {"pg-hnsw": {"ef_search": [0]}}}, "pareto.grids.pg-hnsw.ef_search: 0 is"),
+        # pgvector refuses ef_construction < 2 m: stopped before any build
+        ({"grids": {"pg-hnsw": {"m": [48]}}}, r"ef_construction \(64\) must be at least 2 \* m"),
         ({"grids": {"pg-hnsw": {"nope": [1]}}}, "'nope' is not a knob of pg-hnsw"),
         ({"grids": {"pg-hnsw": {"ef_search": []}}}, "the grid is empty"),
         ({"arms": ["pg-btree"]}, "pg-btree declares no knobs"),

@@ -43,6 +43,26 @@ def check_positive(**params: int) -> None:
             raise ValueError(f"{key} must be a positive integer, got {value!r}")
 
 
+def check_hnsw_build(m: int, ef_construction: int) -> None:
+    """Raise ``ValueError`` for HNSW build parameters pgvector refuses.
+
+    pgvector's limits (its ``hnsw`` index options): ``m`` 2–100, ``ef_construction``
+    4–1000 and at least ``2 * m``. Checked when the arm is made, so a configuration
+    naming such a pair stops before any job runs instead of failing at build.
+    """
+    if not 2 <= m <= 100:
+        raise ValueError(f"m must be between 2 and 100 (pgvector's limits), got {m}")
+    if not 4 <= ef_construction <= 1000:
+        raise ValueError(
+            f"ef_construction must be between 4 and 1000 (pgvector's limits), got {ef_construction}"
+        )
+    if ef_construction < 2 * m:
+        raise ValueError(
+            f"ef_construction ({ef_construction}) must be at least 2 * m ({2 * m}), as pgvector "
+            "requires"
+        )
+
+
 class PgArm(StatementQueries):
     """Shared machinery of the Postgres arms: schema, build, open, count, explain, storage.
 

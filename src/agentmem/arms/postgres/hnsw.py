@@ -8,7 +8,7 @@ from psycopg import sql
 
 from agentmem.arms import base
 from agentmem.arms.knobs import Knob
-from agentmem.arms.postgres.base import PgArm, check_positive
+from agentmem.arms.postgres.base import PgArm, check_hnsw_build, check_positive
 from agentmem.sql.postgres.queries import predicate_sql
 
 
@@ -68,6 +68,7 @@ class PgHnswArm(PgArm):
     def __init__(self, *, m: int = 16, ef_construction: int = 64, ef_search: int = 40) -> None:
         super().__init__()
         check_positive(m=m, ef_construction=ef_construction, ef_search=ef_search)
+        check_hnsw_build(m, ef_construction)
         self.m = m
         self.ef_construction = ef_construction
         self.ef_search = ef_search

@@ -8,7 +8,7 @@ from psycopg import sql
 
 from agentmem.arms import base
 from agentmem.arms.knobs import Knob
-from agentmem.arms.postgres.base import PgArm, check_positive
+from agentmem.arms.postgres.base import PgArm, check_hnsw_build, check_positive
 from agentmem.sql.postgres.queries import (
     TS_RANK_NORMALIZATION,
     check_normalization,
@@ -95,6 +95,7 @@ class PgHybridArm(PgArm):
         self.tie_break = check_choice("tie_break", tie_break, tuple(TIE_ORDERS))
         self.rank_normalization = check_normalization(rank_normalization)
         check_positive(branch_k=branch_k, m=m, ef_construction=ef_construction, ef_search=ef_search)
+        check_hnsw_build(m, ef_construction)
         if isinstance(rrf_k, bool) or not isinstance(rrf_k, int) or rrf_k < 0:
             raise ValueError(f"rrf_k must be a non-negative integer, got {rrf_k!r}")
         self.branch_k = branch_k
