@@ -47,6 +47,10 @@ class PgHnswArm(PgArm):
         m: HNSW ``m`` (max neighbours per layer; pgvector default 16).
         ef_construction: HNSW build candidate list size (pgvector default 64).
         ef_search: ``hnsw.ef_search`` for queries (pgvector default 40).
+
+    Raises:
+        ValueError: for a parameter that is not a positive integer, or an ``m`` /
+            ``ef_construction`` pair pgvector refuses (:func:`check_hnsw_build`).
     """
 
     name: ClassVar[str] = "pg-hnsw"

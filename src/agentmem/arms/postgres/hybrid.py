@@ -51,7 +51,8 @@ class PgHybridArm(PgArm):
         branch_k: candidates per branch (default 50).
         rrf_k: RRF constant (default 60).
         m: HNSW ``m`` (default 16).
-        ef_construction: HNSW build list size (default 64).
+        ef_construction: HNSW build list size (default 64; at least ``2 * m``, as pgvector
+            requires: a pair it refuses raises ``ValueError`` when the arm is made).
         ef_search: ``hnsw.ef_search`` (default 40).
         terms: the term extraction, ``"agentmem"`` or ``"study"``
             (:data:`agentmem.text.TERM_EXTRACTIONS`).
