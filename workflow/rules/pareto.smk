@@ -10,7 +10,7 @@ rule run_pareto_point:
         ),
         embeddings=f"results/embeddings/{PARETO_SIZE}.parquet",
         sources=arm_sources,
-        code=library_file("agentmem/sweeps/pareto.py"),
+        code=library_package("agentmem/sweeps/pareto"),
     output:
         point="results/pareto/points/{arm}/{point}.json",
     log:
@@ -26,7 +26,7 @@ rule run_pareto_point:
         bench_slot=1,
         mem_mb=4000,
     params:
-        entry="agentmem.sweeps.pareto:point_job",
+        entry="agentmem.sweeps.pareto.run:point_job",
         timed=True,
         arm="{arm}",
         point="{point}",
@@ -46,7 +46,7 @@ rule tabulate_pareto:
     input:
         points=pareto_point_files(),
         findings="results/tables/findings.csv",
-        code=library_file("agentmem/sweeps/pareto.py"),
+        code=library_package("agentmem/sweeps/pareto"),
     output:
         points="results/pareto/points.csv",
         frontier="results/pareto/frontier.csv",
@@ -63,7 +63,7 @@ rule tabulate_pareto:
     resources:
         mem_mb=1000,
     params:
-        entry="agentmem.sweeps.pareto:tabulate_job",
+        entry="agentmem.sweeps.pareto.report:tabulate_job",
         budgets_ms=list(CFG.pareto.budgets_ms),
         # the headline results directory (results/tables/findings.csv is two levels down)
         results_dir=lambda w, input: str(Path(input.findings).parents[1]),
@@ -75,7 +75,10 @@ rule tabulate_pareto:
 use rule plot_ndcg_heatmap as plot_pareto with:
     input:
         table="results/pareto/points.csv",
-        code=library_file("agentmem/report/figures/pareto.py"),
+        code=[
+            library_file("agentmem/report/figures/pareto.py"),
+            library_file("agentmem/report/figures/_pareto.py"),
+        ],
     output:
         svg=report(
             "results/figures/pareto.svg",
@@ -94,7 +97,10 @@ use rule plot_ndcg_heatmap as plot_pareto with:
 use rule plot_ndcg_heatmap as plot_pareto_classes with:
     input:
         table="results/pareto/points.csv",
-        code=library_file("agentmem/report/figures/pareto_classes.py"),
+        code=[
+            library_file("agentmem/report/figures/pareto_classes.py"),
+            library_file("agentmem/report/figures/_pareto.py"),
+        ],
     output:
         svg=report(
             "results/figures/pareto_classes.svg",
@@ -113,7 +119,10 @@ use rule plot_ndcg_heatmap as plot_pareto_classes with:
 use rule plot_ndcg_heatmap as plot_pareto_storage with:
     input:
         table="results/pareto/points.csv",
-        code=library_file("agentmem/report/figures/pareto_storage.py"),
+        code=[
+            library_file("agentmem/report/figures/pareto_storage.py"),
+            library_file("agentmem/report/figures/_pareto.py"),
+        ],
     output:
         svg=report(
             "results/figures/pareto_storage.svg",

@@ -28,6 +28,7 @@ from agentmem.corpus.queries import QUERY_CLASSES
 from agentmem.io import write_text
 from agentmem.report.external_tables import external_tables
 from agentmem.report.headline import as_shipped, sensitivity
+from agentmem.sweeps.pareto.report import pareto_view
 
 #: (anchor, title, intro, figure names, appendix table keys) in the order of the argument.
 SECTIONS: list[tuple[str, str, str, tuple[str, ...]]] = [
@@ -333,43 +334,6 @@ def _exact_view(study_cells_csv: str | Path | None, findings_csv: str | Path | N
     return view
 
 
-def _pareto_view(pareto_dir: str | Path | None) -> dict | None:
-    """The view of the section "Operating points", from ``results/pareto/`` (None: absent).
-
-    Returns:
-        ``points`` and ``arms`` (counts), ``best`` (each arm's default beside its best
-        point), ``budgets`` (rows per budget, a cell per scope), ``scopes``, ``changed``
-        (findings whose verdict moves at the best points) and ``unchanged`` (their numbers).
-    """
-    from agentmem.sweeps.pareto import best_points
-
-    d = Path(pareto_dir) if pareto_dir else None
-    if d is None or not (d / "points.csv").is_file():
-        return None
-    points = pl.read_csv(d / "points.csv", infer_schema_length=None)
-    budgets = pl.read_csv(d / "budgets.csv", infer_schema_length=None)
-    findings = pl.read_csv(d / "findings.csv", infer_schema_length=None)
-    scopes = list(dict.fromkeys(budgets["scope"].to_list()))
-    rows = []
-    for budget, g in budgets.group_by("budget_ms", maintain_order=True):
-        cell = {
-            r["scope"]: "none"
-            if r["arm"] is None
-            else f"{r['arm']} ({r['point']}) {r['ndcg_at_10']:.3f}"
-            for r in g.iter_rows(named=True)
-        }
-        rows.append({"budget": f"{budget[0]:g} ms", "cells": [cell.get(s, "") for s in scopes]})
-    return {
-        "points": points.height,
-        "arms": points["arm"].n_unique(),
-        "best": best_points(points).to_dicts(),
-        "scopes": scopes,
-        "budgets": rows,
-        "changed": findings.filter(pl.col("changed")).to_dicts(),
-        "unchanged": findings.filter(~pl.col("changed"))["finding"].to_list(),
-    }
-
-
 def render_report(
     capture: str | Path,
     capabilities: str | Path,
@@ -499,7 +463,7 @@ def render_report(
         reference_summary=summary,
         findings=_findings_view(findings_csv, findings_seeds_csv),
         exact=_exact_view(study_cells_csv, findings_csv),
-        pareto=_pareto_view(pareto_dir),
+        pareto=pareto_view(pareto_dir),
         seed_spread=seed_spread,
         f=_f,
         shade=_shade,

@@ -8,6 +8,7 @@ import polars as pl
 from matplotlib.ticker import FuncFormatter
 
 from agentmem.report.colors import arm_color
+from agentmem.report.figures._common import save, subplots
 from agentmem.sweeps.pareto import DEFAULT_POINT, pareto_mask
 
 
@@ -54,3 +55,26 @@ def log_axis(ax: Any, which: str = "x") -> None:
     (ax.set_xscale if which == "x" else ax.set_yscale)("log")
     axis.set_major_formatter(fmt)
     axis.set_minor_formatter(fmt)
+
+
+def plot_overall(points_csv: Any, out_svg: Any, cost: str, xlabel: str, title: str) -> None:
+    """nDCG@10 over every query against ``cost`` (log axis), each arm's frontier, one panel.
+
+    Args:
+        points_csv: ``results/pareto/points.csv``.
+        out_svg: SVG path; a PNG is written beside it.
+        cost: the cost column (``p50_ms``, ``bytes_per_memory``).
+        xlabel: the cost axis's label.
+        title: the figure's title.
+    """
+    t = pl.read_csv(points_csv)
+    fig, ax = subplots(figsize=(7.5, 4.6))
+    draw_points(ax, t, "ndcg_at_10", cost, labels=True)
+    log_axis(ax)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("nDCG@10, all queries")
+    ax.grid(alpha=0.3, linewidth=0.5)
+    ax.legend(frameon=False, fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    save(fig, out_svg)
