@@ -18,7 +18,7 @@ from support.tiny import fake_query as q, fake_vector, make_tiny
 
 from agentmem.arms.base import ArmError, Corpus, Embeddings, Predicate, Query
 from agentmem.arms.sqlite import SqliteGatedArm
-from agentmem.arms.sqlite.gated import name_key, quantise, text_keys
+from agentmem.arms.sqlite.keys import name_key, quantise, text_keys
 
 ENTITIES = pl.DataFrame(
     {

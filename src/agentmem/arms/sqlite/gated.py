@@ -8,39 +8,23 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import apsw
 import numpy as np
 
 from agentmem.arms import base
+from agentmem.arms.sqlite.keys import QUANTISED_VECTORS, name_key, text_keys
 from agentmem.arms.sqlite.rows import VectorLayout
 from agentmem.arms.sqlite.store import SqliteArm
 from agentmem.sql.sqlite.statements import predicate_sql
-from agentmem.text import STOPWORDS, fts5_match, is_utf8
-
-#: Longest entity name (in words) looked up in the query text.
-MAX_NAME_WORDS = 4
-#: Words of the query text looked at for entity names and identifiers.
-MAX_KEY_WORDS = 64
+from agentmem.text import fts5_match
 
 #: a well-formed query embedding's shape (any other goes through ``checked_vector``)
 _QUERY_SHAPE = (base.VECTOR_DIM,)
 
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
-# words joined by hyphens (ADR-297, SVC-5345, billing-api): a candidate entity id as
-# written (the optional group keeps the match linear in the text's length)
-_HYPHENATED = re.compile(r"[^\W_]+(?:-[^\W_]+)*", re.UNICODE)
-
-_VECTORS_SQL = """
-CREATE TABLE memory_vectors(
-    id INTEGER PRIMARY KEY REFERENCES memories(id),
-    embedding BLOB NOT NULL
-);
-"""
 _ENTITY_NAMES_SQL = """
 CREATE TABLE entity_names(
     name TEXT NOT NULL,
@@ -48,86 +32,6 @@ CREATE TABLE entity_names(
     PRIMARY KEY (name, entity_id)
 ) WITHOUT ROWID;
 """
-
-
-def quantise(matrix: np.ndarray) -> np.ndarray:
-    """int8 codes of float32 embeddings, each row scaled so its largest magnitude is 127.
-
-    Cosine is scale-free, so the per-row scale is not kept; the codes' cosine differs
-    from the float32 cosine by about 1e-4 (docs/arms/sqlite-gated.md).
-
-    Args:
-        matrix: float32 ``(n, 384)``.
-
-    Returns:
-        int8 ``(n, 384)``.
-
-    Raises:
-        ValueError: when a value is NaN or infinite.
-    """
-    m = np.asarray(matrix, dtype=np.float32)
-    if not np.isfinite(m).all():
-        raise ValueError("embeddings hold NaN or infinite values")
-    peak = np.abs(m).max(axis=1, keepdims=True)
-    peak[peak == 0] = 1.0
-    return np.rint(m / peak * 127.0).astype(np.int8)
-
-
-def _quantised_rows(matrix: np.ndarray, first_id: int) -> list[tuple[Any, ...]]:
-    """``(id, int8 codes)`` tuples of the rows of ``matrix``, ids from ``first_id``."""
-    codes = quantise(matrix)
-    return [(first_id + i, codes[i].tobytes()) for i in range(len(codes))]
-
-
-#: One 384-byte int8 vector per memory (sqlite-vec ``vec_int8``).
-QUANTISED_VECTORS = VectorLayout(
-    _VECTORS_SQL,
-    "INSERT INTO memory_vectors(id, embedding) VALUES (?, ?)",
-    _quantised_rows,
-)
-
-
-def name_key(text: str) -> str:
-    """An entity name as it is looked up: lower-cased words joined by single spaces.
-
-    ``"billing-api"``, ``"Billing API"`` and ``"billing_api"`` all give ``"billing api"``.
-    """
-    return " ".join(_WORD.findall(text.lower()))
-
-
-def text_keys(text: str, name_starts: Collection[str] | None = None) -> tuple[list[str], list[str]]:
-    """The entity names and entity ids a query text may mention.
-
-    Args:
-        text: the query text (untrusted).
-        name_starts: the first words of the stored entity names (as :func:`name_key`
-            spells them); when given, only runs starting with one of them are returned,
-            which leaves out no run that can equal a stored name.
-
-    Returns:
-        ``(names, ids)``: every run of 1 to :data:`MAX_NAME_WORDS` consecutive words of the
-        first :data:`MAX_KEY_WORDS` (as :func:`name_key` spells names; a run that is one
-        stopword is left out), and every word and hyphenated token as written, upper-
-        and lower-cased (``adr-297``, ``ADR-297``), to be looked up as entity ids. Tokens
-        that are not UTF-8 are dropped.
-    """
-    # a text that is UTF-8 has no lone surrogate, nor has any piece of it: checked once
-    whole = is_utf8(text)
-    words = _WORD.findall(text.lower())[:MAX_KEY_WORDS]
-    if not whole:
-        words = [w for w in words if is_utf8(w)]
-    starts = [i for i, w in enumerate(words) if name_starts is None or w in name_starts]
-    names = dict.fromkeys(words[i] for i in starts if words[i] not in STOPWORDS)
-    for n in range(2, MAX_NAME_WORDS + 1):
-        last = len(words) - n
-        names.update(dict.fromkeys(" ".join(words[i : i + n]) for i in starts if i <= last))
-    ids: dict[str, None] = {}
-    hyphenated = [t for t in _HYPHENATED.findall(text) if "-" in t][:MAX_KEY_WORDS]
-    for tok in hyphenated + _WORD.findall(text)[:MAX_KEY_WORDS]:
-        low = tok.lower()
-        if low not in STOPWORDS and (whole or is_utf8(tok)):
-            ids[tok] = ids[tok.upper()] = ids[low] = None
-    return list(names), list(ids)
 
 
 class SqliteGatedArm(SqliteArm):
@@ -144,7 +48,12 @@ class SqliteGatedArm(SqliteArm):
       phrase), top ``text_k``;
     * dense, behind a gate: only when the keys branch returns no memory (the text names
       no stored entity, or none of its memories passes the filters), a scan of the int8
-      vectors by cosine adds its top ``dense_k``.
+      vectors by cosine adds its top ``dense_k``;
+    * session neighbours, behind the same gate: the memories next to (``turn_no`` one
+      before or after, same ``session_id``) the first ``neighbour_k`` of the text and of
+      the dense branch, when the pair's int8 cosine is at least ``neighbour_min_cosine``
+      (in a conversation the answer is often the turn after the one the question
+      matches; docs/arms/sqlite-gated.md).
 
     Every candidate ``d`` then scores ``key_weight * e(d) + text_weight * t(d) +
     dense_weight * v(d) + correction_weight * c(d) + recency_weight * e(d) * r(d)``:
@@ -152,9 +61,11 @@ class SqliteGatedArm(SqliteArm):
     best bm25 (0 outside the text branch), ``v`` its int8 cosine to the query (0 when
     negative), ``c`` 1 when it supersedes another memory (a correction), else 0, ``r`` its
     ``created_day`` min-max scaled over the candidates (the newest 1): among the memories
-    about a named entity the newer word counts more. Ties go newest first; cut to ``k``.
-    ``Result.count`` is ``SELECT count(*)`` under the same filters. The ranking does not
-    depend on ``k``.
+    about a named entity the newer word counts more. A session neighbour ``n`` of a
+    source ``d`` then scores at least ``neighbour_weight * (text_weight * t(d) +
+    dense_weight * v(d))``: the match's text and dense evidence, carried to the turn next
+    to it. Ties go newest first; cut to ``k``. ``Result.count`` is ``SELECT count(*)``
+    under the same filters. The ranking does not depend on ``k``.
 
     Scope: in the search (``m.scope_id = ?`` AND-ed with the predicate in every branch).
 
@@ -164,13 +75,19 @@ class SqliteGatedArm(SqliteArm):
         dense_k: candidates the dense branch adds when it runs (default 50).
         key_weight, text_weight, dense_weight, correction_weight, recency_weight: the
             fusion weights (each >= 0; defaults 2, 1, 1, 0.5, 1).
+        neighbour_weight: the share of a match's evidence its session neighbours get
+            (>= 0; default 0.8; 0 reads no neighbour).
+        neighbour_min_cosine: the int8 cosine a neighbour needs to its match (-1 to 1;
+            default 0.2).
+        neighbour_k: first rows of the text and of the dense branch whose neighbours are
+            read (default 20).
         keys: run the keys branch (default true; false: no entity is ever named).
-        gate: skip the dense scan when the keys branch returns memories (default true;
-            false: scan always).
+        gate: skip the dense scan and the session neighbours when the keys branch returns
+            memories (default true; false: both always).
 
     Raises:
         ValueError: for a candidate count that is not an integer >= 1, a weight that is
-            negative or not finite, or a flag that is not a bool.
+            negative or not finite, a cosine outside [-1, 1], or a flag that is not a bool.
     """
 
     name: ClassVar[str] = "sqlite-gated"
@@ -180,6 +97,8 @@ class SqliteGatedArm(SqliteArm):
         base.Knob("key_weight", "query", (), "weight of the named-entity share"),
         base.Knob("recency_weight", "query", (), "weight of recency among named memories"),
         base.Knob("dense_k", "query", (), "candidates of the dense scan"),
+        base.Knob("neighbour_weight", "query", (0.0,), "evidence share to session neighbours"),
+        base.Knob("neighbour_min_cosine", "query", (), "cosine a neighbour needs to its match"),
     )
     prefix_stable: ClassVar[bool] = True
     capabilities: ClassVar[base.Capabilities] = base.Capabilities.sql_engine(
@@ -194,10 +113,11 @@ class SqliteGatedArm(SqliteArm):
         "no correction lift": {"correction_weight": 0.0},
         "no recency": {"recency_weight": 0.0},
         "no currency signal": {"correction_weight": 0.0, "recency_weight": 0.0},
+        "no session neighbours": {"neighbour_weight": 0.0},
     }
     bare_call: ClassVar[base.BareCall] = base.BareCall(
-        "execute + fetchall of the keys, text, dense-scan and candidate statements (the "
-        "last bound to the ids the others returned) and the count",
+        "execute + fetchall of the keys, text, dense-scan, neighbour and candidate "
+        "statements (the last two bound to the ids the others returned) and the count",
         "the weighted-sum fusion and sort in Python; the id list",
     )
 
@@ -212,11 +132,15 @@ class SqliteGatedArm(SqliteArm):
         dense_weight: float = 1.0,
         correction_weight: float = 0.5,
         recency_weight: float = 1.0,
+        neighbour_weight: float = 0.8,
+        neighbour_min_cosine: float = 0.2,
+        neighbour_k: int = 20,
         keys: bool = True,
         gate: bool = True,
     ) -> None:
         super().__init__()
-        for label, n in (("key_k", key_k), ("text_k", text_k), ("dense_k", dense_k)):
+        counts = (("key_k", key_k), ("text_k", text_k), ("dense_k", dense_k))
+        for label, n in (*counts, ("neighbour_k", neighbour_k)):
             if not isinstance(n, int) or isinstance(n, bool) or n < 1:
                 raise ValueError(f"{label} must be an integer >= 1, got {n!r}")
         weights = {
@@ -225,6 +149,7 @@ class SqliteGatedArm(SqliteArm):
             "dense_weight": dense_weight,
             "correction_weight": correction_weight,
             "recency_weight": recency_weight,
+            "neighbour_weight": neighbour_weight,
         }
         for label, w in weights.items():
             if (
@@ -238,11 +163,16 @@ class SqliteGatedArm(SqliteArm):
         self.key_weight, self.text_weight = float(key_weight), float(text_weight)
         self.dense_weight, self.correction_weight = float(dense_weight), float(correction_weight)
         self.recency_weight = float(recency_weight)
+        self.neighbour_weight, self.neighbour_k = float(neighbour_weight), int(neighbour_k)
+        c = neighbour_min_cosine
+        if isinstance(c, bool) or not isinstance(c, int | float) or not -1.0 <= c <= 1.0:
+            raise ValueError(f"neighbour_min_cosine must be a number from -1 to 1, got {c!r}")
+        self.neighbour_min_cosine = float(c)
         for label, flag in (("keys", keys), ("gate", gate)):
             if not isinstance(flag, bool):
                 raise ValueError(f"{label} must be true or false, got {flag!r}")
         self.keys, self.gate = keys, gate
-        self._sql_by_cond: dict[str, tuple[str, str, str]] = {}
+        self._sql_by_cond: dict[str, tuple[str, str, str, str]] = {}
         self._name_starts: frozenset[str] = frozenset()
 
     # ---------------------------------------------------------------------- build
@@ -318,8 +248,8 @@ class SqliteGatedArm(SqliteArm):
         w *= 127.0
         return np.rint(w, out=w).astype(np.int8).tobytes()
 
-    def _sql(self, cond: str) -> tuple[str, str, str]:
-        """The keys, text and dense statements' SQL under condition ``cond``, composed once."""
+    def _sql(self, cond: str) -> tuple[str, str, str, str]:
+        """The keys, text, dense and neighbour statements' SQL under ``cond``, composed once."""
         sql = self._sql_by_cond.get(cond)
         if sql is None:
             sql = self._sql_by_cond[cond] = (
@@ -346,6 +276,18 @@ class SqliteGatedArm(SqliteArm):
                 f"WHERE {cond} ORDER BY coalesce(vec_distance_cosine(vec_int8(v.embedding), "
                 "vec_int8(:q8)), 2), "
                 "m.created_day DESC, m.seq DESC LIMIT :dk",
+                # the turns next to the sources, under the filters, close enough to them
+                "SELECT m.id, m.memory_id, m.created_day, m.seq, "
+                "coalesce(1 - vec_distance_cosine(vec_int8(v.embedding), vec_int8(:q8)), 0), "
+                "EXISTS (SELECT 1 FROM memories AS o WHERE o.superseded_by = m.memory_id), "
+                "s.id FROM memories AS s "
+                "JOIN memories AS m ON m.session_id = s.session_id "
+                "AND m.turn_no IN (s.turn_no - 1, s.turn_no + 1) "
+                "JOIN memory_vectors AS v ON v.id = m.id "
+                "JOIN memory_vectors AS sv ON sv.id = s.id "
+                f"WHERE s.id IN (SELECT value FROM json_each(:src)) AND {cond} "
+                "AND coalesce(1 - vec_distance_cosine(vec_int8(v.embedding), "
+                "vec_int8(sv.embedding)), -2) >= :mc",
             )
         return sql
 
@@ -353,10 +295,12 @@ class SqliteGatedArm(SqliteArm):
         """The statements whose bindings come from the query alone: keys, text, dense.
 
         ``text`` is ``None`` when the text has no search terms; ``dense`` runs only when
-        the keys branch returns no memory (or the gate is off).
+        the keys branch returns no memory (or the gate is off); ``neighbours`` is bound to
+        its sources (``:src``) by :meth:`_gather`, and ``None`` when ``neighbour_weight``
+        is 0.
         """
         cond, params = predicate_sql(q.filters)
-        keys_sql, text_sql, dense_sql = self._sql(cond)
+        keys_sql, text_sql, dense_sql, nb_sql = self._sql(cond)
         names, ids = text_keys(q.text or "", self._name_starts)
         keys = (
             keys_sql,
@@ -366,8 +310,12 @@ class SqliteGatedArm(SqliteArm):
         text = None
         if match is not None:
             text = (text_sql, {**params, "match": match, "tk": self.text_k})
-        dense = (dense_sql, {**params, "q8": self._query_code(q), "dk": self.dense_k})
-        return {"keys": keys, "text": text, "dense": dense}
+        q8 = self._query_code(q)
+        dense = (dense_sql, {**params, "q8": q8, "dk": self.dense_k})
+        nb = None
+        if self.neighbour_weight > 0:
+            nb = (nb_sql, {**params, "q8": q8, "mc": self.neighbour_min_cosine})
+        return {"keys": keys, "text": text, "dense": dense, "neighbours": nb}
 
     def _gather(self, stmts: dict[str, tuple[str, dict[str, Any]] | None]) -> dict[str, list[Any]]:
         """Run the statements of :meth:`_statements`; return their rows by branch.
@@ -376,7 +324,9 @@ class SqliteGatedArm(SqliteArm):
         off), ``text`` rows ``(id, -bm25)``, ``dense`` rows ``(id,)`` (none when the keys
         branch returned rows and ``gate`` is on); ``candidates`` rows ``(id, memory_id,
         created_day, seq, cosine (0 for a zero vector), supersedes another)`` for every id
-        the branches returned.
+        the branches returned; ``neighbours`` rows the same plus the source's id, for the
+        session neighbours of the first ``neighbour_k`` text and dense rows (none when the
+        dense scan was gated off or ``neighbour_weight`` is 0).
         """
         conn = self._db()
         keys_stmt, text, dense = stmts["keys"], stmts["text"], stmts["dense"]
@@ -385,6 +335,13 @@ class SqliteGatedArm(SqliteArm):
         out["text"] = conn.execute(*text).fetchall() if text is not None else []
         gated = bool(keys) and self.gate
         out["dense"] = conn.execute(*dense).fetchall() if dense is not None and not gated else []
+        out["neighbours"] = []
+        nb, nk = stmts.get("neighbours"), self.neighbour_k
+        if nb is not None and not gated:
+            src = list(dict.fromkeys(r[0] for r in (*out["text"][:nk], *out["dense"][:nk])))
+            if src:
+                nb_params = {**nb[1], "src": json.dumps(src)}
+                out["neighbours"] = conn.execute(nb[0], nb_params).fetchall()
         ids = sorted({r[0] for branch in ("keys", "text", "dense") for r in out[branch]})
         out["candidates"] = []
         if ids:
@@ -413,17 +370,27 @@ class SqliteGatedArm(SqliteArm):
         kw, tw, dw = self.key_weight, self.text_weight, self.dense_weight
         cw, rw = self.correction_weight, self.recency_weight
         e_get, t_get = e.get, t.get
-        ranked = []
+        ranked: dict[int, list[Any]] = {}
+        evidence: dict[int, float] = {}
         for i, mid, day, seq, cos, corrects in cands:
             # the terms summed left to right as the class docstring writes them; the
             # recency term is 0 without a named entity (e = 0), so it is added only with one
             ek = e_get(i, 0.0)
-            s = kw * ek + tw * t_get(i, 0.0) + dw * (cos if cos > 0.0 else 0.0) + cw * corrects
+            ev = evidence[i] = tw * t_get(i, 0.0) + dw * (cos if cos > 0.0 else 0.0)
+            s = kw * ek + ev + cw * corrects
             if ek:
                 s += rw * ek * (((day or 0) - d_lo) / d_span if d_span > 0 else 0.0)
-            ranked.append((-s, -(day or 0), -(seq or 0), mid))
-        ranked.sort()
-        return [r[3] for r in ranked[:k]]
+            ranked[i] = [-s, -(day or 0), -(seq or 0), mid]
+        nw = self.neighbour_weight
+        for i, mid, day, seq, cos, corrects, src in rows.get("neighbours", ()):
+            carried = -nw * evidence.get(src, 0.0)
+            r = ranked.get(i)
+            if r is None:  # not a candidate: its own cosine and correction lift
+                own = -(dw * (cos if cos > 0.0 else 0.0) + cw * corrects)
+                ranked[i] = [min(own, carried), -(day or 0), -(seq or 0), mid]
+            elif carried < r[0]:
+                r[0] = carried
+        return [r[3] for r in sorted(ranked.values())[:k]]
 
     def query(self, q: base.Query, k: int) -> base.Result:
         """Return at most ``k`` memory ids best first, plus the exact count if wanted.
@@ -476,7 +443,9 @@ class SqliteGatedArm(SqliteArm):
         """The keys (unless ``keys`` is off), text and dense statements for :meth:`explain`.
 
         The dense scan runs only when the keys branch returns no memory (or the gate is
-        off); the candidates' cosine and supersession flags are then read by ``id`` (not
-        shown).
+        off); the candidates' cosine and supersession flags are then read by ``id``, and
+        the neighbours of the first text and dense rows (not shown: both are bound to ids
+        the others return).
         """
-        return [(n, st) for n, st in self._statements(q).items() if n != "keys" or self.keys]
+        stmts = self._statements(q)
+        return [(n, stmts[n]) for n in ("keys", "text", "dense") if n != "keys" or self.keys]
