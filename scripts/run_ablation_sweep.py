@@ -2,9 +2,10 @@ from agentmem.jobs import CORPUS_TABLES, corpus_dir, start_job
 
 start_job(snakemake)  # untimed (quality only): nice 19, beside the timing jobs
 
-# Ablation sweep -> results/sweeps/ablation.csv and .md.
+# Ablation sweep -> results/sweeps/ablation.csv and .md (the main corpus), or
+# results/external/<dataset>/ablation.csv and .md (a dataset's scoped stores).
 # snakemake.input.memories, sessions, facts, entities, queries, qrels   the corpus files
-# snakemake.input.embeddings  the main size's embeddings Parquet
+# snakemake.input.embeddings  the corpus's embeddings Parquet
 # snakemake.input.stores      the store directories of params.arms, in that order
 # snakemake.params.arms       the configured arms that declare ablations
 # snakemake.params.k          the cut-off of nDCG and recall

@@ -8,6 +8,7 @@ start_job(snakemake)  # not a timing job: yield the CPU to those (docs/MEASUREME
 #   params.run_keys     [setting, arm] of each of input.runs, in the same order
 #   params.unit         the LoCoMo unit whose published figures to show (None: none)
 #   params.n_boot       bootstrap resamples of the intervals
+#   params.tuning_scopes  scopes some arm was tuned on: the others are scored as held-out
 #   input.memories, queries, qrels, qrels_group, evidence, query_evidence, manifest
 #                       the corpus files it reads
 #   output.scores       results/external/<dataset>/scores.csv
@@ -29,6 +30,7 @@ score_dataset(
     snakemake.output.scores,
     snakemake.output.ci,
     n_boot=p.n_boot,
+    tuning_scopes=p.tuning_scopes,
 )
 text = write_comparison_md(snakemake.output.scores, snakemake.output.comparison, p.unit)
 write_text(snakemake.output.comparison, text + "\n" + fill_markdown(snakemake.output.scores))

@@ -305,11 +305,14 @@ def test_locomo_turns(smoke_run, tmp_path):
         ("scoped", a) for a in turns.arms
     ]
     assert "sqlite-fts" in turns.arms and "pg-hnsw" not in turns.arms  # the entry's arms
-    cats = ["multi-hop", "temporal", "open-domain", "single-hop", "adversarial", "all"]
-    assert t["category"].unique(maintain_order=True).to_list() == cats
+    cats = ["multi-hop", "temporal", "open-domain", "single-hop", "adversarial", "held-out"]
+    assert t["category"].unique(maintain_order=True).to_list() == [*cats, "all"]
     ev = t.filter((pl.col("level") == "evidence") & (pl.col("category") == "all"))
-    # conv-26 and conv-30: 302 questions with usable evidence, adversarial included
+    # conv-26 and conv-30: 302 questions with usable evidence, adversarial included; the
+    # smoke config's tuning_scopes name conv-26, so conv-30's 105 are scored as held-out
     assert set(ev["n_queries"]) == {302}
+    held = t.filter((pl.col("level") == "evidence") & (pl.col("category") == "held-out"))
+    assert set(held["n_queries"]) == {105}
     # the weighted sum stays above its strong branch where RRF falls below it (the
     # conversations sqlite-gated's weights were chosen on: docs/arms/sqlite-gated.md)
     r10 = dict(zip(ev["arm"], ev["recall_at_10"], strict=True))
@@ -319,6 +322,13 @@ def test_locomo_turns(smoke_run, tmp_path):
     html = (smoke_run / "results/report/index.html").read_text()
     assert '<h3 id="external-locomo-turns">locomo-turns</h3>' in html
     assert "DRAGON (LoCoMo paper, within one conversation), as quoted by secondary sources" in html
+    assert "At or above DRAGON, scoped, all (302 questions): R@5 (DRAGON 0.567): " in html
+    assert "At or above DRAGON, scoped, held-out (105 questions): R@5 (DRAGON 0.567): " in html
+    # sqlite-gated's ablations on the scoped turns: the session neighbours carry recall
+    ab = pl.read_csv(d / "ablation.csv").filter(pl.col("query_class") == "all")
+    r10 = dict(zip(ab["variant"], ab["recall_at_10"], strict=True))
+    assert set(ab["arm"]) == {"sqlite-gated"} and ab["queries"].to_list()[0] == 302
+    assert r10["as configured"] - r10["no session neighbours"] > 0.05
 
     unscoped = d / "runs/unscoped/sqlite-fts.parquet"
     proc = run_snakemake(smoke_run, str(unscoped.relative_to(smoke_run)))

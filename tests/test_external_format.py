@@ -391,6 +391,51 @@ def test_score_dataset_tables(tiny, tmp_path):
     assert math.isnan(ev["ndcg_at_5_lo"]) and not math.isnan(ev["recall_at_5_lo"])
 
 
+def test_tuning_scopes_add_a_held_out_row(tiny, tmp_path, caplog):
+    from agentmem.external.score import HELD_OUT
+    from agentmem.report.external_tables import external_tables, vs_dragon
+
+    d, _ = tiny
+    run = tmp_path / "scoped.parquet"
+    _runs(RUN_SCOPED).write_parquet(run)
+    out, ci = tmp_path / "scores.csv", tmp_path / "ci.csv"
+    t = score_dataset(d, {("scoped", "hand"): run}, out, ci, n_boot=20, tuning_scopes=["alice"])
+    ev = t.filter(pl.col("level") == "evidence")
+    assert ev["category"].to_list() == ["fact", "temporal", "multi-hop", HELD_OUT, "all"]
+    held = ev.filter(pl.col("category") == HELD_OUT).row(0, named=True)
+    assert held["n_queries"] == 2  # bob's q5 and q6; alice's q1-q4 were tuned on
+    for j, m in enumerate(METRICS):
+        assert _close(held[m], sum(HAND["evidence"][q][j] for q in ("q5", "q6")) / 2), m
+    # every query tuned on, or a scope no query has: no held-out row (the latter warned)
+    both = score_dataset(
+        d, {("scoped", "hand"): run}, out, ci, n_boot=20, tuning_scopes=["alice", "bob"]
+    )
+    assert HELD_OUT not in both["category"].to_list()
+    with caplog.at_level("WARNING"):
+        none = score_dataset(
+            d, {("scoped", "hand"): run}, out, ci, n_boot=20, tuning_scopes=["carol"]
+        )
+    assert HELD_OUT not in none["category"].to_list()
+    assert "tuning scopes ['carol']: no query has them" in caplog.text
+    # the report's sentence against DRAGON, for all questions and the held-out ones
+    score_dataset(d, {("scoped", "hand"): run}, out, ci, n_boot=20, tuning_scopes=["alice"])
+    view = external_tables("tiny", out, "turns")
+    # q5 and q6 find all their evidence at every k: 1.0 against each DRAGON figure
+    assert view["versus"][1] == (
+        f"At or above DRAGON, scoped, {HELD_OUT} (2 questions): R@5 (DRAGON 0.567): hand "
+        "1.000; R@10 (DRAGON 0.662): hand 1.000; R@25 (DRAGON 0.767): hand 1.000; R@50 "
+        "(DRAGON 0.827): hand 1.000."
+    )
+    assert view["versus"][0].startswith("At or above DRAGON, scoped, all (6 questions): R@5")
+    key = {("scoped", "hand", "evidence", "all"): {"recall_at_10": 0.70, "n_queries": 9}}
+    line = vs_dragon(key, ["hand"], {("all", "recall_at_10"): 0.662, ("all", "recall_at_50"): 0.9})
+    assert line == "At or above DRAGON, scoped, all (9 questions): R@10 (DRAGON 0.662): hand 0.700."
+    key[("scoped", "hand", "evidence", "all")]["recall_at_50"] = 0.85
+    line = vs_dragon(key, ["hand"], {("all", "recall_at_10"): 0.662, ("all", "recall_at_50"): 0.9})
+    assert line.endswith("R@10 (DRAGON 0.662): hand 0.700; R@50 (DRAGON 0.900): none.")
+    assert vs_dragon(key, ["hand"], {}) is None
+
+
 ALICE = ["a1-1", "a1-2", "a1-3", "a2-1", "a2-2", "a2-3", "a3-1", "a3-2"]
 BOB = ["b1-1", "b1-2", "b1-3", "b2-1", "b2-2"]
 #: every query answered with its whole scope: fill 1 at every k

@@ -139,12 +139,18 @@ def test_smoke_external_datasets():
     p = plan(base="config/smoke.yaml")
     assert p.external.ids == ["locomo-turns", "tiny"]
     assert p.notices == []
-    assert p.all_targets()[-3:] == [
+    assert p.all_targets()[-4:] == [
         "results/external/tiny/scores.csv",
         "results/external/tiny/vs_published.md",
         "results/figures/external-tiny.svg",
+        "results/external/tiny/ablation.csv",  # tiny runs sqlite-gated, scoped
     ]
     turns = SimpleNamespace(dataset="locomo-turns")
+    assert p.external.ablation_arms(turns) == ["sqlite-gated"]
+    assert p.external.ablation_stores(turns) == [
+        "results/stores/external/locomo-turns/scoped/sqlite-gated"
+    ]
+    assert p.external.tuning_scopes(turns) == ["conv-26"]
     assert p.external.run_keys(turns)[:2] == [["scoped", "file-jsonl"], ["scoped", "file-vec"]]
     assert p.external.runs_of(turns)[0] == (
         "results/external/locomo-turns/runs/scoped/file-jsonl.parquet"

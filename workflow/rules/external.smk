@@ -164,7 +164,43 @@ rule score_external:
         mem_mb=2000,
     params:
         run_keys=external_run_keys,
+        tuning_scopes=external_tuning_scopes,
         unit=published_unit,
         n_boot=CFG.report.n_boot,
     script:
         "../../scripts/score_external.py"
+
+
+# each ablation of an arm that declares them (sqlite-gated), on the dataset's scoped store:
+# what every choice is worth on real conversations, beside results/sweeps/ablation.csv
+rule run_ablation_external:
+    input:
+        **corpus_files(
+            *CORPUS_TABLES,
+            "queries",
+            "qrels",
+            corpus="results/external/{dataset}/corpus",
+        ),
+        embeddings="results/external/{dataset}/embeddings.parquet",
+        stores=external_ablation_stores,
+        code=library_file("agentmem/sweeps/ablation.py"),
+    output:
+        csv="results/external/{dataset}/ablation.csv",
+        md="results/external/{dataset}/ablation.md",
+    log:
+        "results/logs/run_ablation_external/{dataset}.log",
+    benchmark:
+        "results/benchmarks/run_ablation_external/{dataset}.tsv"
+    # untimed (quality only): beside the timing jobs
+    conda:
+        "../../envs/agentmem.yaml"
+    threads: background_threads
+    resources:
+        background_slot=1,
+        mem_mb=2000,
+    params:
+        arms=external_ablation_arms,
+        k=CFG.run.k,
+        arm_params=dict(CFG.arm_params),
+    script:
+        "../../scripts/run_ablation_sweep.py"

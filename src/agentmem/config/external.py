@@ -30,6 +30,11 @@ class _ExternalBase(StrictModel):
         description="arms to run on this dataset (only those also in arms, in the order of "
         "arms); null: every arm; []: none (the dataset is skipped)",
     )
+    tuning_scopes: list[str] = Field(
+        default_factory=list,
+        description="scopes (conversations, users) some arm's parameters were fixed on; the "
+        "scores add a held-out row over the other scopes' questions",
+    )
 
     @model_validator(mode="after")
     def _unique_names(self) -> _ExternalBase:
@@ -37,6 +42,8 @@ class _ExternalBase(StrictModel):
             raise ValueError(f"settings: duplicate names in {self.settings}")  # type: ignore
         if self.arms is not None and len(set(self.arms)) != len(self.arms):
             raise ValueError(f"arms: duplicate names in {self.arms}")
+        if len(set(self.tuning_scopes)) != len(self.tuning_scopes):
+            raise ValueError(f"tuning_scopes: duplicate names in {self.tuning_scopes}")
         return self
 
 

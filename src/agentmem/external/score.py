@@ -24,6 +24,7 @@ returned fewer memories than it could on some query, so its recall@k counts fewe
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
@@ -40,6 +41,8 @@ from agentmem.metrics import (
     reciprocal_rank,
     searchable_counts,
 )
+
+log = logging.getLogger(__name__)
 
 LEVELS = ("memory", "evidence", "group")
 RECALL_KS = (5, 10, 25, 50)
@@ -62,6 +65,8 @@ SCORE_COLUMNS = (*KEY_COLUMNS, *METRIC_COLUMNS, *FILL_COLUMNS)
 RUN_K = max(RECALL_KS)
 #: the category row over every query
 ALL = "all"
+#: the category row over the queries outside the tuning scopes (``score_dataset``)
+HELD_OUT = "held-out"
 
 
 def group_ranking(ranked: Sequence[str], group_of: Mapping[str, str]) -> list[str]:
@@ -271,6 +276,20 @@ def _categories(corpus_dir: Path, present: Sequence[str]) -> list[str]:
     return [c for c in cats if c != ALL] + [ALL]
 
 
+def _held_out(queries: pl.DataFrame, tuning_scopes: Collection[str]) -> list[str] | None:
+    """The ids of the queries outside ``tuning_scopes``; None unless that splits them."""
+    if not tuning_scopes or "scope_id" not in queries.columns:
+        return None
+    scopes = set(queries["scope_id"].drop_nulls().to_list())
+    missing = sorted(set(tuning_scopes) - scopes)
+    if missing:
+        log.warning("tuning scopes %s: no query has them", missing)
+    held = queries.filter(~pl.col("scope_id").is_in(list(tuning_scopes)).fill_null(False))
+    if held.height in (0, queries.height):
+        return None
+    return held["query_id"].to_list()
+
+
 def _mean(values: pl.Series) -> float:
     if values.len() == 0 or values.is_nan().any():
         return math.nan
@@ -284,6 +303,7 @@ def score_dataset(
     ci_csv: str | Path,
     n_boot: int = 1000,
     seed: int = 0,
+    tuning_scopes: Collection[str] = (),
 ) -> pl.DataFrame:
     """Score each (setting, arm) run at memory, evidence and group level, per category.
 
@@ -296,10 +316,14 @@ def score_dataset(
             ``<m>``, ``<m>_lo``, ``<m>_hi`` (95 % percentile bootstrap over queries).
         n_boot: bootstrap resamples.
         seed: bootstrap seed (the same for every group, so the intervals are reproducible).
+        tuning_scopes: the scopes some arm's parameters were fixed on; when some queries
+            are in them and some are not, a :data:`HELD_OUT` row (before ``all``) scores
+            the others. A scope no query has is logged as a warning.
 
     Returns:
         The scores table: one row per (setting, arm) × level (:data:`LEVELS`) × category
-        (each category present, in ``dataset.json`` order, then ``all``). Metrics are means
+        (each category present, in ``dataset.json`` order, then ``held-out`` when
+        ``tuning_scopes`` splits the queries, then ``all``). Metrics are means
         over the ``n_queries`` queries that have a gold set at that level; NaN where
         undefined (no query, or evidence-level nDCG on a dataset whose memories cover
         several units). The fill columns (:data:`FILL_COLUMNS`) are means over the same
@@ -318,15 +342,23 @@ def score_dataset(
         for (setting, arm), p in runs.items()
     ]
     pq = pl.concat(parts)
-    present = pl.read_parquet(d / "queries.parquet", columns=["class"])["class"].to_list()
-    cats = _categories(d, present)
+    queries = pl.read_parquet(d / "queries.parquet")
+    cats = _categories(d, queries["class"].to_list())
+    held = _held_out(queries, tuning_scopes)
+    if held is not None:
+        cats.insert(len(cats) - 1, HELD_OUT)
     rows, ci_rows = [], []
     for setting, arm in runs:
         run_rows = pq.filter((pl.col("setting") == setting) & (pl.col("arm") == arm))
         for level in LEVELS:
             sub = run_rows.filter(pl.col("level") == level)
             for cat in cats:
-                g = sub if cat == ALL else sub.filter(pl.col("category") == cat)
+                if cat == ALL:
+                    g = sub
+                elif cat == HELD_OUT:
+                    g = sub.filter(pl.col("query_id").is_in(held))
+                else:
+                    g = sub.filter(pl.col("category") == cat)
                 base = {
                     "setting": setting,
                     "arm": arm,

@@ -23,7 +23,7 @@ from typing import Any
 import polars as pl
 
 from agentmem.external.published import published
-from agentmem.external.score import FILL_COLUMNS, LEVELS, RUN_K
+from agentmem.external.score import FILL_COLUMNS, HELD_OUT, LEVELS, RUN_K
 
 #: the evidence-recall cut-offs shown (the runs have k = 50)
 RECALL_KS = (5, 10, 25, 50)
@@ -207,6 +207,11 @@ def external_tables(dataset_id: str, scores_csv: str | Path, unit: str | None) -
             )
         )
     first = key.get((settings[0], arms[0], "evidence", "all"), {}) if arms else {}
+    versus = [
+        line
+        for c in (c for c in ("all", HELD_OUT) if c in cats)
+        if (line := vs_dragon(key, arms, dragon, c)) is not None
+    ]
     where = (
         f"; published rows: {pub['source'].unique(maintain_order=True).str.join('; ')[0]}"
         if pub.height
@@ -220,8 +225,45 @@ def external_tables(dataset_id: str, scores_csv: str | Path, unit: str | None) -
         "id": dataset_id,
         "figure": f"external-{dataset_id}",
         "summary": summary,
+        "versus": versus,
         "tables": tables,
     }
+
+
+def vs_dragon(
+    key: dict[tuple[str, str, str, str], dict[str, Any]],
+    arms: list[str],
+    dragon: dict[tuple[str, str], float],
+    category: str = "all",
+) -> str | None:
+    """One sentence: which arms' scoped evidence recall is at or above DRAGON's, per k.
+
+    DRAGON retrieved within one conversation, so only the ``scoped`` runs are compared;
+    its ``all`` figures stand for the ``held-out`` row too (a subset of the same
+    questions).
+
+    Args:
+        key: the scores rows by (setting, arm, level, category).
+        arms: the arms, in table order.
+        dragon: DRAGON's published recall by (category, metric) (``published``).
+        category: ``all`` or ``held-out``.
+
+    Returns:
+        The sentence, or None without a scoped run or a published figure.
+    """
+    parts = []
+    for k in RECALL_KS:
+        pub = dragon.get(("all", f"recall_at_{k}"))
+        rows = [(a, key.get(("scoped", a, "evidence", category), {})) for a in arms]
+        got = [(a, r[f"recall_at_{k}"]) for a, r in rows if r.get(f"recall_at_{k}") is not None]
+        if pub is None or not got:
+            continue
+        above = [f"{a} {v:.3f}" for a, v in got if v >= pub]
+        parts.append(f"R@{k} (DRAGON {pub:.3f}): {', '.join(above) or 'none'}")
+    if not parts:
+        return None
+    n = key.get(("scoped", arms[0], "evidence", category), {}).get("n_queries", 0)
+    return f"At or above DRAGON, scoped, {category} ({n:,} questions): " + "; ".join(parts) + "."
 
 
 def fill_row(scores: pl.DataFrame, setting: str, arm: str) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from snakemake.exceptions import WorkflowError
 from agentmem.config import Config
 from agentmem.external import DatasetError, validate_dataset
 from agentmem.external.schema import DATASET_FILES
+from agentmem.sweeps.ablation import ablated_arms
 from agentmem.workflow.selection import ExternalRun, external_runs
 
 
@@ -151,6 +152,20 @@ class ExternalPlan:
         run = self.run(wildcards)
         return [[setting, arm] for setting in run.settings for arm in run.arms]
 
+    def ablation_arms(self, wildcards: Any) -> list[str]:
+        """The {dataset}'s arms that declare ablations, when it runs scoped (else none)."""
+        run = self.run(wildcards)
+        return ablated_arms(run.arms) if "scoped" in run.settings else []
+
+    def ablation_stores(self, wildcards: Any) -> list[str]:
+        """The scoped store directories of :meth:`ablation_arms`, in the same order."""
+        d = wildcards.dataset
+        return [f"results/stores/external/{d}/scoped/{a}" for a in self.ablation_arms(wildcards)]
+
+    def tuning_scopes(self, wildcards: Any) -> list[str]:
+        """The {dataset} entry's ``tuning_scopes`` (scored apart as ``held-out``)."""
+        return list(self.cfg.external[self.run(wildcards).name].tuning_scopes)
+
     def units(self) -> dict[str, str | None]:
         """Dataset id -> the LoCoMo unit whose published figures are shown beside it."""
         return {i: (r.unit if r.format == "locomo" else None) for i, r in self.runs.items()}
@@ -169,16 +184,22 @@ class ExternalPlan:
     # -- targets ----------------------------------------------------------------------------
 
     def targets(self) -> list[str]:
-        """Scores, comparison and figure of every external dataset whose source exists."""
-        return [
-            f
-            for i in self.ids
-            for f in (
+        """Every present external dataset's scores, comparison, figure and ablation sweep.
+
+        The ablation sweep only when the dataset runs scoped an arm that declares
+        ablations.
+        """
+        out = []
+        for i in self.ids:
+            out += [
                 f"results/external/{i}/scores.csv",
                 f"results/external/{i}/vs_published.md",
                 f"results/figures/external-{i}.svg",
-            )
-        ]
+            ]
+            run = self.runs[i]
+            if "scoped" in run.settings and ablated_arms(run.arms):
+                out.append(f"results/external/{i}/ablation.csv")
+        return out
 
     def scores(self) -> list[str]:
         """Scores of the external datasets in the report (those whose source exists)."""
