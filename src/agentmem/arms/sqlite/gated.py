@@ -37,7 +37,7 @@ CREATE TABLE entity_names(
 class SqliteGatedArm(SqliteArm):
     """``sqlite-gated``: entity keys, FTS5 bm25 and int8 cosine, fused by a weighted sum.
 
-    Up to three branches find candidates, each with the query's filters (scope and
+    Up to four branches find candidates, each with the query's filters (scope and
     predicate) in its ``WHERE``:
 
     * keys: the entities the text names (an entity id such as ``ADR-297`` as written,
@@ -139,8 +139,8 @@ class SqliteGatedArm(SqliteArm):
         gate: bool = True,
     ) -> None:
         super().__init__()
-        counts = (("key_k", key_k), ("text_k", text_k), ("dense_k", dense_k))
-        for label, n in (*counts, ("neighbour_k", neighbour_k)):
+        counts = {"key_k": key_k, "text_k": text_k, "dense_k": dense_k, "neighbour_k": neighbour_k}
+        for label, n in counts.items():
             if not isinstance(n, int) or isinstance(n, bool) or n < 1:
                 raise ValueError(f"{label} must be an integer >= 1, got {n!r}")
         weights = {
