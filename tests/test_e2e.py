@@ -319,6 +319,7 @@ def test_locomo_turns(smoke_run, tmp_path):
     assert r10["sqlite-gated"] >= r10["sqlite-fts"] > r10["sqlite-hybrid"]
     md = (d / "vs_published.md").read_text()
     assert "| *DRAGON (LoCoMo paper)* | within one conversation | — | 0.567 | 0.662 |" in md
+    assert "| sqlite-gated | scoped, held-out | 105 | " in md
     html = (smoke_run / "results/report/index.html").read_text()
     assert '<h3 id="external-locomo-turns">locomo-turns</h3>' in html
     assert "DRAGON (LoCoMo paper, within one conversation), as quoted by secondary sources" in html

@@ -427,6 +427,10 @@ def test_tuning_scopes_add_a_held_out_row(tiny, tmp_path, caplog):
         "(DRAGON 0.827): hand 1.000."
     )
     assert view["versus"][0].startswith("At or above DRAGON, scoped, all (6 questions): R@5")
+    from agentmem.external.published import write_comparison_md
+
+    md = write_comparison_md(out, tmp_path / "vs.md", "turns")
+    assert "| hand | scoped, held-out | 2 | 1.000 | 1.000 | 1.000 | 1.000 | — | — |" in md
     key = {("scoped", "hand", "evidence", "all"): {"recall_at_10": 0.70, "n_queries": 9}}
     line = vs_dragon(key, ["hand"], {("all", "recall_at_10"): 0.662, ("all", "recall_at_50"): 0.9})
     assert line == "At or above DRAGON, scoped, all (9 questions): R@10 (DRAGON 0.662): hand 0.700."

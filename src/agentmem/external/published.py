@@ -17,6 +17,7 @@ from typing import Any
 
 import polars as pl
 
+from agentmem.external.score import HELD_OUT
 from agentmem.io import write_text
 
 DRAGON_SOURCE = (
@@ -163,6 +164,14 @@ def _evidence_table(t: pl.DataFrame, unit: str) -> list[str]:
         lines.append(
             f"| {arm} | {setting} | {a['n_queries']:,} | " + " | ".join(map(_f, vals)) + " |"
         )
+        held = by.get(HELD_OUT)
+        if held is not None:  # the questions outside the entry's tuning scopes
+            vals = [held[f"recall_at_{k}"] for k in ks] + [None] * len(cats)
+            lines.append(
+                f"| {arm} | {setting}, {HELD_OUT} | {held['n_queries']:,} | "
+                + " | ".join(map(_f, vals))
+                + " |"
+            )
     pub = DRAGON[unit]
     vals = [pub.get(("all", k)) for k in ks] + [pub.get((c, 10)) for c in cats]
     lines.append(
