@@ -615,3 +615,22 @@ def test_predicate_slots_count_within_the_query_scope() -> None:
           Query("u3", "", vec, pred, scope="u3")]  # fmt: skip
     assert predicate_slots(mem, qs, 10) == {"all": 3, "u1": 2, "u3": 0}
     assert predicate_slots(mem.drop("scope_id"), qs[:1], 1) == {"all": 1}
+
+
+def test_ablation_scores_skip_queries_without_relevant_memories():
+    from agentmem.arms.base import Result
+    from agentmem.sweeps.ablation import _scores
+
+    class Fixed:
+        """An arm answering every query with m1, m2."""
+
+        def query(self, q, k):
+            return Result(memory_ids=["m1", "m2"][:k])
+
+    queries = [
+        Query("a", "x", np.zeros(384, np.float32)),
+        Query("b", "y", np.zeros(384, np.float32)),
+    ]
+    s = _scores(Fixed(), queries, {"a": {"m2"}}, 10)  # b has no relevant memory
+    assert s.height == 1
+    assert s["ndcg"][0] == pytest.approx(1 / math.log2(3)) and s["recall"][0] == 1.0

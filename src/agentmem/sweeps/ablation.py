@@ -40,10 +40,13 @@ def ablated_arms(arm_names: Iterable[str]) -> list[str]:
 
 
 def _scores(arm: Any, queries: list, rel: Mapping[str, set[str]], k: int) -> pl.DataFrame:
+    """nDCG@k and recall@k per query that has relevant memories (the others are skipped)."""
     rows = []
     for q in queries:
+        want = rel.get(q.query_id)
+        if not want:  # e.g. a LoCoMo question whose evidence no observation covers
+            continue
         ids = arm.query(q, k).memory_ids
-        want = rel.get(q.query_id, set())
         rows.append((q.query_class, ndcg_at_k(ids, want, k), recall_at_k(ids, want, k)))
     return pl.DataFrame(rows, schema=["query_class", "ndcg", "recall"], orient="row")
 
@@ -70,7 +73,8 @@ def ablation_sweep(
 
     Returns:
         Columns :data:`ABLATION_SCHEMA`: one row per arm × variant × class (``all`` last:
-        every query), ``ndcg_change`` the variant's nDCG@10 minus the configured arm's.
+        every query with relevant memories; the others are skipped), ``ndcg_change`` the
+        variant's nDCG@10 minus the configured arm's.
 
     Raises:
         TypeError: when an ablation names a parameter the arm does not take;
