@@ -117,7 +117,7 @@ def test_operating_points(smoke_run):
     """The smoke grid: one row per point, the frontier, the budgets and the report section."""
     res = smoke_run / "results/pareto"
     t = pl.read_csv(res / "points.csv")
-    assert t["arm"].to_list() == ["pg-hnsw"] * 3 + ["sqlite-gated"] * 3
+    assert t["arm"].to_list() == ["pg-hnsw"] * 3 + ["sqlite-gated"] * 4
     assert t["point"].to_list() == [
         "default",
         "ef_search=80",
@@ -125,8 +125,9 @@ def test_operating_points(smoke_run):
         "default",
         "dense_weight=2.0",
         "text_k=100",
+        "neighbour_weight=0.0",  # the declared grid of a knob the smoke config leaves alone
     ]
-    assert t["stage"].to_list() == ["query", "query", "build", "query", "query", "query"]
+    assert t["stage"].to_list() == ["query", "query", "build"] + ["query"] * 4
     assert json.loads(t.filter(point="m=32")["params"][0]) == {"m": 32}
     assert t["ndcg_at_10"].is_between(0, 1).all() and (t["p50_ms"] > 0).all()
     assert {f"ndcg_at_10_{c}" for c in QUERY_CLASSES} <= set(t.columns)
@@ -148,7 +149,7 @@ def test_operating_points(smoke_run):
     assert not list((res / "scratch").glob("*"))  # build-time stores removed
     html = (smoke_run / "results/report/index.html").read_text()
     assert '<h2 id="operating">11. Operating points</h2>' in html
-    assert "6 points over 2 arms" in html and 'alt="pareto_classes"' in html
+    assert "7 points over 2 arms" in html and 'alt="pareto_classes"' in html
 
 
 def test_capture_and_report_record_the_versions(smoke_run):
