@@ -312,8 +312,7 @@ def test_locomo_turns(smoke_run, tmp_path):
     # conv-26 and conv-30: 302 questions with usable evidence, adversarial included; the
     # smoke config's tuning_scopes name conv-26, so conv-30's 105 are scored as held-out
     assert set(ev["n_queries"]) == {302}
-    held = t.filter((pl.col("level") == "evidence") & (pl.col("category") == "held-out"))
-    assert set(held["n_queries"]) == {105}
+    assert set(t.filter(level="evidence", category="held-out")["n_queries"]) == {105}
     # the weighted sum stays above its strong branch where RRF falls below it (the
     # conversations sqlite-gated's weights were chosen on: docs/arms/sqlite-gated.md)
     r10 = dict(zip(ev["arm"], ev["recall_at_10"], strict=True))
