@@ -173,7 +173,7 @@ rule score_external:
 
 # each ablation of an arm that declares them (sqlite-gated), on the dataset's scoped store:
 # what every choice is worth on real conversations, beside results/sweeps/ablation.csv
-rule run_ablation_external:
+use rule run_ablation_sweep as run_ablation_external with:
     input:
         **corpus_files(
             *CORPUS_TABLES,
@@ -191,16 +191,7 @@ rule run_ablation_external:
         "results/logs/run_ablation_external/{dataset}.log",
     benchmark:
         "results/benchmarks/run_ablation_external/{dataset}.tsv"
-    # untimed (quality only): beside the timing jobs
-    conda:
-        "../../envs/agentmem.yaml"
-    threads: background_threads
-    resources:
-        background_slot=1,
-        mem_mb=2000,
     params:
         arms=external_ablation_arms,
         k=CFG.run.k,
         arm_params=dict(CFG.arm_params),
-    script:
-        "../../scripts/run_ablation_sweep.py"
