@@ -131,6 +131,14 @@ def test_robustness_inputs_and_options():
     assert p.robustness.anomaly_arms() == ["pg-hybrid"]  # the study probed pg-hybrid
     model = SimpleNamespace(variant="model-paraphrase-MiniLM-L3-v2")
     assert p.robustness.encoder(model) == []
+    # a design variant's encoder reads the headline s vectors from the cache; a seed's and
+    # a further model's share no texts and wait for nothing
+    assert p.robustness.encoder_after(wc) == ["results/embeddings/s.parquet"]
+    assert p.robustness.encoder_after(SimpleNamespace(variant="default-s")) == [
+        "results/embeddings/s.parquet"
+    ]
+    assert p.robustness.encoder_after(model) == []
+    assert p.robustness.encoder_after(SimpleNamespace(variant="seed-20260811")) == []
 
 
 def test_smoke_external_datasets():

@@ -144,6 +144,7 @@ robustness_choices = PLAN.robustness.choices
 robustness_anomaly_arms = PLAN.robustness.anomaly_arms
 robustness_inputs = PLAN.robustness.inputs
 robustness_encoder = PLAN.robustness.encoder
+robustness_encoder_after = PLAN.robustness.encoder_after
 robustness_outputs = PLAN.robustness.outputs
 robustness_arm_sources = PLAN.robustness.arm_sources
 findings_corpora = PLAN.robustness.findings_corpora

@@ -38,11 +38,6 @@ rule embed_texts:
         memories="results/corpus/{size}/memories.parquet",
         queries="results/corpus/{size}/queries.parquet",
         encoder=encoder_model,
-        # a size above the main one is embedded after the main size: on one core it would
-        # otherwise hold off the main size's encoder, the head of the critical path
-        after_main=lambda wc: (
-            [f"results/embeddings/{MAIN}.parquet"] if above_main(wc.size) else []
-        ),
     output:
         "results/embeddings/{size}.parquet",
     log:
@@ -50,11 +45,12 @@ rule embed_texts:
     benchmark:
         "results/benchmarks/embed_texts/{size}.tsv"
     # the encoder of the main size and the smaller ones is the critical path (every arm
-    # run waits for its vectors): it holds bench_slot (no timing job, no other encoder
-    # beside it), its threads (encoder_threads), and goes first. A size above the main one is needed
-    # only after the main size's runs: its encoder takes one thread and background_slot
-    # at nice 19 and runs beside those runs, taking no core from --cores locally
-    # (background_threads). The encoder gets min(threads, usable CPUs).
+    # run waits for its vectors): it holds bench_slot (no timing job beside it), its
+    # threads (encoder_threads), and goes first. A size above the main one is needed only
+    # after the main size's runs: its encoder takes one thread and background_slot at
+    # nice 19 and runs from the start beside the main size's encoder and runs, on what
+    # they leave, taking no core from --cores locally (background_threads). The encoder
+    # gets min(threads, usable CPUs).
     priority: 50
     conda:
         "../../envs/agentmem.yaml"

@@ -67,8 +67,6 @@ rule embed_external:
         memories="results/external/{dataset}/corpus/memories.parquet",
         queries="results/external/{dataset}/corpus/queries.parquet",
         encoder=encoder_model,
-        # after the main size's encoder, which is on the timing jobs' critical path
-        after_main=f"results/embeddings/{MAIN}.parquet",
     output:
         "results/external/{dataset}/embeddings.parquet",
     log:
@@ -77,7 +75,8 @@ rule embed_external:
         "results/benchmarks/embed_external/{dataset}.tsv"
     # an external dataset's runs are untimed: its encoder is not on the timing jobs'
     # critical path, so it runs on one thread in the background lane (background_slot,
-    # nice 19), first among the background jobs
+    # nice 19: it takes only what the main size's encoder leaves), first among the
+    # background jobs
     priority: 50
     conda:
         "../../envs/agentmem.yaml"

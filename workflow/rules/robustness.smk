@@ -64,7 +64,9 @@ use rule embed_external as embed_robustness with:
         memories=f"{ROB}/corpus/{{size}}/memories.parquet",
         queries=f"{ROB}/corpus/{{size}}/queries.parquet",
         encoder=robustness_encoder,
-        after_main=f"results/embeddings/{MAIN}.parquet",
+        # a design variant reads most of its texts from the cache the headline encoder of
+        # its size fills; a seed or a further model shares none and starts at once
+        after=robustness_encoder_after,
     output:
         f"{ROB}/embeddings/{{size}}.parquet",
     log:

@@ -131,6 +131,20 @@ class RobustnessPlan:
             "builds/{size}/{arm}.json",
         )
 
+    def encoder_after(self, wildcards: Any) -> list[str]:
+        """The headline vectors the {variant}'s encoder waits for (to read them from the cache).
+
+        Those of its size for a design variant or their baseline (the headline seed and
+        model: most texts shared), when the headline run embeds that size; none for a
+        seed, a further model or the study's corpus (hardly a text shared), whose encoder
+        starts as soon as the model is there.
+        """
+        corpus = self.corpora[wildcards.variant]
+        embedded = {self.main, *self.cfg.scaling_sizes}
+        if corpus.kind not in ("variant", "baseline") or corpus.size not in embedded:
+            return []
+        return [f"results/embeddings/{corpus.size}.parquet"]
+
     def encoder(self, wildcards: Any) -> list[str]:
         """The exported model the {variant}'s encoder reads.
 
