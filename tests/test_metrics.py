@@ -280,12 +280,19 @@ def test_bootstrap_cis_match_one_at_a_time_and_scipy():
     a = [0.0, 1.0, 1.0, 0.5] * 25
     b = [1.0, 0.0, 0.25, 0.0] * 25
     both = bootstrap_cis([a, b], n_boot=500, seed=4)
-    assert both == [bootstrap_ci(a, n_boot=500, seed=4), bootstrap_ci(b, n_boot=500, seed=4)]
+    one_each = [bootstrap_ci(a, n_boot=500, seed=4), bootstrap_ci(b, n_boot=500, seed=4)]
+    assert both == [pytest.approx(ci, abs=1e-12) for ci in one_each]
     assert bootstrap_cis([[], []]) == [(pytest.approx(math.nan, nan_ok=True),) * 2] * 2
     with pytest.raises(ValueError, match="one length"):
         bootstrap_cis([a, b[:-1]])
-    # the percentile interval of scipy's own resampler: the same within resampling noise
+    # the same resamples drawn as indices and averaged one by one: the same interval
     import numpy as np
+
+    idx = np.random.default_rng(4).integers(0, len(a), size=(500, len(a)))
+    for x, (lo, hi) in zip((a, b), both, strict=True):
+        direct = np.asarray(x)[idx].mean(axis=1)
+        assert (lo, hi) == pytest.approx(tuple(np.quantile(direct, [0.025, 0.975])), abs=1e-12)
+    # the percentile interval of scipy's own resampler: the same within resampling noise
     from scipy.stats import bootstrap
 
     ref = bootstrap((np.array(a),), np.mean, n_resamples=4000, method="percentile", rng=1)

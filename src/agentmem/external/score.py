@@ -155,14 +155,12 @@ def _sets(df: pl.DataFrame, key: str, col: str) -> dict[str, list[str]]:
 
 
 def _ranked(runs: pl.DataFrame) -> dict[str, list[str]]:
-    ranked: dict[str, list[str]] = {}
-    for qid, mid in (
-        runs.sort("query_id", "rank", nulls_last=True).select("query_id", "memory_id").iter_rows()
-    ):
-        lst = ranked.setdefault(qid, [])
-        if mid is not None:
-            lst.append(mid)
-    return ranked
+    lists = (
+        runs.sort("query_id", "rank", nulls_last=True)
+        .group_by("query_id", maintain_order=True)
+        .agg(pl.col("memory_id").drop_nulls())
+    )
+    return dict(zip(lists["query_id"], lists["memory_id"].to_list(), strict=True))
 
 
 def fill_scores(returned: int, searchable: int | None) -> dict[str, float]:
