@@ -49,6 +49,16 @@ def test_default_config_plan():
         "external.locomo.path in config/config.yaml or in your --configfile).",
     ]
     assert p.external.ids == [] and p.external.targets() == []
+    # LoCoMo runs both settings: one job per unit and arm builds one store for both
+    turns = SimpleNamespace(dataset="locomo-turns")
+    assert p.external.runs_both("locomo-turns")
+    assert (
+        p.external.ids_regex(both=True) == r"locomo\-turns|locomo\-observations|locomo\-summaries"
+    )
+    assert p.external.ids_regex(both=False) == "(?!)"  # matches no dataset id
+    assert p.external.ablation_stores(turns) == [
+        "results/stores/external/locomo-turns/sqlite-gated"
+    ]
     targets = p.all_targets()
     # the operating points: three tables and their figures, after the report's figures
     assert len(targets) == 24 + len(FIGURE_NAMES) + 3 + len(PARETO_FIGURES) == 47
@@ -155,6 +165,9 @@ def test_smoke_external_datasets():
     ]
     turns = SimpleNamespace(dataset="locomo-turns")
     assert p.external.ablation_arms(turns) == ["sqlite-gated"]
+    # scoped only: each setting's job builds its own store
+    assert not p.external.runs_both("locomo-turns")
+    assert p.external.ids_regex(both=False) == r"locomo\-turns|tiny"
     assert p.external.ablation_stores(turns) == [
         "results/stores/external/locomo-turns/scoped/sqlite-gated"
     ]

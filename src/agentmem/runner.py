@@ -20,6 +20,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -164,6 +165,22 @@ def warn_short(arm_name: str, arm: Arm, short: tuple[int, int, int], k: int) -> 
     )
 
 
+@dataclass(frozen=True)
+class RunFiles:
+    """Where the outputs of one setting of :func:`run_arm_settings` go.
+
+    Attributes:
+        scoped: whether the queries keep their ``scope_id`` (False: every query searches
+            every memory, the unscoped setting of a dataset with scopes).
+        runs, build, plans: the runs Parquet, build JSON and plans JSON to write.
+    """
+
+    scoped: bool
+    runs: str | Path
+    build: str | Path
+    plans: str | Path
+
+
 def run_arm(
     arm_name: str,
     params: dict[str, Any] | None,
@@ -181,75 +198,120 @@ def run_arm(
 ) -> dict[str, Any]:
     """Build ``arm_name`` from scratch in ``store_dir``, run all queries, write the outputs.
 
-    ``scoped=False`` runs the queries without their ``scope_id`` (every query searches
-    every memory: the unscoped setting of a dataset with scopes).
-
-    The store directory is wiped first, so an interrupted earlier run never leaks into
-    this one. The arm is always closed (embedded servers stopped), even on errors. When an
-    arm that ranks by vector answers queries without a predicate with fewer ids than their
-    scope allows, one warning says how many (:func:`warn_short`).
+    :func:`run_arm_settings` with one setting (``scoped``; False runs the queries without
+    their ``scope_id``).
 
     Returns:
-        The build record written to ``build_out``; a product arm's also holds
-        ``products``, the installed version of each distribution it drives.
+        The build record written to ``build_out``.
+
+    Raises:
+        As :func:`run_arm_settings`.
+    """
+    files = RunFiles(scoped, runs_out, build_out, plans_out)
+    return run_arm_settings(
+        arm_name,
+        params,
+        corpus_dir,
+        embeddings_path,
+        store_dir,
+        [files],
+        k=k,
+        warmup=warmup,
+        repeats=repeats,
+        progress=progress,
+    )[0]
+
+
+def run_arm_settings(
+    arm_name: str,
+    params: dict[str, Any] | None,
+    corpus_dir: str | Path,
+    embeddings_path: str | Path,
+    store_dir: str | Path,
+    files: Sequence[RunFiles],
+    k: int = 10,
+    warmup: int = 1,
+    repeats: int = 3,
+    progress: bool = True,
+) -> list[dict[str, Any]]:
+    """Build ``arm_name`` once in ``store_dir``, run all queries in each setting of ``files``.
+
+    The store directory is wiped first, so an interrupted earlier run never leaks into
+    this one. Queries only read the store (the timed repeats rely on it too), so the
+    settings share one build. The arm is always closed (embedded servers stopped), even
+    on errors. When an arm that ranks by vector answers queries without a predicate with
+    fewer ids than their scope allows, one warning per setting says how many
+    (:func:`warn_short`).
+
+    Returns:
+        The build record written to each ``build`` file, in the order of ``files``; a
+        product arm's also holds ``products``, the installed version of each distribution
+        it drives.
 
     Raises:
         KeyError: unknown arm; ``agentmem.corpus.io.CorpusError``: bad corpus;
-        ``agentmem.arms.base.ArmError``: the engine failed.
+        ``agentmem.arms.base.ArmError``: the engine failed; ValueError: no ``files``.
     """
+    if not files:
+        raise ValueError(f"{arm_name}: run_arm_settings needs at least one setting's files")
     corpus = load_corpus(corpus_dir)
     vectors = load_embeddings(embeddings_path)
-    queries = load_queries(corpus_dir, vectors, scoped=scoped)
     store = Path(store_dir)
     if store.exists():
         shutil.rmtree(store)
     store.mkdir(parents=True)
     arm = make_arm(arm_name, params)
-    rows: list[dict] = []
-    returned: dict[str, int] = {}
-    plans: dict[str, Any] = {}
+    done: list[tuple[RunFiles, list[Query], list[dict], dict[str, int], dict[str, Any]]] = []
     try:
         t0 = time.perf_counter()
         stats = arm.build(corpus, vectors, store)
         build_wall = (time.perf_counter() - t0) * 1000
         storage = arm.storage()
-        for q in tqdm(
-            queries, desc=f"{arm_name}: queries", unit="q", disable=not progress, mininterval=2.0
-        ):
-            res, ms = time_query(arm, q, k, warmup, repeats)
-            rows.extend(run_rows(q.query_id, res, ms, k))
-            returned[q.query_id] = len(res.memory_ids[:k])
-        for q in queries:
-            if q.query_class not in plans:
-                plans[q.query_class] = {
-                    "query_id": q.query_id,
-                    "text": q.text,
-                    "plan": arm.explain(q),
-                }
+        for f in files:
+            queries = load_queries(corpus_dir, vectors, scoped=f.scoped)
+            label = f"{arm_name}: queries" + ("" if f.scoped else " (unscoped)")
+            rows: list[dict] = []
+            returned: dict[str, int] = {}
+            plans: dict[str, Any] = {}
+            for q in tqdm(queries, desc=label, unit="q", disable=not progress, mininterval=2.0):
+                res, ms = time_query(arm, q, k, warmup, repeats)
+                rows.extend(run_rows(q.query_id, res, ms, k))
+                returned[q.query_id] = len(res.memory_ids[:k])
+            for q in queries:
+                if q.query_class not in plans:
+                    plans[q.query_class] = {
+                        "query_id": q.query_id,
+                        "text": q.text,
+                        "plan": arm.explain(q),
+                    }
+            done.append((f, queries, rows, returned, plans))
     finally:
         arm.close()
-    warn_short(arm_name, arm, short_unfiltered(queries, returned, corpus.memories, k), k)
     n = corpus.memories.height
-    build = {
-        "arm": arm_name,
-        "family": arm.family,
-        "params": params or {},
-        "memories": n,
-        "queries": len(queries),
-        "scoped": scoped,
-        "ingest_ms": round(stats.ingest_ms, 3),
-        "index_ms": round(stats.index_ms, 3),
-        "build_wall_ms": round(build_wall, 3),
-        "storage_bytes": int(storage.total_bytes),
-        "bytes_per_memory": round(storage.total_bytes / n, 1) if n else None,
-        "storage_source": storage.source,
-        "storage_objects": {k_: int(v) for k_, v in sorted(storage.objects.items())},
-        "storage_counts": {k_: int(v) for k_, v in sorted(storage.counts.items())},
-    }
     product_versions = getattr(type(arm), "product_versions", None)
-    if product_versions is not None:  # a product arm: the versions of what it drives
-        build["products"] = product_versions()
-    write_parquet(runs_out, pl.DataFrame(rows, schema=RUN_SCHEMA))
-    write_json(build_out, build)
-    write_json(plans_out, {"arm": arm_name, "plans": plans})
-    return build
+    builds = []
+    for f, queries, rows, returned, plans in done:
+        warn_short(arm_name, arm, short_unfiltered(queries, returned, corpus.memories, k), k)
+        build = {
+            "arm": arm_name,
+            "family": arm.family,
+            "params": params or {},
+            "memories": n,
+            "queries": len(queries),
+            "scoped": f.scoped,
+            "ingest_ms": round(stats.ingest_ms, 3),
+            "index_ms": round(stats.index_ms, 3),
+            "build_wall_ms": round(build_wall, 3),
+            "storage_bytes": int(storage.total_bytes),
+            "bytes_per_memory": round(storage.total_bytes / n, 1) if n else None,
+            "storage_source": storage.source,
+            "storage_objects": {k_: int(v) for k_, v in sorted(storage.objects.items())},
+            "storage_counts": {k_: int(v) for k_, v in sorted(storage.counts.items())},
+        }
+        if product_versions is not None:  # a product arm: the versions of what it drives
+            build["products"] = product_versions()
+        write_parquet(f.runs, pl.DataFrame(rows, schema=RUN_SCHEMA))
+        write_json(f.build, build)
+        write_json(f.plans, {"arm": arm_name, "plans": plans})
+        builds.append(build)
+    return builds

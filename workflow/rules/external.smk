@@ -94,6 +94,8 @@ rule embed_external:
         "../../scripts/embed_texts.py"
 
 
+# one job per (dataset, arm) of an entry that runs both settings: the store is built once
+# and both settings' queries run on it (queries only read the store)
 rule run_arm_external:
     input:
         **corpus_files(
@@ -102,14 +104,25 @@ rule run_arm_external:
         embeddings="results/external/{dataset}/embeddings.parquet",
         sources=arm_sources,
     output:
-        store=directory("results/stores/external/{dataset}/{setting}/{arm}"),
-        runs="results/external/{dataset}/runs/{setting}/{arm}.parquet",
-        build="results/external/{dataset}/builds/{setting}/{arm}.json",
-        plans="results/external/{dataset}/plans/{setting}/{arm}.json",
+        store=directory("results/stores/external/{dataset}/{arm}"),
+        runs=expand(
+            "results/external/{{dataset}}/runs/{setting}/{{arm}}.parquet",
+            setting=EXTERNAL_SETTINGS,
+        ),
+        build=expand(
+            "results/external/{{dataset}}/builds/{setting}/{{arm}}.json",
+            setting=EXTERNAL_SETTINGS,
+        ),
+        plans=expand(
+            "results/external/{{dataset}}/plans/{setting}/{{arm}}.json",
+            setting=EXTERNAL_SETTINGS,
+        ),
     log:
-        "results/logs/run_arm_external/{dataset}/{setting}/{arm}.log",
+        "results/logs/run_arm_external/{dataset}/{arm}.log",
     benchmark:
-        "results/benchmarks/run_arm_external/{dataset}/{setting}/{arm}.tsv"
+        "results/benchmarks/run_arm_external/{dataset}/{arm}.tsv"
+    wildcard_constraints:
+        dataset=external_ids_regex(both=True),
     conda:
         "../../envs/agentmem.yaml"
     threads: background_threads
@@ -126,10 +139,34 @@ rule run_arm_external:
         k=RUN_K,
         warmup=external_warmup,
         repeats=external_repeats,
-        scoped=external_scoped,
+        settings=list(EXTERNAL_SETTINGS),
         background=True,
     script:
         "../../scripts/run_arm.py"
+
+
+# one setting of an entry that runs one (its own, or the other: one target away, e.g.
+# results/external/<id>/runs/unscoped/<arm>.parquet), on a store of its own
+use rule run_arm_external as run_arm_external_setting with:
+    output:
+        store=directory("results/stores/external/{dataset}/{setting}/{arm}"),
+        runs="results/external/{dataset}/runs/{setting}/{arm}.parquet",
+        build="results/external/{dataset}/builds/{setting}/{arm}.json",
+        plans="results/external/{dataset}/plans/{setting}/{arm}.json",
+    log:
+        "results/logs/run_arm_external/{dataset}/{setting}/{arm}.log",
+    benchmark:
+        "results/benchmarks/run_arm_external/{dataset}/{setting}/{arm}.tsv"
+    wildcard_constraints:
+        dataset=external_ids_regex(both=False),
+    params:
+        arm="{arm}",
+        arm_params=arm_params,
+        k=RUN_K,
+        warmup=external_warmup,
+        repeats=external_repeats,
+        settings=lambda wc: [wc.setting],
+        background=True,
 
 
 rule score_external:

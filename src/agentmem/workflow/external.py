@@ -7,12 +7,13 @@ scored under ``results/external/<id>/`` (docs/DATASETS.md).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 from snakemake.exceptions import WorkflowError
 
-from agentmem.config import Config
+from agentmem.config import EXTERNAL_SETTINGS, Config
 from agentmem.external import DatasetError, validate_dataset
 from agentmem.external.schema import DATASET_FILES
 from agentmem.sweeps.ablation import ablated_arms
@@ -125,10 +126,18 @@ class ExternalPlan:
         """Calls per query of the {dataset}'s runs (its entry's ``repeats``)."""
         return self.cfg.external[self.run(wildcards).name].repeats
 
-    @staticmethod
-    def scoped(wildcards: Any) -> bool:
-        """Whether the {setting} wildcard keeps each query's scope (``scoped``)."""
-        return wildcards.setting == "scoped"
+    def runs_both(self, dataset: str) -> bool:
+        """Whether the dataset's entry runs every setting (then one job per arm runs all)."""
+        return set(self.runs[dataset].settings) == set(EXTERNAL_SETTINGS)
+
+    def ids_regex(self, both: bool) -> str:
+        """The {dataset} constraint of the arm jobs: ids that run every setting, or not.
+
+        ``both``: the ids whose entry runs every setting; else the others. A pattern
+        matching nothing when there is none.
+        """
+        ids = [i for i in self.runs if self.runs_both(i) == both]
+        return "|".join(re.escape(i) for i in ids) or "(?!)"
 
     def runs_of(self, wildcards: Any) -> list[str]:
         """The runs Parquet of every setting x arm of the {dataset} (settings outer).
@@ -158,9 +167,14 @@ class ExternalPlan:
         return ablated_arms(run.arms) if "scoped" in run.settings else []
 
     def ablation_stores(self, wildcards: Any) -> list[str]:
-        """The scoped store directories of :meth:`ablation_arms`, in the same order."""
+        """The scoped store directories of :meth:`ablation_arms`, in the same order.
+
+        The store of both settings when the dataset runs both (one job builds it), else
+        the scoped setting's own.
+        """
         d = wildcards.dataset
-        return [f"results/stores/external/{d}/scoped/{a}" for a in self.ablation_arms(wildcards)]
+        root = f"results/stores/external/{d}" + ("" if self.runs_both(d) else "/scoped")
+        return [f"{root}/{a}" for a in self.ablation_arms(wildcards)]
 
     def tuning_scopes(self, wildcards: Any) -> list[str]:
         """The {dataset} entry's ``tuning_scopes`` (scored apart as ``held-out``)."""
