@@ -370,26 +370,29 @@ class SqliteGatedArm(SqliteArm):
         kw, tw, dw = self.key_weight, self.text_weight, self.dense_weight
         cw, rw = self.correction_weight, self.recency_weight
         e_get, t_get = e.get, t.get
-        ranked: dict[int, list[Any]] = {}
+        nb_rows = rows.get("neighbours") or ()
+        ranked: dict[int, tuple[float, int, int, str]] = {}
         evidence: dict[int, float] = {}
         for i, mid, day, seq, cos, corrects in cands:
             # the terms summed left to right as the class docstring writes them; the
             # recency term is 0 without a named entity (e = 0), so it is added only with one
             ek = e_get(i, 0.0)
-            ev = evidence[i] = tw * t_get(i, 0.0) + dw * (cos if cos > 0.0 else 0.0)
+            ev = tw * t_get(i, 0.0) + dw * (cos if cos > 0.0 else 0.0)
+            if nb_rows:  # read by the neighbours only
+                evidence[i] = ev
             s = kw * ek + ev + cw * corrects
             if ek:
                 s += rw * ek * (((day or 0) - d_lo) / d_span if d_span > 0 else 0.0)
-            ranked[i] = [-s, -(day or 0), -(seq or 0), mid]
+            ranked[i] = (-s, -(day or 0), -(seq or 0), mid)
         nw = self.neighbour_weight
-        for i, mid, day, seq, cos, corrects, src in rows.get("neighbours", ()):
+        for i, mid, day, seq, cos, corrects, src in nb_rows:
             carried = -nw * evidence.get(src, 0.0)
             r = ranked.get(i)
             if r is None:  # not a candidate: its own cosine and correction lift
                 own = -(dw * (cos if cos > 0.0 else 0.0) + cw * corrects)
-                ranked[i] = [min(own, carried), -(day or 0), -(seq or 0), mid]
+                ranked[i] = (min(own, carried), -(day or 0), -(seq or 0), mid)
             elif carried < r[0]:
-                r[0] = carried
+                ranked[i] = (carried, r[1], r[2], r[3])
         return [r[3] for r in sorted(ranked.values())[:k]]
 
     def query(self, q: base.Query, k: int) -> base.Result:

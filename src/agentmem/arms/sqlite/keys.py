@@ -104,7 +104,9 @@ def text_keys(text: str, name_starts: Collection[str] | None = None) -> tuple[li
         last = len(words) - n
         names.update(dict.fromkeys(" ".join(words[i : i + n]) for i in starts if i <= last))
     ids: dict[str, None] = {}
-    hyphenated = [t for t in _HYPHENATED.findall(text) if "-" in t][:MAX_KEY_WORDS]
+    hyphenated = (
+        [t for t in _HYPHENATED.findall(text) if "-" in t][:MAX_KEY_WORDS] if "-" in text else []
+    )
     for tok in hyphenated + _WORD.findall(text)[:MAX_KEY_WORDS]:
         low = tok.lower()
         if low not in STOPWORDS and (whole or is_utf8(tok)):
