@@ -56,6 +56,9 @@ def test_default_config_plan():
         p.external.ids_regex(both=True) == r"locomo\-turns|locomo\-observations|locomo\-summaries"
     )
     assert p.external.ids_regex(both=False) == "(?!)"  # matches no dataset id
+    assert p.external.job_settings(turns) == ["scoped", "unscoped"]
+    one = SimpleNamespace(dataset="locomo-turns", setting="unscoped", arm="sqlite-fts")
+    assert p.external.job_settings(one) == ["unscoped"]
     assert p.external.ablation_stores(turns) == [
         "results/stores/external/locomo-turns/sqlite-gated"
     ]

@@ -139,7 +139,7 @@ rule run_arm_external:
         k=RUN_K,
         warmup=external_warmup,
         repeats=external_repeats,
-        settings=list(EXTERNAL_SETTINGS),
+        settings=external_job_settings,
         background=True,
     script:
         "../../scripts/run_arm.py"
@@ -159,14 +159,6 @@ use rule run_arm_external as run_arm_external_setting with:
         "results/benchmarks/run_arm_external/{dataset}/{setting}/{arm}.tsv"
     wildcard_constraints:
         dataset=external_ids_regex(both=False),
-    params:
-        arm="{arm}",
-        arm_params=arm_params,
-        k=RUN_K,
-        warmup=external_warmup,
-        repeats=external_repeats,
-        settings=lambda wc: [wc.setting],
-        background=True,
 
 
 rule score_external:

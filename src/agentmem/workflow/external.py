@@ -130,6 +130,12 @@ class ExternalPlan:
         """Whether the dataset's entry runs every setting (then one job per arm runs all)."""
         return set(self.runs[dataset].settings) == set(EXTERNAL_SETTINGS)
 
+    @staticmethod
+    def job_settings(wildcards: Any) -> list[str]:
+        """The settings one arm job runs: its {setting} wildcard's, else every setting."""
+        setting = getattr(wildcards, "setting", None)
+        return [setting] if setting else list(EXTERNAL_SETTINGS)
+
     def ids_regex(self, both: bool) -> str:
         """The {dataset} constraint of the arm jobs: ids that run every setting, or not.
 
