@@ -11,6 +11,8 @@ Expectations are hand-computed from the tiny corpus:
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import polars as pl
 import pytest
@@ -18,6 +20,7 @@ from support.tiny import fake_query as q, fake_vector, make_tiny
 
 from agentmem.arms.base import ArmError, Corpus, Embeddings, Predicate, Query
 from agentmem.arms.sqlite import SqliteGatedArm
+from agentmem.arms.sqlite.gated import _json_words
 from agentmem.arms.sqlite.keys import name_key, quantise, text_keys
 
 ENTITIES = pl.DataFrame(
@@ -90,6 +93,35 @@ def test_text_keys_name_starts_keep_every_run_that_can_match():
     assert kept[:4] == ["billing", "the billing", "billing api", "the billing api"]
     assert "ask the billing" not in kept and "api team" not in kept
     assert text_keys(text, frozenset())[0] == []
+
+
+def test_text_keys_read_an_ascii_text_as_any_other():
+    # an ASCII text takes a shorter path; a trailing em dash (no word, no hyphen) sends the
+    # same text down the general one
+    for text in (
+        "For ADR-297, ask the Billing API team",
+        "What do we know about INC-689 and SVC-5345 in billing-api?",
+        "ADR--12 x-y-z THE the Ledger-Gateway timeout of ledger-gateway",
+        "",
+    ):
+        assert text_keys(text + " \u2014", frozenset({"billing", "ledger"})) == text_keys(
+            text, frozenset({"billing", "ledger"})
+        )
+        assert text_keys(text + " \u2014") == text_keys(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "For ADR-297, ask the Billing API team",
+        'Say "x\\y"\t\u00e9t\u00e9 \ud800 na\u00efve-caf\u00e9',
+        "",
+    ],
+)
+def test_the_keys_bind_as_the_json_arrays_json_dumps_writes(text):
+    for words in text_keys(text):
+        assert json.loads(_json_words(words)) == words
+        assert _json_words(words) == json.dumps(words, ensure_ascii=False, separators=(",", ":"))
 
 
 def test_keys_then_bm25_order(tiny_gated):

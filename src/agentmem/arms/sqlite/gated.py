@@ -34,6 +34,26 @@ CREATE TABLE entity_names(
 """
 
 
+#: A candidate's row: ``(id, memory_id, -created_day, -seq, dense term, correction term)``,
+#: the dense term ``dense_weight * v`` (``v`` its int8 cosine to the query, 0 when negative
+#: or for a zero vector), the correction term ``correction_weight * c``; the negated day and
+#: seq (0 when null) are the ranking's tie-breaks as they stand
+_CANDIDATE_COLUMNS = (
+    "m.id, m.memory_id, -coalesce(m.created_day, 0), -coalesce(m.seq, 0), "
+    ":dw * max(coalesce(1 - vec_distance_cosine(vec_int8(v.embedding), vec_int8(:q8)), 0), 0.0), "
+    ":cw * EXISTS (SELECT 1 FROM memories AS o WHERE o.superseded_by = m.memory_id)"
+)
+
+
+def _json_words(words: list[str]) -> str:
+    """A JSON array of the words of :func:`text_keys`, as ``json.dumps`` would mean it.
+
+    No such word holds a character JSON escapes (they are letters, digits, hyphens and
+    spaces, all UTF-8), so the words are joined as they are.
+    """
+    return '["' + '","'.join(words) + '"]' if words else "[]"
+
+
 class SqliteGatedArm(SqliteArm):
     """``sqlite-gated``: entity keys, FTS5 bm25 and int8 cosine, fused by a weighted sum.
 
@@ -116,9 +136,11 @@ class SqliteGatedArm(SqliteArm):
         "no session neighbours": {"neighbour_weight": 0.0},
     }
     bare_call: ClassVar[base.BareCall] = base.BareCall(
-        "execute + fetchall of the keys, text, dense-scan, neighbour and candidate "
-        "statements (the last two bound to the ids the others returned) and the count",
-        "the weighted-sum fusion and sort in Python; the id list",
+        "execute + fetchall of the keys (each memory's e), text, dense-scan, neighbour and "
+        "candidate statements (the last two bound to the ids the others returned, each row "
+        "with its weighted dense and correction terms) and the count",
+        "the bindings (the text's keys, the FTS5 match, the int8 query code); the weighted "
+        "sum (bm25 over the best, the terms added) and sort in Python; the id list",
     )
 
     def __init__(
@@ -264,10 +286,11 @@ class SqliteGatedArm(SqliteArm):
                 "SELECT o.superseded_by, c.hits FROM chain AS c "
                 "JOIN memories AS o ON o.memory_id = c.memory_id "
                 "WHERE o.superseded_by IS NOT NULL) "
-                "SELECT m.id, max(c.hits) AS hits, (SELECT count(*) FROM ents) AS named "
-                "FROM chain AS c JOIN memories AS m ON m.memory_id = c.memory_id "
+                # e: the share of the named entities the memory links to
+                "SELECT m.id, CAST(max(c.hits) AS REAL) / max((SELECT count(*) FROM ents), 1) "
+                "AS e FROM chain AS c JOIN memories AS m ON m.memory_id = c.memory_id "
                 f"WHERE {cond} "
-                "GROUP BY m.id ORDER BY hits DESC, m.created_day DESC, m.seq DESC LIMIT :kk",
+                "GROUP BY m.id ORDER BY e DESC, m.created_day DESC, m.seq DESC LIMIT :kk",
                 "SELECT m.id, -bm25(memories_fts) AS s FROM memories_fts "
                 "JOIN memories AS m ON m.id = memories_fts.rowid "
                 f"WHERE memories_fts MATCH :match AND {cond} "
@@ -277,10 +300,7 @@ class SqliteGatedArm(SqliteArm):
                 "vec_int8(:q8)), 2), "
                 "m.created_day DESC, m.seq DESC LIMIT :dk",
                 # the turns next to the sources, under the filters, close enough to them
-                "SELECT m.id, m.memory_id, m.created_day, m.seq, "
-                "coalesce(1 - vec_distance_cosine(vec_int8(v.embedding), vec_int8(:q8)), 0), "
-                "EXISTS (SELECT 1 FROM memories AS o WHERE o.superseded_by = m.memory_id), "
-                "s.id FROM memories AS s "
+                f"SELECT {_CANDIDATE_COLUMNS}, s.id FROM memories AS s "
                 "JOIN memories AS m ON m.session_id = s.session_id "
                 "AND m.turn_no IN (s.turn_no - 1, s.turn_no + 1) "
                 "JOIN memory_vectors AS v ON v.id = m.id "
@@ -304,7 +324,7 @@ class SqliteGatedArm(SqliteArm):
         names, ids = text_keys(q.text or "", self._name_starts)
         keys = (
             keys_sql,
-            {**params, "names": json.dumps(names), "ids": json.dumps(ids), "kk": self.key_k},
+            {**params, "names": _json_words(names), "ids": _json_words(ids), "kk": self.key_k},
         )
         match = fts5_match(q.text or "")
         text = None
@@ -314,19 +334,28 @@ class SqliteGatedArm(SqliteArm):
         dense = (dense_sql, {**params, "q8": q8, "dk": self.dense_k})
         nb = None
         if self.neighbour_weight > 0:
-            nb = (nb_sql, {**params, "q8": q8, "mc": self.neighbour_min_cosine})
+            nb = (
+                nb_sql,
+                {
+                    **params,
+                    "q8": q8,
+                    "mc": self.neighbour_min_cosine,
+                    "dw": self.dense_weight,
+                    "cw": self.correction_weight,
+                },
+            )
         return {"keys": keys, "text": text, "dense": dense, "neighbours": nb}
 
     def _gather(self, stmts: dict[str, tuple[str, dict[str, Any]] | None]) -> dict[str, list[Any]]:
         """Run the statements of :meth:`_statements`; return their rows by branch.
 
-        ``keys`` rows are ``(id, entities linked, entities named)`` (none when ``keys`` is
+        ``keys`` rows are ``(id, share of the named entities linked)`` (none when ``keys`` is
         off), ``text`` rows ``(id, -bm25)``, ``dense`` rows ``(id,)`` (none when the keys
-        branch returned rows and ``gate`` is on); ``candidates`` rows ``(id, memory_id,
-        created_day, seq, cosine (0 for a zero vector), supersedes another)`` for every id
-        the branches returned; ``neighbours`` rows the same plus the source's id, for the
-        session neighbours of the first ``neighbour_k`` text and dense rows (none when the
-        dense scan was gated off or ``neighbour_weight`` is 0).
+        branch returned rows and ``gate`` is on); ``candidates`` rows
+        (:data:`_CANDIDATE_COLUMNS`) for every id the branches returned; ``neighbours`` rows
+        the same plus the source's id, for the session neighbours of the first
+        ``neighbour_k`` text and dense rows (none when the dense scan was gated off or
+        ``neighbour_weight`` is 0).
         """
         conn = self._db()
         keys_stmt, text, dense = stmts["keys"], stmts["text"], stmts["dense"]
@@ -346,12 +375,15 @@ class SqliteGatedArm(SqliteArm):
         out["candidates"] = []
         if ids:
             out["candidates"] = conn.execute(
-                "SELECT m.id, m.memory_id, m.created_day, m.seq, "
-                "coalesce(1 - vec_distance_cosine(vec_int8(v.embedding), vec_int8(:q8)), 0), "
-                "EXISTS (SELECT 1 FROM memories AS o WHERE o.superseded_by = m.memory_id) "
+                f"SELECT {_CANDIDATE_COLUMNS} "
                 "FROM memories AS m JOIN memory_vectors AS v ON v.id = m.id "
                 "WHERE m.id IN (SELECT value FROM json_each(:ids))",
-                {"q8": dense[1]["q8"] if dense else b"", "ids": json.dumps(ids)},
+                {
+                    "q8": dense[1]["q8"] if dense else b"",
+                    "ids": json.dumps(ids),
+                    "dw": self.dense_weight,
+                    "cw": self.correction_weight,
+                },
             ).fetchall()
         return out
 
@@ -360,37 +392,46 @@ class SqliteGatedArm(SqliteArm):
         cands = rows["candidates"]
         if not cands or k <= 0:
             return []
-        e = {r[0]: r[1] / max(r[2], 1) for r in rows["keys"]}
+        e = dict(rows["keys"])
         text = rows["text"]
-        best = max((r[1] for r in text), default=0.0)
-        t = {r[0]: r[1] / best for r in text} if best > 0 else {}
-        days = [r[2] or 0 for r in cands]
-        d_lo = min(days)
-        d_span = max(days) - d_lo
-        kw, tw, dw = self.key_weight, self.text_weight, self.dense_weight
-        cw, rw = self.correction_weight, self.recency_weight
-        e_get, t_get = e.get, t.get
-        nb_rows = rows.get("neighbours") or ()
+        best = max([r[1] for r in text], default=0.0)
+        bm25 = dict(text) if best > 0 else {}  # t = bm25 / best: 0 without a positive best
+        best = best if best > 0 else 1.0
+        ndays = [r[2] for r in cands]  # -created_day
+        d_lo = -max(ndays)
+        d_span = -min(ndays) - d_lo
+        kw, tw, rw = self.key_weight, self.text_weight, self.recency_weight
+        e_get, b_get = e.get, bm25.get
+        nb_rows = rows.get("neighbours")
+        # the terms summed left to right as the class docstring writes them; the recency
+        # term is 0 without a named entity (e = 0), so it is added only with one
+        if not nb_rows:
+            scored = []
+            add = scored.append
+            for i, mid, nday, nseq, dense, corr in cands:
+                ek = e_get(i, 0.0)
+                s = kw * ek + (tw * (b_get(i, 0.0) / best) + dense)
+                s += corr
+                if ek:
+                    s += rw * ek * ((-nday - d_lo) / d_span if d_span > 0 else 0.0)
+                add((-s, nday, nseq, mid))
+            scored.sort()
+            return [r[3] for r in scored[:k]]
         ranked: dict[int, tuple[float, int, int, str]] = {}
         evidence: dict[int, float] = {}
-        for i, mid, day, seq, cos, corrects in cands:
-            # the terms summed left to right as the class docstring writes them; the
-            # recency term is 0 without a named entity (e = 0), so it is added only with one
+        for i, mid, nday, nseq, dense, corr in cands:
             ek = e_get(i, 0.0)
-            ev = tw * t_get(i, 0.0) + dw * (cos if cos > 0.0 else 0.0)
-            if nb_rows:  # read by the neighbours only
-                evidence[i] = ev
-            s = kw * ek + ev + cw * corrects
+            ev = evidence[i] = tw * (b_get(i, 0.0) / best) + dense
+            s = kw * ek + ev + corr
             if ek:
-                s += rw * ek * (((day or 0) - d_lo) / d_span if d_span > 0 else 0.0)
-            ranked[i] = (-s, -(day or 0), -(seq or 0), mid)
+                s += rw * ek * ((-nday - d_lo) / d_span if d_span > 0 else 0.0)
+            ranked[i] = (-s, nday, nseq, mid)
         nw = self.neighbour_weight
-        for i, mid, day, seq, cos, corrects, src in nb_rows:
+        for i, mid, nday, nseq, dense, corr, src in nb_rows:
             carried = -nw * evidence.get(src, 0.0)
             r = ranked.get(i)
             if r is None:  # not a candidate: its own cosine and correction lift
-                own = -(dw * (cos if cos > 0.0 else 0.0) + cw * corrects)
-                ranked[i] = (min(own, carried), -(day or 0), -(seq or 0), mid)
+                ranked[i] = (min(-(dense + corr), carried), nday, nseq, mid)
             elif carried < r[0]:
                 ranked[i] = (carried, r[1], r[2], r[3])
         return [r[3] for r in sorted(ranked.values())[:k]]

@@ -93,21 +93,27 @@ def text_keys(text: str, name_starts: Collection[str] | None = None) -> tuple[li
         and lower-cased (``adr-297``, ``ADR-297``), to be looked up as entity ids. Tokens
         that are not UTF-8 are dropped.
     """
-    # a text that is UTF-8 has no lone surrogate, nor has any piece of it: checked once
-    whole = is_utf8(text)
-    words = _WORD.findall(text.lower())[:MAX_KEY_WORDS]
-    if not whole:
-        words = [w for w in words if is_utf8(w)]
+    if text.isascii():  # lower-casing keeps every ASCII word whole: one regex pass
+        raw = _WORD.findall(text)[:MAX_KEY_WORDS]
+        words = [w.lower() for w in raw]
+        whole = True
+    else:  # a text that is UTF-8 has no lone surrogate, nor has any piece of it
+        whole = is_utf8(text)
+        words = _WORD.findall(text.lower())[:MAX_KEY_WORDS]
+        if not whole:
+            words = [w for w in words if is_utf8(w)]
+        raw = _WORD.findall(text)[:MAX_KEY_WORDS]
     starts = [i for i, w in enumerate(words) if name_starts is None or w in name_starts]
     names = dict.fromkeys(words[i] for i in starts if words[i] not in STOPWORDS)
-    for n in range(2, MAX_NAME_WORDS + 1):
-        last = len(words) - n
-        names.update(dict.fromkeys(" ".join(words[i : i + n]) for i in starts if i <= last))
+    if starts:
+        for n in range(2, MAX_NAME_WORDS + 1):
+            last = len(words) - n
+            names.update(dict.fromkeys(" ".join(words[i : i + n]) for i in starts if i <= last))
     ids: dict[str, None] = {}
     hyphenated = (
         [t for t in _HYPHENATED.findall(text) if "-" in t][:MAX_KEY_WORDS] if "-" in text else []
     )
-    for tok in hyphenated + _WORD.findall(text)[:MAX_KEY_WORDS]:
+    for tok in hyphenated + raw:
         low = tok.lower()
         if low not in STOPWORDS and (whole or is_utf8(tok)):
             ids[tok] = ids[tok.upper()] = ids[low] = None
