@@ -44,6 +44,12 @@ _CANDIDATE_COLUMNS = (
     ":cw * EXISTS (SELECT 1 FROM memories AS o WHERE o.superseded_by = m.memory_id)"
 )
 
+#: The candidates' statement: their rows by id (``:ids``, a JSON array)
+_CANDIDATES_SQL = (
+    f"SELECT {_CANDIDATE_COLUMNS} FROM memories AS m JOIN memory_vectors AS v ON v.id = m.id "
+    "WHERE m.id IN (SELECT value FROM json_each(:ids))"
+)
+
 
 def _json_words(words: list[str]) -> str:
     """A JSON array of the words of :func:`text_keys`, as ``json.dumps`` would mean it.
@@ -375,9 +381,7 @@ class SqliteGatedArm(SqliteArm):
         out["candidates"] = []
         if ids:
             out["candidates"] = conn.execute(
-                f"SELECT {_CANDIDATE_COLUMNS} "
-                "FROM memories AS m JOIN memory_vectors AS v ON v.id = m.id "
-                "WHERE m.id IN (SELECT value FROM json_each(:ids))",
+                _CANDIDATES_SQL,
                 {
                     "q8": dense[1]["q8"] if dense else b"",
                     "ids": json.dumps(ids),
