@@ -67,6 +67,22 @@ def test_quantise_keeps_cosine_and_uses_the_int8_range():
         quantise(np.full((1, 384), np.nan, dtype=np.float32))
 
 
+def test_query_code_is_quantise_within_one_step(tiny_gated):
+    """The query's code scales in one float32 product, quantise() in two: one step apart at most."""
+    rng = np.random.default_rng(1)
+    m = rng.standard_normal((2000, 384)).astype(np.float32)
+    m /= np.linalg.norm(m, axis=1, keepdims=True)
+    arm = tiny_gated["default"]
+    codes = np.array(
+        [np.frombuffer(arm._query_code(Query("q", "x", row)), dtype=np.int8) for row in m]
+    )
+    step = np.abs(codes.astype(np.int16) - quantise(m).astype(np.int16))
+    assert step.max() <= 1
+    assert (np.abs(codes.astype(np.int16)).max(axis=1) == 127).all()
+    zero = arm._query_code(Query("q", "x", np.zeros(384, dtype=np.float32)))
+    assert zero == bytes(384)
+
+
 def test_non_finite_query_embedding_is_an_arm_error(tiny_gated):
     with pytest.raises(ArmError, match="'q' embedding holds NaN or inf"):
         tiny_gated["default"].query(Query("q", "CFG-799", np.full(384, np.inf)), 10)

@@ -266,15 +266,13 @@ class SqliteGatedArm(SqliteArm):
         v = q.embedding
         if not (type(v) is np.ndarray and v.dtype == np.float32 and v.shape == _QUERY_SHAPE):
             v = base.checked_vector(v, self.name, f"query {q.query_id!r}", base.VECTOR_DIM)
-        # quantise() of one row, without its 2-D bookkeeping: the same float32 operations
-        peak = np.abs(v).max()
+        # the row scaled so its largest magnitude is 127, in one float32 product: a code
+        # differs from quantise()'s (two roundings: / peak, then * 127) by at most one step
+        peak = float(np.abs(v).max())
         if not math.isfinite(peak):  # NaN and inf both make the peak non-finite
             raise base.ArmError(f"{self.name}: query {q.query_id!r} embedding holds NaN or inf")
-        if peak == 0:
-            peak = np.float32(1.0)
-        w = v / peak
-        w *= 127.0
-        return np.rint(w, out=w).astype(np.int8).tobytes()
+        scale = np.float32(127.0 / peak if peak else 127.0)
+        return np.rint(v * scale).astype(np.int8).tobytes()
 
     def _sql(self, cond: str) -> tuple[str, str, str, str]:
         """The keys, text, dense and neighbour statements' SQL under ``cond``, composed once."""
