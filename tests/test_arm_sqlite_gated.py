@@ -81,6 +81,14 @@ def test_query_code_is_quantise_within_one_step(tiny_gated):
     assert (np.abs(codes.astype(np.int16)).max(axis=1) == 127).all()
     zero = arm._query_code(Query("q", "x", np.zeros(384, dtype=np.float32)))
     assert zero == bytes(384)
+    # a peak so small that 127 / peak overflows float32 still scales to 127
+    tiny = np.zeros(384, dtype=np.float32)
+    tiny[:2] = (1e-40, -5e-41)
+    assert np.frombuffer(arm._query_code(Query("q", "x", tiny)), dtype=np.int8)[:3].tolist() == [
+        127,
+        -64,
+        0,
+    ]
 
 
 def test_non_finite_query_embedding_is_an_arm_error(tiny_gated):

@@ -24,6 +24,8 @@ from agentmem.text import fts5_match
 
 #: a well-formed query embedding's shape (any other goes through ``checked_vector``)
 _QUERY_SHAPE = (base.VECTOR_DIM,)
+#: the largest finite float32: a query's scale 127 / peak above it would overflow
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 _ENTITY_NAMES_SQL = """
 CREATE TABLE entity_names(
@@ -271,6 +273,8 @@ class SqliteGatedArm(SqliteArm):
         peak = float(np.abs(v).max())
         if not math.isfinite(peak):  # NaN and inf both make the peak non-finite
             raise base.ArmError(f"{self.name}: query {q.query_id!r} embedding holds NaN or inf")
+        if peak and 127.0 / peak > _FLOAT32_MAX:  # a peak below ~4e-37: divide first
+            v, peak = v / np.float32(peak), 1.0
         scale = np.float32(127.0 / peak if peak else 127.0)
         return np.rint(v * scale).astype(np.int8).tobytes()
 
