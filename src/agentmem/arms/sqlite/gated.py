@@ -16,7 +16,7 @@ import apsw
 import numpy as np
 
 from agentmem.arms import base
-from agentmem.arms.sqlite.keys import QUANTISED_VECTORS, name_key, text_keys
+from agentmem.arms.sqlite.keys import QUANTISED_VECTORS, name_key, quantise_query, text_keys
 from agentmem.arms.sqlite.rows import VectorLayout
 from agentmem.arms.sqlite.store import SqliteArm
 from agentmem.sql.sqlite.statements import predicate_sql
@@ -24,8 +24,6 @@ from agentmem.text import fts5_match
 
 #: a well-formed query embedding's shape (any other goes through ``checked_vector``)
 _QUERY_SHAPE = (base.VECTOR_DIM,)
-#: the largest finite float32: a query's scale 127 / peak above it would overflow
-_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 _ENTITY_NAMES_SQL = """
 CREATE TABLE entity_names(
@@ -260,7 +258,7 @@ class SqliteGatedArm(SqliteArm):
 
     # ---------------------------------------------------------------------- query
     def _query_code(self, q: base.Query) -> bytes:
-        """The query embedding's int8 codes (:func:`quantise`).
+        """The query embedding's int8 codes (:func:`quantise_query`).
 
         Raises:
             ArmError: when the embedding is missing, not of size 384 or not finite.
@@ -268,15 +266,12 @@ class SqliteGatedArm(SqliteArm):
         v = q.embedding
         if not (type(v) is np.ndarray and v.dtype == np.float32 and v.shape == _QUERY_SHAPE):
             v = base.checked_vector(v, self.name, f"query {q.query_id!r}", base.VECTOR_DIM)
-        # the row scaled so its largest magnitude is 127, in one float32 product: a code
-        # differs from quantise()'s (two roundings: / peak, then * 127) by at most one step
-        peak = float(np.abs(v).max())
-        if not math.isfinite(peak):  # NaN and inf both make the peak non-finite
-            raise base.ArmError(f"{self.name}: query {q.query_id!r} embedding holds NaN or inf")
-        if peak and 127.0 / peak > _FLOAT32_MAX:  # a peak below ~4e-37: divide first
-            v, peak = v / np.float32(peak), 1.0
-        scale = np.float32(127.0 / peak if peak else 127.0)
-        return np.rint(v * scale).astype(np.int8).tobytes()
+        try:
+            return quantise_query(v)
+        except ValueError:
+            raise base.ArmError(
+                f"{self.name}: query {q.query_id!r} embedding holds NaN or inf"
+            ) from None
 
     def _sql(self, cond: str) -> tuple[str, str, str, str]:
         """The keys, text, dense and neighbour statements' SQL under ``cond``, composed once."""

@@ -5,6 +5,7 @@ docs/arms/sqlite-gated.md says why each is there.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Collection
 from typing import Any
@@ -53,6 +54,37 @@ def quantise(matrix: np.ndarray) -> np.ndarray:
     peak = np.abs(m).max(axis=1, keepdims=True)
     peak[peak == 0] = 1.0
     return np.rint(m / peak * 127.0).astype(np.int8)
+
+
+#: the largest finite float32: a query's scale 127 / peak above it would overflow
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def quantise_query(v: np.ndarray) -> bytes:
+    """The int8 codes of one query embedding, as the bytes ``vec_int8`` reads.
+
+    The row is scaled so its largest magnitude is 127 in one float32 product,
+    ``v * (127 / peak)``, where :func:`quantise` takes two (``/ peak``, then ``* 127``):
+    fewer numpy calls on the query path, and each code at most one step from
+    :func:`quantise`'s (docs/arms/sqlite-gated.md). A zero vector gives zero codes; a
+    peak so small that ``127 / peak`` overflows float32 is divided out first.
+
+    Args:
+        v: float32 ``(384,)``.
+
+    Returns:
+        384 bytes, one int8 code each.
+
+    Raises:
+        ValueError: when a value is NaN or infinite.
+    """
+    peak = float(np.abs(v).max())
+    if not math.isfinite(peak):  # NaN and inf both make the peak non-finite
+        raise ValueError("embedding holds NaN or inf")
+    if peak and 127.0 / peak > _FLOAT32_MAX:  # a peak below ~4e-37
+        v, peak = v / np.float32(peak), 1.0
+    scale = np.float32(127.0 / peak if peak else 127.0)
+    return np.rint(v * scale).astype(np.int8).tobytes()
 
 
 def _quantised_rows(matrix: np.ndarray, first_id: int) -> list[tuple[Any, ...]]:
