@@ -100,6 +100,10 @@ def test_schema_file_matches_model():
         ),
         ({"robustness": {"seed_size": "xl"}}, "robustness.seed_size"),
         (
+            {"robustness": {"queries_per_class": 0}},
+            "robustness.queries_per_class: Input should be greater than or equal to 1",
+        ),
+        (
             {"robustness": {"seeds": [20260810]}},
             "robustness.seeds: 20260810 is 20260809 + 1, the random stream the corpus of "
             "seed 20260809 draws its questions from",

@@ -154,6 +154,17 @@ def test_robustness_inputs_and_options():
     assert p.robustness.encoder_after(SimpleNamespace(variant="seed-20260811")) == []
 
 
+def test_further_corpora_are_asked_the_main_sizes_questions_per_class():
+    p = plan()
+    variant = SimpleNamespace(variant="distractors-none", size="s")
+    assert p.robustness.size_params(variant) == {"facts": 600, "queries_per_class": 40}
+    seed = SimpleNamespace(variant="seed-20260811", size="m")
+    assert p.robustness.size_params(seed) == {"facts": 2500, "queries_per_class": 40}
+    assert p.size_params(SimpleNamespace(size="s")) == {"facts": 600, "queries_per_class": 12}
+    p = plan({"robustness": {"variant_size": "s", "queries_per_class": 7}})
+    assert p.robustness.size_params(variant) == {"facts": 600, "queries_per_class": 7}
+
+
 def test_smoke_external_datasets():
     if not LOCOMO.is_file():
         pytest.skip(f"{LOCOMO} absent (a user's clone has no ../shared)")

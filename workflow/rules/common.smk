@@ -139,6 +139,7 @@ external_units = PLAN.external.units
 published_unit = PLAN.external.published_unit
 # further corpora (agentmem.workflow.robustness.RobustnessPlan)
 robustness_options = PLAN.robustness.options
+robustness_size_params = PLAN.robustness.size_params
 study_corpus_source = PLAN.robustness.study_source
 robustness_swept_arms = PLAN.robustness.swept_arms
 robustness_choices = PLAN.robustness.choices

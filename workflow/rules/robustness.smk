@@ -22,7 +22,7 @@ use rule generate_corpus as generate_robustness_corpus with:
         "results/benchmarks/generate_robustness_corpus/{variant}/{size}.tsv"
     priority: 0
     params:
-        size=size_params,
+        size=robustness_size_params,
         corpus=robustness_options,
 
 

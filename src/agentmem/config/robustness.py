@@ -55,6 +55,14 @@ class RobustnessConfig(StrictModel):
         description="size of the design variants (and of their baseline, the default "
         "options at that size); null: main_size",
     )
+    queries_per_class: int | None = Field(
+        None,
+        ge=1,
+        le=1000,
+        description="questions drawn per class on each generated further corpus (seeds, "
+        "variants and their baseline), whatever its size; null: the main size's "
+        "queries_per_class, so a class gap is measured as finely as on the headline corpus",
+    )
     models: list[Literal["paraphrase-MiniLM-L3-v2"]] = Field(
         default_factory=lambda: ["paraphrase-MiniLM-L3-v2"],
         description="further embedding models: each embeds the headline corpus (main size) "

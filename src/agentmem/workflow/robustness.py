@@ -70,6 +70,18 @@ class RobustnessPlan:
         """The corpus size of further corpus ``variant``."""
         return self.corpora[variant].size
 
+    def size_params(self, wildcards: Any) -> dict[str, Any]:
+        """Size settings of the {variant} wildcard's generated corpus at {size}.
+
+        The facts are the size's; the questions per class are ``robustness.queries_per_class``
+        (null: the main size's), so every further corpus is asked as many questions a class
+        as the headline corpus (docs/ROBUSTNESS.md).
+        """
+        per_class = self.cfg.robustness.queries_per_class
+        if per_class is None:
+            per_class = self.cfg.sizes[self.main].queries_per_class
+        return {**self.cfg.sizes[wildcards.size].model_dump(), "queries_per_class": per_class}
+
     def options(self, wildcards: Any) -> dict[str, Any]:
         """Generator options of the {variant} wildcard's corpus.
 
