@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -37,6 +38,42 @@ def test_start_job_sends_stderr_to_the_log_and_nices_untimed_jobs(tmp_path, back
     assert out.stderr == "" and log.read_text() == "to the log\n"
     before, now = json.loads(out.stdout)
     assert now == (19 if niced else before)
+
+
+_THREADS = (
+    "import json, os, subprocess, sys\n"
+    "from types import SimpleNamespace\n"
+    "import numpy\n"
+    "from threadpoolctl import threadpool_info\n"
+    "from agentmem.jobs import start_job\n"
+    "before = sorted({p['num_threads'] for p in threadpool_info()})\n"
+    "start_job(SimpleNamespace(log=[sys.argv[1]]), background=sys.argv[2] == 'yes')\n"
+    "after = sorted({p['num_threads'] for p in threadpool_info()})\n"
+    "code = 'import os; print(os.environ[\"OMP_NUM_THREADS\"])'\n"
+    "child = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True)\n"
+    "child = child.stdout.strip()\n"
+    "print(json.dumps([before, after, child]))\n"
+)
+
+
+@pytest.mark.parametrize(("background", "pools", "child"), [("yes", [1], "1"), ("no", [2], "0")])
+def test_a_background_job_runs_one_blas_and_openmp_thread(tmp_path, background, pools, child):
+    # Snakemake exports a background job's threads: 0 as every thread variable; OpenBLAS
+    # reads that as every core (two here, pinned by OPENBLAS_NUM_THREADS=2 for the test)
+    env = {**os.environ, "OMP_NUM_THREADS": "0", "OPENBLAS_NUM_THREADS": "2"}
+    out = subprocess.run(
+        [sys.executable, "-c", _THREADS, str(tmp_path / "job.log"), background],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    before, after, seen_by_child = json.loads(out.stdout)
+    assert before == [2]
+    assert after == pools
+    assert seen_by_child == child
 
 
 def test_corpus_dir_is_the_folder_of_the_declared_files():

@@ -16,7 +16,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
-from agentmem.procs import run_in_background
+from agentmem.procs import run_in_background, run_single_threaded
 
 #: File name of each corpus file a rule declares, by the name it declares it under
 #: (``results/corpus/{size}/`` and ``results/external/locomo/corpus/``, docs/DATA.md).
@@ -45,11 +45,13 @@ def start_job(snakemake: Any, *, background: bool = True) -> None:
             encoder) and those every one of them waits for (corpus generation, the encoder
             export), which keep their priority; otherwise the job runs at
             :data:`agentmem.io.BACKGROUND_NICENESS` (:func:`agentmem.io.run_in_background`),
-            so it cannot slow a timing job down much.
+            so it cannot slow a timing job down much, on one BLAS and OpenMP thread
+            (:func:`agentmem.procs.run_single_threaded`: it declares ``threads: 0``).
     """
     sys.stderr = open(snakemake.log[0], "w")  # kept open: the job's stderr until it exits
     if background:
         run_in_background()
+        run_single_threaded()
 
 
 def run_entry(snakemake: Any) -> Any:
@@ -116,11 +118,10 @@ def cancel_pending_timers() -> int:
     """Cancel every ``threading.Timer`` of this process still waiting; return how many.
 
     For the workflow's ``onsuccess`` and ``onerror``, when the run is over. Snakemake's
-    job-rate limit (``max-jobs-per-timespan``, one window of 10 s in
-    ``profiles/default``) leaves a timer that re-runs the job selection a window after the
-    last one. The timer is not a daemon thread, so the interpreter waits for it before
-    exiting although nothing is left to select: up to a whole window after every run (9 s
-    of a 12 s one-figure rebuild).
+    job-rate limit (``max-jobs-per-timespan``, a 30-minute window in
+    ``profiles/default``) leaves timers that re-run the job selection a window after a
+    selection. They are not daemon threads, so the interpreter waits for them before
+    exiting although nothing is left to select: up to a whole window after every run.
     """
     pending = [t for t in threading.enumerate() if isinstance(t, threading.Timer)]
     for t in pending:
