@@ -4,6 +4,12 @@ from snakemake.utils import min_version
 
 min_version("9.0")
 
+# the job-rate limit's timers (profiles/default) never keep the command waiting after a
+# run, however it ends (agentmem.jobs)
+from agentmem.jobs import cancel_pending_timers_at_exit
+
+cancel_pending_timers_at_exit()
+
 
 configfile: "config/config.yaml"
 

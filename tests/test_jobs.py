@@ -76,6 +76,27 @@ def test_a_background_job_runs_one_blas_and_openmp_thread(tmp_path, background, 
     assert seen_by_child == child
 
 
+_TIMER = (
+    "import sys, threading\n"
+    "from agentmem.jobs import cancel_pending_timers_at_exit\n"
+    "cancel_pending_timers_at_exit()\n"
+    "threading.Timer(600, lambda: print('fired')).start()\n"
+    "if sys.argv[1] == 'raise':\n"
+    "    raise RuntimeError('the scheduler failed')\n"
+    "sys.exit(3)\n"
+)
+
+
+@pytest.mark.parametrize(("how", "code"), [("raise", 1), ("exit", 3)])
+def test_a_pending_timer_does_not_keep_the_process_alive_however_it_ends(how, code):
+    # without the watcher the interpreter waits the timer's 600 s: the run's timeout fails it
+    out = subprocess.run(
+        [sys.executable, "-c", _TIMER, how], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == code
+    assert "fired" not in out.stdout
+
+
 def test_corpus_dir_is_the_folder_of_the_declared_files():
     files = Namedlist(
         fromdict={"memories": "c/xs/memories.parquet", "queries": "c/xs/queries.parquet"}

@@ -127,3 +127,25 @@ def cancel_pending_timers() -> int:
     for t in pending:
         t.cancel()
     return len(pending)
+
+
+def cancel_pending_timers_at_exit() -> threading.Thread:
+    """Cancel the pending timers (:func:`cancel_pending_timers`) when the main thread ends.
+
+    For the Snakefile: ``onsuccess`` and ``onerror`` cancel them when a run ends, but an
+    exception out of Snakemake's scheduler, or ``--nohooks``, calls neither, and the
+    interpreter would wait a whole job-rate window before exiting. A daemon thread joins
+    the main thread, which Python marks finished before it waits for the other threads,
+    then cancels them.
+
+    Returns:
+        The started daemon thread.
+    """
+
+    def cancel_after_main() -> None:
+        threading.main_thread().join()
+        cancel_pending_timers()
+
+    watcher = threading.Thread(target=cancel_after_main, name="cancel-timers", daemon=True)
+    watcher.start()
+    return watcher
