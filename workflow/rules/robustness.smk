@@ -5,9 +5,6 @@
 # under the arms as shipped and under the study's implementation choices.
 # Every job here is untimed and runs in the background lane, at nice 19.
 
-# above the other background jobs (0), below the timing and encoder chains (10 and up)
-ROBUSTNESS_PRIORITY = 5
-
 
 use rule generate_corpus as generate_robustness_corpus with:
     output:
@@ -76,10 +73,7 @@ use rule embed_external as embed_robustness with:
         "results/logs/embed_robustness/{variant}/{size}.log",
     benchmark:
         "results/benchmarks/embed_robustness/{variant}/{size}.tsv"
-    # a further corpus is a chain (encoder, then the check, then the findings wait for
-    # it): ahead of the other background jobs, so no chain is left to run alone at the end
-    # of a run while the short LoCoMo runs and sweeps could have filled the other core
-    priority: ROBUSTNESS_PRIORITY
+    priority: 0
     params:
         background=True,
         encoder_threads=1,
@@ -114,7 +108,6 @@ rule check_robustness_corpus:
     conda:
         "../../envs/agentmem.yaml"
     threads: background_threads
-    priority: ROBUSTNESS_PRIORITY
     # quality only (the findings read no latency of these runs): one untimed call per query
     # of every arm, then the anomaly probe and the post-filter sweep on the stores built;
     # one job per corpus (a job per arm and probe would triple the run's job count)
