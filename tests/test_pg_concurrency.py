@@ -5,8 +5,8 @@ reopening now and then; churners open the store, run one query, close it and pau
 moment. Holders stop half way, so that afterwards nobody holds the server now and then:
 it stops and the next churner starts it again. Every open and every query must succeed:
 the server may stop only when no process holds it, and the last process to let go leaves
-no server running. Smaller tests check the data directory's lock and a process that
-exits without closing.
+no server running. Smaller tests check the data directory's lock, a process that
+exits without closing, and the server CPU the last holder reports when it stops the server.
 """
 
 from __future__ import annotations
@@ -28,7 +28,13 @@ from support.paths import REPO
 from support.postgres import poll, servers_left, servers_under
 
 from agentmem import pg
-from agentmem.pg.postmaster import data_dir_lock, handle_pids, lock_path
+from agentmem.pg.postmaster import (
+    SERVER_CPU_LINE,
+    data_dir_lock,
+    handle_pids,
+    lock_path,
+    server_cpu_in_log,
+)
 
 #: seconds the churners open, query and close (the holders stop half way)
 RUN_S = 10.0
@@ -191,6 +197,25 @@ def test_process_exiting_without_close_lets_go_at_exit(tmp_path: Path) -> None:
         assert handle_pids(store / pg.PGDATA_DIRNAME) == []
     finally:
         reap((a, b), tmp_path)
+
+
+def test_the_process_stopping_a_server_reports_its_cpu(tmp_path: Path, capsys) -> None:
+    """Only the stop writes the server-CPU line: a positive figure, with the data directory.
+
+    The server does work a client's own CPU time never shows (here: a generate_series sum in
+    the backend), so the reported figure is at least that query's share of it.
+    """
+    store = tmp_path / "store"
+    with pg.connect_store(store, "cpu", create=True) as h, h.conn.cursor() as cur:
+        capsys.readouterr()
+        cur.execute("SELECT sum(i) FROM generate_series(1, 3000000) AS i")
+        assert cur.fetchone()[0] == 3000000 * 3000001 // 2
+        assert SERVER_CPU_LINE not in capsys.readouterr().err  # still held: no report
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.startswith(SERVER_CPU_LINE)]
+    assert len(lines) == 1 and lines[0].endswith(f"({store / pg.PGDATA_DIRNAME})")
+    cpu = server_cpu_in_log(err)
+    assert cpu is not None and 0.05 < cpu < 600
 
 
 def test_data_dir_lock_excludes_threads_of_one_process(tmp_path: Path) -> None:

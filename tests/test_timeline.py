@@ -190,6 +190,30 @@ def test_jobs_lanes_and_times(run) -> None:
     assert tl["cores"] == 2
 
 
+def test_server_cpu_from_the_jobs_logs(tmp_path: Path) -> None:
+    """Server-CPU lines of an ok job's log are summed; a failed job's are not counted."""
+    from agentmem.pg.postmaster import SERVER_CPU_LINE
+
+    log = write_run(tmp_path)
+    logs = tmp_path / "results" / "logs"
+    (logs / "make_corpus").mkdir(parents=True)
+    (logs / "make_corpus" / "s.log").write_text(
+        f"noise\n{SERVER_CPU_LINE}1.500 (/a/pgdata)\nmore noise\n"
+        f"{SERVER_CPU_LINE}2.250 (/b/pgdata)\n{SERVER_CPU_LINE}oops (/c/pgdata)\n"
+    )
+    (logs / "sweep.log").write_text(f"{SERVER_CPU_LINE}100.0 (/d/pgdata)\n")  # failed job
+    tl = tlm.build_timeline(log, tmp_path / "results" / "benchmarks")
+    jobs = {j["jobid"]: j for j in tl["jobs"]}
+    assert jobs[3]["server_cpu_s"] == 3.75
+    assert (jobs[5]["server_cpu_s"], jobs[7]["server_cpu_s"]) == (None, None)
+    t = tl["totals"]
+    assert (t["cpu_s"], t["server_cpu_s"]) == (37.0, 3.75)
+    assert t["cpu_util"] == pytest.approx((37.0 + 3.75) / (58.0 * 2))
+    md = tlm.render_markdown(tl)
+    assert "plus 3.8 s of the embedded PostgreSQL servers" in md
+    assert "| make_corpus | 1 | 9.0 | 8.0 | 3.8 |" in md
+
+
 def test_critical_path_worked_by_hand(run) -> None:
     _, tl = run
     steps = [(s["jobid"], s["start_s"], s["wait_s"], s["wall_s"]) for s in tl["critical_path"]]

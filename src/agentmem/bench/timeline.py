@@ -1,16 +1,19 @@
 """Where a workflow run's time went: one row per job, lanes, the critical path.
 
 From the run's Snakemake log (job starts with their inputs, outputs and resources; finish
-and error lines; 1 s resolution) and the jobs' ``benchmark:`` files (``s``, ``cpu_time``,
-``max_rss``): a job ends at its logged finish and starts its benchmark's ``s`` earlier
-(never before its logged start). Failed and unfinished jobs, and benchmarks longer than the
-logged span by over 1.5 s (left by an earlier run), keep the log's times. Times are seconds
+and error lines; 1 s resolution), the jobs' ``benchmark:`` files (``s``, ``cpu_time``,
+``max_rss``) and their logs (the CPU of the embedded PostgreSQL servers they stopped, which
+no benchmark file sees: :func:`agentmem.pg.postmaster.report_server_cpu`): a job ends at
+its logged finish and starts its benchmark's ``s`` earlier (never before its logged start).
+Failed and unfinished jobs, and benchmarks longer than the logged span by over 1.5 s (left
+by an earlier run), keep the log's times. Times are seconds
 since the run's first job started. How to read the result: ``docs/BENCHMARKS.md``.
 """
 
 from __future__ import annotations
 
 import calendar
+import contextlib
 import csv
 import io
 import os
@@ -26,8 +29,11 @@ from agentmem.io import write_text
 #: Declared resource -> lane, in order of precedence; a job declaring none is ``other``.
 LANES = {"bench_slot": "timing", "background_slot": "background", "crash_slot": "crash"}
 LANE_ORDER = ("timing", "background", "crash", "other")
+#: Columns of ``timeline.md``'s table of the slowest jobs.
+SLOW_COLUMNS = "job | lane | status | start s | wall s | CPU s | server CPU s | peak RSS MiB"
 #: Columns of ``timeline.csv``.
-COLUMNS = "jobid rule wildcards lane status start_s end_s wall_s cpu_s threads resources".split()
+COLUMNS = "jobid rule wildcards lane status start_s end_s wall_s cpu_s server_cpu_s".split()
+COLUMNS += ["threads", "resources"]
 COLUMNS += ["max_rss_mb", "on_critical_path"]
 _MONTHS = {m: i for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(), 1)}
 _TS = re.compile(r"\[\w{3} (\w{3}) +(\d+) (\d+):(\d+):(\d+) (\d{4})\]$")
@@ -132,6 +138,19 @@ def _bench(path: str | None, bench_dir: Path | None, workdir: str | None) -> dic
     return out
 
 
+def _server_cpu(logs: list[str], workdir: str | None) -> float | None:
+    """CPU seconds of the embedded PostgreSQL servers a job's logs report; ``None`` if none."""
+    from agentmem.pg.postmaster import server_cpu_in_log
+
+    vals = []
+    for log in logs:
+        with contextlib.suppress(OSError):
+            text = Path(workdir or ".", log).read_text(errors="replace")
+            if (v := server_cpu_in_log(text)) is not None:
+                vals.append(v)
+    return round(sum(vals), 3) if vals else None
+
+
 def _paths(text: str, wd: str | None) -> list[str]:
     out = [os.path.normpath(p.strip()) for p in text.split(", ") if p.strip()]
     pre = (wd or "\0").rstrip("/") + "/"
@@ -146,7 +165,8 @@ def build_timeline(log: str | Path, benchmarks: str | Path | None = None) -> dic
     ``label``; ``[]`` when no job ran), ``lanes`` (:func:`lane_stats`), ``critical_path``
     (:func:`critical_path`) and ``totals``: ``elapsed_s``, ``jobs``, ``failed``,
     ``incomplete``, ``wall_s``, ``cpu_s`` (over the ``cpu_jobs`` with a figure; ``None`` if
-    none) and ``cpu_util`` (CPU / (elapsed x cores)).
+    none), ``server_cpu_s`` (the embedded servers' CPU the jobs' logs report) and
+    ``cpu_util`` (both CPU figures / (elapsed x cores)).
 
     Raises:
         BenchError: when the log cannot be read.
@@ -163,6 +183,7 @@ def build_timeline(log: str | Path, benchmarks: str | Path | None = None) -> dic
         if b.get("s") is None or b["s"] > end - start + 1.5:  # no file, or not of this run
             b = {"s": end - start}
         wcs = r.get("wildcards", "")
+        server = _server_cpu(_paths(r.get("log", ""), wd), wd) if r["status"] == "ok" else None
         jobs.append(
             {
                 "jobid": int(r["jobid"]),
@@ -177,6 +198,7 @@ def build_timeline(log: str | Path, benchmarks: str | Path | None = None) -> dic
                 "end_s": end,
                 "wall_s": round(b["s"], 3),
                 "cpu_s": b.get("cpu_time"),
+                "server_cpu_s": server,
                 "threads": int(r.get("threads", 1)),
                 "resources": " ".join(f"{k}={v}" for k, v in slots.items()),
                 "max_rss_mb": b.get("max_rss"),
@@ -189,6 +211,8 @@ def build_timeline(log: str | Path, benchmarks: str | Path | None = None) -> dic
     elapsed = max((j["end_s"] for j in jobs), default=0.0)
     cores, known = raw["cores"], [j["cpu_s"] for j in jobs if j["cpu_s"] is not None]
     cpu = round(sum(known), 3) if known else None
+    server = round(sum(j["server_cpu_s"] or 0.0 for j in jobs), 3)
+    used = (cpu or 0.0) + server
     return {
         "log": str(log),
         "cores": cores,
@@ -203,7 +227,8 @@ def build_timeline(log: str | Path, benchmarks: str | Path | None = None) -> dic
             "wall_s": round(sum(j["wall_s"] for j in jobs), 3),
             "cpu_s": cpu,
             "cpu_jobs": len(known),
-            "cpu_util": cpu / (elapsed * cores) if cpu and cores and elapsed > 0 else None,
+            "server_cpu_s": server,
+            "cpu_util": used / (elapsed * cores) if used and cores and elapsed > 0 else None,
         },
     }
 
@@ -284,18 +309,23 @@ def render_markdown(tl: dict[str, Any], top: int = 15) -> str:
         for i, s in enumerate(cp, 1)
     ]
     slow = sorted(jobs, key=lambda j: (-j["wall_s"], j["label"]))[:top]
-    job = itemgetter("label", "lane", "status", "start_s", "wall_s", "cpu_s", "max_rss_mb")
+    job = itemgetter(
+        "label", "lane", "status", "start_s", "wall_s", "cpu_s", "server_cpu_s", "max_rss_mb"
+    )
     rules: dict[str, list] = {}
     for j in jobs:
-        r = rules.setdefault(j["rule"], [j["rule"], 0, 0.0, 0.0])
-        r[1:] = [r[1] + 1, r[2] + j["wall_s"], r[3] + (j["cpu_s"] or 0.0)]
+        r = rules.setdefault(j["rule"], [j["rule"], 0, 0.0, 0.0, 0.0])
+        r[1:4] = [r[1] + 1, r[2] + j["wall_s"], r[3] + (j["cpu_s"] or 0.0)]
+        r[4] += j["server_cpu_s"] or 0.0
+    by_rule = sorted(rules.values(), key=lambda r: (-r[2], r[0]))
     return f"""# Where the time went
 
 `{Path(tl["log"]).name}`: {t["jobs"]} jobs ({t["failed"]} failed, {t["incomplete"]} \
 unfinished), **{t["elapsed_s"]:,.1f} s** from the first job's start to the last one's end on \
 {tl["cores"] or "?"} cores. Summed job wall time {t["wall_s"]:,.1f} s; CPU {cpu} s over the \
-{t["cpu_jobs"]} jobs whose benchmark file has it: {util} of the cores. Times are seconds since \
-the first job started.
+{t["cpu_jobs"]} jobs whose benchmark file has it, plus {t["server_cpu_s"]:,.1f} s of the \
+embedded PostgreSQL servers they ran (their logs; no benchmark file sees a daemonised server): \
+{util} of the cores. Times are seconds since the first job started.
 
 ## Lanes
 
@@ -315,11 +345,11 @@ finished last: {sum(s["wall_s"] for s in cp):,.1f} s running, \
 
 ## Slowest jobs ({len(slow)} of {len(jobs)})
 
-{_table("job | lane | status | start s | wall s | CPU s | peak RSS MiB", [job(j) for j in slow], 3)}
+{_table(SLOW_COLUMNS, [job(j) for j in slow], 3)}
 
 ## By rule
 
-{_table("rule | jobs | wall s | CPU s", sorted(rules.values(), key=lambda r: (-r[2], r[0])))}
+{_table("rule | jobs | wall s | CPU s | server CPU s", by_rule)}
 """
 
 

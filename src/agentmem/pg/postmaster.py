@@ -31,6 +31,10 @@ STOP_TIMEOUT_S = 15.0
 #: Seconds to wait for another process to finish starting or stopping a server.
 LOCK_TIMEOUT_S = 300.0
 
+#: Opening of the line :func:`report_server_cpu` writes to a job's log; the run's timeline
+#: (:mod:`agentmem.bench.timeline`) adds the figures it finds to the job's own CPU time.
+SERVER_CPU_LINE = "agentmem: embedded PostgreSQL server CPU s: "
+
 # Run by a fresh Python process: start (or restart after a crash) the server on argv[1]
 # and write its URI and postmaster pid to argv[2]. cleanup_mode=None: the server stays
 # up when this process exits.
@@ -294,3 +298,58 @@ def kill_leftover_servers(pgdata: Path) -> None:
             tree = [proc.pid, *descendants(proc.pid)]
             kill(proc.pid)
             wait_gone(tree, 10.0)
+
+
+def _proc_cpu_s(pid: int) -> float:
+    """User + system seconds of ``pid`` and of its reaped children, from ``/proc/<pid>/stat``.
+
+    Read directly, not through psutil: an exiting backend is a zombie until the postmaster
+    reaps it, and psutil refuses a zombie's times. Raises OSError when ``pid`` is gone.
+    """
+    with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+        fields = f.read().rpartition(")")[2].split()
+    # fields 14-17 of proc(5) (utime, stime, cutime, cstime), counted after the name
+    return sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def server_cpu_s(pid: int | None) -> float | None:
+    """CPU seconds (user + system) a running postmaster and its processes have used so far.
+
+    The postmaster's own time, the time of the backends it has already reaped (its
+    children's time, as the kernel counts it) and the time of its other processes, live
+    or exited and not yet reaped (backends, checkpointer, WAL writer, ...). ``None`` when
+    ``pid`` is None or gone. A job's benchmark file misses all of it: ``pg_ctl``
+    daemonises the postmaster.
+    """
+    if pid is None:
+        return None
+    try:
+        kids = [c.pid for c in psutil.Process(pid).children()]
+        total = _proc_cpu_s(pid)
+    except (psutil.Error, OSError):
+        return None
+    for kid in kids:
+        with contextlib.suppress(OSError, ValueError):
+            total += _proc_cpu_s(kid)
+    return round(total, 3)
+
+
+def report_server_cpu(pgdata: Path, pid: int | None) -> None:
+    """Write ``pgdata``'s server CPU so far (:func:`server_cpu_s`) to stderr, the job's log.
+
+    Called just before the server is stopped, so its shutdown checkpoint is not counted.
+    Writes nothing when the postmaster is gone.
+    """
+    cpu = server_cpu_s(pid)
+    if cpu is not None:
+        print(f"{SERVER_CPU_LINE}{cpu:.3f} ({pgdata})", file=sys.stderr, flush=True)
+
+
+def server_cpu_in_log(text: str) -> float | None:
+    """Sum of the :data:`SERVER_CPU_LINE` figures in a job's log text; ``None`` if none."""
+    vals = []
+    for line in text.splitlines():
+        if line.startswith(SERVER_CPU_LINE):
+            with contextlib.suppress(ValueError, IndexError):
+                vals.append(float(line[len(SERVER_CPU_LINE) :].split()[0]))
+    return round(sum(vals), 3) if vals else None

@@ -36,6 +36,7 @@ from agentmem.pg.postmaster import (
     pg_ctl_stop,
     postmaster_pid,
     prune_handle_pids,
+    report_server_cpu,
     start_in_fresh_process,
 )
 from agentmem.procs import (
@@ -318,6 +319,10 @@ class EmbeddedServer:
         """
         import_pgserver()
         pid = self.pid
+        if process_alive(pid) and self._other_holders() == []:
+            # the last holder: pgserver's cleanup stops the server, and with it goes the
+            # CPU time of its backends, which only the job's log will then have
+            report_server_cpu(self.pgdata, pid)
         try:
             self._server.cleanup()
         except Exception:  # pgserver raises when the server already died; checked below
