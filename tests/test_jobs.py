@@ -20,24 +20,27 @@ _START = (
     "before = os.nice(0)\n"
     "start_job(SimpleNamespace(log=[sys.argv[1]]), background=sys.argv[2] == 'yes')\n"
     "print('to the log', file=sys.stderr)\n"
-    "print(json.dumps([before, os.nice(0)]))\n"
+    "print(json.dumps([before, os.nice(0), os.environ.get('AGENTMEM_LOG_SERVER_CPU')]))\n"
 )
 
 
 @pytest.mark.parametrize(("background", "niced"), [("yes", True), ("no", False)])
 def test_start_job_sends_stderr_to_the_log_and_nices_untimed_jobs(tmp_path, background, niced):
     log = tmp_path / "job.log"
+    env = {k: v for k, v in os.environ.items() if k != "AGENTMEM_LOG_SERVER_CPU"}
     out = subprocess.run(
         [sys.executable, "-c", _START, str(log), background],
         capture_output=True,
         text=True,
         cwd=REPO,
         timeout=60,
+        env=env,
     )
     assert out.returncode == 0, out.stderr
     assert out.stderr == "" and log.read_text() == "to the log\n"
-    before, now = json.loads(out.stdout)
+    before, now, server_cpu_log = json.loads(out.stdout)
     assert now == (19 if niced else before)
+    assert server_cpu_log == "1"  # every job logs the CPU of the servers it stops
 
 
 _THREADS = (

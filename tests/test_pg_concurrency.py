@@ -35,6 +35,7 @@ from agentmem.pg.postmaster import (
     lock_path,
     server_cpu_in_log,
 )
+from agentmem.procs import SERVER_CPU_LOG_ENV
 
 #: seconds the churners open, query and close (the holders stop half way)
 RUN_S = 10.0
@@ -199,12 +200,18 @@ def test_process_exiting_without_close_lets_go_at_exit(tmp_path: Path) -> None:
         reap((a, b), tmp_path)
 
 
-def test_the_process_stopping_a_server_reports_its_cpu(tmp_path: Path, capsys) -> None:
-    """Only the stop writes the server-CPU line: a positive figure, with the data directory.
+def test_the_process_stopping_a_server_reports_its_cpu(tmp_path: Path, capsys, monkeypatch) -> None:
+    """In a workflow job only the stop writes the server-CPU line: a positive figure, with
+    the data directory; outside one (the CLI, the library) nothing is written.
 
     The server does work a client's own CPU time never shows (here: a generate_series sum in
     the backend), so the reported figure is at least that query's share of it.
     """
+    monkeypatch.delenv(SERVER_CPU_LOG_ENV, raising=False)
+    with pg.connect_store(tmp_path / "quiet", "cpu", create=True):
+        pass
+    assert SERVER_CPU_LINE not in capsys.readouterr().err
+    monkeypatch.setenv(SERVER_CPU_LOG_ENV, "1")
     store = tmp_path / "store"
     with pg.connect_store(store, "cpu", create=True) as h, h.conn.cursor() as cur:
         capsys.readouterr()

@@ -10,13 +10,14 @@ workflow's ``onsuccess`` / ``onerror``.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from importlib import import_module
 from pathlib import Path
 from typing import Any
 
-from agentmem.procs import run_in_background, run_single_threaded
+from agentmem.procs import SERVER_CPU_LOG_ENV, run_in_background, run_single_threaded
 
 #: File name of each corpus file a rule declares, by the name it declares it under
 #: (``results/corpus/{size}/`` and ``results/external/locomo/corpus/``, docs/DATA.md).
@@ -49,6 +50,7 @@ def start_job(snakemake: Any, *, background: bool = True) -> None:
             (:func:`agentmem.procs.run_single_threaded`: it declares ``threads: 0``).
     """
     sys.stderr = open(snakemake.log[0], "w")  # kept open: the job's stderr until it exits
+    os.environ[SERVER_CPU_LOG_ENV] = "1"  # the servers' CPU goes to this log, for the timeline
     if background:
         run_in_background()
         run_single_threaded()

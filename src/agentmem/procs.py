@@ -21,6 +21,11 @@ from pathlib import Path
 #: nice-19 task weighs 15 against a nice-0 task's 1024 in the CFS scheduler, so a timing
 #: job sharing a core with background jobs still gets ~90% of it.
 BACKGROUND_NICENESS = 19
+#: Environment variable a workflow job sets to ``1`` (:func:`agentmem.jobs.start_job`): the
+#: process stopping an embedded PostgreSQL server then writes the server's CPU time to its
+#: stderr, the job's log (:func:`agentmem.pg.postmaster.report_server_cpu`). Unset, as in
+#: the command line and the library, nothing is written.
+SERVER_CPU_LOG_ENV = "AGENTMEM_LOG_SERVER_CPU"
 
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_GET_CHILD_SUBREAPER = 37

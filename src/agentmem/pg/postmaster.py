@@ -24,7 +24,7 @@ from types import ModuleType
 import psutil
 
 from agentmem.pg.errors import PgError
-from agentmem.procs import descendants, kill, process_alive, wait_gone
+from agentmem.procs import SERVER_CPU_LOG_ENV, descendants, kill, process_alive, wait_gone
 
 #: Seconds to wait for a stopped or killed postmaster to disappear.
 STOP_TIMEOUT_S = 15.0
@@ -338,8 +338,11 @@ def report_server_cpu(pgdata: Path, pid: int | None) -> None:
     """Write ``pgdata``'s server CPU so far (:func:`server_cpu_s`) to stderr, the job's log.
 
     Called just before the server is stopped, so its shutdown checkpoint is not counted.
-    Writes nothing when the postmaster is gone.
+    Writes nothing when the postmaster is gone, or outside a workflow job (the environment
+    variable :data:`agentmem.procs.SERVER_CPU_LOG_ENV` is not ``1``).
     """
+    if os.environ.get(SERVER_CPU_LOG_ENV) != "1":
+        return
     cpu = server_cpu_s(pid)
     if cpu is not None:
         print(f"{SERVER_CPU_LINE}{cpu:.3f} ({pgdata})", file=sys.stderr, flush=True)
