@@ -6,8 +6,8 @@ and error lines; 1 s resolution), the jobs' ``benchmark:`` files (``s``, ``cpu_t
 no benchmark file sees: :func:`agentmem.pg.postmaster.report_server_cpu`): a job ends at
 its logged finish and starts its benchmark's ``s`` earlier (never before its logged start).
 Failed and unfinished jobs, and benchmarks longer than the logged span by over 1.5 s (left
-by an earlier run), keep the log's times. Times are seconds
-since the run's first job started. How to read the result: ``docs/BENCHMARKS.md``.
+by an earlier run), keep the log's times. Times are seconds since the run's first job
+started. How to read the result: ``docs/BENCHMARKS.md``.
 """
 
 from __future__ import annotations
@@ -33,8 +33,7 @@ LANE_ORDER = ("timing", "background", "crash", "other")
 SLOW_COLUMNS = "job | lane | status | start s | wall s | CPU s | server CPU s | peak RSS MiB"
 #: Columns of ``timeline.csv``.
 COLUMNS = "jobid rule wildcards lane status start_s end_s wall_s cpu_s server_cpu_s".split()
-COLUMNS += ["threads", "resources"]
-COLUMNS += ["max_rss_mb", "on_critical_path"]
+COLUMNS += ["threads", "resources", "max_rss_mb", "on_critical_path"]
 _MONTHS = {m: i for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(), 1)}
 _TS = re.compile(r"\[\w{3} (\w{3}) +(\d+) (\d+):(\d+):(\d+) (\d{4})\]$")
 _START = re.compile(r"(?:local)?(?:rule|checkpoint) (\S+):$")
@@ -142,13 +141,11 @@ def _server_cpu(logs: list[str], workdir: str | None) -> float | None:
     """CPU seconds of the embedded PostgreSQL servers a job's logs report; ``None`` if none."""
     from agentmem.pg.postmaster import server_cpu_in_log
 
-    vals = []
+    texts = []
     for log in logs:
         with contextlib.suppress(OSError):
-            text = Path(workdir or ".", log).read_text(errors="replace")
-            if (v := server_cpu_in_log(text)) is not None:
-                vals.append(v)
-    return round(sum(vals), 3) if vals else None
+            texts.append(Path(workdir or ".", log).read_text(errors="replace"))
+    return server_cpu_in_log("\n".join(texts))
 
 
 def _paths(text: str, wd: str | None) -> list[str]:

@@ -24,7 +24,14 @@ from types import ModuleType
 import psutil
 
 from agentmem.pg.errors import PgError
-from agentmem.procs import SERVER_CPU_LOG_ENV, descendants, kill, process_alive, wait_gone
+from agentmem.procs import (
+    SERVER_CPU_LOG_ENV,
+    children,
+    descendants,
+    kill,
+    process_alive,
+    wait_gone,
+)
 
 #: Seconds to wait for a stopped or killed postmaster to disappear.
 STOP_TIMEOUT_S = 15.0
@@ -323,10 +330,10 @@ def server_cpu_s(pid: int | None) -> float | None:
     """
     if pid is None:
         return None
+    kids = children(pid)
     try:
-        kids = [c.pid for c in psutil.Process(pid).children()]
         total = _proc_cpu_s(pid)
-    except (psutil.Error, OSError):
+    except OSError:
         return None
     for kid in kids:
         with contextlib.suppress(OSError, ValueError):

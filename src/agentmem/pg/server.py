@@ -319,7 +319,8 @@ class EmbeddedServer:
         """
         import_pgserver()
         pid = self.pid
-        if process_alive(pid) and self._other_holders() == []:
+        others = self._other_holders()  # our cleanup below changes only our own entry
+        if process_alive(pid) and others == []:
             # the last holder: pgserver's cleanup stops the server, and with it goes the
             # CPU time of its backends, which only the job's log will then have
             report_server_cpu(self.pgdata, pid)
@@ -327,7 +328,6 @@ class EmbeddedServer:
             self._server.cleanup()
         except Exception:  # pgserver raises when the server already died; checked below
             pass
-        others = self._other_holders()
         if not process_alive(pid) or others is None or others:
             return
         if not pg_ctl_stop(self.pgdata, timeout=60):
