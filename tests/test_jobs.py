@@ -20,14 +20,16 @@ _START = (
     "before = os.nice(0)\n"
     "start_job(SimpleNamespace(log=[sys.argv[1]]), background=sys.argv[2] == 'yes')\n"
     "print('to the log', file=sys.stderr)\n"
-    "print(json.dumps([before, os.nice(0), os.environ.get('AGENTMEM_LOG_SERVER_CPU')]))\n"
+    "print(json.dumps([before, os.nice(0), os.environ.get('AGENTMEM_LOG_SERVER_CPU'),\n"
+    "                  os.environ.get('AGENTMEM_PG_TEMPLATE_DIR')]))\n"
 )
 
 
 @pytest.mark.parametrize(("background", "niced"), [("yes", True), ("no", False)])
 def test_start_job_sends_stderr_to_the_log_and_nices_untimed_jobs(tmp_path, background, niced):
     log = tmp_path / "job.log"
-    env = {k: v for k, v in os.environ.items() if k != "AGENTMEM_LOG_SERVER_CPU"}
+    unset = ("AGENTMEM_LOG_SERVER_CPU", "AGENTMEM_PG_TEMPLATE_DIR")
+    env = {k: v for k, v in os.environ.items() if k not in unset}
     out = subprocess.run(
         [sys.executable, "-c", _START, str(log), background],
         capture_output=True,
@@ -38,9 +40,11 @@ def test_start_job_sends_stderr_to_the_log_and_nices_untimed_jobs(tmp_path, back
     )
     assert out.returncode == 0, out.stderr
     assert out.stderr == "" and log.read_text() == "to the log\n"
-    before, now, server_cpu_log = json.loads(out.stdout)
+    before, now, server_cpu_log, template = json.loads(out.stdout)
     assert now == (19 if niced else before)
     assert server_cpu_log == "1"  # every job logs the CPU of the servers it stops
+    # new embedded stores are copied from the workflow's template cluster
+    assert template == str(REPO / "results" / "cache" / "pg-template")
 
 
 _THREADS = (

@@ -17,7 +17,12 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
-from agentmem.procs import SERVER_CPU_LOG_ENV, run_in_background, run_single_threaded
+from agentmem.procs import (
+    PG_TEMPLATE_ENV,
+    SERVER_CPU_LOG_ENV,
+    run_in_background,
+    run_single_threaded,
+)
 
 #: File name of each corpus file a rule declares, by the name it declares it under
 #: (``results/corpus/{size}/`` and ``results/external/locomo/corpus/``, docs/DATA.md).
@@ -35,10 +40,17 @@ CORPUS_FILES = {
 }
 #: The corpus files :func:`agentmem.corpus.io.load_corpus` opens.
 CORPUS_TABLES = ("memories", "sessions", "facts", "entities")
+#: Where workflow jobs keep the template cluster new embedded stores are copied from
+#: (:mod:`agentmem.pg.template`), under the workflow's directory.
+PG_TEMPLATE_DIR = Path("results/cache/pg-template")
 
 
 def start_job(snakemake: Any, *, background: bool = True) -> None:
     """Send stderr to the job's log (open until the job ends); nice every untimed job.
+
+    New embedded PostgreSQL stores are copied from one template cluster under
+    :data:`PG_TEMPLATE_DIR` (:mod:`agentmem.pg.template`) unless the environment already
+    names another.
 
     Args:
         snakemake: the script's ``snakemake`` object; ``log[0]`` is the job's log file.
@@ -51,6 +63,7 @@ def start_job(snakemake: Any, *, background: bool = True) -> None:
     """
     sys.stderr = open(snakemake.log[0], "w")  # kept open: the job's stderr until it exits
     os.environ[SERVER_CPU_LOG_ENV] = "1"  # the servers' CPU goes to this log, for the timeline
+    os.environ.setdefault(PG_TEMPLATE_ENV, str(PG_TEMPLATE_DIR.resolve()))  # no initdb per store
     if background:
         run_in_background()
         run_single_threaded()

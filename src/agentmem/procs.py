@@ -26,6 +26,10 @@ BACKGROUND_NICENESS = 19
 #: stderr, the job's log (:func:`agentmem.pg.postmaster.report_server_cpu`). Unset, as in
 #: the command line and the library, nothing is written.
 SERVER_CPU_LOG_ENV = "AGENTMEM_LOG_SERVER_CPU"
+#: Environment variable naming the directory of the template cluster new embedded
+#: PostgreSQL data directories are copied from (:mod:`agentmem.pg.template`); workflow
+#: jobs set it (:func:`agentmem.jobs.start_job`). Unset, every new store runs ``initdb``.
+PG_TEMPLATE_ENV = "AGENTMEM_PG_TEMPLATE_DIR"
 
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_GET_CHILD_SUBREAPER = 37

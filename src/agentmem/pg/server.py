@@ -39,6 +39,7 @@ from agentmem.pg.postmaster import (
     report_server_cpu,
     start_in_fresh_process,
 )
+from agentmem.pg.template import seed_data_dir
 from agentmem.procs import (
     child_subreaper,
     children,
@@ -77,9 +78,10 @@ class EmbeddedServer:
       :meth:`stop` or the end of the ``with`` block, also on exceptions.
 
     Args:
-        pgdata: the data directory (initialised by ``initdb`` if missing; its parent
-            must exist). As root the server runs as OS user ``pgserver``, which gets
-            read/execute access on the path's ancestors (pgserver does this).
+        pgdata: the data directory (initialised by ``initdb`` if missing, or copied from
+            the template cluster, :mod:`agentmem.pg.template`; its parent must exist). As
+            root the server runs as OS user ``pgserver``, which gets read/execute access on
+            the path's ancestors (pgserver does this).
         create: allow initialising a new data directory; with False a directory that
             holds no ``PG_VERSION`` is an error (used to reopen an existing store).
 
@@ -238,6 +240,8 @@ class EmbeddedServer:
         from pgserver.postgres_server import PostgresServer
 
         pgdata = self.pgdata
+        if self.create:
+            seed_data_dir(pgdata)  # a copy of the template cluster, when workflow jobs keep one
         prune_handle_pids(pgdata)
         old = postmaster_pid(pgdata)
         if old is not None and not process_alive(old):
@@ -382,6 +386,8 @@ class EmbeddedServer:
             self._reaper = contextlib.ExitStack()
             self._reaper.enter_context(child_subreaper())
         try:
+            if self.create:
+                seed_data_dir(self.pgdata)
             self._uri, self._pid = start_in_fresh_process(self.pgdata, timeout)
         except PgError:
             self._sweep()
