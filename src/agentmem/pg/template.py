@@ -1,8 +1,8 @@
 """A template cluster: a new embedded data directory as a copy of one ``initdb`` run.
 
 pgserver initialises every new data directory with ``initdb``: about 0.5 s of CPU and,
-with its ``fsync`` of every file, 1.5 s of wall time on this 2-core machine, for each of
-the hundred-odd stores of a reproduction. When the environment variable
+with its ``fsync`` of every file, 1.5 s of wall time on a 2-core machine, for each of the
+ninety-odd stores of a reproduction (docs/SCALING.md §4). When the environment variable
 :data:`~agentmem.procs.PG_TEMPLATE_ENV` names a directory, the first new store
 initialises a cluster there once, with the arguments pgserver passes
 (:data:`INITDB_ARGS`), and every new data directory is a copy of it (0.05 s). The copy
