@@ -19,6 +19,7 @@ import apsw
 
 from agentmem.arms import base
 from agentmem.arms.graph.confidence import decayed_confidence
+from agentmem.sql.sqlite.connection import use_page_cache
 
 
 class Writer:
@@ -52,6 +53,7 @@ class Writer:
             if create:
                 conn.execute("PRAGMA journal_mode=WAL").fetchall()
             conn.execute("PRAGMA synchronous=NORMAL")
+            use_page_cache(conn)
             conn.create_scalar_function("agentmem_decay", decayed_confidence, 3, deterministic=True)
         except apsw.Error:
             conn.close()
@@ -155,6 +157,7 @@ class GraphStore(base.ArmBase):
             raise base.ArmError(f"{self.name}: cannot open {path} read-only: {exc}") from exc
         try:
             reader.set_busy_timeout(10_000)
+            use_page_cache(reader)
             import sqlite_vec
 
             reader.enable_load_extension(True)
