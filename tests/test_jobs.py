@@ -12,6 +12,7 @@ from snakemake.iocontainers import Namedlist
 from support.paths import REPO
 
 from agentmem.jobs import corpus_dir
+from agentmem.procs import JOB_CPU_LINE, job_cpu_in_log
 
 _START = (
     "import json, os, sys\n"
@@ -39,12 +40,45 @@ def test_start_job_sends_stderr_to_the_log_and_nices_untimed_jobs(tmp_path, back
         env=env,
     )
     assert out.returncode == 0, out.stderr
-    assert out.stderr == "" and log.read_text() == "to the log\n"
+    first, cpu = log.read_text().splitlines()
+    assert out.stderr == "" and first == "to the log"
+    assert cpu.startswith(JOB_CPU_LINE) and job_cpu_in_log(cpu) > 0  # written at exit
     before, now, server_cpu_log, template = json.loads(out.stdout)
     assert now == (19 if niced else before)
     assert server_cpu_log == "1"  # every job logs the CPU of the servers it stops
     # new embedded stores are copied from the workflow's template cluster
     assert template == str(REPO / "results" / "cache" / "pg-template")
+
+
+_BURN = (
+    "import subprocess, sys, time\n"
+    "from types import SimpleNamespace\n"
+    "from agentmem.jobs import start_job\n"
+    "start_job(SimpleNamespace(log=[sys.argv[1]]), background=False)\n"
+    "burn = 'import time\\nt = time.process_time()\\nwhile time.process_time() - t < 0.4: pass\\n"
+    "print(time.process_time())'\n"
+    "child = float(subprocess.run([sys.executable, '-c', burn], capture_output=True,\n"
+    "                             text=True, check=True).stdout)\n"
+    "t = time.process_time()\n"
+    "while time.process_time() - t < 0.4: pass\n"
+    "print(time.process_time() + child)\n"
+)
+
+
+def test_a_job_logs_its_cpu_and_its_reaped_childrens_at_exit(tmp_path):
+    log = tmp_path / "job.log"
+    out = subprocess.run(
+        [sys.executable, "-c", _BURN, str(log)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+        check=True,
+    )
+    measured = float(out.stdout)  # the job's and the child's own process_time at their ends
+    logged = job_cpu_in_log(log.read_text())
+    assert measured >= 0.8
+    assert measured - 0.02 <= logged <= measured + 0.5  # + the exit path and the child's exit
 
 
 _THREADS = (

@@ -214,6 +214,29 @@ def test_server_cpu_from_the_jobs_logs(tmp_path: Path) -> None:
     assert "| make_corpus | 1 | 9.0 | 8.0 | 3.8 |" in md
 
 
+def test_job_cpu_from_the_jobs_logs_replaces_the_benchmark_sample(tmp_path: Path) -> None:
+    """An ok job's last job-CPU line replaces its benchmark's cpu_time; a failed job's is unread."""
+    from agentmem.procs import JOB_CPU_LINE
+
+    log = write_run(tmp_path)
+    logs = tmp_path / "results" / "logs"
+    (logs / "make_corpus").mkdir(parents=True)
+    (logs / "make_corpus" / "s.log").write_text(
+        f"{JOB_CPU_LINE}5.0\nnoise\n{JOB_CPU_LINE}12.500\n{JOB_CPU_LINE}oops\n"
+    )
+    (logs / "sweep.log").write_text(f"{JOB_CPU_LINE}100.0\n")  # failed job
+    tl = tlm.build_timeline(log, tmp_path / "results" / "benchmarks")
+    jobs = {j["jobid"]: j for j in tl["jobs"]}
+    assert (jobs[3]["cpu_s"], jobs[3]["cpu_from_log"]) == (12.5, True)  # benchmark said 8.0
+    assert (jobs[5]["cpu_s"], jobs[5]["cpu_from_log"]) == (18.0, False)
+    assert (jobs[7]["cpu_s"], jobs[7]["cpu_from_log"]) == (None, False)
+    t = tl["totals"]
+    assert (t["cpu_s"], t["cpu_jobs"], t["cpu_logged_jobs"]) == (37.0 - 8.0 + 12.5, 4, 1)
+    assert "over the 4 jobs that report it (1 in their logs as they exited" in (
+        tlm.render_markdown(tl)
+    )
+
+
 def test_critical_path_worked_by_hand(run) -> None:
     _, tl = run
     steps = [(s["jobid"], s["start_s"], s["wait_s"], s["wall_s"]) for s in tl["critical_path"]]

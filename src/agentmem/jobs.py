@@ -1,15 +1,17 @@
 """What every workflow script (``scripts/*.py``, run by Snakemake's ``script:``) does first.
 
-:func:`start_job` sends the job's stderr to its log and lowers the priority of every job
-that is not timed (docs/MEASUREMENT.md §1). :func:`corpus_dir` gives the library the directory of a
-job's corpus files after checking that the rule declares each file the call reads or
-writes. :func:`run_entry` runs an experiment whose rule names its library function, so
-the experiment needs no script of its own. :func:`cancel_pending_timers` is for the
+:func:`start_job` sends the job's stderr to its log, where the job's CPU time goes as it
+exits, and lowers the priority of every job that is not timed (docs/MEASUREMENT.md §1).
+:func:`corpus_dir` gives the library the directory of a job's corpus files after checking
+that the rule declares each file the call reads or writes. :func:`run_entry` runs an
+experiment whose rule names its library function, so the experiment needs no script of
+its own. :func:`cancel_pending_timers` is for the
 workflow's ``onsuccess`` / ``onerror``.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 import threading
@@ -20,6 +22,7 @@ from typing import Any
 from agentmem.procs import (
     PG_TEMPLATE_ENV,
     SERVER_CPU_LOG_ENV,
+    report_job_cpu,
     run_in_background,
     run_single_threaded,
 )
@@ -48,6 +51,9 @@ PG_TEMPLATE_DIR = Path("results/cache/pg-template")
 def start_job(snakemake: Any, *, background: bool = True) -> None:
     """Send stderr to the job's log (open until the job ends); nice every untimed job.
 
+    At exit the job writes its CPU time, its reaped children's included, to the log
+    (:func:`agentmem.procs.report_job_cpu`), for the run's timeline.
+
     New embedded PostgreSQL stores are copied from one template cluster under
     :data:`PG_TEMPLATE_DIR` (:mod:`agentmem.pg.template`) unless the environment already
     names another.
@@ -62,6 +68,7 @@ def start_job(snakemake: Any, *, background: bool = True) -> None:
             (:func:`agentmem.procs.run_single_threaded`: it declares ``threads: 0``).
     """
     sys.stderr = open(snakemake.log[0], "w")  # kept open: the job's stderr until it exits
+    atexit.register(report_job_cpu)
     os.environ[SERVER_CPU_LOG_ENV] = "1"  # the servers' CPU goes to this log, for the timeline
     os.environ.setdefault(PG_TEMPLATE_ENV, str(PG_TEMPLATE_DIR.resolve()))  # no initdb per store
     if background:

@@ -30,6 +30,10 @@ SERVER_CPU_LOG_ENV = "AGENTMEM_LOG_SERVER_CPU"
 #: PostgreSQL data directories are copied from (:mod:`agentmem.pg.template`); workflow
 #: jobs set it (:func:`agentmem.jobs.start_job`). Unset, every new store runs ``initdb``.
 PG_TEMPLATE_ENV = "AGENTMEM_PG_TEMPLATE_DIR"
+#: The line a workflow job writes to its log as it exits (:func:`report_job_cpu`), followed
+#: by the CPU seconds of :func:`job_cpu_s`; the run's timeline reads it
+#: (:mod:`agentmem.bench.timeline`).
+JOB_CPU_LINE = "agentmem: job CPU s: "
 
 _PR_SET_CHILD_SUBREAPER = 36
 _PR_GET_CHILD_SUBREAPER = 37
@@ -191,6 +195,45 @@ def child_env() -> dict[str, str]:
     src = str(Path(agentmem.__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join([src, *filter(None, [env.get("PYTHONPATH")])])
     return env
+
+
+# --------------------------------------------------------------------------- CPU time
+def job_cpu_s() -> float:
+    """CPU seconds (user + system) of this process and of its children it has reaped.
+
+    ``getrusage`` of the process and of its waited-for descendants: an embedded PostgreSQL
+    server started through ``pg_ctl`` is reparented, never reaped by the job, and not in
+    it (its CPU is logged apart, :func:`agentmem.pg.postmaster.report_server_cpu`).
+    """
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def report_job_cpu() -> None:
+    """Write :func:`job_cpu_s` to stderr (a workflow job's log) after :data:`JOB_CPU_LINE`.
+
+    Registered by :func:`agentmem.jobs.start_job` to run at exit, so that the run's timeline
+    has every job's whole CPU time: Snakemake's benchmark files sample it once a second for
+    the first 30 s and every 30 s after that, and lose what a job spends after its last
+    sample (docs/BENCHMARKS.md).
+    """
+    import sys
+
+    with contextlib.suppress(OSError, ValueError):  # stderr already closed: nothing to say
+        print(f"{JOB_CPU_LINE}{job_cpu_s():.3f}", file=sys.stderr, flush=True)
+
+
+def job_cpu_in_log(text: str) -> float | None:
+    """The last :data:`JOB_CPU_LINE` figure in a job's log text; ``None`` if it has none."""
+    val = None
+    for line in text.splitlines():
+        if line.startswith(JOB_CPU_LINE):
+            with contextlib.suppress(ValueError, IndexError):
+                val = float(line[len(JOB_CPU_LINE) :].split()[0])
+    return val
 
 
 # --------------------------------------------------------------------------- CPU priority

@@ -2,9 +2,11 @@
 
 From the run's Snakemake log (job starts with their inputs, outputs and resources; finish
 and error lines; 1 s resolution), the jobs' ``benchmark:`` files (``s``, ``cpu_time``,
-``max_rss``) and their logs (the CPU of the embedded PostgreSQL servers they stopped, which
-no benchmark file sees: :func:`agentmem.pg.postmaster.report_server_cpu`): a job ends at
-its logged finish and starts its benchmark's ``s`` earlier (never before its logged start).
+``max_rss``) and their logs (the job's whole CPU time as it exited,
+:func:`agentmem.procs.report_job_cpu`, which replaces the benchmark's sampled
+``cpu_time``; the CPU of the embedded PostgreSQL servers it stopped, which no benchmark
+file sees: :func:`agentmem.pg.postmaster.report_server_cpu`): a job ends at its logged
+finish and starts its benchmark's ``s`` earlier (never before its logged start).
 Failed and unfinished jobs, and benchmarks longer than the logged span by over 1.5 s (left
 by an earlier run), keep the log's times. Times are seconds since the run's first job
 started. How to read the result: ``docs/BENCHMARKS.md``.
@@ -32,8 +34,8 @@ LANE_ORDER = ("timing", "background", "crash", "other")
 #: Columns of ``timeline.md``'s table of the slowest jobs.
 SLOW_COLUMNS = "job | lane | status | start s | wall s | CPU s | server CPU s | peak RSS MiB"
 #: Columns of ``timeline.csv``.
-COLUMNS = "jobid rule wildcards lane status start_s end_s wall_s cpu_s server_cpu_s".split()
-COLUMNS += ["threads", "resources", "max_rss_mb", "on_critical_path"]
+COLUMNS = "jobid rule wildcards lane status start_s end_s wall_s cpu_s cpu_from_log".split()
+COLUMNS += ["server_cpu_s", "threads", "resources", "max_rss_mb", "on_critical_path"]
 _MONTHS = {m: i for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(), 1)}
 _TS = re.compile(r"\[\w{3} (\w{3}) +(\d+) (\d+):(\d+):(\d+) (\d{4})\]$")
 _START = re.compile(r"(?:local)?(?:rule|checkpoint) (\S+):$")
@@ -137,15 +139,17 @@ def _bench(path: str | None, bench_dir: Path | None, workdir: str | None) -> dic
     return out
 
 
-def _server_cpu(logs: list[str], workdir: str | None) -> float | None:
-    """CPU seconds of the embedded PostgreSQL servers a job's logs report; ``None`` if none."""
+def _logged_cpu(logs: list[str], workdir: str | None) -> tuple[float | None, float | None]:
+    """``(job CPU s, embedded servers' CPU s)`` a job's logs report, ``None`` where absent."""
     from agentmem.pg.postmaster import server_cpu_in_log
+    from agentmem.procs import job_cpu_in_log
 
     texts = []
     for log in logs:
         with contextlib.suppress(OSError):
             texts.append(Path(workdir or ".", log).read_text(errors="replace"))
-    return server_cpu_in_log("\n".join(texts))
+    text = "\n".join(texts)
+    return job_cpu_in_log(text), server_cpu_in_log(text)
 
 
 def _paths(text: str, wd: str | None) -> list[str]:
@@ -162,8 +166,9 @@ def build_timeline(log: str | Path, benchmarks: str | Path | None = None) -> dic
     ``label``; ``[]`` when no job ran), ``lanes`` (:func:`lane_stats`), ``critical_path``
     (:func:`critical_path`) and ``totals``: ``elapsed_s``, ``jobs``, ``failed``,
     ``incomplete``, ``wall_s``, ``cpu_s`` (over the ``cpu_jobs`` with a figure; ``None`` if
-    none), ``server_cpu_s`` (the embedded servers' CPU the jobs' logs report) and
-    ``cpu_util`` (both CPU figures / (elapsed x cores)).
+    none), ``cpu_logged_jobs`` (those whose figure is their log's), ``server_cpu_s`` (the
+    embedded servers' CPU the jobs' logs report) and ``cpu_util`` (both CPU figures /
+    (elapsed x cores)).
 
     Raises:
         BenchError: when the log cannot be read.
@@ -180,7 +185,9 @@ def build_timeline(log: str | Path, benchmarks: str | Path | None = None) -> dic
         if b.get("s") is None or b["s"] > end - start + 1.5:  # no file, or not of this run
             b = {"s": end - start}
         wcs = r.get("wildcards", "")
-        server = _server_cpu(_paths(r.get("log", ""), wd), wd) if r["status"] == "ok" else None
+        own, server = (
+            _logged_cpu(_paths(r.get("log", ""), wd), wd) if r["status"] == "ok" else (None, None)
+        )
         jobs.append(
             {
                 "jobid": int(r["jobid"]),
@@ -194,7 +201,8 @@ def build_timeline(log: str | Path, benchmarks: str | Path | None = None) -> dic
                 "start_s": max(start, end - b["s"]),
                 "end_s": end,
                 "wall_s": round(b["s"], 3),
-                "cpu_s": b.get("cpu_time"),
+                "cpu_s": own if own is not None else b.get("cpu_time"),
+                "cpu_from_log": own is not None,
                 "server_cpu_s": server,
                 "threads": int(r.get("threads", 1)),
                 "resources": " ".join(f"{k}={v}" for k, v in slots.items()),
@@ -224,6 +232,7 @@ def build_timeline(log: str | Path, benchmarks: str | Path | None = None) -> dic
             "wall_s": round(sum(j["wall_s"] for j in jobs), 3),
             "cpu_s": cpu,
             "cpu_jobs": len(known),
+            "cpu_logged_jobs": sum(j["cpu_from_log"] for j in jobs),
             "server_cpu_s": server,
             "cpu_util": used / (elapsed * cores) if used and cores and elapsed > 0 else None,
         },
@@ -320,9 +329,11 @@ def render_markdown(tl: dict[str, Any], top: int = 15) -> str:
 `{Path(tl["log"]).name}`: {t["jobs"]} jobs ({t["failed"]} failed, {t["incomplete"]} \
 unfinished), **{t["elapsed_s"]:,.1f} s** from the first job's start to the last one's end on \
 {tl["cores"] or "?"} cores. Summed job wall time {t["wall_s"]:,.1f} s; CPU {cpu} s over the \
-{t["cpu_jobs"]} jobs whose benchmark file has it, plus {t["server_cpu_s"]:,.1f} s of the \
-embedded PostgreSQL servers they ran (their logs; no benchmark file sees a daemonised server): \
-{util} of the cores. Times are seconds since the first job started.
+{t["cpu_jobs"]} jobs that report it ({t["cpu_logged_jobs"]} in their logs as they exited, \
+the others in their benchmark files, which sample it and miss a job's last stretch), plus \
+{t["server_cpu_s"]:,.1f} s of the embedded PostgreSQL servers they ran (their logs; no \
+benchmark file sees a daemonised server): {util} of the cores. Times are seconds since the \
+first job started.
 
 ## Lanes
 
