@@ -39,7 +39,6 @@ from agentmem.arms.graph import (
     node_type_of,
 )
 from agentmem.arms.sqlite import SqliteFtsArm
-from agentmem.sql.sqlite.connection import PAGE_CACHE_KIB
 
 ALL_IDS = {"M1", "M2", "M3", "M4", "M5", "M6"}
 VISIBLE_IDS = {"M3", "M4", "M5", "M6"}
@@ -622,12 +621,6 @@ def test_reader_is_read_only_and_writer_thread_owns_writes(built):
         built._r().execute("INSERT INTO entity_nodes(id, entity_id) VALUES (-99, 'x')")
     assert any(t.name == "sqlite-graph-writer" for t in threading.enumerate())
     assert rows(built, "PRAGMA journal_mode") == [("wal",)]
-
-
-def test_reader_and_writer_have_the_page_cache(built):
-    assert rows(built, "PRAGMA cache_size") == [(-PAGE_CACHE_KIB,)]
-    on_writer = built._w().call(lambda c: c.execute("PRAGMA cache_size").fetchall())
-    assert on_writer == [(-PAGE_CACHE_KIB,)]
 
 
 def test_writer_queue_from_many_threads(fresh):

@@ -27,7 +27,6 @@ from agentmem.arms.sqlite import (
     SqliteGatedArm,
     SqliteHybridArm,
 )
-from agentmem.sql.sqlite.connection import PAGE_CACHE_KIB, connect
 
 ARM_CLASSES = [SqliteFtsArm, SqliteBtreeArm, SqliteHybridArm, SqliteGatedArm]
 ALL_IDS = {"M1", "M2", "M3", "M4", "M5", "M6"}
@@ -320,37 +319,6 @@ def test_schema_wal_and_join_table(built, cls):
     ).fetchall()
     assert [r[0] for r in rows] == ["M1", "M2", "M3", "M5"]
     conn.close()
-
-
-@pytest.mark.parametrize("cls", ARM_CLASSES)
-def test_connection_has_the_page_cache(built, cls):
-    assert built[cls]._conn.execute("PRAGMA cache_size").fetchall() == [(-PAGE_CACHE_KIB,)]
-
-
-def scan_misses(conn: apsw.Connection) -> int:
-    """Pager cache misses of one full scan of table ``t`` (SQLITE_DBSTATUS_CACHE_MISS)."""
-    conn.status(apsw.SQLITE_DBSTATUS_CACHE_MISS, True)
-    assert conn.execute("SELECT sum(length(v)) FROM t").fetchall() == [(4000 * 1536,)]
-    return conn.status(apsw.SQLITE_DBSTATUS_CACHE_MISS, False)[0]
-
-
-def test_page_cache_keeps_a_scanned_table_past_sqlites_default(tmp_path):
-    # 4,000 rows of 1,536 bytes (the float32 vectors of 4,000 memories): 6 MB, three times
-    # SQLite's default 2,000 KiB cache. A second scan reads no page from the file through
-    # connect()'s cache; through a default connection it reads them all again.
-    path = tmp_path / "scan.db"
-    conn = connect(path, create=True, sqlite_vec=False, arm="test")
-    with conn:
-        conn.execute("CREATE TABLE t(id INTEGER PRIMARY KEY, v BLOB)")
-        conn.executemany("INSERT INTO t(v) VALUES (zeroblob(1536))", [()] * 4000)
-    conn.close()
-    cached = connect(path, create=False, sqlite_vec=False, arm="test")
-    default = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
-    assert scan_misses(cached) > 1500 and scan_misses(default) > 1500  # cold: every page
-    assert scan_misses(cached) == 0
-    assert scan_misses(default) > 1500
-    cached.close()
-    default.close()
 
 
 @pytest.mark.parametrize("cls", ARM_CLASSES)

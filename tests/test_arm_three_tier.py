@@ -43,7 +43,6 @@ from agentmem.arms.three_tier import (
     ThreeTierArm,
     rrf_fuse,
 )
-from agentmem.sql.sqlite.connection import PAGE_CACHE_KIB
 from agentmem.summarise import (
     ENV_API_KEY,
     ENV_BASE_URL,
@@ -147,10 +146,6 @@ def test_identity_and_capabilities() -> None:
 def test_token_counts_behind_the_expectations() -> None:
     corpus, _ = make_tiny()
     assert count_tokens(corpus.memories["body"].to_list()) == TINY_TOKENS
-
-
-def test_l1_connection_has_the_page_cache(built: ThreeTierArm) -> None:
-    assert built._sqlite().execute("PRAGMA cache_size").fetchall() == [(-PAGE_CACHE_KIB,)]
 
 
 def test_tiers_really_populated(built: ThreeTierArm) -> None:

@@ -19,7 +19,6 @@ import apsw
 
 from agentmem.arms import base
 from agentmem.arms.graph.confidence import decayed_confidence
-from agentmem.sql.sqlite.connection import use_page_cache
 
 
 class Writer:
@@ -53,7 +52,6 @@ class Writer:
             if create:
                 conn.execute("PRAGMA journal_mode=WAL").fetchall()
             conn.execute("PRAGMA synchronous=NORMAL")
-            use_page_cache(conn)
             conn.create_scalar_function("agentmem_decay", decayed_confidence, 3, deterministic=True)
         except apsw.Error:
             conn.close()
@@ -157,7 +155,6 @@ class GraphStore(base.ArmBase):
             raise base.ArmError(f"{self.name}: cannot open {path} read-only: {exc}") from exc
         try:
             reader.set_busy_timeout(10_000)
-            use_page_cache(reader)
             import sqlite_vec
 
             reader.enable_load_extension(True)

@@ -29,7 +29,7 @@ from agentmem.arms.three_tier.schema import (
 )
 from agentmem.pg import PgError, PgHandle, open_store
 from agentmem.sql.postgres.catalog import consistency_problems, relation_sizes
-from agentmem.sql.sqlite.connection import fresh_database, integrity_problems, use_page_cache
+from agentmem.sql.sqlite.connection import fresh_database, integrity_problems
 from agentmem.summarise import Summariser, make_summariser
 
 
@@ -112,9 +112,7 @@ class TierStore(base.ArmBase):
         return f"{self._store_dir}{db}"
 
     def _connect_sqlite(self, path: Path, *, create: bool) -> apsw.Connection:
-        """Open ``path`` read-write (WAL, ``synchronous=NORMAL``, the arms' page cache).
-
-        ``create`` creates the file.
+        """Open ``path`` read-write (WAL, ``synchronous=NORMAL``); create it with ``create``.
 
         Raises:
             ArmError: naming ``path`` when SQLite cannot open it.
@@ -126,7 +124,6 @@ class TierStore(base.ArmBase):
             if create:
                 conn.execute("PRAGMA journal_mode=WAL").fetchall()
             conn.execute("PRAGMA synchronous=NORMAL")
-            use_page_cache(conn)
         except apsw.Error as exc:
             if conn is not None:
                 conn.close()

@@ -17,22 +17,6 @@ from agentmem.arms.base import ArmError
 #: Milliseconds a writer waits for another connection's write lock (other processes).
 BUSY_TIMEOUT_MS = 10_000
 
-#: KiB of page cache each arm connection keeps (``PRAGMA cache_size``): PostgreSQL's default
-#: ``shared_buffers`` (128 MB), which the embedded server runs with, so that both engines
-#: answer a store up to that size from their own buffers. SQLite's default, 2,000 KiB, holds
-#: less than the vectors of the main size (8,249 x 1,536 bytes): every full scan read each
-#: page again with a ``pread`` system call, a third of the arm's CPU time (docs/arms/sqlite.md).
-PAGE_CACHE_KIB = 128 * 1024
-
-
-def use_page_cache(conn: apsw.Connection) -> None:
-    """Give ``conn`` a page cache of :data:`PAGE_CACHE_KIB` (allocated as pages are read).
-
-    Raises:
-        apsw.Error: when SQLite rejects the pragma.
-    """
-    conn.execute(f"PRAGMA cache_size = -{PAGE_CACHE_KIB}")
-
 
 def remove_database(path: Path) -> None:
     """Delete the SQLite file ``path`` and its ``-wal`` / ``-shm`` companions, if present."""
@@ -57,9 +41,8 @@ def connect(path: Path, *, create: bool, sqlite_vec: bool, arm: str) -> apsw.Con
 
     With ``create`` the file is created and switched to WAL (``journal_mode`` is
     persistent in the file, so reopening does not write it again). The connection
-    starts with ``synchronous=NORMAL`` (the bulk build) and a page cache of
-    :data:`PAGE_CACHE_KIB`, and waits up to :data:`BUSY_TIMEOUT_MS` for another writer's
-    lock.
+    starts with ``synchronous=NORMAL`` (the bulk build) and waits up to
+    :data:`BUSY_TIMEOUT_MS` for another writer's lock.
 
     Args:
         path: the database file.
@@ -79,7 +62,6 @@ def connect(path: Path, *, create: bool, sqlite_vec: bool, arm: str) -> apsw.Con
         if create:
             conn.execute("PRAGMA journal_mode=WAL").fetchall()
         conn.execute("PRAGMA synchronous=NORMAL")
-        use_page_cache(conn)
         conn.set_busy_timeout(BUSY_TIMEOUT_MS)
         if sqlite_vec:
             import sqlite_vec as vec_extension
