@@ -11,8 +11,10 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import resource
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -201,12 +203,11 @@ def child_env() -> dict[str, str]:
 def job_cpu_s() -> float:
     """CPU seconds (user + system) of this process and of its children it has reaped.
 
-    ``getrusage`` of the process and of its waited-for descendants: an embedded PostgreSQL
-    server started through ``pg_ctl`` is reparented, never reaped by the job, and not in
-    it (its CPU is logged apart, :func:`agentmem.pg.postmaster.report_server_cpu`).
+    ``getrusage`` of the process and of its waited-for descendants. A shared embedded
+    PostgreSQL server, daemonised by ``pg_ctl``, is never reaped by the job and is not in
+    it (its CPU is logged apart, :func:`agentmem.pg.postmaster.report_server_cpu`); an
+    owned one (the crash trials'), reaped by the job as its child subreaper, is.
     """
-    import resource
-
     own = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
@@ -220,8 +221,6 @@ def report_job_cpu() -> None:
     the first 30 s and every 30 s after that, and lose what a job spends after its last
     sample (docs/BENCHMARKS.md).
     """
-    import sys
-
     with contextlib.suppress(OSError, ValueError):  # stderr already closed: nothing to say
         print(f"{JOB_CPU_LINE}{job_cpu_s():.3f}", file=sys.stderr, flush=True)
 
