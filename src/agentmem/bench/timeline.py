@@ -324,16 +324,23 @@ def render_markdown(tl: dict[str, Any], top: int = 15) -> str:
         r[1:4] = [r[1] + 1, r[2] + j["wall_s"], r[3] + (j["cpu_s"] or 0.0)]
         r[4] += j["server_cpu_s"] or 0.0
     by_rule = sorted(rules.values(), key=lambda r: (-r[2], r[0]))
+    logged, sampled = t["cpu_logged_jobs"], t["cpu_jobs"] - t["cpu_logged_jobs"]
+    source = (
+        "each in its log as it exited"
+        if not sampled
+        else (
+            f"{logged} in their logs as they exited, {sampled} in their benchmark files, which "
+            "sample it and miss a job's last stretch"
+        )
+    )
     return f"""# Where the time went
 
 `{Path(tl["log"]).name}`: {t["jobs"]} jobs ({t["failed"]} failed, {t["incomplete"]} \
 unfinished), **{t["elapsed_s"]:,.1f} s** from the first job's start to the last one's end on \
 {tl["cores"] or "?"} cores. Summed job wall time {t["wall_s"]:,.1f} s; CPU {cpu} s over the \
-{t["cpu_jobs"]} jobs that report it ({t["cpu_logged_jobs"]} in their logs as they exited, \
-the others in their benchmark files, which sample it and miss a job's last stretch), plus \
-{t["server_cpu_s"]:,.1f} s of the embedded PostgreSQL servers they ran (their logs; no \
-benchmark file sees a daemonised server): {util} of the cores. Times are seconds since the \
-first job started.
+{t["cpu_jobs"]} jobs that report it ({source}), plus {t["server_cpu_s"]:,.1f} s of the \
+embedded PostgreSQL servers they ran (their logs; no benchmark file sees a daemonised \
+server): {util} of the cores. Times are seconds since the first job started.
 
 ## Lanes
 
