@@ -225,14 +225,23 @@ def report_job_cpu() -> None:
         print(f"{JOB_CPU_LINE}{job_cpu_s():.3f}", file=sys.stderr, flush=True)
 
 
+def figures_in_log(text: str, prefix: str) -> list[float]:
+    """The numbers that follow ``prefix`` at the start of lines of ``text``, in order.
+
+    A line whose first word after ``prefix`` is not a number is skipped.
+    """
+    vals = []
+    for line in text.splitlines():
+        if line.startswith(prefix):
+            with contextlib.suppress(ValueError, IndexError):
+                vals.append(float(line[len(prefix) :].split()[0]))
+    return vals
+
+
 def job_cpu_in_log(text: str) -> float | None:
     """The last :data:`JOB_CPU_LINE` figure in a job's log text; ``None`` if it has none."""
-    val = None
-    for line in text.splitlines():
-        if line.startswith(JOB_CPU_LINE):
-            with contextlib.suppress(ValueError, IndexError):
-                val = float(line[len(JOB_CPU_LINE) :].split()[0])
-    return val
+    vals = figures_in_log(text, JOB_CPU_LINE)
+    return vals[-1] if vals else None
 
 
 # --------------------------------------------------------------------------- CPU priority

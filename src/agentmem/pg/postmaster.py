@@ -28,6 +28,7 @@ from agentmem.procs import (
     SERVER_CPU_LOG_ENV,
     children,
     descendants,
+    figures_in_log,
     kill,
     process_alive,
     wait_gone,
@@ -357,9 +358,5 @@ def report_server_cpu(pgdata: Path, pid: int | None) -> None:
 
 def server_cpu_in_log(text: str) -> float | None:
     """Sum of the :data:`SERVER_CPU_LINE` figures in a job's log text; ``None`` if none."""
-    vals = []
-    for line in text.splitlines():
-        if line.startswith(SERVER_CPU_LINE):
-            with contextlib.suppress(ValueError, IndexError):
-                vals.append(float(line[len(SERVER_CPU_LINE) :].split()[0]))
+    vals = figures_in_log(text, SERVER_CPU_LINE)
     return round(sum(vals), 3) if vals else None
