@@ -73,7 +73,10 @@ use rule embed_external as embed_robustness with:
         "results/logs/embed_robustness/{variant}/{size}.log",
     benchmark:
         "results/benchmarks/embed_robustness/{variant}/{size}.tsv"
-    priority: 0
+    # a further corpus is a chain (encoder, then the check, then the findings table) that
+    # ends the run if it starts last: its two jobs go before the other untimed ones (the
+    # LoCoMo runs, the sweeps), whose many short jobs then fill the run's tail instead
+    priority: 5
     params:
         background=True,
         encoder_threads=1,
@@ -105,6 +108,7 @@ rule check_robustness_corpus:
         "results/logs/check_robustness_corpus/{variant}/{size}.log",
     benchmark:
         "results/benchmarks/check_robustness_corpus/{variant}/{size}.tsv"
+    priority: 5  # right after its encoder (see embed_robustness)
     conda:
         "../../envs/agentmem.yaml"
     threads: background_threads
