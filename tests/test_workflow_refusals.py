@@ -2,11 +2,13 @@
 copied into a working directory of its own, without the smoke run of tests/test_e2e.py.
 
 A bad configuration, flag or dataset stops Snakemake before any job (no ``results/``); a
-LoCoMo target without its file fails in its job, saying where to get the file.
+LoCoMo target without its file fails in its job, saying where to get the file. The slots and
+priorities of the jobs planned are those profiles/default/config.yaml describes.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
@@ -63,6 +65,50 @@ def test_resources_flag_with_bench_slot_1_plans_the_workflow(tmp_path):
     wd = copy_workflow_config(tmp_path)
     ok = run_snakemake(wd, "-n", "--resources", "bench_slot=1", "background_slot=6")
     assert ok.returncode == 0, ok.stderr[-3000:]
+
+
+def _planned_jobs(listing: str) -> list[dict]:
+    """Rule, priority (0 when not listed) and resources of every job of a dry run."""
+    jobs: list[dict] = []
+    for line in listing.splitlines():
+        if m := re.match(r"^(?:local)?rule (\w+):", line):
+            jobs.append({"rule": m.group(1), "priority": 0, "resources": {}})
+        elif jobs and (m := re.match(r"^\s+priority: (-?\d+)$", line)):
+            jobs[-1]["priority"] = int(m.group(1))
+        elif jobs and (m := re.match(r"^\s+resources: (.*)$", line)):
+            pairs = (kv.split("=", 1) for kv in m.group(1).split(", ") if "=" in kv)
+            jobs[-1]["resources"] = dict(pairs)
+    return jobs
+
+
+def test_timing_jobs_share_the_background_slots_and_go_first(tmp_path):
+    """Every timing job (bench_slot) also holds a background_slot and outranks every
+    background job but an encoder, so the slot it frees goes to the next timing job; the
+    further corpora's jobs outrank the other background ones (they end in a chain)."""
+    wd = copy_workflow_config(tmp_path)
+    tiny = REPO / "tests/data/tiny-memory"
+    smoke = (wd / "config" / "smoke.yaml").read_text()
+    (wd / "config" / "tiny.yaml").write_text(
+        smoke + f"\nexternal: {{tiny: {{format: agentmem-memory, path: '{tiny}'}}}}\n"
+    )
+    proc = run_snakemake(wd, "-n", config="config/tiny.yaml")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    jobs = _planned_jobs(proc.stdout)
+    timing = [j for j in jobs if j["resources"].get("bench_slot") == "1"]
+    background = [
+        j for j in jobs if j["resources"].get("background_slot") == "1" and j not in timing
+    ]
+    assert {"run_arm", "run_pareto_point", "embed_texts"} <= {j["rule"] for j in timing}
+    assert all(j["resources"].get("background_slot") == "1" for j in timing)
+    rules = {j["rule"] for j in background}
+    assert {"embed_external", "embed_robustness"} <= rules
+    assert any(rule.startswith("run_arm_external") for rule in rules)
+    assert {"check_robustness_corpus", "run_budget_sweep"} <= rules
+    untimed = [j for j in background if j["rule"] != "embed_texts"]
+    assert min(j["priority"] for j in timing) > max(j["priority"] for j in untimed)
+    further = [j for j in untimed if j["rule"] in ("embed_robustness", "check_robustness_corpus")]
+    rest = [j for j in untimed if j not in further and j["rule"] != "embed_external"]
+    assert min(j["priority"] for j in further) > max(j["priority"] for j in rest)
 
 
 def test_locomo_target_without_file_says_where_to_get_it(tmp_path):

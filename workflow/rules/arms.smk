@@ -19,6 +19,7 @@ rule run_arm:
     threads: 1
     resources:
         bench_slot=1,
+        background_slot=1,  # a timing job holds one too (profiles/default/config.yaml)
         mem_mb=4000,
     params:
         arm="{arm}",

@@ -57,7 +57,7 @@ rule embed_texts:
     threads: embed_threads
     resources:
         bench_slot=lambda wc: 0 if above_main(wc.size) else 1,
-        background_slot=lambda wc: 1 if above_main(wc.size) else 0,
+        background_slot=1,  # as a timing job or as a background one
         mem_mb=4000,
     params:
         background=lambda wc: above_main(wc.size),

@@ -76,8 +76,10 @@ rule embed_external:
     # an external dataset's runs are untimed: its encoder is not on the timing jobs'
     # critical path, so it runs on one thread in the background lane (background_slot,
     # nice 19: it takes only what the main size's encoder leaves), first among the
-    # background jobs
-    priority: 50
+    # background jobs but after every timing job (the lowest, run_pareto_point, is 10): a
+    # timing job needs a background_slot too, and one a background job took first would
+    # leave the timing lane waiting for the next to end
+    priority: 9
     conda:
         "../../envs/agentmem.yaml"
     threads: background_threads

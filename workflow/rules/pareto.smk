@@ -24,6 +24,7 @@ rule run_pareto_point:
     threads: 1
     resources:
         bench_slot=1,
+        background_slot=1,  # a timing job holds one too (profiles/default/config.yaml)
         mem_mb=4000,
     params:
         entry="agentmem.sweeps.pareto.run:point_job",

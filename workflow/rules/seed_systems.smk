@@ -22,6 +22,7 @@ rule run_conversation_sweep:
     threads: 1
     resources:
         bench_slot=1,
+        background_slot=1,  # a timing job holds one too (profiles/default/config.yaml)
         mem_mb=4000,
     params:
         settings=CFG.seed_systems.conversation.model_dump()

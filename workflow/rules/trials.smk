@@ -59,6 +59,7 @@ rule run_lost_update_trials:
     threads: 1
     resources:
         bench_slot=1,
+        background_slot=1,  # a timing job holds one too (profiles/default/config.yaml)
         mem_mb=2000,
     params:
         settings=CFG.trials.lost_update.model_dump(),
@@ -86,6 +87,7 @@ rule run_fleet_trials:
     threads: 1
     resources:
         bench_slot=1,
+        background_slot=1,  # a timing job holds one too (profiles/default/config.yaml)
         mem_mb=8000,
     params:
         arms=FLEET_ARMS,
