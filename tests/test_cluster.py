@@ -43,7 +43,7 @@ import psutil
 import pytest
 from support.paths import REPO
 from support.postgres import servers_under
-from support.workflow import SNAKEMAKE, copy_workflow_config
+from support.workflow import SNAKEMAKE, copy_workflow_config, planned_jobs
 
 CLUSTER = REPO / "tests" / "cluster"
 SUBMIT, STATUS, CANCEL = (CLUSTER / f"{n}.sh" for n in ("submit", "status", "cancel"))
@@ -294,21 +294,6 @@ def test_failed_job_is_reported_failed(workdir: Path) -> None:
 
 
 # ------------------------------------------------------------------- profiles/slurm
-def _job_blocks(text: str) -> list[dict[str, str]]:
-    """Rule name, wildcards, threads and resources of every job in a dry-run listing."""
-    blocks: list[dict[str, str]] = []
-    for line in text.splitlines():
-        if m := re.match(r"^(?:local)?rule (\w+):", line):
-            blocks.append({"rule": m.group(1), "wildcards": "", "threads": "1"})
-        elif blocks and (m := re.match(r"^\s+(wildcards|threads|resources): (.*)$", line)):
-            blocks[-1][m.group(1)] = m.group(2)
-    return blocks
-
-
-def _resources(block: dict[str, str]) -> dict[str, str]:
-    return dict(kv.split("=", 1) for kv in block.get("resources", "").split(", ") if "=" in kv)
-
-
 def test_slurm_profile_requests(workdir: Path) -> None:
     """profiles/slurm parses, and its expressions give the documented requests per job."""
     proc = subprocess.run(
@@ -330,7 +315,7 @@ def test_slurm_profile_requests(workdir: Path) -> None:
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
-    blocks = _job_blocks(proc.stdout)
+    blocks = planned_jobs(proc.stdout)
     assert blocks, proc.stdout[-2000:]
 
     def one(rule: str, wildcards: str = "") -> dict[str, str]:
@@ -338,20 +323,20 @@ def test_slurm_profile_requests(workdir: Path) -> None:
 
     embed = one("embed_texts")
     assert embed["threads"] == "8"
-    assert {"runtime": "120", "mem_mb": "8000", "cpus_per_task": "8"}.items() <= _resources(
-        embed
-    ).items()
+    assert {"runtime": "120", "mem_mb": "8000", "cpus_per_task": "8"}.items() <= embed[
+        "resources"
+    ].items()
     big, small = one("run_arm", "size=l,"), one("run_arm", "size=m,")
     want_l = {"runtime": "120", "mem_mb": "8000", "cpus_per_task": "4", "bench_slot": "1"}
-    assert want_l.items() <= _resources(big).items()
+    assert want_l.items() <= big["resources"].items()
     assert {"runtime": "30", "mem_mb": "4000", "cpus_per_task": "2"}.items() <= (
-        _resources(small).items()
+        small["resources"].items()
     )
     assert one("run_lost_update_trials")["threads"] == "8"
-    crash = _resources(one("run_crash_trials"))
+    crash = one("run_crash_trials")["resources"]
     assert crash["runtime"] == "60" and crash["cpus_per_task"] == "2"
     # a small job: the default resources, CPUs = threads
-    plot = _resources(one("plot_crash"))
+    plot = one("plot_crash")["resources"]
     assert plot["runtime"] == "30" and plot["cpus_per_task"] == "1"
     # no account or partition baked in
     assert "slurm_account" not in proc.stdout and "slurm_partition" not in proc.stdout

@@ -8,12 +8,11 @@ priorities of the jobs planned are those profiles/default/config.yaml describes.
 
 from __future__ import annotations
 
-import re
 import shutil
 
 import pytest
 from support.paths import REPO
-from support.workflow import copy_workflow_config, run_snakemake
+from support.workflow import copy_workflow_config, planned_jobs, run_snakemake
 
 
 def test_dataset_with_no_configured_arm_is_skipped_and_its_target_refused(tmp_path):
@@ -67,20 +66,6 @@ def test_resources_flag_with_bench_slot_1_plans_the_workflow(tmp_path):
     assert ok.returncode == 0, ok.stderr[-3000:]
 
 
-def _planned_jobs(listing: str) -> list[dict]:
-    """Rule, priority (0 when not listed) and resources of every job of a dry run."""
-    jobs: list[dict] = []
-    for line in listing.splitlines():
-        if m := re.match(r"^(?:local)?rule (\w+):", line):
-            jobs.append({"rule": m.group(1), "priority": 0, "resources": {}})
-        elif jobs and (m := re.match(r"^\s+priority: (-?\d+)$", line)):
-            jobs[-1]["priority"] = int(m.group(1))
-        elif jobs and (m := re.match(r"^\s+resources: (.*)$", line)):
-            pairs = (kv.split("=", 1) for kv in m.group(1).split(", ") if "=" in kv)
-            jobs[-1]["resources"] = dict(pairs)
-    return jobs
-
-
 def test_timing_jobs_share_the_background_slots_and_go_first(tmp_path):
     """Every timing job (bench_slot) also holds a background_slot and outranks every
     background job but an encoder, so the slot it frees goes to the next timing job; the
@@ -93,7 +78,7 @@ def test_timing_jobs_share_the_background_slots_and_go_first(tmp_path):
     )
     proc = run_snakemake(wd, "-n", config="config/tiny.yaml")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    jobs = _planned_jobs(proc.stdout)
+    jobs = planned_jobs(proc.stdout)
     timing = [j for j in jobs if j["resources"].get("bench_slot") == "1"]
     background = [
         j for j in jobs if j["resources"].get("background_slot") == "1" and j not in timing

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -81,3 +82,28 @@ def run_snakemake(
         *args,
     ]
     return subprocess.run(cmd, cwd=wd, capture_output=True, text=True, timeout=900)
+
+
+def planned_jobs(listing: str) -> list[dict]:
+    """Every job of a dry run's listing (``snakemake -n`` stdout), in order.
+
+    Each is ``{"rule", "wildcards" ("" if none), "threads" ("1" if not listed),
+    "priority" (int, 0 if not listed), "resources" ({name: value as printed})}``.
+    """
+    jobs: list[dict] = []
+    for line in listing.splitlines():
+        if m := re.match(r"^(?:local)?rule (\w+):", line):
+            jobs.append(
+                {"rule": m.group(1), "wildcards": "", "threads": "1", "priority": 0}
+                | {"resources": {}}
+            )
+        elif jobs and (m := re.match(r"^\s+(wildcards|threads|priority|resources): (.*)$", line)):
+            key, value = m.groups()
+            if key == "priority":
+                jobs[-1][key] = int(value)
+            elif key == "resources":
+                pairs = (kv.split("=", 1) for kv in value.split(", ") if "=" in kv)
+                jobs[-1][key] = dict(pairs)
+            else:
+                jobs[-1][key] = value
+    return jobs
