@@ -1,15 +1,19 @@
-"""One build, every setting: the external datasets' arm job (agentmem.runner.run_arm_settings)."""
+"""The runner: one build for every setting (run_arm_settings), a query's timed calls."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import polars as pl
+import pytest
 from support.corpora import embedding_cache, encoder_options
 
-from agentmem.embeddings import embed_corpus
+from agentmem.arms.factory import make_arm
+from agentmem.corpus.io import load_corpus, load_queries
+from agentmem.embeddings import embed_corpus, load_embeddings
 from agentmem.external import prepare_dataset
-from agentmem.runner import RunFiles, run_arm, run_arm_settings
+from agentmem.runner import RunFiles, run_arm, run_arm_settings, time_query
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = REPO / "tests" / "data" / "tiny-memory"
@@ -54,3 +58,45 @@ def test_one_build_runs_each_setting_as_a_run_of_its_own_would(tmp_path):
         outside[s] = sum(scope_of[m] != q[qid] for qid, m in pairs)
     assert pl.read_parquet(files["unscoped"].runs).height == 6 * 5
     assert outside["scoped"] == 0 and outside["unscoped"] > 0
+
+
+class _Slowed:
+    """A real arm whose every query also sleeps ``delay_s``, counting the calls."""
+
+    def __init__(self, arm, delay_s: float):
+        self.arm, self.delay_s, self.calls = arm, delay_s, 0
+
+    def query(self, q, k):
+        self.calls += 1
+        time.sleep(self.delay_s)
+        return self.arm.query(q, k)
+
+
+@pytest.mark.parametrize(
+    ("delay_ms", "min_time_ms", "timed_calls"),
+    [
+        (0, 1000.0, 3),  # three calls stay below the budget: every repeat
+        (30, 50.0, 2),  # two calls reach it
+        (60, 50.0, 1),  # one call reaches it
+        (60, 0.0, 3),  # no budget: every repeat
+    ],
+)
+def test_a_query_is_timed_until_repeats_or_the_time_budget(
+    tmp_path, delay_ms, min_time_ms, timed_calls
+):
+    d = tmp_path / "corpus"
+    prepare_dataset(TINY, d)
+    emb = tmp_path / "emb.parquet"
+    embed_corpus(d, emb, embedding_cache(), progress=False, **encoder_options())
+    vectors = load_embeddings(emb)
+    arm = make_arm("file-vec", None)
+    arm.build(load_corpus(d), vectors, tmp_path / "store")
+    try:
+        q = load_queries(d, vectors)[0]
+        slowed = _Slowed(arm, delay_ms / 1000)
+        res, ms = time_query(slowed, q, 5, warmup=1, repeats=3, min_time_ms=min_time_ms)
+        assert slowed.calls == 1 + timed_calls
+        assert ms >= delay_ms
+        assert res.memory_ids == arm.query(q, 5).memory_ids
+    finally:
+        arm.close()

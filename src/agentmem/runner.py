@@ -1,8 +1,9 @@
 """Build one arm on one corpus size, run every query, time it, and record raw results.
 
-Measurement rules (docs/MEASUREMENT.md §1): one warm-up call, then the median of ``repeats`` timed
-calls per query (``time.perf_counter_ns`` around ``Arm.query`` only). The ranked ids of the
-first timed call are stored. Scores are *not* computed here: :mod:`agentmem.metrics` turns
+Measurement rules (docs/MEASUREMENT.md §1): one warm-up call, then the median of up to
+``repeats`` timed calls per query, fewer once they add up to ``min_time_ms``
+(``time.perf_counter_ns`` around ``Arm.query`` only). The ranked ids of the first timed
+call are stored. Scores are *not* computed here: :mod:`agentmem.metrics` turns
 the raw run into metrics later (ann-benchmarks style).
 
 Outputs (docs/DATA.md): ``runs`` Parquet (one row per (query, rank); an empty result is one
@@ -73,23 +74,30 @@ def opened(name: str, params: dict[str, Any] | None, store_dir: str | Path) -> I
 
 
 def time_query(
-    arm: Arm, q: Query, k: int, warmup: int = 1, repeats: int = 3
+    arm: Arm, q: Query, k: int, warmup: int = 1, repeats: int = 3, min_time_ms: float = 0.0
 ) -> tuple[Result, float]:
-    """Run ``q`` ``warmup`` times untimed, then ``repeats`` times timed.
+    """Run ``q`` ``warmup`` times untimed, then timed until ``repeats`` calls or ``min_time_ms``.
+
+    The timed calls stop after ``repeats`` calls, or earlier once their summed latency
+    reaches ``min_time_ms`` (at least one call; 0 always makes ``repeats``): Google
+    Benchmark's ``min_time``, per query. A call that long is dominated by its work, not
+    by the timer or a cold cache, so one measures it (docs/MEASUREMENT.md §1).
 
     Returns:
-        ``(result of the first timed call, median latency in milliseconds)``.
+        ``(result of the first timed call, median latency of the timed calls in ms)``.
     """
     for _ in range(warmup):
         arm.query(q, k)
-    times = []
+    times: list[float] = []
     first: Result | None = None
-    for _ in range(repeats):
+    while len(times) < repeats:
         t0 = time.perf_counter_ns()
         res = arm.query(q, k)
         times.append((time.perf_counter_ns() - t0) / 1e6)
         if first is None:
             first = res
+        if min_time_ms and sum(times) >= min_time_ms:
+            break
     assert first is not None
     return first, statistics.median(times)
 
@@ -193,6 +201,7 @@ def run_arm(
     k: int = 10,
     warmup: int = 1,
     repeats: int = 3,
+    min_time_ms: float = 0.0,
     progress: bool = True,
     scoped: bool = True,
 ) -> dict[str, Any]:
@@ -218,6 +227,7 @@ def run_arm(
         k=k,
         warmup=warmup,
         repeats=repeats,
+        min_time_ms=min_time_ms,
         progress=progress,
     )[0]
 
@@ -232,6 +242,7 @@ def run_arm_settings(
     k: int = 10,
     warmup: int = 1,
     repeats: int = 3,
+    min_time_ms: float = 0.0,
     progress: bool = True,
 ) -> list[dict[str, Any]]:
     """Build ``arm_name`` once in ``store_dir``, run all queries in each setting of ``files``.
@@ -274,7 +285,7 @@ def run_arm_settings(
             returned: dict[str, int] = {}
             plans: dict[str, Any] = {}
             for q in tqdm(queries, desc=label, unit="q", disable=not progress, mininterval=2.0):
-                res, ms = time_query(arm, q, k, warmup, repeats)
+                res, ms = time_query(arm, q, k, warmup, repeats, min_time_ms)
                 rows.extend(run_rows(q.query_id, res, ms, k))
                 returned[q.query_id] = len(res.memory_ids[:k])
             for q in queries:

@@ -27,6 +27,7 @@ rule run_arm:
         k=CFG.run.k,
         warmup=CFG.run.warmup,
         repeats=CFG.run.repeats,
+        min_time_ms=CFG.run.min_time_ms,
     script:
         "../../scripts/run_arm.py"
 

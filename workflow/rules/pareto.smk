@@ -37,6 +37,7 @@ rule run_pareto_point:
         k=CFG.run.k,
         warmup=CFG.run.warmup,
         repeats=CFG.run.repeats,
+        min_time_ms=CFG.run.min_time_ms,
         # build-time points build in results/pareto/scratch/ (removed after each)
         scratch=lambda w, output: str(Path(output.point).parents[2] / "scratch"),
     script:

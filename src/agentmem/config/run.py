@@ -28,8 +28,19 @@ class EmbeddingConfig(StrictModel):
 
 
 class RunConfig(StrictModel):
-    """Query runs (docs/MEASUREMENT.md §1): warm-ups, then the median of ``repeats`` timings."""
+    """Query runs (docs/MEASUREMENT.md §1): warm-ups, then the median of the timed calls.
+
+    A query's timed calls stop at ``repeats`` or once they add up to ``min_time_ms``,
+    whichever comes first (Google Benchmark's ``min_time``, per query).
+    """
 
     k: int = Field(10, ge=1, le=1000, description="result list length")
     warmup: int = Field(1, ge=0, le=10)
-    repeats: int = Field(3, ge=1, le=50)
+    repeats: int = Field(3, ge=1, le=50, description="timed calls per query, at most")
+    min_time_ms: float = Field(
+        5.0,
+        ge=0,
+        le=60_000,
+        description="a query's timed calls stop once they add up to this many ms (one call "
+        "of a 5 ms query measures it; 0: always repeats; docs/MEASUREMENT.md §1)",
+    )

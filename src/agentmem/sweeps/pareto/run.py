@@ -24,6 +24,7 @@ def run_point(
     k: int = 10,
     warmup: int = 1,
     repeats: int = 3,
+    min_time_ms: float = 0.0,
     scratch: str | Path | None = None,
     progress: bool = True,
 ) -> dict[str, Any]:
@@ -68,7 +69,7 @@ def run_point(
             mininterval=2.0,
         )
         for q in bar:
-            res, ms = time_query(arm, q, k, warmup, repeats)
+            res, ms = time_query(arm, q, k, warmup, repeats, min_time_ms)
             medians.append(ms)
             rows.extend(run_rows(q.query_id, res, ms, k))
 
@@ -123,8 +124,9 @@ def point_job(input: Any, output: Any, params: Any) -> None:
     """Workflow entry: one operating point -> ``output.point`` (JSON of :func:`run_point`).
 
     ``params``: ``arm``, ``point`` (its id), ``setting`` (the point's ``knob``, ``stage``
-    and constructor ``params``), ``k``, ``warmup``, ``repeats``, ``scratch``; ``input``:
-    the corpus files, ``embeddings``, and for a query-time point ``store`` and ``build``.
+    and constructor ``params``), ``k``, ``warmup``, ``repeats``, ``min_time_ms``,
+    ``scratch``; ``input``: the corpus files, ``embeddings``, and for a query-time point
+    ``store`` and ``build``.
     """
     from agentmem.io import write_json
     from agentmem.jobs import CORPUS_TABLES, corpus_dir
@@ -143,6 +145,7 @@ def point_job(input: Any, output: Any, params: Any) -> None:
         k=params.k,
         warmup=params.warmup,
         repeats=params.repeats,
+        min_time_ms=params.min_time_ms,
         scratch=params.scratch,
     )
     write_json(output.point, record)
