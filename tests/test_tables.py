@@ -9,7 +9,13 @@ import pytest
 
 from agentmem.corpus.queries import QUERY_CLASSES
 from agentmem.report.html import figure_caption, render_report
-from agentmem.report.tables import BY_CLASS_COLUMNS, by_class, score_run_file, write_by_class
+from agentmem.report.tables import (
+    BY_CLASS_COLUMNS,
+    by_class,
+    score_run_file,
+    timed_note,
+    write_by_class,
+)
 
 # m1 and m2 are superseded (by m5 and m6)
 MEMORIES = {"m1": "m5", "m2": "m6", "m3": None, "m4": None, "m5": None, "m6": None}
@@ -219,3 +225,13 @@ def test_figure_captions_are_the_workflow_report_captions():
         "validation",
     }
     assert figures <= set(captions)
+
+
+def test_the_latency_note_says_the_configured_timing_rules():
+    assert timed_note(warmup=1, repeats=3, min_time_ms=5.0, k=10) == (
+        "latency is the median of up to 3 timed calls after 1 untimed, fewer once they add "
+        "up to 5 ms (ms)"
+    )
+    assert timed_note(warmup=2, repeats=5, min_time_ms=0.0) == (
+        "latency is the median of up to 5 timed calls after 2 untimed (ms)"
+    )

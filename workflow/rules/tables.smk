@@ -25,6 +25,7 @@ rule tabulate_by_class:
         mem_mb=1000,
     params:
         arms=ARM_NAMES,
+        timing=CFG.run.model_dump(),
     script:
         "../../scripts/tabulate_by_class.py"
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import polars as pl
 
+from agentmem.config.run import RunConfig
 from agentmem.corpus.queries import QUERY_CLASSES
 from agentmem.io import write_csv, write_parquet, write_text
 from agentmem.metrics import (
@@ -155,20 +156,30 @@ def ndcg_grid(table: pl.DataFrame) -> pl.DataFrame:
     return wide.select("arm", *cols)
 
 
-#: how the by-class latency columns were measured (the runner's timing rules)
-TIMED = "latency is the median of 3 timed runs after one warm-up (ms)"
+def timed_note(warmup: int = 1, repeats: int = 3, min_time_ms: float = 0.0, **_: object) -> str:
+    """How the by-class latency columns were measured: the runner's timing rules (``run``).
+
+    Takes the ``run`` section's fields (:class:`agentmem.config.run.RunConfig`; others,
+    such as ``k``, are ignored) and says them in one clause of ``by_class.md``.
+    """
+    rule = f"the median of up to {repeats} timed calls after {warmup} untimed"
+    if min_time_ms:
+        rule += f", fewer once they add up to {min_time_ms:g} ms"
+    return f"latency is {rule} (ms)"
 
 
 def write_by_class(
     metrics: dict[str, str | Path],
     csv_out: str | Path,
     md_out: str | Path,
-    latency_note: str = TIMED,
+    latency_note: str | None = None,
 ) -> pl.DataFrame:
     """Write ``by_class.csv`` (long form) and ``by_class.md`` (overall + nDCG grid + long).
 
-    ``latency_note`` says in the Markdown how the latency columns were measured.
+    ``latency_note`` says in the Markdown how the latency columns were measured (None:
+    :func:`timed_note` of the default ``run`` settings).
     """
+    latency_note = latency_note or timed_note(**RunConfig().model_dump())
     t = by_class(metrics)
     write_csv(csv_out, t)
     shown = flag_short(t, "precision_at_10", "short_at_10")
