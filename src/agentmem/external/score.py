@@ -127,19 +127,25 @@ def evidence_scores(
     """
     if not needed:
         raise ValueError("evidence recall is undefined for a query that needs no unit")
+    # only the units of E(q) are tracked: a unit the query does not need never gains, so
+    # the ranked list of newly covered units keeps a placeholder at its rank either way
     newly: list[str] = []
-    seen: set[str] = set()
-    found: dict[int, int] = {}
+    found: set[str] = set()
+    found_at: dict[int, int] = {}
+    hits: set[str] = set()
     for i, m in enumerate(ranked, start=1):
-        new = frozenset(cover.get(m, ())).difference(seen)
-        seen |= new
-        newly.append(next(iter(new)) if len(new) == 1 else f"\x00rank{i}")
+        useful = needed.intersection(cover.get(m, ()))
+        if useful:
+            hits.add(m)
+            useful -= found
+            found |= useful
+        if single_unit:
+            newly.append(next(iter(useful)) if len(useful) == 1 else f"\x00rank{i}")
         if i in RECALL_KS:
-            found[i] = len(needed & seen)
+            found_at[i] = len(found)
     out = {}
     for k in RECALL_KS:
-        out[f"recall_at_{k}"] = found.get(k, len(needed & seen)) / len(needed)
-    hits = {m for m in ranked if not needed.isdisjoint(cover.get(m, ()))}
+        out[f"recall_at_{k}"] = found_at.get(k, len(found)) / len(needed)
     out["ndcg_at_10"] = ndcg_at_k(newly, needed, 10) if single_unit else math.nan
     out["ndcg_at_5"] = ndcg_at_k(newly, needed, 5) if single_unit else math.nan
     out["mrr"] = reciprocal_rank(ranked, hits)
