@@ -404,7 +404,7 @@ def test_pg_hnsw_answers_about_ef_search_at_k_50_and_the_tables_say_so(
     """pgvector's HNSW index scan yields at most ~hnsw.ef_search (40) rows, filtered or
     not: pg-hnsw answers an unfiltered k = 50 with about 40 ids; the run log, the by-class
     table and the budget table say so; pg-hnsw-iterative fills."""
-    from agentmem.report.tables import score_run_file, write_by_class
+    from agentmem.report.tables import score_run_file, timed_note, write_by_class
     from agentmem.runner import run_arm
 
     corpus_dir, emb = grown
@@ -429,7 +429,12 @@ def test_pg_hnsw_answers_about_ef_search_at_k_50_and_the_tables_say_so(
         runs, corpus_dir / "queries.parquet", corpus_dir / "qrels.parquet", metrics, k=50,
         memories=corpus_dir / "memories.parquet",
     )  # fmt: skip
-    t = write_by_class({"pg-hnsw": metrics}, tmp_path / "by_class.csv", tmp_path / "by_class.md")
+    t = write_by_class(
+        {"pg-hnsw": metrics},
+        tmp_path / "by_class.csv",
+        tmp_path / "by_class.md",
+        latency_note=timed_note(),
+    )
     semantic = t.filter(pl.col("query_class") == "semantic").row(0, named=True)
     assert semantic["short_at_10"] == 1.0  # unfiltered: every answer short of 50
     sem = [got[q] for q in plain if q.startswith("semantic")]

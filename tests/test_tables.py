@@ -114,7 +114,7 @@ def test_by_class_stale_exposure_by_hand(scored):
 
 def test_report_shows_stale_exposure_by_class(scored, tmp_path):
     csv, md = tmp_path / "by_class.csv", tmp_path / "by_class.md"
-    write_by_class(scored, csv, md)
+    write_by_class(scored, csv, md, latency_note=timed_note())
     assert "| precision_at_10 | stale_exposure | exact_count_rate |" in md.read_text()
     caps = tmp_path / "capabilities.md"
     caps.write_text("| arm | predicate |\n|---|---|\n| A | ✓ |\n")
@@ -164,7 +164,9 @@ def test_by_class_fill_by_hand_and_the_markdown_marks_short_precision(tmp_path):
     )
     # k = 10: A returned 4, 0, 1 and 4 of the six memories
     assert at10["fill_at_10"].to_list() == pytest.approx([4 / 6, 0, 1 / 6, 4 / 6])
-    t = write_by_class(metrics, tmp_path / "by_class.csv", tmp_path / "by_class.md")
+    t = write_by_class(
+        metrics, tmp_path / "by_class.csv", tmp_path / "by_class.md", latency_note=timed_note()
+    )
     assert t.columns == BY_CLASS_COLUMNS
     got = {
         (r["arm"], r["query_class"]): (r["fill_at_10"], r["short_at_10"])

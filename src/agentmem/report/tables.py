@@ -9,7 +9,6 @@ from pathlib import Path
 
 import polars as pl
 
-from agentmem.config.run import RunConfig
 from agentmem.corpus.queries import QUERY_CLASSES
 from agentmem.io import write_csv, write_parquet, write_text
 from agentmem.metrics import (
@@ -172,14 +171,13 @@ def write_by_class(
     metrics: dict[str, str | Path],
     csv_out: str | Path,
     md_out: str | Path,
-    latency_note: str | None = None,
+    latency_note: str,
 ) -> pl.DataFrame:
     """Write ``by_class.csv`` (long form) and ``by_class.md`` (overall + nDCG grid + long).
 
-    ``latency_note`` says in the Markdown how the latency columns were measured (None:
-    :func:`timed_note` of the default ``run`` settings).
+    ``latency_note`` says in the Markdown how the latency columns were measured
+    (:func:`timed_note` of the run's ``run`` settings, for a timing run).
     """
-    latency_note = latency_note or timed_note(**RunConfig().model_dump())
     t = by_class(metrics)
     write_csv(csv_out, t)
     shown = flag_short(t, "precision_at_10", "short_at_10")
