@@ -111,3 +111,31 @@ def test_an_unwritable_template_directory_is_a_clear_error(tmp_path: Path, monke
         seed_data_dir(tmp_path / "pgdata")
     assert not (tmp_path / "pgdata").exists()
     assert os.listdir(tmp_path) == ["file"]
+
+
+def test_the_server_account_is_created_or_found_after_a_lost_race(monkeypatch) -> None:
+    """As root the template needs the OS account pgserver runs as, which a fresh machine
+    lacks: it is created (pgserver's useradd), and a job whose useradd lost a race to
+    another job's finds the account; one that cannot be made is a PgError naming it."""
+    import subprocess
+
+    import pgserver.utils
+
+    from agentmem.pg.template import _server_account
+
+    def lost(name: str) -> None:
+        raise subprocess.CalledProcessError(9, ["useradd", name], stderr="already exists")
+
+    monkeypatch.setattr(pgserver.utils, "ensure_user_exists", lost)
+    assert _server_account("root").pw_uid == 0  # the winner's account is found
+    with pytest.raises(pg.PgError, match="'no-such-agentmem-user'.*already exists"):
+        _server_account("no-such-agentmem-user")
+
+
+@pytest.mark.skipif(server_user() is None, reason="the server runs as its own user only as root")
+def test_the_template_makes_the_server_account_as_root(tmp_path: Path) -> None:
+    import pwd
+
+    template = ensure_template(tmp_path)
+    entry = pwd.getpwnam(server_user())
+    assert template.stat().st_uid == entry.pw_uid

@@ -20,6 +20,7 @@ import shutil
 import uuid
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from agentmem.pg.errors import PgError
 from agentmem.pg.postmaster import import_pgserver, pg_bin, server_user
@@ -52,6 +53,33 @@ def _own(path: Path, uid: int, gid: int) -> None:
             os.lchown(os.path.join(parent, name), uid, gid)
 
 
+def _server_account(user: str) -> Any:
+    """The ``pwd`` entry of ``user``, created first when missing (pgserver's ``useradd``).
+
+    A fresh machine has no such account until pgserver's ``PostgresServer`` makes one;
+    the template is initialised before any server starts, so it makes it the same way.
+    Several jobs may race to: the one whose ``useradd`` lost finds the winner's account.
+
+    Raises:
+        PgError: when the account is missing and ``useradd`` cannot create it.
+    """
+    import pwd
+    import subprocess
+
+    from pgserver.utils import ensure_user_exists
+
+    try:
+        return ensure_user_exists(user)
+    except subprocess.CalledProcessError as exc:
+        try:
+            return pwd.getpwnam(user)
+        except KeyError:
+            raise PgError(
+                f"the embedded server runs as the OS user {user!r} under root, and "
+                f"`useradd {user}` failed: {(exc.stderr or '').strip() or exc}"
+            ) from exc
+
+
 def _initdb(target: Path) -> None:
     """Initialise a cluster in the new directory ``target`` as pgserver would.
 
@@ -64,12 +92,10 @@ def _initdb(target: Path) -> None:
     target.mkdir(mode=0o700, parents=True)
     user = server_user()
     if user is not None:  # root: initdb runs as the server's user, as pgserver does
-        import pwd
-
         from pgserver.utils import ensure_prefix_permissions
 
         ensure_prefix_permissions(target)
-        entry = pwd.getpwnam(user)
+        entry = _server_account(user)
         os.chown(target, entry.pw_uid, entry.pw_gid)
     try:
         initdb(list(INITDB_ARGS), pgdata=target, user=user)
