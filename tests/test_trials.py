@@ -128,7 +128,11 @@ class ProcessWatch:
         for pid in found:
             row = table.get(pid)
             if row is not None and row[1] not in "ZX":
-                self.seen[(pid, row[2])] = row[3] or row[4]
+                # an exiting process reads an empty command line before it is a zombie:
+                # keep the one seen before (the postmaster's path) rather than its name
+                key = (pid, row[2])
+                if row[3] or key not in self.seen:
+                    self.seen[key] = row[3] or row[4]
 
     def saw(self, needle: bytes) -> bool:
         values = self.seen.values()
