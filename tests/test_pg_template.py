@@ -133,9 +133,24 @@ def test_the_server_account_is_created_or_found_after_a_lost_race(monkeypatch) -
 
 
 @pytest.mark.skipif(server_user() is None, reason="the server runs as its own user only as root")
-def test_the_template_makes_the_server_account_as_root(tmp_path: Path) -> None:
+def test_a_missing_server_account_is_created_and_owns_the_template(tmp_path: Path) -> None:
+    """As root, a missing account is created by the real useradd (a throwaway name, removed
+    after), and the template belongs to the server's account."""
     import pwd
+    import subprocess
+    import uuid
 
+    from agentmem.pg.template import _server_account
+
+    name = f"am{uuid.uuid4().hex[:10]}"
+    with pytest.raises(KeyError):
+        pwd.getpwnam(name)
+    try:
+        entry = _server_account(name)
+        assert entry.pw_name == name
+        assert pwd.getpwnam(name).pw_uid == entry.pw_uid
+        assert _server_account(name).pw_uid == entry.pw_uid  # found the second time
+    finally:
+        subprocess.run(["userdel", name], check=False, capture_output=True)
     template = ensure_template(tmp_path)
-    entry = pwd.getpwnam(server_user())
-    assert template.stat().st_uid == entry.pw_uid
+    assert template.stat().st_uid == pwd.getpwnam(server_user()).pw_uid
