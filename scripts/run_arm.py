@@ -6,7 +6,8 @@ start_job(snakemake, background=snakemake.params.get("background", False))
 # Build ONE arm from scratch and run every query (agentmem.runner.run_arm_settings).
 # params: arm, arm_params, k, warmup, repeats, min_time_ms (default 0); optional background
 #         (see above) and settings (the external datasets': the settings, e.g. ["scoped",
-#         "unscoped"], whose queries run on the one build; default: scoped only)
+#         "unscoped"], whose queries run on the one build; default: scoped only) and batch
+#         (one untimed pass through the arm's batch search, latency null; default False)
 # input: the corpus files the runner reads (memories, sessions, facts, entities, queries),
 #        embeddings
 # output: store (the arm's store directory); runs, build, plans: one file each, or with
@@ -36,6 +37,7 @@ records = run_arm_settings(
     warmup=p.warmup,
     repeats=p.repeats,
     min_time_ms=p.get("min_time_ms", 0.0),
+    batch=p.get("batch", False),
 )
 for record in records:
     print(f"build: {record}", file=sys.stderr)

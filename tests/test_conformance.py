@@ -130,6 +130,39 @@ def test_prefix_stable_claim_holds_on_every_query(built, smoke):
             assert arm.query(q, k).memory_ids == full[:k], (name, q.query_id, k)
 
 
+def test_batch_answers_equal_one_query_at_a_time(built, smoke, monkeypatch):
+    """query_many (a product's batch search) answers every query as query does.
+
+    Batches of four, so the products' searches split a filter's queries across calls; a
+    scope nobody has, hostile text and k = 0 ride along, and a non-finite embedding gets
+    the same answer, or the same refusal, in a batch as alone.
+    """
+    from agentmem.arms import product
+
+    monkeypatch.setattr(product, "BATCH_QUERIES", 4)
+    name, arm, _, _ = built
+    first = smoke["queries"][0]
+    nan = base.Query("nan", first.text, np.full(384, np.nan, dtype=np.float32))
+    try:
+        alone = arm.query(nan, K)
+    except base.ArmError:  # an arm may refuse a non-finite embedding: then in a batch too
+        with pytest.raises(base.ArmError):
+            base.answer_all(arm, [smoke["queries"][1], nan], K)
+    else:
+        assert base.answer_all(arm, [smoke["queries"][1], nan], K)[1] == alone, name
+    odd = [
+        base.Query("nobody", first.text, first.embedding, scope="nobody"),
+        base.Query("hostile", HOSTILE_TEXTS[0], first.embedding, wants_count=True),
+    ]
+    qs = [*smoke["queries"], *odd]
+    for k in (0, K, 50):
+        one = [arm.query(q, k) for q in qs]
+        many = base.answer_all(arm, qs, k)
+        differ = [q.query_id for q, a, b in zip(qs, one, many, strict=True) if a != b]
+        assert many == one, (name, k, differ)
+    assert sum(len(r.memory_ids) for r in many) > 0, name
+
+
 def test_reopen_gives_same_answers(built, smoke):
     name, arm, store, _ = built
     qs = smoke["queries"][:5]

@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 from support.corpora import embedding_cache, encoder_options
 
+from agentmem.arms.base import ArmError, answer_all
 from agentmem.arms.factory import make_arm
 from agentmem.corpus.io import load_corpus, load_queries
 from agentmem.embeddings import embed_corpus, load_embeddings
@@ -98,5 +99,58 @@ def test_a_query_is_timed_until_repeats_or_the_time_budget(
         assert slowed.calls == 1 + timed_calls
         assert ms >= delay_ms
         assert res.memory_ids == arm.query(q, 5).memory_ids
+    finally:
+        arm.close()
+
+
+def test_a_batch_pass_gives_the_timed_runs_ids_and_no_latency(tmp_path):
+    """batch=True: one untimed pass through the arm's batch search (lancedb's), same rows."""
+    d = tmp_path / "corpus"
+    prepare_dataset(TINY, d)
+    emb = tmp_path / "emb.parquet"
+    embed_corpus(d, emb, embedding_cache(), progress=False, **encoder_options())
+    runs = {}
+    for batch in (False, True):
+        files = [
+            RunFiles(s == "scoped", *(tmp_path / f"{s}-{batch}{x}" for x in (".pq", ".j", "-p.j")))
+            for s in ("scoped", "unscoped")
+        ]
+        run_arm_settings(
+            "lancedb", None, d, emb, tmp_path / f"store-{batch}", files,
+            k=5, warmup=0, repeats=1, progress=False, batch=batch,
+        )  # fmt: skip
+        runs[batch] = [pl.read_parquet(f.runs) for f in files]
+    for timed, batched in zip(runs[False], runs[True], strict=True):
+        assert batched.height == timed.height == 6 * 5
+        assert batched.drop("latency_ms").equals(timed.drop("latency_ms"))
+        assert batched["latency_ms"].null_count() == batched.height
+        assert timed["latency_ms"].null_count() == 0
+    with pytest.raises(ValueError, match="warmup 0, repeats 1"):
+        run_arm_settings(
+            "lancedb", None, d, emb, tmp_path / "store-x", files[:1],
+            warmup=0, repeats=3, batch=True,
+        )  # fmt: skip
+
+
+def test_answer_all_takes_a_protocol_arm_and_refuses_a_short_batch(tmp_path):
+    """An arm without query_many is asked query by query; a batch one answer short is an error."""
+    d = tmp_path / "corpus"
+    prepare_dataset(TINY, d)
+    emb = tmp_path / "emb.parquet"
+    embed_corpus(d, emb, embedding_cache(), progress=False, **encoder_options())
+    arm = make_arm("file-vec")
+    arm.build(load_corpus(d), load_embeddings(emb), tmp_path / "store")
+    qs = load_queries(d, load_embeddings(emb))
+    try:
+        plain = _Slowed(arm, 0.0)
+        assert answer_all(plain, qs, 3) == [arm.query(q, 3) for q in qs]
+        assert plain.calls == len(qs) == 6
+
+        class Short(_Slowed):
+            def query_many(self, queries, k):
+                return [self.arm.query(q, k) for q in queries[1:]]
+
+        with pytest.raises(ArmError, match="answered 5 of 6 queries"):
+            answer_all(Short(arm, 0.0), qs, 3)
     finally:
         arm.close()

@@ -28,7 +28,7 @@ from typing import Any
 import polars as pl
 from tqdm import tqdm
 
-from agentmem.arms.base import Arm, Query, Result
+from agentmem.arms.base import Arm, Query, Result, answer_all
 from agentmem.arms.factory import make_arm
 from agentmem.corpus.io import load_corpus, load_queries
 from agentmem.embeddings import load_embeddings
@@ -102,8 +102,11 @@ def time_query(
     return first, statistics.median(times)
 
 
-def run_rows(query_id: str, res: Result, latency_ms: float, k: int) -> list[dict]:
-    """Rows of the runs table for one query (one per rank; one null row if empty)."""
+def run_rows(query_id: str, res: Result, latency_ms: float | None, k: int) -> list[dict]:
+    """Rows of the runs table for one query (one per rank; one null row if empty).
+
+    ``latency_ms`` is ``None`` (null) for an answer of a batch pass (:func:`batch_pass`).
+    """
     ids = res.memory_ids[:k]
     if not ids:
         return [
@@ -125,6 +128,29 @@ def run_rows(query_id: str, res: Result, latency_ms: float, k: int) -> list[dict
         }
         for r, m in enumerate(ids, start=1)
     ]
+
+
+#: queries per :func:`~agentmem.arms.base.answer_all` call of a batch pass: the progress
+#: bar moves once per chunk
+BATCH_CHUNK = 500
+
+
+def batch_pass(
+    arm: Arm, queries: Sequence[Query], k: int, label: str, progress: bool = True
+) -> Iterator[tuple[Query, Result]]:
+    """Each query with the arm's answer at ``k``, from :func:`answer_all` (untimed).
+
+    The queries go to the arm :data:`BATCH_CHUNK` at a time, so an arm with a batch search
+    (``query_many``) answers many in one call; the answers equal ``arm.query(q, k)``.
+
+    Raises:
+        ArmError: as :meth:`Arm.query`.
+    """
+    with tqdm(total=len(queries), desc=label, unit="q", disable=not progress) as bar:
+        for at in range(0, len(queries), BATCH_CHUNK):
+            chunk = list(queries[at : at + BATCH_CHUNK])
+            yield from zip(chunk, answer_all(arm, chunk, k), strict=True)
+            bar.update(len(chunk))
 
 
 def short_unfiltered(
@@ -244,8 +270,14 @@ def run_arm_settings(
     repeats: int = 3,
     min_time_ms: float = 0.0,
     progress: bool = True,
+    batch: bool = False,
 ) -> list[dict[str, Any]]:
     """Build ``arm_name`` once in ``store_dir``, run all queries in each setting of ``files``.
+
+    With ``batch`` the queries are one untimed pass (:func:`batch_pass`: an arm with a
+    batch search answers many per call, each answer equal to its ``query``) and the runs'
+    ``latency_ms`` is null: a pass that only scores quality (the external datasets'). It
+    needs ``warmup == 0`` and ``repeats == 1``.
 
     The store directory is wiped first, so an interrupted earlier run never leaks into
     this one. Queries only read the store (the timed repeats rely on it too), so the
@@ -261,10 +293,16 @@ def run_arm_settings(
 
     Raises:
         KeyError: unknown arm; ``agentmem.corpus.io.CorpusError``: bad corpus;
-        ``agentmem.arms.base.ArmError``: the engine failed; ValueError: no ``files``.
+        ``agentmem.arms.base.ArmError``: the engine failed; ValueError: no ``files``, or
+        ``batch`` with timed calls.
     """
     if not files:
         raise ValueError(f"{arm_name}: run_arm_settings needs at least one setting's files")
+    if batch and (warmup, repeats) != (0, 1):
+        raise ValueError(
+            f"{arm_name}: a batch pass is one untimed call per query (warmup 0, repeats 1), "
+            f"got warmup {warmup}, repeats {repeats}"
+        )
     corpus = load_corpus(corpus_dir)
     vectors = load_embeddings(embeddings_path)
     store = Path(store_dir)
@@ -284,8 +322,19 @@ def run_arm_settings(
             rows: list[dict] = []
             returned: dict[str, int] = {}
             plans: dict[str, Any] = {}
-            for q in tqdm(queries, desc=label, unit="q", disable=not progress, mininterval=2.0):
-                res, ms = time_query(arm, q, k, warmup, repeats, min_time_ms)
+            answers: Iterator[tuple[Query, Result, float | None]]
+            if batch:
+                answers = (
+                    (q, res, None) for q, res in batch_pass(arm, queries, k, label, progress)
+                )
+            else:
+                answers = (
+                    (q, *time_query(arm, q, k, warmup, repeats, min_time_ms))
+                    for q in tqdm(
+                        queries, desc=label, unit="q", disable=not progress, mininterval=2.0
+                    )
+                )
+            for q, res, ms in answers:
                 rows.extend(run_rows(q.query_id, res, ms, k))
                 returned[q.query_id] = len(res.memory_ids[:k])
             for q in queries:

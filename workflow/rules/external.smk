@@ -130,8 +130,8 @@ rule run_arm_external:
     threads: background_threads
     # external datasets report retrieval quality only (no latency figure or table reads
     # these runs), so this is not a timing job: no bench_slot, one untimed pass per query
-    # by default, at nice 19, a heavy background job (one background_slot); k is the
-    # deepest recall cut-off scored (R@50)
+    # by default (through the arms' batch search), at nice 19, a heavy background job (one
+    # background_slot); k is the deepest recall cut-off scored (R@50)
     resources:
         background_slot=1,
         mem_mb=4000,
@@ -141,6 +141,7 @@ rule run_arm_external:
         k=RUN_K,
         warmup=external_warmup,
         repeats=external_repeats,
+        batch=external_batch,
         settings=external_job_settings,
         background=True,
     script:

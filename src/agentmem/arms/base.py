@@ -73,6 +73,7 @@ __all__ = [
     "Query",
     "RawIngest",
     "Remembered",
+    "answer_all",
     "Result",
     "build_memories",
     "checked_vector",
@@ -337,6 +338,20 @@ class ArmBase:
         """
         return "opens", []
 
+    def query_many(self, queries: Sequence[Query], k: int) -> list[Result]:
+        """The answers to ``queries``, in their order, each equal to ``query(q, k)``.
+
+        Untimed passes (the external datasets' runs, the token-budget sweep) ask for their
+        answers this way (:func:`answer_all`). This default calls :meth:`query` once per
+        query; an arm whose engine answers many searches in one call (a product's batch
+        search) overrides it, and the conformance tests check the equality on every query
+        of the smoke corpus.
+
+        Raises:
+            ArmError: as :meth:`query`.
+        """
+        return [self.query(q, k) for q in queries]
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         for attr, value in list(vars(cls).items()):
@@ -345,3 +360,24 @@ class ArmBase:
             if getattr(value, "__arm_guarded__", False):
                 continue
             setattr(cls, attr, _guarded(value, attr))
+
+
+def answer_all(arm: Arm, queries: Sequence[Query], k: int) -> list[Result]:
+    """Every answer of ``arm`` to ``queries`` at ``k``, in their order, untimed.
+
+    ``arm.query_many`` when the arm has one (:meth:`ArmBase.query_many`: a batch search),
+    else one :meth:`Arm.query` per query, so an arm written against the :class:`Arm`
+    protocol alone needs nothing more.
+
+    Raises:
+        ArmError: as :meth:`Arm.query`; also when ``query_many`` answers a different
+            number of queries than it was asked.
+    """
+    many = getattr(arm, "query_many", None)
+    if many is None:
+        return [arm.query(q, k) for q in queries]
+    out = list(many(queries, k))
+    if len(out) != len(queries):
+        name = getattr(arm, "name", type(arm).__name__)
+        raise ArmError(f"{name}: query_many answered {len(out)} of {len(queries)} queries")
+    return out

@@ -10,24 +10,32 @@ is imported inside the methods, never at import time, so listing the arms stays 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
 import polars as pl
 
 from agentmem.arms import base
 
 __all__ = [
+    "BATCH_QUERIES",
     "NO_ID",
     "METADATA_FIELDS",
     "STORED_COLUMNS",
     "ProductArm",
+    "batch_answers",
     "directory_storage",
     "matchless_id",
     "metadata_rows",
     "rows_frame",
 ]
+
+#: vectors per batch search call (:func:`batch_answers`): bounds one call's result set to
+#: ``BATCH_QUERIES * k`` rows
+BATCH_QUERIES = 256
 
 #: What a product stores for a null id in metadata (several refuse null metadata values):
 #: ``session_id``, ``fact_id``, ``superseded_by`` and ``scope_id`` are ``""`` when the
@@ -179,3 +187,57 @@ class ProductArm(base.ArmBase):
             except metadata.PackageNotFoundError:
                 out[dist] = None
         return out
+
+
+def batch_answers(
+    name: str,
+    queries: Sequence[base.Query],
+    k: int,
+    group: Callable[[base.Query], Hashable],
+    search: Callable[[base.Query, list[np.ndarray]], list[list[str]]],
+    count: Callable[[base.Query], int | None],
+    searches: Callable[[base.Query], bool] | None = None,
+) -> list[base.Result]:
+    """Answers to ``queries`` from one batch search per filter (a product's ``query_many``).
+
+    A query's search runs when ``k > 0``, its embedding is finite and ``searches`` (when
+    given) says so, as in the arms' ``query``; the others get no ids. Queries whose
+    ``group`` key is equal share one filter and go to ``search`` together, at most
+    :data:`BATCH_QUERIES` vectors a call.
+
+    Args:
+        name: the arm's name, for errors.
+        queries: the queries, answered in their order.
+        k: results per query.
+        group: the key of a query's filter (equal keys: the same search arguments).
+        search: ``(first query of the group, vectors) -> one id list per vector``, best
+            first: the product's batch search with that query's filter.
+        count: the count ``query`` returns for a query (``None`` unless it wants one).
+        searches: whether a query's search runs at all (e.g. not for a filter that
+            matches nothing); every query's does for ``None``.
+
+    Returns:
+        One :class:`~agentmem.arms.base.Result` per query, ids cut to ``k``.
+
+    Raises:
+        ArmError: when an embedding is not 384 values, or ``search`` answers a different
+            number of vectors than it was given.
+    """
+    ids: list[list[str]] = [[] for _ in queries]
+    groups: dict[Hashable, list[tuple[int, np.ndarray]]] = {}
+    for i, q in enumerate(queries):
+        vec = base.checked_vector(q.embedding, name, f"query {q.query_id!r}")
+        if k > 0 and bool(np.all(np.isfinite(vec))) and (searches is None or searches(q)):
+            groups.setdefault(group(q), []).append((i, vec))
+    for members in groups.values():
+        first = queries[members[0][0]]
+        for at in range(0, len(members), BATCH_QUERIES):
+            chunk = members[at : at + BATCH_QUERIES]
+            found = search(first, [vec for _, vec in chunk])
+            if len(found) != len(chunk):
+                raise base.ArmError(
+                    f"{name}: a batch search of {len(chunk)} vectors answered {len(found)}"
+                )
+            for (i, _), got in zip(chunk, found, strict=True):
+                ids[i] = list(got)[: max(k, 0)]
+    return [base.Result(memory_ids=ids[i], count=count(q)) for i, q in enumerate(queries)]

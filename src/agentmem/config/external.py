@@ -24,7 +24,13 @@ class _ExternalBase(StrictModel):
     """Keys every external dataset takes."""
 
     warmup: int = Field(0, ge=0, le=10, description="untimed calls per query before the run")
-    repeats: int = Field(1, ge=1, le=50, description="calls per query (quality only, untimed)")
+    repeats: int = Field(
+        1,
+        ge=1,
+        le=50,
+        description="calls per query; with warmup 0 and repeats 1 the queries are one untimed "
+        "pass through the arms' batch search (runs record no latency)",
+    )
     arms: list[str] | None = Field(
         None,
         description="arms to run on this dataset (only those also in arms, in the order of "

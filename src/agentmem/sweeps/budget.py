@@ -20,7 +20,7 @@ from typing import Any
 
 import polars as pl
 
-from agentmem.arms.base import Arm, Query
+from agentmem.arms.base import Arm, Query, Result, answer_all
 from agentmem.corpus.io import load_corpus, load_qrels, load_queries
 from agentmem.embeddings import load_embeddings
 from agentmem.metrics import fill_rate, ndcg_at_k, recall_at_k, searchable_counts
@@ -79,7 +79,8 @@ def budget_per_query(
 
     A :attr:`~agentmem.arms.base.Arm.prefix_stable` arm answers each query once, at the
     largest ``k``, and every smaller ``k`` reads the first ``k`` of that answer; any other
-    arm is queried afresh at every ``k``.
+    arm is queried afresh at every ``k``. The queries go through
+    :func:`~agentmem.arms.base.answer_all` (untimed; an arm's batch search when it has one).
 
     Args:
         arm: an open arm.
@@ -106,15 +107,15 @@ def budget_per_query(
     for q in queries:
         if not relevant.get(q.query_id):
             raise ValueError(f"query {q.query_id} has no qrels")
-    once: dict[str, list[str]] = {}
+    once: list[Result] = []
     if getattr(arm, "prefix_stable", False) and cuts:
-        once = {q.query_id: arm.query(q, cuts[-1]).memory_ids for q in queries}
+        once = answer_all(arm, queries, cuts[-1])
     rows = []
     for k in cuts:
-        for q in queries:
+        answers = once or answer_all(arm, queries, k)
+        for q, answer in zip(queries, answers, strict=True):
             rel = relevant[q.query_id]
-            answer = once[q.query_id] if once else arm.query(q, k).memory_ids
-            ids = answer[:k]
+            ids = answer.memory_ids[:k]
             rows.append(
                 {
                     "query_id": q.query_id,

@@ -126,6 +126,14 @@ class ExternalPlan:
         """Calls per query of the {dataset}'s runs (its entry's ``repeats``)."""
         return self.cfg.external[self.run(wildcards).name].repeats
 
+    def batch(self, wildcards: Any) -> bool:
+        """Whether the {dataset}'s runs are one untimed batch pass (no warm-up, one call).
+
+        Such runs only score quality: the arms answer through their batch search
+        (:func:`agentmem.runner.batch_pass`) and record no latency.
+        """
+        return (self.warmup(wildcards), self.repeats(wildcards)) == (0, 1)
+
     def runs_both(self, dataset: str) -> bool:
         """Whether the dataset's entry runs every setting (then one job per arm runs all)."""
         return set(self.runs[dataset].settings) == set(EXTERNAL_SETTINGS)

@@ -24,6 +24,7 @@ from agentmem.arms.chroma.filters import matches_nothing, query_where
 from agentmem.arms.knobs import Knob
 from agentmem.arms.product import (
     ProductArm,
+    batch_answers,
     directory_storage,
     metadata_rows,
     rows_frame,
@@ -294,6 +295,36 @@ class ChromaArm(ProductArm):
         """The ids :meth:`query` returns of :meth:`raw_query_call`'s output, cut to ``k``."""
         res = raw[0]
         return [str(i) for i in res["ids"][0]][: max(k, 0)] if res is not None else []
+
+    def query_many(self, queries: Sequence[base.Query], k: int) -> list[base.Result]:
+        """Each answer :meth:`query` gives, from one ``Collection.query`` per filter.
+
+        The call takes every vector of a group as ``query_embeddings=[v1, v2, ...]`` with
+        :meth:`query`'s ``n_results``, ``where`` and ``include``, and answers one id list
+        per vector. Counts are :meth:`query`'s.
+
+        Raises:
+            ArmError: as :meth:`query`.
+        """
+        col = self._require_open()
+
+        def group(q: base.Query) -> str:
+            return json.dumps(query_where(q), sort_keys=True)
+
+        def search(first: base.Query, vecs: list[np.ndarray]) -> list[list[str]]:
+            res = col.query(
+                query_embeddings=vecs, n_results=int(k), where=query_where(first), include=[]
+            )
+            return [[str(i) for i in one] for one in res["ids"]]
+
+        def count(q: base.Query) -> int | None:
+            if not q.wants_count:
+                return None
+            return 0 if matches_nothing(q) else self._count(query_where(q))
+
+        return batch_answers(
+            self.name, queries, k, group, search, count, lambda q: not matches_nothing(q)
+        )
 
     def _count(self, where: dict[str, Any] | None) -> int:
         """Exact number of memories matching ``where``: ``get`` of the ids, or ``count()``."""

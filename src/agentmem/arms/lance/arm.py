@@ -25,6 +25,7 @@ from agentmem.arms.lance.filters import (
 from agentmem.arms.product import (
     STORED_COLUMNS,
     ProductArm,
+    batch_answers,
     metadata_rows,
     rows_frame,
 )
@@ -293,6 +294,41 @@ class LanceDbArm(ProductArm):
     def raw_ids(self, raw: tuple[list[str], int | None], k: int) -> list[str]:
         """The ids :meth:`query` returns of :meth:`raw_query_call`'s output, cut to ``k``."""
         return raw[0][: max(k, 0)]
+
+    def query_many(self, queries: Sequence[base.Query], k: int) -> list[base.Result]:
+        """Each answer :meth:`query` gives, from one multi-vector search per filter.
+
+        ``table.search([v1, v2, ...])`` with the cosine distance, pre-filter, limit and
+        columns of :meth:`query` searches every vector of a group in one call (LanceDB's
+        batch search; its ``query_index`` column says which vector a row answers). Counts
+        are :meth:`query`'s ``count_rows``.
+
+        Raises:
+            ArmError: as :meth:`query`.
+        """
+        table = self._require()
+
+        def search(first: base.Query, vecs: list[np.ndarray]) -> list[list[str]]:
+            builder = self._vector_search(table, vecs, int(k), query_filter(first))
+            out = self._lance("batch vector search", builder.to_arrow)
+            ids: list[list[str]] = [[] for _ in vecs]
+            rows = out.column("memory_id").to_pylist()
+            which = (
+                out.column("query_index").to_pylist()
+                if "query_index" in out.column_names
+                else [0] * len(rows)  # one vector: LanceDB answers it as a single search
+            )
+            for i, memory_id in zip(which, rows, strict=True):
+                ids[i].append(memory_id)
+            return ids
+
+        def count(q: base.Query) -> int | None:
+            if not q.wants_count:
+                return None
+            where = query_filter(q)
+            return int(self._lance("count_rows", lambda: table.count_rows(where)))
+
+        return batch_answers(self.name, queries, k, query_filter, search, count)
 
     def explain(self, q: base.Query, k: int = 10) -> str:
         """LanceDB's own plan (``explain_plan(verbose=True)``) of the search ``query`` runs.

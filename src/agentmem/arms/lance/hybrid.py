@@ -9,6 +9,7 @@ cosine list and the BM25 list (``candidates`` rows each) with its default rerank
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -122,6 +123,14 @@ class LanceDbHybridArm(LanceDbArm):
             _log.debug("%s: hybrid query %r fell back to vector: %s", self.name, q.query_id, exc)
             return super()._ranked(table, q, vec, k, where)
         return out.column("memory_id").to_pylist()[:k]
+
+    def query_many(self, queries: Sequence[base.Query], k: int) -> list[base.Result]:
+        """One :meth:`query` per query: LanceDB's hybrid search takes one vector and text.
+
+        Raises:
+            ArmError: as :meth:`query`.
+        """
+        return [self.query(q, k) for q in queries]
 
     def _explain(self, table: Any, q: base.Query, vec: np.ndarray, k: int) -> str:
         """LanceDB's hybrid plan (reranker, vector plan, FTS plan), or the vector one."""

@@ -29,6 +29,7 @@ from agentmem.arms.milvus.quiet import (
 from agentmem.arms.product import (
     METADATA_FIELDS,
     ProductArm,
+    batch_answers,
     directory_storage,
     metadata_rows,
     rows_frame,
@@ -353,6 +354,27 @@ class MilvusLiteArm(ProductArm):
         """The ids :meth:`query` returns of :meth:`raw_query_call`'s output."""
         hits = raw[0]
         return [str(h[PK]) for h in hits[0]] if hits is not None else []
+
+    def query_many(self, queries: Sequence[base.Query], k: int) -> list[base.Result]:
+        """Each answer :meth:`query` gives, from one ``MilvusClient.search`` per filter.
+
+        The search takes every vector of a group as ``data=[v1, v2, ...]`` (Milvus's
+        ``nq``) with :meth:`query`'s keyword arguments, and answers one hit list per
+        vector. Counts are :meth:`query`'s.
+
+        Raises:
+            ArmError: as :meth:`query`.
+        """
+        client = self._require_open()
+
+        def search(first: base.Query, vecs: list[np.ndarray]) -> list[list[str]]:
+            hits = client.search(data=vecs, **self._search_call(first, k))
+            return [[str(h[PK]) for h in one] for one in hits]
+
+        def count(q: base.Query) -> int | None:
+            return self._count(query_expr(q)) if q.wants_count else None
+
+        return batch_answers(self.name, queries, k, query_expr, search, count)
 
     def _count(self, expr: str) -> int:
         """Exact number of stored memories matching the filter ``expr`` (``""``: all)."""
