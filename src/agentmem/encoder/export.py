@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentmem.encoder.base import ONNX_INPUTS, ONNX_OPSET, model_spec
+from agentmem.encoder.base import ONNX_INPUTS, ONNX_OPSET, load_tokenizer, model_spec
 
 
 def export_onnx(out_path: str | Path, folder: str | Path | None = None) -> Path:
     """Export the model's transformer to ONNX at ``out_path`` (atomically); reuse an existing file.
 
-    The transformer module (``SentenceTransformer[0]``) is traced with torch's TorchScript
-    exporter (opset 17, batch and sequence axes dynamic), its forward taking
+    The transformer (``transformers.AutoModel`` of the model folder: the module
+    sentence-transformers' first stage wraps; loading it alone skips importing
+    sentence-transformers, whose import costs 7 s of CPU, and writes the same bytes) is
+    traced with torch's TorchScript exporter (opset 17, batch and sequence axes dynamic),
+    on two sentences the model's tokenizer (:func:`load_tokenizer`) pads, its forward taking
     ``input_ids``, ``attention_mask``, ``token_type_ids`` and returning
     ``last_hidden_state`` (b, s, 384); the graph is checked with ``onnx.checker`` before it
     is renamed onto ``out_path``, so a failed export leaves nothing behind.
@@ -34,10 +37,9 @@ def export_onnx(out_path: str | Path, folder: str | Path | None = None) -> Path:
     spec = model_spec(folder)
     import onnx
     import torch
-    from sentence_transformers import SentenceTransformer
+    from transformers import AutoModel
 
-    st = SentenceTransformer(str(spec.path), device="cpu")
-    hf = st[0].auto_model.eval()
+    hf = AutoModel.from_pretrained(str(spec.path)).eval()
 
     class _LastHidden(torch.nn.Module):
         def __init__(self, model: torch.nn.Module) -> None:
@@ -49,7 +51,7 @@ def export_onnx(out_path: str | Path, folder: str | Path | None = None) -> Path:
                 input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
             ).last_hidden_state
 
-    sample = st[0].tokenizer(
+    sample = load_tokenizer(spec)(
         ["an example memory", "a second, longer example memory"], padding=True, return_tensors="pt"
     )
     axes = {name: {0: "batch", 1: "sequence"} for name in (*ONNX_INPUTS, "last_hidden_state")}
