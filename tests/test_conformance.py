@@ -119,11 +119,13 @@ def test_hostile_texts_never_raise(built, smoke):
 
 
 def test_prefix_stable_claim_holds_on_every_query(built, smoke):
-    """An arm claiming prefix_stable answers k with the first k of its answer at 50."""
+    """An arm prefix-stable to 50 (prefix_stable, or a bound) answers k with the first k at 50."""
     name, arm, _, _ = built
     assert isinstance(type(arm).prefix_stable, bool), name
-    if not arm.prefix_stable:
-        pytest.skip(f"{name} makes no prefix claim (its search depth grows with k)")
+    if arm.prefix_stable:
+        assert base.prefix_stable_at(arm, 50), name
+    if not base.prefix_stable_at(arm, 50):
+        pytest.skip(f"{name} makes no prefix claim at 50 (its search depth grows with k)")
     for q in smoke["queries"]:
         full = arm.query(q, 50).memory_ids
         for k in (1, 3, 5, 10, 20):

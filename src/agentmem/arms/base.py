@@ -74,6 +74,7 @@ __all__ = [
     "RawIngest",
     "Remembered",
     "answer_all",
+    "prefix_stable_at",
     "Result",
     "build_memories",
     "checked_vector",
@@ -338,6 +339,15 @@ class ArmBase:
         """
         return "opens", []
 
+    def prefix_stable_to(self, k: int) -> bool:
+        """Whether ``query(q, j).memory_ids == query(q, k).memory_ids[:j]`` for every ``j < k``.
+
+        :attr:`Arm.prefix_stable` for every ``k``; an arm whose search depth is fixed up to
+        a bound (a hybrid whose branches fetch ``max(k, candidates)``) overrides it. Read
+        through :func:`prefix_stable_at`.
+        """
+        return bool(self.prefix_stable)  # type: ignore[attr-defined]
+
     def query_many(self, queries: Sequence[Query], k: int) -> list[Result]:
         """The answers to ``queries``, in their order, each equal to ``query(q, k)``.
 
@@ -381,3 +391,17 @@ def answer_all(arm: Arm, queries: Sequence[Query], k: int) -> list[Result]:
         name = getattr(arm, "name", type(arm).__name__)
         raise ArmError(f"{name}: query_many answered {len(out)} of {len(queries)} queries")
     return out
+
+
+def prefix_stable_at(arm: Arm, k: int) -> bool:
+    """Whether ``arm`` answers every ``j < k`` with the first ``j`` of its answer at ``k``.
+
+    ``arm.prefix_stable_to(k)`` when the arm has it (:meth:`ArmBase.prefix_stable_to`),
+    else its :attr:`Arm.prefix_stable` claim. The token-budget sweep asks such an arm once,
+    at its largest ``k``; the conformance tests check the claim at ``k = 50`` on every
+    smoke-corpus query.
+    """
+    bounded = getattr(arm, "prefix_stable_to", None)
+    if bounded is not None:
+        return bool(bounded(k))
+    return bool(getattr(arm, "prefix_stable", False))

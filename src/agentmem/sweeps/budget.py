@@ -3,8 +3,9 @@
 For each cut-off ``k`` one arm answers every query (untimed); the sweep records nDCG@k
 and recall@k against the qrels (:mod:`agentmem.metrics`; Järvelin & Kekäläinen 2002 for
 nDCG) and the o200k_base tokens (:func:`agentmem.tokens.count_tokens`) of the memories
-returned. A prefix-stable arm (:attr:`agentmem.arms.base.Arm.prefix_stable`) is asked
-once at the largest ``k`` and cut; the others are asked at every ``k``. One row per ``k``:
+returned. An arm prefix-stable up to the largest ``k``
+(:func:`agentmem.arms.base.prefix_stable_at`) is asked once at that ``k`` and cut; the
+others are asked at every ``k``. One row per ``k``:
 ``arm, k, ndcg, recall, mean_tokens, ndcg_per_100_tokens, fill_at_k, short_at_k`` — the
 last two say whether the arm filled its ``k`` slots (:func:`agentmem.metrics.fill_rate`
 against the memories each query's predicate and scope admit): an arm answering short
@@ -20,7 +21,7 @@ from typing import Any
 
 import polars as pl
 
-from agentmem.arms.base import Arm, Query, Result, answer_all
+from agentmem.arms.base import Arm, Query, Result, answer_all, prefix_stable_at
 from agentmem.corpus.io import load_corpus, load_qrels, load_queries
 from agentmem.embeddings import load_embeddings
 from agentmem.metrics import fill_rate, ndcg_at_k, recall_at_k, searchable_counts
@@ -77,9 +78,10 @@ def budget_per_query(
 ) -> pl.DataFrame:
     """Query an open arm at every ``k`` and score each answer.
 
-    A :attr:`~agentmem.arms.base.Arm.prefix_stable` arm answers each query once, at the
-    largest ``k``, and every smaller ``k`` reads the first ``k`` of that answer; any other
-    arm is queried afresh at every ``k``. The queries go through
+    An arm prefix-stable up to the largest ``k``
+    (:func:`~agentmem.arms.base.prefix_stable_at`) answers each query once, at that ``k``,
+    and every smaller ``k`` reads the first ``k`` of that answer; any other arm is queried
+    afresh at every ``k``. The queries go through
     :func:`~agentmem.arms.base.answer_all` (untimed; an arm's batch search when it has one).
 
     Args:
@@ -108,7 +110,7 @@ def budget_per_query(
         if not relevant.get(q.query_id):
             raise ValueError(f"query {q.query_id} has no qrels")
     once: list[Result] = []
-    if getattr(arm, "prefix_stable", False) and cuts:
+    if cuts and prefix_stable_at(arm, cuts[-1]):
         once = answer_all(arm, queries, cuts[-1])
     rows = []
     for k in cuts:

@@ -124,6 +124,14 @@ class LanceDbHybridArm(LanceDbArm):
             return super()._ranked(table, q, vec, k, where)
         return out.column("memory_id").to_pylist()[:k]
 
+    def prefix_stable_to(self, k: int) -> bool:
+        """True up to ``candidates``: every ``k`` up to it runs the same search of ``candidates``.
+
+        Each leg and the fused list are ``max(k, candidates)`` long, so for ``k <=
+        candidates`` the call is the same and the answer is its first ``k``.
+        """
+        return k <= self.candidates
+
     def query_many(self, queries: Sequence[base.Query], k: int) -> list[base.Result]:
         """One :meth:`query` per query: LanceDB's hybrid search takes one vector and text.
 
