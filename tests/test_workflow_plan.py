@@ -194,6 +194,14 @@ def test_smoke_external_datasets():
     assert p.external.published_unit(SimpleNamespace(dataset="tiny")) is None
     assert p.external.source(turns)[0] == "results/external/locomo/source/turns/dataset.json"
     assert p.external.warmup(turns) == 0 and p.external.repeats(turns) == 1
+    # one untimed call per query: a batch pass; the costlier arm's run starts first
+    assert p.external.batch(turns)
+    tiny = SimpleNamespace(dataset="tiny")
+    assert p.external.priority(SimpleNamespace(dataset="tiny", arm="lancedb-hybrid")) == 3.0
+    assert p.external.priority(SimpleNamespace(dataset="tiny", arm="sqlite-fts")) == 0.0
+    timed = plan({"external": {"tiny": {"format": "agentmem-memory", "path":
+        "tests/data/tiny-memory", "repeats": 3}}}, base="config/smoke.yaml")  # fmt: skip
+    assert not timed.external.batch(tiny)
     assert p.external.locomo_limit(SimpleNamespace(locomo="locomo")) == 2
 
 

@@ -127,6 +127,7 @@ external_prepare_params = PLAN.external.prepare_params
 external_warmup = PLAN.external.warmup
 external_repeats = PLAN.external.repeats
 external_batch = PLAN.external.batch
+external_priority = PLAN.external.priority
 external_ids_regex = PLAN.external.ids_regex
 external_job_settings = PLAN.external.job_settings
 external_runs_of = PLAN.external.runs_of

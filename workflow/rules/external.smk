@@ -125,6 +125,8 @@ rule run_arm_external:
         "results/benchmarks/run_arm_external/{dataset}/{arm}.tsv"
     wildcard_constraints:
         dataset=external_ids_regex(both=True),
+    # the runs of a costlier arm (its query_cost) first: the longest does not end the study
+    priority: external_priority
     conda:
         "../../envs/agentmem.yaml"
     threads: background_threads

@@ -325,6 +325,11 @@ class ArmBase:
     #: the constructor parameters the operating-points sweep varies, each with its stage
     #: and default grid (:class:`~agentmem.arms.knobs.Knob`); empty: the arm has none
     knobs: ClassVar[tuple[Knob, ...]] = ()
+    #: CPU of one untimed query relative to a built-in arm's usual one, a scheduling hint
+    #: and never a result: the workflow starts the external datasets' runs of a costlier
+    #: arm first (its priority is ``query_cost - 1``), so its long run does not start last
+    #: and leave a core idle at the end of the study
+    query_cost: ClassVar[float] = 1.0
 
     def integrity_check(self) -> tuple[str, list[str]]:
         """Run the engine's own consistency check on the open store.

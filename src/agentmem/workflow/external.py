@@ -134,6 +134,17 @@ class ExternalPlan:
         """
         return (self.warmup(wildcards), self.repeats(wildcards)) == (0, 1)
 
+    @staticmethod
+    def priority(wildcards: Any) -> float:
+        """The priority of the {arm}'s run on a dataset: its ``query_cost`` - 1 (0 for most).
+
+        A costlier arm's untimed run starts first among the dataset's runs
+        (:attr:`agentmem.arms.base.ArmBase.query_cost`), so it does not end the study alone.
+        """
+        from agentmem.arms import ARMS
+
+        return float(getattr(ARMS[wildcards.arm], "query_cost", 1.0)) - 1.0
+
     def runs_both(self, dataset: str) -> bool:
         """Whether the dataset's entry runs every setting (then one job per arm runs all)."""
         return set(self.runs[dataset].settings) == set(EXTERNAL_SETTINGS)

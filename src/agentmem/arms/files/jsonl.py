@@ -295,6 +295,39 @@ class FileJsonlArm(base.ArmBase):
         terms = query_terms(q.text or "", extraction=self.terms)
         return base.Result(memory_ids=top_terms(store.table, terms, k, q.scope, self.tie_break))
 
+    def query_many(self, queries: Sequence[base.Query], k: int) -> list[base.Result]:
+        """Each answer :meth:`query` gives, from one read of the file for all of them.
+
+        An untimed pass (the external datasets' runs, the token-budget sweep) asks many
+        questions of a file nobody writes meanwhile: it is parsed once
+        (:func:`~agentmem.arms.files.reader.read_store`, with ``scope_id`` when a query is
+        scoped), its bodies lower-cased once, and each query's terms counted over that
+        table as :meth:`query` counts them over a read of its own.
+
+        Raises:
+            ArmError: as :meth:`query`.
+        """
+        path = self._require_open()
+        if not queries:
+            return []
+        scoped = any(q.scope is not None for q in queries)
+        store = read_store(path, SCOPED_SCAN_SCHEMA if scoped else SCAN_SCHEMA)
+        self._report_unreadable(store)
+        body = store.table.get_column("body").str.to_lowercase()
+        return [
+            base.Result(
+                memory_ids=top_terms(
+                    store.table,
+                    query_terms(q.text or "", extraction=self.terms),
+                    k,
+                    q.scope,
+                    self.tie_break,
+                    body,
+                )
+            )
+            for q in queries
+        ]
+
     def raw_query_call(self, q: base.Query, k: int) -> Callable[[], list[str]]:
         """Return a zero-argument function making the file scan :meth:`query` makes.
 

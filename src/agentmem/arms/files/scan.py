@@ -50,6 +50,7 @@ def top_terms(
     k: int,
     scope: str | None = None,
     tie_break: str = "newest",
+    body: pl.Series | None = None,
 ) -> list[str]:
     """Top ``k`` ids of ``table`` by the ``terms`` contained (literal, lower-cased body).
 
@@ -64,6 +65,8 @@ def top_terms(
             score 0, so they are never returned; the value is compared, never parsed (a
             scope that is not UTF-8 returns no ids: no line can hold it).
         tie_break: see :func:`top_k`.
+        body: ``table``'s ``body`` lower-cased, when the caller has it (many queries over
+            one read); computed here for ``None``.
 
     Returns:
         Up to ``k`` memory ids by score (terms contained) desc, ties by ``tie_break``;
@@ -75,7 +78,8 @@ def top_terms(
     """
     if not terms or k <= 0 or table.height == 0:
         return []
-    body = table.get_column("body").str.to_lowercase()
+    if body is None:
+        body = table.get_column("body").str.to_lowercase()
     # at most MAX_TERMS (32) distinct terms: a UInt8 count cannot overflow
     score = body.str.contains(terms[0], literal=True).cast(pl.UInt8)
     for term in terms[1:]:
