@@ -88,7 +88,7 @@ def planned_jobs(listing: str) -> list[dict]:
     """Every job of a dry run's listing (``snakemake -n`` stdout), in order.
 
     Each is ``{"rule", "wildcards" ("" if none), "threads" ("1" if not listed),
-    "priority" (int, 0 if not listed), "resources" ({name: value as printed})}``.
+    "priority" (a float, 0 if not listed), "resources" ({name: value as printed})}``.
     """
     jobs: list[dict] = []
     for line in listing.splitlines():
@@ -100,7 +100,7 @@ def planned_jobs(listing: str) -> list[dict]:
         elif jobs and (m := re.match(r"^\s+(wildcards|threads|priority|resources): (.*)$", line)):
             key, value = m.groups()
             if key == "priority":
-                jobs[-1][key] = int(value)
+                jobs[-1][key] = float(value)
             elif key == "resources":
                 pairs = (kv.split("=", 1) for kv in value.split(", ") if "=" in kv)
                 jobs[-1][key] = dict(pairs)
