@@ -20,6 +20,7 @@ import polars as pl
 from agentmem.arms import base
 from agentmem.arms.knobs import Knob
 from agentmem.arms.milvus.expr import ids_expr, query_expr
+from agentmem.arms.milvus.fields import PK, ROW_FIELDS, VECTOR, milvus_rows, schema_fields
 from agentmem.arms.milvus.quiet import (
     QuietClient,
     held_product_errors,
@@ -27,11 +28,9 @@ from agentmem.arms.milvus.quiet import (
     release_records,
 )
 from agentmem.arms.product import (
-    METADATA_FIELDS,
     ProductArm,
     batch_answers,
     directory_storage,
-    metadata_rows,
     rows_frame,
 )
 
@@ -43,17 +42,8 @@ DB_NAME = "milvus.db"
 COLLECTION = "memories"
 #: Milvus's documented upper bound on a search's ``limit`` (topK).
 MAX_TOPK = 16384
-PK = "memory_id"
-VECTOR = "vector"
-#: Longest id / label the VARCHAR columns take, and the body's (Milvus's maximum).
-_ID_LEN = 1024
-_BODY_LEN = 65535
 #: Ids per ``memory_id in [...]`` look-up.
 _LOOKUP_CHUNK = 1000
-#: Scalar columns kept beside the vector and the body (``memory_id`` is the primary key).
-_SCALARS = [c for c in METADATA_FIELDS if c != PK]
-#: Columns read back by :meth:`MilvusLiteArm.fetch`.
-_ROW_FIELDS = [PK, "body", *_SCALARS]
 
 
 # Milvus Lite runs one gRPC server per ``.db`` path in this process and refuses a second
@@ -61,23 +51,6 @@ _ROW_FIELDS = [PK, "body", *_SCALARS]
 # stops (MilvusClient.close does not).
 _SERVER_USERS: dict[str, int] = {}
 _SERVER_LOCK = threading.Lock()
-
-
-def _schema_fields() -> list[tuple[str, str, dict[str, Any]]]:
-    """``(name, DataType member name, add_field kwargs)`` of the collection, in order."""
-    kinds = {str: "VARCHAR", int: "INT64", float: "DOUBLE"}
-    out: list[tuple[str, str, dict[str, Any]]] = [
-        (PK, "VARCHAR", {"is_primary": True, "max_length": _ID_LEN}),
-        (VECTOR, "FLOAT_VECTOR", {"dim": base.VECTOR_DIM}),
-        ("body", "VARCHAR", {"max_length": _BODY_LEN}),
-    ]
-    for name in _SCALARS:
-        kind = kinds[METADATA_FIELDS[name]]
-        extra: dict[str, Any] = {"max_length": _ID_LEN} if kind == "VARCHAR" else {}
-        if name in ("kind", "source", "confidence", "seq", "tokens"):
-            extra["nullable"] = True  # a corpus may leave them null; metadata_rows keeps None
-        out.append((name, kind, extra))
-    return out
 
 
 class MilvusLiteArm(ProductArm):
@@ -257,10 +230,10 @@ class MilvusLiteArm(ProductArm):
         if client.has_collection(COLLECTION):
             client.drop_collection(COLLECTION)
         schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
-        for field, kind, extra in _schema_fields():
+        for field, kind, extra in schema_fields():
             schema.add_field(field, getattr(DataType, kind), **extra)
         client.create_collection(COLLECTION, schema=schema, consistency_level="Strong")
-        rows = self._rows(memories, matrix)
+        rows = milvus_rows(memories, matrix)
         t0 = time.perf_counter()
         for start in range(0, len(rows), self.batch_size):
             client.insert(COLLECTION, rows[start : start + self.batch_size])
@@ -294,7 +267,7 @@ class MilvusLiteArm(ProductArm):
                 f"{self.name}: {store_dir / DB_NAME} has no collection {COLLECTION}"
             )
         fields = {f["name"] for f in self._client.describe_collection(COLLECTION)["fields"]}
-        missing = [c for c in _ROW_FIELDS if c not in fields]
+        missing = [c for c in ROW_FIELDS if c not in fields]
         if missing:
             self.close()
             raise base.ArmError(
@@ -401,7 +374,7 @@ class MilvusLiteArm(ProductArm):
             ArmError: when the arm is not open or Milvus Lite fails.
         """
         asked = list(dict.fromkeys(str(i) for i in memory_ids))
-        found = self._lookup(asked, _ROW_FIELDS)
+        found = self._lookup(asked, ROW_FIELDS)
         return rows_frame([found[i] for i in asked if i in found])
 
     def explain(self, q: base.Query, k: int = 10) -> str:
@@ -446,22 +419,6 @@ class MilvusLiteArm(ProductArm):
         return st
 
     # ------------------------------------------------------------------ writes
-    def _rows(self, memories: pl.DataFrame, matrix: np.ndarray) -> list[dict[str, Any]]:
-        """Milvus rows: metadata (nulls made storable), body and vector, in row order.
-
-        A column ``memories`` lacks is null in every row (``""`` / ``-1`` / null).
-        """
-        missing = [c for c in METADATA_FIELDS if c not in memories.columns]
-        memories = memories.with_columns(
-            pl.lit(None, dtype=base.MEMORY_SCHEMA[c]).alias(c) for c in missing
-        )
-        rows = metadata_rows(memories)
-        bodies = memories.get_column("body").to_list()
-        for row, body, vec in zip(rows, bodies, matrix, strict=True):
-            row["body"] = body
-            row[VECTOR] = vec
-        return rows
-
     def remember(self, memories: pl.DataFrame, vectors: base.Embeddings) -> None:
         """Write a batch through ``insert`` (or one ``upsert`` when it corrects memories).
 
@@ -485,10 +442,10 @@ class MilvusLiteArm(ProductArm):
         if stored:
             dup = next(i for i in ids if i in stored)
             raise base.ArmError(f"{self.name}: remember: memory id {dup!r} is already stored")
-        rows = self._rows(batch.memories, batch.vectors)
+        rows = milvus_rows(batch.memories, batch.vectors)
         by_id = {row[PK]: row for row in rows}
         outside = [old for old, _ in batch.supersessions if old not in by_id]
-        olds = self._lookup(outside, [*_ROW_FIELDS, VECTOR]) if outside else {}
+        olds = self._lookup(outside, [*ROW_FIELDS, VECTOR]) if outside else {}
         for old, new in batch.supersessions:
             target = by_id.get(old) or olds.get(old)
             if target is None:
