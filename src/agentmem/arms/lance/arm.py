@@ -8,6 +8,7 @@ is built: at 8,000-33,000 rows LanceDB's flat search is exact and fast (docs/arm
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -40,6 +41,21 @@ DB_DIR = "lancedb"
 TABLE = "memories"
 
 _T = TypeVar("_T")
+
+
+def _lancedb() -> Any:
+    """Import lancedb with the scanner's column-projection notice silenced (before the import).
+
+    LanceDB's Rust logger reads ``LANCEDB_LOG`` (``env_logger`` syntax) once, at import.
+    A search that selects columns without ``_distance`` / ``_score`` (the hybrid search's
+    ``select(["memory_id"])``) logs a deprecation warning per call saying those columns
+    are still added; ``lance::dataset::scanner=error`` drops that module's warnings and
+    keeps every other at ``warn``. A ``LANCEDB_LOG`` already set is left as it is.
+    """
+    os.environ.setdefault("LANCEDB_LOG", "warn,lance::dataset::scanner=error")
+    import lancedb
+
+    return lancedb
 
 
 def _schema() -> Any:
@@ -172,7 +188,7 @@ class LanceDbArm(ProductArm):
         Raises:
             ArmError: when a memory has no vector or LanceDB fails.
         """
-        import lancedb
+        lancedb = _lancedb()
 
         self.close()
         store_dir = Path(store_dir)
@@ -207,7 +223,7 @@ class LanceDbArm(ProductArm):
                 directory is checked first) or a table without a stored column (e.g.
                 ``scope_id``), or when LanceDB fails.
         """
-        import lancedb
+        lancedb = _lancedb()
 
         self.close()
         store_dir = Path(store_dir)

@@ -99,13 +99,16 @@ class LanceDbHybridArm(LanceDbArm):
     def _hybrid_search(self, table: Any, q: base.Query, vec: np.ndarray, k: int) -> Any:
         """The hybrid query builder: cosine + BM25 on ``q.text``, pre-filtered, RRF.
 
-        Each leg and the fused list are ``max(k, candidates)`` long.
+        Each leg and the fused list are ``max(k, candidates)`` long. Both legs read
+        ``memory_id`` alone (the scores and row ids LanceDB adds itself): the same ranking
+        as all columns, for about a fifth less CPU per query (docs/arms/lancedb-hybrid.md).
         """
         builder = (
             table.search(query_type="hybrid")
             .vector(vec)
             .text(q.text)
             .distance_type("cosine")
+            .select(["memory_id"])
             .limit(max(k, self.candidates))
         )
         where = query_filter(q)
