@@ -205,14 +205,6 @@ def test_smoke_external_datasets():
     assert p.external.locomo_limit(SimpleNamespace(locomo="locomo")) == 2
 
 
-def test_heavy_io_crash_family_starts_first():
-    p = plan()
-    order = sorted(p.crash_families, key=lambda f: -p.crash_priority(SimpleNamespace(family=f)))
-    assert order[0] == "file-rewrite"
-    assert p.crash_priority(SimpleNamespace(family="file-rewrite")) == 1.0
-    assert {p.crash_priority(SimpleNamespace(family=f)) for f in order[1:]} == {0.0}
-
-
 def test_dataset_naming_no_configured_arm():
     p = plan(
         {

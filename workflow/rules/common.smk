@@ -110,7 +110,6 @@ study_cells = PLAN.study_cells
 main_metrics = PLAN.main_metrics
 main_builds = PLAN.main_builds
 crash_tables = PLAN.crash_tables
-crash_priority = PLAN.crash_priority
 anomaly_tables = PLAN.anomaly_tables
 report_figures = PLAN.report_figures
 all_targets = PLAN.all_targets

@@ -6,14 +6,12 @@ rule run_crash_trials:
         "results/logs/run_crash_trials/{family}.log",
     benchmark:
         "results/benchmarks/run_crash_trials/{family}.tsv"
+    conda:
+        "../../envs/agentmem.yaml"
     # not a timing job (it counts records, not milliseconds), and mostly waiting on the
     # writer's fsyncs and the kill delay (about a tenth of its wall time on a CPU): it
     # takes no core from --cores (threads 0) and runs beside the other jobs at nice 19,
-    # one family at a time (crash_slot); a heavy-IO family first (crash_priority), beside
-    # the encoder, before the main size's timing jobs start
-    priority: crash_priority
-    conda:
-        "../../envs/agentmem.yaml"
+    # one family at a time (crash_slot)
     threads: 0
     resources:
         crash_slot=1,

@@ -266,18 +266,6 @@ class Plan:
         """One crash-trial table per configured family."""
         return expand("results/trials/crash/{family}.csv", family=self.crash_families)
 
-    @staticmethod
-    def crash_priority(wildcards: Any) -> float:
-        """The priority of a {family}'s crash trials: 1 for a heavy-IO family, else 0.
-
-        The trials run one family at a time from the start; a family of
-        :data:`agentmem.trials.crash.records.HEAVY_IO_FAMILIES` goes first, beside the
-        encoder, before the main size's timing jobs start.
-        """
-        from agentmem.trials.crash.records import HEAVY_IO_FAMILIES
-
-        return 1.0 if wildcards.family in HEAVY_IO_FAMILIES else 0.0
-
     # -- targets --------------------------------------------------------------------------
 
     def study_cells(self) -> list[str]:

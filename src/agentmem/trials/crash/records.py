@@ -45,13 +45,6 @@ PG_TABLE = "crash_records"
 
 PG_FAMILIES = ("postgres-writer", "postgres-server")
 
-HEAVY_IO_FAMILIES: tuple[str, ...] = ("file-rewrite",)
-"""Families whose writer loads the disk most: ``file-rewrite`` rewrites its whole file and
-fsyncs it on every commit. The workflow starts their trials before the others
-(:meth:`agentmem.workflow.plan.Plan.crash_priority`), while the encoder runs, so that the
-kernel's writeback of their files does not share a core with a timing job
-(docs/MEASUREMENT.md §1)."""
-
 _FILLER = (
     "the agent noted that the deployment window moved to thursday after the review; "
     "keep the rollback plan, page the on-call owner, and record the decision in the log. "
