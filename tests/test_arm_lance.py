@@ -159,6 +159,35 @@ def test_hybrid_scope_filters_the_bm25_leg_too(hybrid):
     assert 'full_filter=scope_id = Utf8("alpha")' in fts_plan
 
 
+def test_hybrid_reads_one_column_and_ranks_as_with_every_column(hybrid, tiny):
+    """The arm's projection (``select(["memory_id"])``) leaves LanceDB's fused ranking as
+    it is with every column read, scoped or not."""
+    remember_scoped(hybrid)
+    corpus, _ = tiny
+    texts = [*corpus.memories["body"].to_list()[:6], "ZQX-4242", "disk outage keys"]
+    table = hybrid._table
+    compared = 0
+    for text in texts:
+        for scope in (None, "alpha", "beta"):
+            query = Query("p", text, fake_vector(text), scope=scope)
+            full = (
+                table.search(query_type="hybrid")
+                .vector(fake_vector(text))
+                .text(text)
+                .distance_type("cosine")
+                .limit(hybrid.candidates)
+            )
+            where = query_filter(query)
+            if where is not None:
+                full = full.where(where, prefilter=True)
+            expected = full.to_arrow().column("memory_id").to_pylist()[:10]
+            assert "body" in full.to_arrow().column_names  # every column was read
+            assert hybrid.query(query, 10).memory_ids == expected, (text, scope)
+            compared += bool(expected)
+    assert compared >= 2 * len(texts)
+    assert hybrid.fts_fallbacks == 0
+
+
 #: values LanceDB's own Expr.to_sql() renders as SQL that ends the literal early or changes it
 BACKSLASH_QUOTE = ["\\' OR true) --", "\\' OR true)) --", "x''y", "\\'", "a\\b"]
 
