@@ -8,7 +8,6 @@ is built: at 8,000-33,000 rows LanceDB's flat search is exact and fast (docs/arm
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -23,11 +22,11 @@ from agentmem.arms.lance.filters import (
     query_filter,
     sql_string,
 )
+from agentmem.arms.lance.table import arrow_rows, import_lancedb
 from agentmem.arms.product import (
     STORED_COLUMNS,
     ProductArm,
     batch_answers,
-    metadata_rows,
     rows_frame,
 )
 from agentmem.errors import ArmError
@@ -41,61 +40,6 @@ DB_DIR = "lancedb"
 TABLE = "memories"
 
 _T = TypeVar("_T")
-
-
-def _lancedb() -> Any:
-    """Import lancedb with the scanner's column-projection notice silenced (before the import).
-
-    LanceDB's Rust logger reads ``LANCEDB_LOG`` (``env_logger`` syntax) once, at import.
-    A search that selects columns without ``_distance`` / ``_score`` (the hybrid search's
-    ``select(["memory_id"])``) logs a deprecation warning per call saying those columns
-    are still added; ``lance::dataset::scanner=error`` drops that module's warnings and
-    keeps every other at ``warn``. A ``LANCEDB_LOG`` already set is left as it is.
-    """
-    os.environ.setdefault("LANCEDB_LOG", "warn,lance::dataset::scanner=error")
-    import lancedb
-
-    return lancedb
-
-
-def _schema() -> Any:
-    """The table's pyarrow schema: metadata, body and the 384-d float32 vector."""
-    import pyarrow as pa
-
-    return pa.schema(
-        [
-            ("memory_id", pa.string()),
-            ("created_day", pa.int32()),
-            ("session_id", pa.string()),
-            ("fact_id", pa.string()),
-            ("superseded_by", pa.string()),
-            ("seq", pa.int64()),
-            ("kind", pa.string()),
-            ("source", pa.string()),
-            ("confidence", pa.float64()),
-            ("tokens", pa.int32()),
-            ("turn_no", pa.int32()),
-            ("form", pa.string()),
-            ("scope_id", pa.string()),
-            ("body", pa.string()),
-            ("vector", pa.list_(pa.float32(), VECTOR_DIM)),
-        ]
-    )
-
-
-def _arrow_rows(memories: pl.DataFrame, matrix: np.ndarray) -> Any:
-    """The pyarrow table of ``memories`` (metadata rows + body) and their ``(n, 384)`` vectors."""
-    import pyarrow as pa
-
-    schema = _schema()
-    meta = metadata_rows(memories)
-    bodies = memories.get_column("body").to_list()
-    for row, body in zip(meta, bodies, strict=True):
-        row["body"] = body
-    flat = pa.array(np.ascontiguousarray(matrix, dtype=np.float32).reshape(-1), pa.float32())
-    vectors = pa.FixedSizeListArray.from_arrays(flat, VECTOR_DIM)
-    table = pa.Table.from_pylist(meta, schema=pa.schema(list(schema)[:-1]))
-    return table.append_column(schema.field("vector"), vectors)
 
 
 class LanceDbArm(ProductArm):
@@ -188,7 +132,7 @@ class LanceDbArm(ProductArm):
         Raises:
             ArmError: when a memory has no vector or LanceDB fails.
         """
-        lancedb = _lancedb()
+        lancedb = import_lancedb()
 
         self.close()
         store_dir = Path(store_dir)
@@ -198,7 +142,7 @@ class LanceDbArm(ProductArm):
             matrix = vectors.get(ids) if ids else np.zeros((0, VECTOR_DIM), np.float32)
         except KeyError as exc:
             raise ArmError(f"{self.name}: cannot build store in {store_dir}: {exc}") from None
-        data = _arrow_rows(memories, base.float32_array(matrix, self.name, "build: embeddings"))
+        data = arrow_rows(memories, base.float32_array(matrix, self.name, "build: embeddings"))
         self._dir = store_dir
         try:
             store_dir.mkdir(parents=True, exist_ok=True)
@@ -223,7 +167,7 @@ class LanceDbArm(ProductArm):
                 directory is checked first) or a table without a stored column (e.g.
                 ``scope_id``), or when LanceDB fails.
         """
-        lancedb = _lancedb()
+        lancedb = import_lancedb()
 
         self.close()
         store_dir = Path(store_dir)
@@ -426,7 +370,7 @@ class LanceDbArm(ProductArm):
         if inner:
             marked = pl.col("memory_id").replace_strict(inner, default=None, return_dtype=pl.String)
             frame = frame.with_columns(superseded_by=pl.coalesce(marked, pl.col("superseded_by")))
-        data = _arrow_rows(frame, batch.vectors)
+        data = arrow_rows(frame, batch.vectors)
         self._lance("add", lambda: table.add(data))
         by_new: dict[str, list[str]] = {}
         for old, new in batch.supersessions:
