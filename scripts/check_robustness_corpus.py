@@ -3,7 +3,7 @@ from agentmem.jobs import CORPUS_TABLES, corpus_dir, start_job
 start_job(snakemake)  # untimed (quality only): nice 19, beside the timing jobs
 
 # The robustness arms and probes on one further corpus (agentmem.robustness.check_corpus):
-# every arm built from scratch, one untimed call per query, scored, tabulated by class;
+# every arm built from scratch, one untimed pass (batch search), scored, tabulated by class;
 # then the update-anomaly probe and the post-filter sweep on the stores built.
 # params: arms, arm_params (arm -> constructor parameters), k, anomaly, postfilter
 # input: the corpus files (memories, sessions, facts, entities, queries, qrels), embeddings

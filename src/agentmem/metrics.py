@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import polars as pl
 
@@ -59,7 +59,7 @@ def recall_at_k(ranked: Sequence[str], relevant: set[str], k: int = 10) -> float
     """
     if not relevant:
         raise ValueError("recall is undefined for a query with no relevant memories")
-    return sum(1 for m in set(list(ranked)[:k]) if m in relevant) / len(relevant)
+    return len(set(_top(ranked, k)).intersection(relevant)) / len(relevant)
 
 
 def reciprocal_rank(ranked: Sequence[str], relevant: set[str], k: int | None = None) -> float:
@@ -80,12 +80,23 @@ def ndcg_at_k(ranked: Sequence[str], relevant: set[str], k: int = 10) -> float:
         raise ValueError("nDCG is undefined for a query with no relevant memories")
     seen: set[str] = set()
     dcg = 0.0
-    for i, m in enumerate(list(ranked)[:k], start=1):
+    for i, m in enumerate(_top(ranked, k), start=1):
         if m in relevant and m not in seen:
-            dcg += 1.0 / math.log2(i + 1)
+            dcg += _discount(i)
         seen.add(m)
-    ideal = sum(1.0 / math.log2(i + 1) for i in range(1, min(len(relevant), k) + 1))
+    ideal = sum(_discount(i) for i in range(1, min(len(relevant), k) + 1))
     return dcg / ideal
+
+
+def _top(ranked: Sequence[str], k: int) -> Sequence[str]:
+    """The first ``k`` of ``ranked`` (a list is sliced, anything else listed first)."""
+    return ranked[:k] if isinstance(ranked, list | tuple) else list(ranked)[:k]
+
+
+@cache
+def _discount(rank: int) -> float:
+    """The gain discount of nDCG at a 1-based ``rank``: ``1 / log2(rank + 1)``."""
+    return 1.0 / math.log2(rank + 1)
 
 
 def stale_exposure(ranked: Sequence[str], superseded: set[str], k: int = 10) -> float:

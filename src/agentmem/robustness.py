@@ -1,7 +1,7 @@
 """The further corpora the study's findings are re-checked on (config ``robustness``).
 
 Each :class:`RobustnessCorpus` is one corpus the workflow generates, embeds, runs the
-robustness arms on (untimed, one call per query) and scores under
+robustness arms on (one untimed pass through their batch search) and scores under
 ``results/robustness/<id>/``, in the layout of ``results/`` itself (``corpus/<size>/``,
 ``builds/<size>/<arm>.json``, ...; its tables carry the size, ``tables/by_class_<size>.csv``),
 so that :class:`agentmem.report.reference.OurResults` reads it as it reads the headline run:
@@ -130,7 +130,8 @@ def check_corpus(
     """Run the robustness arms on one further corpus and the probes the findings read.
 
     Each arm is built from scratch in ``stores_dir/<arm>`` and answers every query once,
-    untimed (:func:`agentmem.runner.run_arm`, no warm-up, one call); its run is scored
+    untimed (:func:`agentmem.runner.run_arm` with ``batch``: one pass through the arm's
+    batch search, no latency); its run is scored
     with the corpus's qrels and memories (:func:`agentmem.report.tables.score_run_file`)
     and the scores tabulated by class. Then, on the stores just built, the update-anomaly
     probe (:func:`agentmem.trials.anomaly.run_anomaly_probe`), the post-filter sweep
@@ -184,6 +185,7 @@ def check_corpus(
             k=k,
             warmup=0,
             repeats=1,
+            batch=True,
         )
         score_run_file(
             outputs["runs"][i],
@@ -197,7 +199,7 @@ def check_corpus(
         dict(zip(arms, outputs["metrics"], strict=True)),
         outputs["by_class_csv"],
         outputs["by_class_md"],
-        latency_note="latency is one untimed call per query (ms; not a timing run)",
+        latency_note="no latency: quality only, one untimed pass (the headline runs are timed)",
     )
     if "choices" in outputs:
         sweep = choices_sweep(

@@ -230,11 +230,12 @@ def run_arm(
     min_time_ms: float = 0.0,
     progress: bool = True,
     scoped: bool = True,
+    batch: bool = False,
 ) -> dict[str, Any]:
     """Build ``arm_name`` from scratch in ``store_dir``, run all queries, write the outputs.
 
     :func:`run_arm_settings` with one setting (``scoped``; False runs the queries without
-    their ``scope_id``).
+    their ``scope_id``); ``batch`` as there (one untimed pass, null latency).
 
     Returns:
         The build record written to ``build_out``.
@@ -255,6 +256,7 @@ def run_arm(
         repeats=repeats,
         min_time_ms=min_time_ms,
         progress=progress,
+        batch=batch,
     )[0]
 
 

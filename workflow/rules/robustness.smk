@@ -112,8 +112,8 @@ rule check_robustness_corpus:
     conda:
         "../../envs/agentmem.yaml"
     threads: background_threads
-    # quality only (the findings read no latency of these runs): one untimed call per query
-    # of every arm, then the anomaly probe and the post-filter sweep on the stores built;
+    # quality only (the findings read no latency of these runs): one untimed pass of every
+    # arm (its batch search), then the anomaly probe and the post-filter sweep on the stores built;
     # one job per corpus (a job per arm and probe would triple the run's job count)
     resources:
         background_slot=1,

@@ -27,6 +27,7 @@ import json
 import logging
 import math
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import polars as pl
@@ -46,6 +47,9 @@ log = logging.getLogger(__name__)
 
 LEVELS = ("memory", "evidence", "group")
 RECALL_KS = (5, 10, 25, 50)
+#: the deepest nDCG cut-off scored (``ndcg_at_10``)
+NDCG_DEPTH = 10
+_NO_UNITS: frozenset[str] = frozenset()
 METRIC_COLUMNS = (
     "recall_at_5",
     "recall_at_10",
@@ -134,12 +138,13 @@ def evidence_scores(
     found_at: dict[int, int] = {}
     hits: set[str] = set()
     for i, m in enumerate(ranked, start=1):
-        useful = needed.intersection(cover.get(m, ()))
+        units = cover.get(m, ())
+        useful = _NO_UNITS if needed.isdisjoint(units) else needed.intersection(units)
         if useful:
             hits.add(m)
             useful -= found
             found |= useful
-        if single_unit:
+        if single_unit and i <= NDCG_DEPTH:  # nDCG reads no deeper
             newly.append(next(iter(useful)) if len(useful) == 1 else f"\x00rank{i}")
         if i in RECALL_KS:
             found_at[i] = len(found)
@@ -185,6 +190,59 @@ def fill_scores(returned: int, searchable: int | None) -> dict[str, float]:
     return out | {"short_at_50": float(out[f"fill_at_{RUN_K}"] < 1.0)}
 
 
+@dataclass
+class ScoringCorpus:
+    """What scoring reads of a prepared dataset, loaded once for all of its runs.
+
+    Built by :meth:`load`; :func:`score_dataset` scores its 40-odd runs against one.
+    ``searchable`` counts are derived on first use for each setting (scoped or not).
+    """
+
+    path: Path
+    queries: pl.DataFrame
+    group_of: dict[str, str]
+    gold: dict[str, dict[str, set[str]]]
+    cover: dict[str, frozenset[str]]
+    single_unit: bool
+    _memories: pl.DataFrame = field(repr=False)
+    _searchable: dict[bool, dict[str, int]] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def load(cls, corpus_dir: str | Path) -> ScoringCorpus:
+        """Read the queries, memories, qrels (three levels) and evidence of ``corpus_dir``.
+
+        Raises:
+            OSError: a file of :func:`agentmem.external.prepare_dataset` is missing.
+        """
+        d = Path(corpus_dir)
+        mem = pl.read_parquet(d / "memories.parquet")
+        sets = {
+            "memory": _sets(pl.read_parquet(d / "qrels.parquet"), "query_id", "memory_id"),
+            "group": _sets(pl.read_parquet(d / "qrels_group.parquet"), "query_id", "session_id"),
+            "evidence": _sets(
+                pl.read_parquet(d / "query_evidence.parquet"), "query_id", "evidence_id"
+            ),
+        }
+        evidence = _sets(pl.read_parquet(d / "evidence.parquet"), "memory_id", "evidence_id")
+        cover = {m: frozenset(units) for m, units in evidence.items()}
+        return cls(
+            path=d,
+            queries=pl.read_parquet(d / "queries.parquet"),
+            group_of=dict(zip(mem["memory_id"], mem["session_id"], strict=True)),
+            gold={level: {q: set(v) for q, v in g.items()} for level, g in sets.items()},
+            cover=cover,
+            single_unit=all(len(v) <= 1 for v in cover.values()),
+            _memories=mem,
+        )
+
+    def searchable(self, scoped: bool) -> dict[str, int]:
+        """``{query_id: memories its filters admit}`` with or without its scope."""
+        if scoped not in self._searchable:
+            filters = query_filters(self.queries, scoped=scoped)
+            self._searchable[scoped] = searchable_counts(self._memories, filters)
+        return self._searchable[scoped]
+
+
 def per_query_scores(
     corpus_dir: str | Path,
     runs: pl.DataFrame,
@@ -192,6 +250,7 @@ def per_query_scores(
     setting: str = "",
     arm: str = "",
     scoped: bool | None = None,
+    corpus: ScoringCorpus | None = None,
 ) -> pl.DataFrame:
     """Score every query of one run at memory, evidence and group level.
 
@@ -203,6 +262,7 @@ def per_query_scores(
         arm: the arm name, for the ``arm`` column and messages.
         scoped: whether the run kept each query's scope, for the fill's slots; None:
             every setting but ``unscoped`` did (the runner's default).
+        corpus: ``corpus_dir`` already loaded (:meth:`ScoringCorpus.load`); None reads it.
 
     Returns:
         One row per (query, level) where the query has a gold set at that level:
@@ -213,26 +273,12 @@ def per_query_scores(
         ValueError: a corpus query has no run rows, the run holds a query the corpus lacks,
             or a ranked memory id is not in the corpus.
     """
-    d = Path(corpus_dir)
+    c = corpus if corpus is not None else ScoringCorpus.load(corpus_dir)
+    d = c.path
     who = f"run of {arm or 'an arm'}" + (f" ({setting})" if setting else "")
-    qs = pl.read_parquet(d / "queries.parquet")
-    queries = qs.select("query_id", "class")
-    mem = pl.read_parquet(d / "memories.parquet")
-    group_of = dict(zip(mem["memory_id"], mem["session_id"], strict=True))
-    keep_scope = setting != "unscoped" if scoped is None else scoped
-    searchable = searchable_counts(mem, query_filters(qs, scoped=keep_scope))
-    gold = {
-        "memory": _sets(pl.read_parquet(d / "qrels.parquet"), "query_id", "memory_id"),
-        "group": _sets(pl.read_parquet(d / "qrels_group.parquet"), "query_id", "session_id"),
-        "evidence": _sets(pl.read_parquet(d / "query_evidence.parquet"), "query_id", "evidence_id"),
-    }
-    cover = {
-        m: frozenset(units)
-        for m, units in _sets(
-            pl.read_parquet(d / "evidence.parquet"), "memory_id", "evidence_id"
-        ).items()
-    }
-    single_unit = all(len(v) <= 1 for v in cover.values())
+    queries = c.queries.select("query_id", "class")
+    group_of, gold, cover = c.group_of, c.gold, c.cover
+    searchable = c.searchable(setting != "unscoped" if scoped is None else scoped)
     ranked = _ranked(runs)
     extra = set(ranked) - set(queries["query_id"])
     if extra:
@@ -251,14 +297,14 @@ def per_query_scores(
         base = {"setting": setting, "arm": arm, "query_id": qid, "category": cat}
         fill = fill_scores(len(r), searchable[qid])
         if qid in gold["memory"]:
-            mm = ranked_scores(r, set(gold["memory"][qid]))
+            mm = ranked_scores(r, gold["memory"][qid])
             rows.append(base | {"level": "memory"} | mm | fill)
         if qid in gold["evidence"]:
-            ev = evidence_scores(r, cover, set(gold["evidence"][qid]), single_unit=single_unit)
+            ev = evidence_scores(r, cover, gold["evidence"][qid], single_unit=c.single_unit)
             rows.append(base | {"level": "evidence"} | ev | fill)
         if qid in gold["group"]:
             g = group_ranking(r, group_of)
-            gg = ranked_scores(g, set(gold["group"][qid]))
+            gg = ranked_scores(g, gold["group"][qid])
             rows.append(base | {"level": "group"} | gg | fill)
     schema = {
         "setting": pl.String,
@@ -341,12 +387,13 @@ def score_dataset(
     if not runs:
         raise ValueError("score_dataset needs at least one run")
     d = Path(corpus_dir)
+    corpus = ScoringCorpus.load(d)
     parts = [
-        per_query_scores(d, pl.read_parquet(p), setting=setting, arm=arm)
+        per_query_scores(d, pl.read_parquet(p), setting=setting, arm=arm, corpus=corpus)
         for (setting, arm), p in runs.items()
     ]
     pq = pl.concat(parts)
-    queries = pl.read_parquet(d / "queries.parquet")
+    queries = corpus.queries
     cats = _categories(d, queries["class"].to_list())
     held = _held_out(queries, tuning_scopes)
     if held is not None:

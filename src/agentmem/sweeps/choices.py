@@ -4,7 +4,8 @@ For each configuration of :data:`agentmem.choices.CONFIGURATIONS` asked for (the
 choices together, or one alone), every arm that declares overrides for it
 (:attr:`agentmem.arms.base.ArmBase.study_choices`) is reopened on the store the pipeline
 built, with its configured parameters and the overrides on top; every query is asked once
-(untimed) and scored with the metrics of ``by_class.csv``. Arms without overrides are the
+(one untimed pass through the arm's batch search) and scored with the metrics of
+``by_class.csv``. Arms without overrides are the
 arms as shipped under every configuration and get no rows.
 
 :func:`overlay_choices` turns the table of the arms as shipped and this sweep's rows into
@@ -55,21 +56,19 @@ def choices_sweep(
 
     Returns:
         ``choices`` then the columns of :data:`agentmem.report.tables.BY_CLASS_COLUMNS`: a
-        row per configuration × arm × class (``all`` last). ``p50_ms`` / ``p95_ms`` are of
-        one untimed call per query.
+        row per configuration × arm × class (``all`` last). ``p50_ms`` / ``p95_ms`` are
+        null: an untimed pass has no latency (:func:`overlay_choices` keeps the timed runs').
 
     Raises:
         ValueError: an unknown configuration; ``agentmem.arms.base.ArmError``: a store
             does not open.
     """
     # here, not at the top: the workflow's DAG imports agentmem.choices, not this module
-    from tqdm import tqdm
-
     from agentmem.arms import ARMS
     from agentmem.corpus.io import load_queries
     from agentmem.embeddings import load_embeddings
     from agentmem.report.tables import by_class_frame, score_run
-    from agentmem.runner import RUN_SCHEMA, opened, run_rows, time_query
+    from agentmem.runner import RUN_SCHEMA, batch_pass, opened, run_rows
 
     for c in configurations:
         configuration_choices(c)
@@ -90,14 +89,9 @@ def choices_sweep(
             params = {**dict((arm_params or {}).get(name) or {}), **overrides}
             rows: list[dict] = []
             with opened(name, params, store) as arm:
-                for q in tqdm(
-                    queries,
-                    desc=f"{name}: {configuration}",
-                    unit="q",
-                    disable=not progress,
-                    mininterval=2.0,
-                ):
-                    rows.extend(run_rows(q.query_id, *time_query(arm, q, k, 0, 1), k))
+                label = f"{name}: {configuration}"
+                for q, res in batch_pass(arm, queries, k, label, progress):
+                    rows.extend(run_rows(q.query_id, res, None, k))
             scores = score_run(pl.DataFrame(rows, schema=RUN_SCHEMA), qrels, qs, k, mem)
             frames.append(by_class_frame(name, scores).with_columns(choices=pl.lit(configuration)))
     columns = ["choices", *BY_CLASS_COLUMNS]
