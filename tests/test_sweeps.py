@@ -639,3 +639,30 @@ def test_ablation_scores_skip_queries_without_relevant_memories():
     s = _scores(Fixed(), queries, {"a": {"m2"}}, 10)  # b has no relevant memory
     assert s.height == 1
     assert s["ndcg"][0] == pytest.approx(1 / math.log2(3)) and s["recall"][0] == 1.0
+
+
+def test_ablation_scores_read_a_run_instead_of_the_arm(tmp_path):
+    from agentmem.sweeps.ablation import _scores, run_answers
+
+    runs = tmp_path / "runs.parquet"
+    pl.DataFrame(
+        {
+            "query_id": ["a", "a", "a", "b"],
+            "rank": [2, 1, 3, None],  # out of order; b answered nothing (a null row)
+            "memory_id": ["m2", "m9", "m1", None],
+        },
+        schema={"query_id": pl.String, "rank": pl.Int64, "memory_id": pl.String},
+    ).write_parquet(runs)
+    answers = run_answers(runs)
+    assert answers == {"a": ["m9", "m2", "m1"], "b": []}
+    queries = [
+        Query("a", "x", np.zeros(384, np.float32)),
+        Query("b", "y", np.zeros(384, np.float32)),
+    ]
+    # k = 2 cuts the run's answer: m1 (relevant) is third, so recall is 1/2
+    s = _scores(None, queries, {"a": {"m2", "m1"}, "b": {"m1"}}, 2, answers)
+    assert s["recall"].to_list() == [0.5, 0.0]
+    ideal = 1 + 1 / math.log2(3)
+    assert s["ndcg"].to_list() == pytest.approx([(1 / math.log2(3)) / ideal, 0.0])
+    with pytest.raises(ValueError, match="lacks query 'c'"):
+        _scores(None, [Query("c", "z", np.zeros(384, np.float32))], {"c": {"m1"}}, 2, answers)

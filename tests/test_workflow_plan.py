@@ -62,12 +62,17 @@ def test_default_config_plan():
     assert p.external.ablation_stores(turns) == [
         "results/stores/external/locomo-turns/sqlite-gated"
     ]
+    # the configured rows come from the scoped run the store was built with
+    assert p.external.ablation_runs(turns) == [
+        "results/external/locomo-turns/runs/scoped/sqlite-gated.parquet"
+    ]
     targets = p.all_targets()
     # the operating points: three tables and their figures, after the report's figures
     assert len(targets) == 24 + len(FIGURE_NAMES) + 3 + len(PARETO_FIGURES) == 47
     assert targets[0] == "results/tables/by_class.csv"
     assert "results/tables/hnsw_recall_m.json" in targets
     assert "results/sweeps/ablation.csv" in targets
+    assert p.ablation_runs() == ["results/runs/m/sqlite-gated.parquet"]
     assert targets[40] == "results/figures/findings.svg"
     assert targets[-1] == "results/figures/pareto_storage.svg"
     assert p.main_builds()[0] == "results/builds/m/file-jsonl.json"

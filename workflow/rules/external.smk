@@ -216,6 +216,7 @@ use rule run_ablation_sweep as run_ablation_external with:
         ),
         embeddings="results/external/{dataset}/embeddings.parquet",
         stores=external_ablation_stores,
+        runs=external_ablation_runs,
         code=library_file("agentmem/sweeps/ablation.py"),
     output:
         csv="results/external/{dataset}/ablation.csv",
@@ -227,4 +228,5 @@ use rule run_ablation_sweep as run_ablation_external with:
     params:
         arms=external_ablation_arms,
         k=CFG.run.k,
+        run_k=RUN_K,
         arm_params=dict(CFG.arm_params),

@@ -31,6 +31,8 @@ rule run_ablation_sweep:
         **corpus_files(*CORPUS_TABLES, "queries", "qrels", corpus=MAIN_CORPUS),
         embeddings=f"results/embeddings/{MAIN}.parquet",
         stores=ablation_stores(),
+        # the configured arms' timed runs on those stores: the configured rows come from them
+        runs=ablation_runs(),
         code=library_file("agentmem/sweeps/ablation.py"),
     output:
         csv="results/sweeps/ablation.csv",
@@ -49,6 +51,7 @@ rule run_ablation_sweep:
     params:
         arms=ABLATION_ARMS,
         k=CFG.run.k,
+        run_k=CFG.run.k,
         arm_params=dict(CFG.arm_params),
     script:
         "../../scripts/run_ablation_sweep.py"

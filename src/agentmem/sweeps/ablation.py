@@ -4,7 +4,8 @@ An arm declares its ablations (:attr:`~agentmem.arms.base.ArmBase.ablations`: va
 name -> constructor overrides). The sweep reopens the arm's built store at the main size
 with its configured parameters, then with each variant's overrides on top, runs every
 query once (untimed) and scores nDCG@10 and recall@10 per query class and overall, with
-the change from the configured arm. Output ``results/sweeps/ablation.csv``; the
+the change from the configured arm. The configured arm's answers are those of the
+pipeline's run on that store, when it is given. Output ``results/sweeps/ablation.csv``; the
 recommended design's page (docs/arms/sqlite-gated.md) reads it.
 """
 
@@ -39,16 +40,44 @@ def ablated_arms(arm_names: Iterable[str]) -> list[str]:
     return [a for a in arm_names if getattr(ARMS.get(a), "ablations", None)]
 
 
-def _scores(arm: Any, queries: list, rel: Mapping[str, set[str]], k: int) -> pl.DataFrame:
-    """nDCG@k and recall@k per query that has relevant memories (the others are skipped)."""
+def _scores(
+    arm: Any,
+    queries: list,
+    rel: Mapping[str, set[str]],
+    k: int,
+    answers: Mapping[str, list[str]] | None = None,
+) -> pl.DataFrame:
+    """nDCG@k and recall@k per query that has relevant memories (the others are skipped).
+
+    ``answers`` (query id -> ids, best first) replaces the arm's calls when given.
+
+    Raises:
+        ValueError: when ``answers`` lacks a query.
+    """
     rows = []
     for q in queries:
         want = rel.get(q.query_id)
         if not want:  # e.g. a LoCoMo question whose evidence no observation covers
             continue
-        ids = arm.query(q, k).memory_ids
+        if answers is None:
+            ids = arm.query(q, k).memory_ids
+        elif q.query_id in answers:
+            ids = answers[q.query_id][:k]
+        else:
+            raise ValueError(f"the configured arm's run lacks query {q.query_id!r}")
         rows.append((q.query_class, ndcg_at_k(ids, want, k), recall_at_k(ids, want, k)))
     return pl.DataFrame(rows, schema=["query_class", "ndcg", "recall"], orient="row")
+
+
+def run_answers(path: str | Path) -> dict[str, list[str]]:
+    """``{query_id: memory ids by rank}`` of a runs Parquet (a null id: an empty answer)."""
+    lists = (
+        pl.read_parquet(path, columns=["query_id", "rank", "memory_id"])
+        .sort("query_id", "rank", nulls_last=True)
+        .group_by("query_id", maintain_order=True)
+        .agg(pl.col("memory_id").drop_nulls())
+    )
+    return dict(zip(lists["query_id"], lists["memory_id"].to_list(), strict=True))
 
 
 def ablation_sweep(
@@ -58,6 +87,8 @@ def ablation_sweep(
     k: int = 10,
     arm_params: Mapping[str, Mapping[str, Any] | None] | None = None,
     progress: bool = True,
+    runs: Mapping[str, str | Path] | None = None,
+    run_k: int = 0,
 ) -> pl.DataFrame:
     """Score each arm in ``stores`` as configured and under each of its ablations.
 
@@ -70,6 +101,12 @@ def ablation_sweep(
             as in ``by_class.csv``).
         arm_params: arm name -> configured constructor parameters.
         progress: show a tqdm bar per arm.
+        runs: ``{arm name: runs Parquet}`` of the configured arms on these queries (the
+            pipeline's run on the same store, at ``run_k``): an arm's configured rows are
+            scored from it instead of asking every query again, when ``run_k >= k`` and
+            the arm answers ``k`` with the first ``k`` of its answer at ``run_k``
+            (:func:`agentmem.arms.base.prefix_stable_at`).
+        run_k: the cut-off ``runs`` were made with.
 
     Returns:
         Columns :data:`ABLATION_SCHEMA`: one row per arm × variant × class (``all`` last:
@@ -78,12 +115,15 @@ def ablation_sweep(
 
     Raises:
         TypeError: when an ablation names a parameter the arm does not take;
-        ValueError: when it gives one a value the arm refuses;
+        ValueError: when it gives one a value the arm refuses, or a run in ``runs``
+            lacks a query;
         ``agentmem.arms.base.ArmError``: when a store does not open.
     """
     # here, not at the top: the workflow's DAG imports this module for ablated_arms only
     from tqdm import tqdm
 
+    from agentmem.arms.base import prefix_stable_at
+    from agentmem.arms.factory import make_arm
     from agentmem.corpus.io import load_qrels, load_queries
     from agentmem.embeddings import load_embeddings
     from agentmem.runner import opened
@@ -103,8 +143,12 @@ def ablation_sweep(
         for variant, overrides in tqdm(
             variants.items(), desc=f"{name}: ablations", unit="variant", disable=not progress
         ):
-            with opened(name, {**base, **overrides}, store) as arm:
-                s = _scores(arm, queries, rel, k)
+            run = (runs or {}).get(name) if variant == CONFIGURED and run_k >= k else None
+            if run is not None and (run_k == k or prefix_stable_at(make_arm(name, base), run_k)):
+                s = _scores(None, queries, rel, k, run_answers(run))
+            else:
+                with opened(name, {**base, **overrides}, store) as arm:
+                    s = _scores(arm, queries, rel, k)
             by = (
                 s.group_by("query_class", maintain_order=True)
                 .agg(queries=pl.len(), ndcg_at_10=pl.mean("ndcg"), recall_at_10=pl.mean("recall"))

@@ -201,6 +201,13 @@ class ExternalPlan:
         root = f"results/stores/external/{d}" + ("" if self.runs_both(d) else "/scoped")
         return [f"{root}/{a}" for a in self.ablation_arms(wildcards)]
 
+    def ablation_runs(self, wildcards: Any) -> list[str]:
+        """The scoped runs of :meth:`ablation_arms` (made with their stores), same order."""
+        d = wildcards.dataset
+        return [
+            f"results/external/{d}/runs/scoped/{a}.parquet" for a in self.ablation_arms(wildcards)
+        ]
+
     def tuning_scopes(self, wildcards: Any) -> list[str]:
         """The {dataset} entry's ``tuning_scopes`` (scored apart as ``held-out``)."""
         return list(self.cfg.external[self.run(wildcards).name].tuning_scopes)

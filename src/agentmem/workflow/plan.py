@@ -200,6 +200,10 @@ class Plan:
         """Store directories of the ablated arms at the main size, in their order."""
         return self.main_files("results/stores/{size}/{arm}", self.ablation_arms)
 
+    def ablation_runs(self) -> list[str]:
+        """The runs of the ablated arms at the main size (built with their stores)."""
+        return self.main_files("results/runs/{size}/{arm}.parquet", self.ablation_arms)
+
     def choice_stores(self) -> list[str]:
         """Store directories, at the main size, of the arms the study's choices change."""
         return self.main_files("results/stores/{size}/{arm}", self.choice_arms)
