@@ -88,6 +88,20 @@ def ndcg_at_k(ranked: Sequence[str], relevant: set[str], k: int = 10) -> float:
     return dcg / ideal
 
 
+def ranked_lists(runs: pl.DataFrame) -> dict[str, list[str]]:
+    """``{query_id: memory ids by rank}`` of a runs table (a null id marks an empty answer).
+
+    Args:
+        runs: the runner's rows (``query_id``, ``rank``, ``memory_id``), any order.
+    """
+    lists = (
+        runs.sort("query_id", "rank", nulls_last=True)
+        .group_by("query_id", maintain_order=True)
+        .agg(pl.col("memory_id").drop_nulls())
+    )
+    return dict(zip(lists["query_id"], lists["memory_id"].to_list(), strict=True))
+
+
 def _top(ranked: Sequence[str], k: int) -> Sequence[str]:
     """The first ``k`` of ``ranked`` (a list is sliced, anything else listed first)."""
     return ranked[:k] if isinstance(ranked, list | tuple) else list(ranked)[:k]

@@ -38,6 +38,7 @@ from agentmem.metrics import (
     fill_rate,
     ndcg_at_k,
     query_filters,
+    ranked_lists,
     recall_at_k,
     reciprocal_rank,
     searchable_counts,
@@ -165,15 +166,6 @@ def _sets(df: pl.DataFrame, key: str, col: str) -> dict[str, list[str]]:
     return out
 
 
-def _ranked(runs: pl.DataFrame) -> dict[str, list[str]]:
-    lists = (
-        runs.sort("query_id", "rank", nulls_last=True)
-        .group_by("query_id", maintain_order=True)
-        .agg(pl.col("memory_id").drop_nulls())
-    )
-    return dict(zip(lists["query_id"], lists["memory_id"].to_list(), strict=True))
-
-
 def fill_scores(returned: int, searchable: int | None) -> dict[str, float]:
     """The fill columns of one answer of ``returned`` ids (:data:`FILL_COLUMNS`).
 
@@ -279,7 +271,7 @@ def per_query_scores(
     queries = c.queries.select("query_id", "class")
     group_of, gold, cover = c.group_of, c.gold, c.cover
     searchable = c.searchable(setting != "unscoped" if scoped is None else scoped)
-    ranked = _ranked(runs)
+    ranked = ranked_lists(runs)
     extra = set(ranked) - set(queries["query_id"])
     if extra:
         raise ValueError(

@@ -18,7 +18,7 @@ from typing import Any
 import polars as pl
 
 from agentmem.arms import ARMS
-from agentmem.metrics import ndcg_at_k, recall_at_k
+from agentmem.metrics import ndcg_at_k, ranked_lists, recall_at_k
 
 #: The name of the unchanged arm's rows.
 CONFIGURED = "as configured"
@@ -71,13 +71,7 @@ def _scores(
 
 def run_answers(path: str | Path) -> dict[str, list[str]]:
     """``{query_id: memory ids by rank}`` of a runs Parquet (a null id: an empty answer)."""
-    lists = (
-        pl.read_parquet(path, columns=["query_id", "rank", "memory_id"])
-        .sort("query_id", "rank", nulls_last=True)
-        .group_by("query_id", maintain_order=True)
-        .agg(pl.col("memory_id").drop_nulls())
-    )
-    return dict(zip(lists["query_id"], lists["memory_id"].to_list(), strict=True))
+    return ranked_lists(pl.read_parquet(path, columns=["query_id", "rank", "memory_id"]))
 
 
 def ablation_sweep(
