@@ -132,6 +132,51 @@ def test_prefix_stable_claim_holds_on_every_query(built, smoke):
             assert arm.query(q, k).memory_ids == full[:k], (name, q.query_id, k)
 
 
+@pytest.mark.parametrize("name", [n for n in conformance_arms() if ARMS[n].ablations])
+def test_inert_ablations_answer_as_configured(name, smoke, tmp_path):
+    """A variant an arm calls inert on a store answers every query there as configured.
+
+    The store: the smoke corpus with every entity link and every correction removed (the
+    entities themselves kept), which leaves nothing for sqlite-gated's keys branch, recency
+    and correction lift to act on.
+    """
+    memories = smoke["corpus"].memories.with_columns(
+        pl.col("entity_ids").list.head(0), pl.lit(None, dtype=pl.String).alias("superseded_by")
+    )
+    corpus = base.Corpus(memories=memories, entities=smoke["corpus"].entities)
+    arm = ARMS[name]()
+    arm.build(corpus, smoke["vectors"], tmp_path)
+    try:
+        inert = base.inert_ablations(arm)
+        assert set(inert) <= set(ARMS[name].ablations), name
+        if name == "sqlite-gated":
+            assert set(inert) == {
+                "no keys branch",
+                "no gate (dense scan always)",
+                "no recency",
+                "no correction lift",
+                "no currency signal",
+            }
+            assert "no memory is linked to an entity" in inert["no recency"]
+        want = {q.query_id: arm.query(q, K).memory_ids for q in smoke["queries"]}
+    finally:
+        arm.close()
+    for variant in inert:
+        other = ARMS[name](**ARMS[name].ablations[variant])
+        other.open(tmp_path)
+        try:
+            for q in smoke["queries"]:
+                assert other.query(q, K).memory_ids == want[q.query_id], (variant, q.query_id)
+        finally:
+            other.close()
+
+
+def test_no_ablation_is_inert_where_its_choice_acts(built):
+    """On the smoke corpus (entity links and corrections in it) no ablation is inert."""
+    name, arm, _, _ = built
+    assert base.inert_ablations(arm) == {}, name
+
+
 def test_batch_answers_equal_one_query_at_a_time(built, smoke, monkeypatch):
     """query_many (a product's batch search) answers every query as query does.
 

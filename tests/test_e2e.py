@@ -111,6 +111,8 @@ def test_ablation_sweep_beside_the_by_class_table(smoke_run):
         "| sqlite-gated | no gate (dense scan always) |"
         in (smoke_run / "results/sweeps/ablation.md").read_text()
     )
+    # the corpus links memories to entities and holds corrections: every variant was asked
+    assert t["inert"].null_count() == t.height
 
 
 def test_operating_points(smoke_run):
@@ -330,6 +332,18 @@ def test_locomo_turns(smoke_run, tmp_path):
     r10 = dict(zip(ab["variant"], ab["recall_at_10"], strict=True))
     assert set(ab["arm"]) == {"sqlite-gated"} and ab["queries"].to_list()[0] == 302
     assert r10["as configured"] - r10["no session neighbours"] > 0.05
+    # LoCoMo links no turn to an entity and corrects none: five variants cannot fire there,
+    # and are scored from the configured answers
+    inert = ab.filter(pl.col("inert").is_not_null())
+    assert set(inert["variant"]) == {
+        "no keys branch",
+        "no gate (dense scan always)",
+        "no recency",
+        "no correction lift",
+        "no currency signal",
+    }
+    assert (inert["recall_at_10"] == r10["as configured"]).all()
+    assert "\\* inert: the store holds nothing" in (d / "ablation.md").read_text()
 
     unscoped = d / "runs/unscoped/sqlite-fts.parquet"
     proc = run_snakemake(smoke_run, str(unscoped.relative_to(smoke_run)))

@@ -74,6 +74,7 @@ __all__ = [
     "RawIngest",
     "Remembered",
     "answer_all",
+    "inert_ablations",
     "prefix_stable_at",
     "Result",
     "build_memories",
@@ -300,7 +301,8 @@ class ArmBase:
       or ``"list"`` (``k * x``, a list length, as ``ef``).
     * ``ablations``: named constructor-parameter overrides, each taking one design choice
       out of the arm; the ablation sweep (:mod:`agentmem.sweeps.ablation`) reopens the
-      arm's built store with each and scores the queries.
+      arm's built store with each and scores the queries, but for the variants
+      :meth:`inert_ablations` names on that store.
     * ``study_choices``: for each implementation choice of :data:`agentmem.choices.CHOICES`
       on which the arm differs from the study's arm of the same name, the
       constructor-parameter overrides that make it the study's; the choices sweep
@@ -343,6 +345,23 @@ class ArmBase:
             ArmError: when the store is not open or the check cannot run.
         """
         return "opens", []
+
+    def inert_ablations(self) -> dict[str, str]:
+        """The :attr:`ablations` that cannot change any answer on the open store, with why.
+
+        A variant is inert when the store holds nothing its design choice acts on (no
+        memory linked to an entity, none superseding another): every query then gets the
+        configured arm's answer, and the ablation sweep scores the variant from that answer
+        instead of asking every query again (:func:`inert_ablations`). This default names
+        none; the conformance tests check an arm's claim on a store where it holds.
+
+        Returns:
+            ``{variant name: why it cannot fire here}``, a subset of :attr:`ablations`.
+
+        Raises:
+            ArmError: when the store is not open.
+        """
+        return {}
 
     def prefix_stable_to(self, k: int) -> bool:
         """Whether ``query(q, j).memory_ids == query(q, k).memory_ids[:j]`` for every ``j < k``.
@@ -396,6 +415,16 @@ def answer_all(arm: Arm, queries: Sequence[Query], k: int) -> list[Result]:
         name = getattr(arm, "name", type(arm).__name__)
         raise ArmError(f"{name}: query_many answered {len(out)} of {len(queries)} queries")
     return out
+
+
+def inert_ablations(arm: Arm) -> dict[str, str]:
+    """``arm.inert_ablations()`` when the arm has it (:meth:`ArmBase.inert_ablations`), else ``{}``.
+
+    Raises:
+        ArmError: as the arm's method.
+    """
+    inert = getattr(arm, "inert_ablations", None)
+    return dict(inert()) if inert is not None else {}
 
 
 def prefix_stable_at(arm: Arm, k: int) -> bool:

@@ -5,8 +5,10 @@ name -> constructor overrides). The sweep reopens the arm's built store at the m
 with its configured parameters, then with each variant's overrides on top, runs every
 query once (untimed) and scores nDCG@10 and recall@10 per query class and overall, with
 the change from the configured arm. The configured arm's answers are those of the
-pipeline's run on that store, when it is given. Output ``results/sweeps/ablation.csv``; the
-recommended design's page (docs/arms/sqlite-gated.md) reads it.
+pipeline's run on that store, when it is given; a variant the arm shows cannot fire on the
+store (:meth:`~agentmem.arms.base.ArmBase.inert_ablations`) is scored from the configured
+answers, with the reason in its ``inert`` column. Output ``results/sweeps/ablation.csv``;
+the recommended design's page (docs/arms/sqlite-gated.md) reads it.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ ABLATION_SCHEMA: dict[str, pl.DataType] = {
     "ndcg_at_10": pl.Float64,
     "recall_at_10": pl.Float64,
     "ndcg_change": pl.Float64,
+    "inert": pl.String,
 }
 
 
@@ -105,7 +108,8 @@ def ablation_sweep(
     Returns:
         Columns :data:`ABLATION_SCHEMA`: one row per arm × variant × class (``all`` last:
         every query with relevant memories; the others are skipped), ``ndcg_change`` the
-        variant's nDCG@10 minus the configured arm's.
+        variant's nDCG@10 minus the configured arm's, ``inert`` why the variant cannot
+        change an answer on this store (scored from the configured answers), else null.
 
     Raises:
         TypeError: when an ablation names a parameter the arm does not take;
@@ -116,7 +120,7 @@ def ablation_sweep(
     # here, not at the top: the workflow's DAG imports this module for ablated_arms only
     from tqdm import tqdm
 
-    from agentmem.arms.base import prefix_stable_at
+    from agentmem.arms.base import inert_ablations, prefix_stable_at
     from agentmem.arms.factory import make_arm
     from agentmem.corpus.io import load_qrels, load_queries
     from agentmem.embeddings import load_embeddings
@@ -133,12 +137,17 @@ def ablation_sweep(
         if len(variants) == 1:
             continue
         base = dict((arm_params or {}).get(name) or {})
+        with opened(name, base, store) as arm:
+            inert = inert_ablations(arm)
         baseline: dict[str, float] = {}
+        configured = pl.DataFrame()
         for variant, overrides in tqdm(
             variants.items(), desc=f"{name}: ablations", unit="variant", disable=not progress
         ):
             run = (runs or {}).get(name) if variant == CONFIGURED and run_k >= k else None
-            if run is not None and (run_k == k or prefix_stable_at(make_arm(name, base), run_k)):
+            if variant in inert:
+                s = configured
+            elif run is not None and (run_k == k or prefix_stable_at(make_arm(name, base), run_k)):
                 s = _scores(None, queries, rel, k, run_answers(run))
             else:
                 with opened(name, {**base, **overrides}, store) as arm:
@@ -157,6 +166,7 @@ def ablation_sweep(
             )
             if variant == CONFIGURED:
                 baseline = dict(zip(by["query_class"], by["ndcg_at_10"], strict=True))
+                configured = s
             frames.append(
                 by.with_columns(
                     arm=pl.lit(name),
@@ -164,6 +174,7 @@ def ablation_sweep(
                     overrides=pl.lit(", ".join(f"{p}={v}" for p, v in overrides.items())),
                     ndcg_change=pl.col("ndcg_at_10")
                     - pl.col("query_class").replace_strict(baseline, return_dtype=pl.Float64),
+                    inert=pl.lit(inert.get(variant), dtype=pl.String),
                 )
             )
     if not frames:
@@ -173,13 +184,22 @@ def ablation_sweep(
 
 
 def ablation_markdown(table: pl.DataFrame) -> str:
-    """The sweep as Markdown: a row per arm × variant, nDCG@10 per class (change below)."""
+    """The sweep as Markdown: a row per arm × variant, nDCG@10 per class (change below).
+
+    An inert variant (its ``inert`` reason set) is marked ``*`` and its reason listed under
+    the table.
+    """
     if table.height == 0:
         return "No configured arm declares ablations.\n"
     classes = list(dict.fromkeys(table["query_class"].to_list()))
     head = ["arm", "variant", *classes]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    notes: list[str] = []
     for (arm, variant), g in table.group_by(["arm", "variant"], maintain_order=True):
+        why = g["inert"][0] if "inert" in g.columns else None
+        if why is not None:
+            notes.append(f"- {arm}, {variant}: {why}.")
+            variant = f"{variant} *"
         cell = {
             r["query_class"]: (
                 f"{r['ndcg_at_10']:.3f}"
@@ -189,4 +209,11 @@ def ablation_markdown(table: pl.DataFrame) -> str:
             for r in g.iter_rows(named=True)
         }
         lines.append("| " + " | ".join([arm, variant, *[cell.get(c, "") for c in classes]]) + " |")
+    if notes:
+        lines += [
+            "",
+            "\\* inert: the store holds nothing the removed choice acts on, so every answer is "
+            "the configured arm's (scored from those, not asked again):",
+            *notes,
+        ]
     return "\n".join(lines) + "\n"

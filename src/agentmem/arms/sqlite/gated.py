@@ -256,6 +256,40 @@ class SqliteGatedArm(SqliteArm):
             r[0].split(" ", 1)[0] for r in self._db().execute("SELECT name FROM entity_names")
         )
 
+    def inert_ablations(self) -> dict[str, str]:
+        """The ablations that cannot fire on the open store (:meth:`ArmBase.inert_ablations`).
+
+        With no row in ``memory_entities`` the keys branch returns nothing for any text, so
+        ``e`` is 0 everywhere: ``keys`` off, the ``gate`` off (the dense scan and the
+        neighbours already run for every query) or ``recency_weight`` 0 (the term is
+        ``recency_weight * e * r``) changes no answer. With no memory superseding another,
+        ``c`` is 0 everywhere and ``correction_weight`` changes none. A variant is inert
+        when every parameter it overrides is.
+
+        Raises:
+            ArmError: when the store is not open or cannot be read.
+        """
+        conn = self._db()
+        try:
+            links, corrections = conn.execute(
+                "SELECT EXISTS (SELECT 1 FROM memory_entities), "
+                "EXISTS (SELECT 1 FROM memories WHERE superseded_by IS NOT NULL)"
+            ).fetchall()[0]
+        except apsw.Error as exc:
+            raise self._driver_error("reading what the ablations act on in", exc) from exc
+        # the parameters whose mechanism has nothing to act on here, with why
+        idle: dict[str, str] = {}
+        if not links:
+            why = "no memory is linked to an entity: the keys branch returns nothing"
+            idle |= dict.fromkeys(("keys", "gate", "recency_weight"), why)
+        if not corrections:
+            idle["correction_weight"] = "no memory supersedes another: the correction lift is 0"
+        return {
+            variant: "; ".join(dict.fromkeys(idle[p] for p in overrides))
+            for variant, overrides in self.ablations.items()
+            if overrides and all(p in idle for p in overrides)
+        }
+
     # ---------------------------------------------------------------------- query
     def _query_code(self, q: base.Query) -> bytes:
         """The query embedding's int8 codes (:func:`quantise_query`).
