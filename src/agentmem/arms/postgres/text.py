@@ -40,7 +40,9 @@ class PgBtreeArm(PgArm):
 
     Each term is tested as ``lb LIKE lower(%(t<i>)s) ESCAPE '\'``
     (:func:`agentmem.text.like_pattern`) against ``lb = lower(body)``, computed once per
-    row behind an ``OFFSET 0`` fence. That is ``body ILIKE %(t<i>)s`` by definition: in a
+    row behind an ``OFFSET 0`` fence; a second fence keeps the score a column computed
+    once per row (pulled up, the planner would compute the sum again in the sort key for
+    every row that passes ``score > 0``). That is ``body ILIKE %(t<i>)s`` by definition: in a
     multi-byte encoding PostgreSQL's ILIKE lowers both sides and matches with LIKE
     (``src/backend/utils/adt/like.c``), but it lowers the body again for every term, which
     made this arm's scan three times slower (docs/arms/postgres.md, "The text arms").
@@ -157,7 +159,7 @@ def _btree_sql(n_terms: int, shape: PredicateShape, tie_break: str = "newest") -
             "SELECT memory_id FROM ("
             "SELECT memory_id, created_day, seq, ({}) AS score FROM ("
             "SELECT memory_id, created_day, seq, lower(body) AS lb FROM memories WHERE {} "
-            "OFFSET 0) AS lowered"
+            "OFFSET 0) AS lowered OFFSET 0"
             ") AS scored WHERE score > 0 "
             "ORDER BY score DESC, {} LIMIT %(k)s"
         ).format(score, condition_sql(shape), sql.SQL(BTREE_TIE_ORDERS[tie_break]))
