@@ -14,9 +14,10 @@ import sys
 import pytest
 
 #: heavy modules: the arm registry (every arm and its database driver), the config models
-#: (pydantic), plotting state, the encoder's torch, SciPy
+#: (pydantic), plotting state, the encoder's torch, SciPy, the PostgreSQL driver
 HEAVY = (
     "agentmem.arms",
+    "psycopg",
     "agentmem.config",
     "pydantic",
     "matplotlib",
@@ -78,6 +79,8 @@ def _loaded(code: str) -> set[str]:
             "from agentmem.report.figures import crash, er_diagram, external, fleet, validation",
             {"matplotlib.pyplot", "agentmem.config", "pydantic", "torch", "scipy"},
         ),
+        # the crash trial's writer child, started once per trial (a hundred per run)
+        ("import agentmem.trials.crash.writer", HEAVY),
     ],
     ids=[
         "start_job",
@@ -88,6 +91,7 @@ def _loaded(code: str) -> set[str]:
         "robustness",
         "generate_corpus",
         "figures",
+        "crash writer",
     ],
 )
 def test_a_job_imports_no_heavy_module_it_does_not_use(code, absent):
@@ -101,6 +105,15 @@ def test_the_lazy_names_of_the_corpus_package_still_import():
     assert load_corpus is io.load_corpus and write_corpus is io.write_corpus
     with pytest.raises(AttributeError, match="attribute nope"):
         _ = corpus.nope
+
+
+def test_the_lazy_names_of_the_crash_package_still_import():
+    import agentmem.trials.crash as crash
+    from agentmem.trials.crash import STORE_FILES, run_crash_trials, runner, store
+
+    assert run_crash_trials is runner.run_crash_trials and STORE_FILES is store.STORE_FILES
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        _ = crash.nope
 
 
 def test_the_workflow_parse_imports_no_job_code():

@@ -9,7 +9,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
-from agentmem.pg import PgError
 from agentmem.procs import ProcessError
 
 _P = ParamSpec("_P")
@@ -61,7 +60,15 @@ def trial_errors(fn: Callable[_P, _R]) -> Callable[_P, _R]:
     def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
         try:
             return fn(*args, **kwargs)
-        except (PgError, ProcessError) as exc:
+        except ProcessError as exc:
             raise TrialError(str(exc)) from exc
+        except Exception as exc:
+            # agentmem.pg (psycopg) only now: a crash trial's writer child imports this
+            # package and never starts a server
+            from agentmem.pg import PgError
+
+            if isinstance(exc, PgError):
+                raise TrialError(str(exc)) from exc
+            raise
 
     return wrapper

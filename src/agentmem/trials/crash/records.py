@@ -1,14 +1,14 @@
-"""What a crash trial writes: its families, result columns, store files and record bodies.
+"""What a crash trial writes: its families, result columns and record bodies.
 
-See docs/experiments/crash.md for the trial and what "committed" means per family.
+See docs/experiments/crash.md for the trial and what "committed" means per family. The
+writer child imports this module: it imports no arm (the store files, named after the
+file arm's, are in :mod:`.store`).
 """
 
 from __future__ import annotations
 
 import json
 from typing import Any
-
-from agentmem.arms.files import JSONL_NAME
 
 FAMILIES: tuple[str, ...] = (
     "file-append",
@@ -32,13 +32,6 @@ FIELDS: tuple[str, ...] = (
     "detail",
 )
 """Columns of one result row, in order (``detail`` is a short human-readable note)."""
-
-STORE_FILES: dict[str, str] = {
-    "file-append": JSONL_NAME,
-    "file-rewrite": "records.json",
-    "sqlite": "records.sqlite",
-}
-"""Store file inside a trial's directory, per file/sqlite family."""
 
 PG_TABLE = "crash_records"
 """Table the postgres families write (``id bigint PRIMARY KEY, body text NOT NULL``)."""

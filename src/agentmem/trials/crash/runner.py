@@ -26,6 +26,7 @@ from agentmem.trials.common import TrialError, require_dir, trial_errors
 from agentmem.trials.crash.records import FAMILIES, PG_FAMILIES, PG_TABLE
 from agentmem.trials.crash.store import (
     DRAIN_TIMEOUT_S,
+    STORE_FILES,
     StoreReadout,
     pg_quiesce,
     read_store,
@@ -123,6 +124,8 @@ def _one_trial(
     cmd = [sys.executable, "-m", "agentmem.trials.crash", "--child", family]
     cmd += ["--store", str(trial_dir), "--record-chars", str(record_chars)]
     cmd += ["--batch-size", str(batch_size)]
+    if family in STORE_FILES:
+        cmd += ["--file", STORE_FILES[family]]
     if dsn is not None:
         cmd += ["--dsn", dsn]
     with open(log_path, "wb") as log:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentmem.arms.files import FileJsonlArm
+from agentmem.arms.files import JSONL_NAME, FileJsonlArm
 from agentmem.errors import ArmError
 from agentmem.pg import EmbeddedServer
 from agentmem.trials.common import TrialError, require_dir, trial_errors
@@ -21,10 +21,16 @@ from agentmem.trials.crash.records import (
     FAMILIES,
     PG_FAMILIES,
     PG_TABLE,
-    STORE_FILES,
     record_body,
     record_tag,
 )
+
+STORE_FILES: dict[str, str] = {
+    "file-append": JSONL_NAME,
+    "file-rewrite": "records.json",
+    "sqlite": "records.sqlite",
+}
+"""Store file inside a trial's directory, per file/sqlite family (the writer child is given it)."""
 
 #: Seconds to wait for a killed writer's backend or report pipe to drain.
 DRAIN_TIMEOUT_S = 30.0
