@@ -81,6 +81,8 @@ def _loaded(code: str) -> set[str]:
         ),
         # the crash trial's writer child, started once per trial (a hundred per run)
         ("import agentmem.trials.crash.writer", HEAVY),
+        # a lost-update writer process, eight per store and mode
+        ("import agentmem.trials.lost_update.writers", HEAVY),
     ],
     ids=[
         "start_job",
@@ -92,6 +94,7 @@ def _loaded(code: str) -> set[str]:
         "generate_corpus",
         "figures",
         "crash writer",
+        "lost-update writer",
     ],
 )
 def test_a_job_imports_no_heavy_module_it_does_not_use(code, absent):
@@ -114,6 +117,15 @@ def test_the_lazy_names_of_the_crash_package_still_import():
     assert run_crash_trials is runner.run_crash_trials and STORE_FILES is store.STORE_FILES
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         _ = crash.nope
+
+
+def test_the_lazy_names_of_the_lost_update_package_still_import():
+    import agentmem.trials.lost_update as lu
+    from agentmem.trials.lost_update import MODES, run_lost_update_matrix, runner
+
+    assert run_lost_update_matrix is runner.run_lost_update_matrix and MODES is runner.MODES
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        _ = lu.nope
 
 
 def test_the_workflow_parse_imports_no_job_code():
