@@ -102,6 +102,30 @@ def test_tokens_and_truncation_match_sentence_transformers(encoders):
     assert ours["attention_mask"][0].sum() == 2  # "": [CLS] [SEP]
 
 
+def test_the_batch_tokenizer_gives_transformers_arrays(encoders, corpus_texts):
+    """Batches of 16 (uneven lengths, so padding), at both models' cuts and a short one."""
+    from agentmem.encoder.base import load_tokenizer
+
+    _, onnx_enc = encoders
+    theirs = load_tokenizer(onnx_enc.spec)
+    for max_length in (256, 128, 8):
+        for i in range(0, len(corpus_texts), 16):
+            batch = corpus_texts[i : i + 16]
+            want = theirs(
+                batch,
+                padding=True,
+                truncation="longest_first",
+                max_length=max_length,
+                return_tensors="np",
+            )
+            got = onnx_enc.tokenizer(batch, max_length)
+            assert list(got) == ["input_ids", "attention_mask", "token_type_ids"]
+            for key, arr in got.items():
+                assert arr.dtype == np.int64, key
+                assert arr.tolist() == want[key].tolist(), (max_length, i, key)
+    assert onnx_enc.tokenizer([], 256)["input_ids"].shape == (0, 0)
+
+
 def test_empty_input_gives_an_empty_matrix(encoders):
     for enc in encoders:
         assert enc.encode([]).shape == (0, 384)

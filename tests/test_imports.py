@@ -14,7 +14,8 @@ import sys
 import pytest
 
 #: heavy modules: the arm registry (every arm and its database driver), the config models
-#: (pydantic), plotting state, the encoder's torch, SciPy, the PostgreSQL driver
+#: (pydantic), plotting state, the encoder's torch and transformers, SciPy, the PostgreSQL
+#: driver
 HEAVY = (
     "agentmem.arms",
     "psycopg",
@@ -23,6 +24,7 @@ HEAVY = (
     "matplotlib",
     "matplotlib.pyplot",
     "torch",
+    "transformers",
     "scipy",
     "numpy",
     "polars",
@@ -83,6 +85,12 @@ def _loaded(code: str) -> set[str]:
         ("import agentmem.trials.crash.writer", HEAVY),
         # a lost-update writer process, eight per store and mode
         ("import agentmem.trials.lost_update.writers", HEAVY),
+        # an encoder's tokenizer (every encoder job, `agentmem recall` on a vector arm)
+        (
+            "from agentmem.encoder.base import BatchTokenizer, model_spec\n"
+            "BatchTokenizer(model_spec())(['a memory'], 256)",
+            {"transformers", "torch", "agentmem.arms", "pydantic"},
+        ),
     ],
     ids=[
         "start_job",
@@ -95,6 +103,7 @@ def _loaded(code: str) -> set[str]:
         "figures",
         "crash writer",
         "lost-update writer",
+        "tokenizer",
     ],
 )
 def test_a_job_imports_no_heavy_module_it_does_not_use(code, absent):

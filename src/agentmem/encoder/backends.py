@@ -16,13 +16,12 @@ import numpy as np
 
 from agentmem.encoder.base import (
     INT8_QUANTIZATION,
-    ONNX_INPUTS,
     VECTOR_DIM,
     WORKFLOW_ONNX_MODEL,
+    BatchTokenizer,
     EncoderError,
     ModelSpec,
     length_order,
-    load_tokenizer,
     mean_pool_normalise,
     model_dir,
     model_spec,
@@ -110,21 +109,14 @@ class OnnxEncoder:
             self.session = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime raises its own exception types
             raise EncoderError(f"onnxruntime cannot load {path}: {exc}") from exc
-        self.tokenizer = load_tokenizer(self.spec)
+        self.tokenizer = BatchTokenizer(self.spec)
         self.inputs = [i.name for i in self.session.get_inputs()]
         #: the outputs run (None: all; the first is the token-level hidden state)
         self.outputs: list[str] | None = None
 
     def tokenize(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
         """Token arrays (int64, ``(len(texts), longest)``) as sentence-transformers makes them."""
-        enc = self.tokenizer(
-            list(texts),
-            padding=True,
-            truncation="longest_first",
-            max_length=self.spec.max_seq_length,
-            return_tensors="np",
-        )
-        return {k: np.asarray(enc[k], dtype=np.int64) for k in ONNX_INPUTS if k in enc}
+        return self.tokenizer(texts, self.spec.max_seq_length)
 
     def encode(
         self, texts: Sequence[str], batch_size: int = 64, progress: bool = False
