@@ -534,3 +534,20 @@ def test_lost_update_script_writes_csv(work):
     assert tuple(df.columns) == LU_FIELDS
     assert df["store"].to_list() == list(STORES)
     assert df.filter(pl.col("store") == "sqlite-update")["observed"].item() == 6
+
+
+def test_trial_errors_turn_server_and_process_failures_into_trial_errors():
+    from agentmem.pg import PgError
+    from agentmem.procs import ProcessError
+    from agentmem.trials.common import trial_errors
+
+    @trial_errors
+    def fail(exc: Exception) -> None:
+        raise exc
+
+    for exc in (PgError("PostgreSQL on /x failed to start"), ProcessError("no such pid 7")):
+        with pytest.raises(TrialError, match=str(exc)) as info:
+            fail(exc)
+        assert info.value.__cause__ is exc
+    with pytest.raises(ValueError, match="other"):  # anything else leaves as it is
+        fail(ValueError("other"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import stat
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import ParamSpec, TypeVar
@@ -63,11 +64,10 @@ def trial_errors(fn: Callable[_P, _R]) -> Callable[_P, _R]:
         except ProcessError as exc:
             raise TrialError(str(exc)) from exc
         except Exception as exc:
-            # agentmem.pg (psycopg) only now: a crash trial's writer child imports this
-            # package and never starts a server
-            from agentmem.pg import PgError
-
-            if isinstance(exc, PgError):
+            # a PgError exists only once agentmem.pg is imported: not imported here, so a
+            # crash trial's writer child (which imports this package) loads no psycopg
+            pg_errors = sys.modules.get("agentmem.pg.errors")
+            if pg_errors is not None and isinstance(exc, pg_errors.PgError):
                 raise TrialError(str(exc)) from exc
             raise
 
