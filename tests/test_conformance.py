@@ -132,7 +132,7 @@ def test_prefix_stable_claim_holds_on_every_query(built, smoke):
             assert arm.query(q, k).memory_ids == full[:k], (name, q.query_id, k)
 
 
-@pytest.mark.parametrize("name", [n for n in conformance_arms() if ARMS[n].ablations])
+@pytest.mark.parametrize("name", conformance_arms())
 def test_inert_ablations_answer_as_configured(name, smoke, tmp_path):
     """A variant an arm calls inert on a store answers every query there as configured.
 
@@ -140,6 +140,8 @@ def test_inert_ablations_answer_as_configured(name, smoke, tmp_path):
     entities themselves kept), which leaves nothing for sqlite-gated's keys branch, recency
     and correction lift to act on.
     """
+    if not getattr(ARMS[name], "ablations", None):
+        pytest.skip(f"{name} declares no ablations")
     memories = smoke["corpus"].memories.with_columns(
         pl.col("entity_ids").list.head(0), pl.lit(None, dtype=pl.String).alias("superseded_by")
     )
