@@ -62,20 +62,22 @@ lint: $(STAMP)  ## ruff, snakefmt --check, snakemake --lint (any lint fails the 
 	@if grep -q "Lints for" .lint.out; then cat .lint.out; rm -f .lint.out; exit 1; fi
 	@rm -f .lint.out; echo "snakemake --lint: clean"
 
-# Three pytest processes side by side, each with its own basetemp: the smoke run and the
+# Four pytest processes side by side, each with its own basetemp: the smoke run and the
 # tests reading it (test_metrics' trec_eval cross-check too; the smoke run is built once);
 # the workflow runs through executors and with other configurations (SLURM, the cluster
 # executor, plug-in arms, an external PostgreSQL, the configurations and flags it refuses:
-# these need no smoke run, so they run beside it, not after it); and everything else. The
-# workflow runs' jobs are mostly other processes waiting on each other, so the three share
-# 2 cores well.
-# The first two reports are printed after the third's. The encoder's ONNX export is made
+# these need no smoke run, so they run beside it, not after it); the arm conformance suite
+# (every arm built on the smoke corpus, a quarter of the rest's time); and everything else.
+# The workflow runs' jobs are mostly other processes waiting on each other, so the four
+# share 2 cores well; with three, the rest ran alone on one core for its last two minutes.
+# The first three reports are printed after the fourth's. The encoder's ONNX export is made
 # once, before them (the config allows one model): every test working directory that runs
 # the workflow starts with it (tests/support/workflow.py). The three share one embedding
 # cache (TEST_EMBEDDINGS, tests/support/corpora.py): a text the tests embed is encoded once.
 E2E_TESTS := tests/test_e2e.py tests/test_metrics.py
 EXECUTOR_TESTS := tests/test_slurm.py tests/test_cluster.py tests/test_plugins.py \
   tests/test_external_pg.py tests/test_workflow_refusals.py
+CONFORMANCE_TESTS := tests/test_conformance.py
 PYTEST_TMP := $(or $(TMPDIR),/tmp)/agentmem-pytest-$(shell id -u)
 TEST_ONNX := $(PYTEST_TMP)/encoder
 TEST_EMBEDDINGS := $(PYTEST_TMP)/embeddings
@@ -90,12 +92,15 @@ test: lint chromium  ## lint, then pytest (unit, arm conformance, bad input, end
 	  $(E2E_TESTS) > $(PYTEST_TMP)/e2e.log 2>&1 & e2e=$$!; \
 	$(BIN)/pytest -q -p no:cacheprovider --durations=8 --basetemp=$(PYTEST_TMP)/executors \
 	  $(EXECUTOR_TESTS) > $(PYTEST_TMP)/executors.log 2>&1 & ex=$$!; \
+	$(BIN)/pytest -q -p no:cacheprovider --durations=8 --basetemp=$(PYTEST_TMP)/conformance \
+	  $(CONFORMANCE_TESTS) > $(PYTEST_TMP)/conformance.log 2>&1 & conf=$$!; \
 	$(BIN)/pytest -q --durations=15 --basetemp=$(PYTEST_TMP)/rest \
-	  $(addprefix --ignore=,$(E2E_TESTS) $(EXECUTOR_TESTS)); rest=$$?; \
-	wait $$e2e; e2e=$$?; wait $$ex; ex=$$?; \
+	  $(addprefix --ignore=,$(E2E_TESTS) $(EXECUTOR_TESTS) $(CONFORMANCE_TESTS)); rest=$$?; \
+	wait $$e2e; e2e=$$?; wait $$ex; ex=$$?; wait $$conf; conf=$$?; \
 	echo; echo "== $(E2E_TESTS)"; cat $(PYTEST_TMP)/e2e.log; \
 	echo; echo "== $(EXECUTOR_TESTS)"; cat $(PYTEST_TMP)/executors.log; \
-	test $$rest = 0 && test $$e2e = 0 && test $$ex = 0
+	echo; echo "== $(CONFORMANCE_TESTS)"; cat $(PYTEST_TMP)/conformance.log; \
+	test $$rest = 0 && test $$e2e = 0 && test $$ex = 0 && test $$conf = 0
 
 chromium:  ## install Debian's chromium for the report's browser test (as root; else it is skipped)
 	@command -v chromium >/dev/null 2>&1 || { \
