@@ -20,7 +20,7 @@ from support.tiny import fake_query as q, fake_vector, make_tiny
 
 from agentmem.arms.base import ArmError, Corpus, Embeddings, Predicate, Query
 from agentmem.arms.sqlite import SqliteGatedArm
-from agentmem.arms.sqlite.gated import _json_words
+from agentmem.arms.sqlite.gated_sql import json_words
 from agentmem.arms.sqlite.keys import name_key, quantise, text_keys
 
 ENTITIES = pl.DataFrame(
@@ -144,8 +144,8 @@ def test_text_keys_read_an_ascii_text_as_any_other():
 )
 def test_the_keys_bind_as_the_json_arrays_json_dumps_writes(text):
     for words in text_keys(text):
-        assert json.loads(_json_words(words)) == words
-        assert _json_words(words) == json.dumps(words, ensure_ascii=False, separators=(",", ":"))
+        assert json.loads(json_words(words)) == words
+        assert json_words(words) == json.dumps(words, ensure_ascii=False, separators=(",", ":"))
 
 
 def test_keys_then_bm25_order(tiny_gated):

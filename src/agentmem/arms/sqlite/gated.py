@@ -16,6 +16,12 @@ import apsw
 import numpy as np
 
 from agentmem.arms import base
+from agentmem.arms.sqlite.gated_sql import (
+    CANDIDATES_SQL,
+    ENTITY_NAMES_SQL,
+    branch_statements,
+    json_words,
+)
 from agentmem.arms.sqlite.keys import QUANTISED_VECTORS, name_key, quantise_query, text_keys
 from agentmem.arms.sqlite.rows import VectorLayout
 from agentmem.arms.sqlite.store import SqliteArm
@@ -24,40 +30,6 @@ from agentmem.text import fts5_match
 
 #: a well-formed query embedding's shape (any other goes through ``checked_vector``)
 _QUERY_SHAPE = (base.VECTOR_DIM,)
-
-_ENTITY_NAMES_SQL = """
-CREATE TABLE entity_names(
-    name TEXT NOT NULL,
-    entity_id TEXT NOT NULL,
-    PRIMARY KEY (name, entity_id)
-) WITHOUT ROWID;
-"""
-
-
-#: A candidate's row: ``(id, memory_id, -created_day, -seq, dense term, correction term)``,
-#: the dense term ``dense_weight * v`` (``v`` its int8 cosine to the query, 0 when negative
-#: or for a zero vector), the correction term ``correction_weight * c``; the negated day and
-#: seq (0 when null) are the ranking's tie-breaks as they stand
-_CANDIDATE_COLUMNS = (
-    "m.id, m.memory_id, -coalesce(m.created_day, 0), -coalesce(m.seq, 0), "
-    ":dw * max(coalesce(1 - vec_distance_cosine(vec_int8(v.embedding), vec_int8(:q8)), 0), 0.0), "
-    ":cw * EXISTS (SELECT 1 FROM memories AS o WHERE o.superseded_by = m.memory_id)"
-)
-
-#: The candidates' statement: their rows by id (``:ids``, a JSON array)
-_CANDIDATES_SQL = (
-    f"SELECT {_CANDIDATE_COLUMNS} FROM memories AS m JOIN memory_vectors AS v ON v.id = m.id "
-    "WHERE m.id IN (SELECT value FROM json_each(:ids))"
-)
-
-
-def _json_words(words: list[str]) -> str:
-    """A JSON array of the words of :func:`text_keys`, as ``json.dumps`` would mean it.
-
-    No such word holds a character JSON escapes (they are letters, digits, hyphens and
-    spaces, all UTF-8), so the words are joined as they are.
-    """
-    return '["' + '","'.join(words) + '"]' if words else "[]"
 
 
 class SqliteGatedArm(SqliteArm):
@@ -228,7 +200,7 @@ class SqliteGatedArm(SqliteArm):
         t0 = time.perf_counter()
         try:
             with conn:
-                conn.execute(_ENTITY_NAMES_SQL)
+                conn.execute(ENTITY_NAMES_SQL)
                 conn.executemany("INSERT INTO entity_names(name, entity_id) VALUES (?, ?)", rows)
         except apsw.Error as exc:
             self.close()
@@ -308,44 +280,10 @@ class SqliteGatedArm(SqliteArm):
             ) from None
 
     def _sql(self, cond: str) -> tuple[str, str, str, str]:
-        """The keys, text, dense and neighbour statements' SQL under ``cond``, composed once."""
+        """The keys, text, dense and neighbour statements under ``cond``, composed once."""
         sql = self._sql_by_cond.get(cond)
         if sql is None:
-            sql = self._sql_by_cond[cond] = (
-                "WITH RECURSIVE ents AS (SELECT entity_id FROM entity_names "
-                "WHERE name IN (SELECT value FROM json_each(:names)) UNION "
-                "SELECT entity_id FROM memory_entities "
-                "WHERE entity_id IN (SELECT value FROM json_each(:ids))), "
-                "linked AS (SELECT me.memory_id, count(*) AS hits FROM memory_entities AS me "
-                "WHERE me.entity_id IN (SELECT entity_id FROM ents) GROUP BY me.memory_id), "
-                # a correction is about what it corrects: it inherits the links, down the chain
-                "chain(memory_id, hits) AS (SELECT memory_id, hits FROM linked UNION "
-                "SELECT o.superseded_by, c.hits FROM chain AS c "
-                "JOIN memories AS o ON o.memory_id = c.memory_id "
-                "WHERE o.superseded_by IS NOT NULL) "
-                # e: the share of the named entities the memory links to
-                "SELECT m.id, CAST(max(c.hits) AS REAL) / max((SELECT count(*) FROM ents), 1) "
-                "AS e FROM chain AS c JOIN memories AS m ON m.memory_id = c.memory_id "
-                f"WHERE {cond} "
-                "GROUP BY m.id ORDER BY e DESC, m.created_day DESC, m.seq DESC LIMIT :kk",
-                "SELECT m.id, -bm25(memories_fts) AS s FROM memories_fts "
-                "JOIN memories AS m ON m.id = memories_fts.rowid "
-                f"WHERE memories_fts MATCH :match AND {cond} "
-                "ORDER BY s DESC, m.created_day DESC, m.seq DESC LIMIT :tk",
-                "SELECT m.id FROM memory_vectors AS v JOIN memories AS m ON m.id = v.id "
-                f"WHERE {cond} ORDER BY coalesce(vec_distance_cosine(vec_int8(v.embedding), "
-                "vec_int8(:q8)), 2), "
-                "m.created_day DESC, m.seq DESC LIMIT :dk",
-                # the turns next to the sources, under the filters, close enough to them
-                f"SELECT {_CANDIDATE_COLUMNS}, s.id FROM memories AS s "
-                "JOIN memories AS m ON m.session_id = s.session_id "
-                "AND m.turn_no IN (s.turn_no - 1, s.turn_no + 1) "
-                "JOIN memory_vectors AS v ON v.id = m.id "
-                "JOIN memory_vectors AS sv ON sv.id = s.id "
-                f"WHERE s.id IN (SELECT value FROM json_each(:src)) AND {cond} "
-                "AND coalesce(1 - vec_distance_cosine(vec_int8(v.embedding), "
-                "vec_int8(sv.embedding)), -2) >= :mc",
-            )
+            sql = self._sql_by_cond[cond] = branch_statements(cond)
         return sql
 
     def _statements(self, q: base.Query) -> dict[str, tuple[str, dict[str, Any]] | None]:
@@ -361,7 +299,7 @@ class SqliteGatedArm(SqliteArm):
         names, ids = text_keys(q.text or "", self._name_starts)
         keys = (
             keys_sql,
-            {**params, "names": _json_words(names), "ids": _json_words(ids), "kk": self.key_k},
+            {**params, "names": json_words(names), "ids": json_words(ids), "kk": self.key_k},
         )
         match = fts5_match(q.text or "")
         text = None
@@ -389,7 +327,8 @@ class SqliteGatedArm(SqliteArm):
         ``keys`` rows are ``(id, share of the named entities linked)`` (none when ``keys`` is
         off), ``text`` rows ``(id, -bm25)``, ``dense`` rows ``(id,)`` (none when the keys
         branch returned rows and ``gate`` is on); ``candidates`` rows
-        (:data:`_CANDIDATE_COLUMNS`) for every id the branches returned; ``neighbours`` rows
+        (:data:`~agentmem.arms.sqlite.gated_sql.CANDIDATE_COLUMNS`) for every id the
+        branches returned; ``neighbours`` rows
         the same plus the source's id, for the session neighbours of the first
         ``neighbour_k`` text and dense rows (none when the dense scan was gated off or
         ``neighbour_weight`` is 0).
@@ -412,7 +351,7 @@ class SqliteGatedArm(SqliteArm):
         out["candidates"] = []
         if ids:
             out["candidates"] = conn.execute(
-                _CANDIDATES_SQL,
+                CANDIDATES_SQL,
                 {
                     "q8": dense[1]["q8"] if dense else b"",
                     "ids": json.dumps(ids),
