@@ -239,15 +239,22 @@ def fleet_rows(corpus, tmp_path_factory):
 def test_fleet_rows_and_columns(fleet_rows):
     t, work = fleet_rows
     assert t.columns == list(FIELDS)
+    # two file-vec writers save without a lock, the last save of each file winning: when
+    # one's index lands beside the other's metadata the store no longer opens, and no run
+    # follows on it (timing decides; under load it happens)
+    fv2 = t.filter(pl.col("arm") == "file-vec", pl.col("processes") == 2).row(0, named=True)
+    fv_kill = [] if fv2["corrupt"] else [("file-vec", "sigkill", 2)]
     assert t.select("arm", "variant", "processes").rows() == [
         ("sqlite-fts", "run", 1),
         ("sqlite-fts", "run", 2),
         ("sqlite-fts", "sigkill", 2),
         ("file-vec", "run", 1),
         ("file-vec", "run", 2),
-        ("file-vec", "sigkill", 2),
+        *fv_kill,
         ("milvus-lite", "run", 0),
     ]
+    if fv2["corrupt"]:
+        assert fv2["problems"].startswith("cannot open: "), fv2["problems"]
     assert not (work / "stores" / "sqlite-fts").exists()  # stores are removed afterwards
     runs = t.filter(pl.col("variant") == "run", pl.col("supported"))
     errors = sum(runs[f"errors_{k}"] for k in ERROR_KINDS)
