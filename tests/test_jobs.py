@@ -173,3 +173,35 @@ def test_cancel_pending_timers_lets_the_process_exit_at_once() -> None:
         assert not t.is_alive()  # ended now, not in 60 s
     assert fired == []  # and its function never ran
     assert cancel_pending_timers() == 0
+
+
+def test_benchmark_samples_follow_the_interval_the_snakefile_sets() -> None:
+    """The patched interval is the one Snakemake's timer schedules its first samples with."""
+    import time
+
+    import snakemake.benchmark as bench
+
+    from agentmem.jobs import BENCHMARK_SAMPLE_S, sparser_benchmark_samples
+
+    before = bench.BENCHMARK_INTERVAL_SHORT
+    try:
+        assert sparser_benchmark_samples(0.2) == before
+        assert bench.BENCHMARK_INTERVAL_SHORT == 0.2
+        calls: list[float] = []
+
+        class Counting(bench.ScheduledPeriodicTimer):
+            def work(self) -> None:
+                calls.append(time.monotonic())
+
+        timer = Counting(interval=30)
+        timer.start()  # samples at once, then every 0.2 s
+        time.sleep(1.1)
+        timer.cancel()
+        gaps = [b - a for a, b in zip(calls, calls[1:], strict=False)]
+        assert 4 <= len(calls) <= 7 and all(g > 0.15 for g in gaps), calls
+    finally:
+        bench.BENCHMARK_INTERVAL_SHORT = before
+    # the Snakefile's value, and what it replaces (a Snakemake that renamed the constant
+    # would make this None and leave its own interval)
+    assert BENCHMARK_SAMPLE_S == 5.0 and before == 0.5
+    assert "sparser_benchmark_samples()" in (REPO / "Snakefile").read_text()

@@ -151,6 +151,36 @@ def cancel_pending_timers() -> int:
     return len(pending)
 
 
+#: Seconds between the resource samples Snakemake's ``benchmark:`` takes of a job in its
+#: first 30 samples (Snakemake's own: 0.5 s; every 30 s after those either way); see
+#: :func:`sparser_benchmark_samples`
+BENCHMARK_SAMPLE_S = 5.0
+
+
+def sparser_benchmark_samples(seconds: float = BENCHMARK_SAMPLE_S) -> float | None:
+    """Make Snakemake sample each job's benchmark every ``seconds`` in its first 30 samples.
+
+    For the Snakefile. Snakemake's process samples a running job's process tree every 0.5 s
+    for its first 30 samples: each sample reads ``/proc`` for the tree (psutil's
+    ``children``, which reads every process's ``stat``) and each process's
+    ``smaps_rollup``, mostly kernel time taken from the jobs. Every 5 s instead: the smoke
+    workflow 288 -> 262 CPU s, 56 -> 39 s of it kernel time (docs/BENCHMARKS.md). A
+    benchmark's ``s`` (wall time) is measured, not sampled, so it is unchanged; its
+    ``cpu_time`` and ``max_rss`` are samples, and the timeline takes each job's CPU from
+    its log anyway (:func:`agentmem.procs.report_job_cpu`).
+
+    Returns:
+        The interval it replaced, or ``None`` (and nothing changed) when this Snakemake has
+        no ``snakemake.benchmark.BENCHMARK_INTERVAL_SHORT``.
+    """
+    import snakemake.benchmark as bench
+
+    old = getattr(bench, "BENCHMARK_INTERVAL_SHORT", None)
+    if old is not None:
+        bench.BENCHMARK_INTERVAL_SHORT = seconds
+    return old
+
+
 def cancel_pending_timers_at_exit() -> threading.Thread:
     """Cancel the pending timers (:func:`cancel_pending_timers`) when the main thread ends.
 

@@ -217,9 +217,9 @@ def report_job_cpu() -> None:
     """Write :func:`job_cpu_s` to stderr (a workflow job's log) after :data:`JOB_CPU_LINE`.
 
     Registered by :func:`agentmem.jobs.start_job` to run at exit, so that the run's timeline
-    has every job's whole CPU time: Snakemake's benchmark files sample it once a second for
-    the first 30 s and every 30 s after that, and lose what a job spends after its last
-    sample (docs/BENCHMARKS.md).
+    has every job's whole CPU time: Snakemake's benchmark files sample it (every 5 s for
+    the first 30 samples, as the Snakefile sets, then every 30 s) and lose what a job
+    spends after its last sample (docs/BENCHMARKS.md).
     """
     with contextlib.suppress(OSError, ValueError):  # stderr already closed: nothing to say
         print(f"{JOB_CPU_LINE}{job_cpu_s():.3f}", file=sys.stderr, flush=True)
