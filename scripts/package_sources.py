@@ -29,7 +29,9 @@ _PIN = re.compile(r"^(torch==\S+\+cpu)\s*$", re.MULTILINE)
 #: pip's option (``pip config list`` key, section stripped) -> uv's flag; lists are split
 _FLAGS = {"index-url": "--index-url", "extra-index-url": "--extra-index-url",
           "find-links": "--find-links"}  # fmt: skip
-_ENTRY = re.compile(r"^[^.\s]*\.([a-z-]+)=(.*)$")
+_ENTRY = re.compile(r"^([^.\s]*)\.([a-z-]+)=(.*)$")
+#: the sections of ``pip config list`` that ``pip install`` reads, lowest precedence first
+_SECTIONS = ("global", "install", ":env:")
 
 
 def cpu_torch_pin(lock_text: str) -> str | None:
@@ -56,19 +58,22 @@ def _exists(source: str) -> bool:
 def pip_sources(config_list: str) -> list[str]:
     """uv's arguments for the sources in ``config_list`` (the output of ``pip config list``).
 
-    A value given in several places (``global.``, ``user.``, ``:env:.``) is taken from the
-    last, as ``pip config list`` orders them by precedence (environment last).
+    An option set in several sections is taken as ``pip install`` takes it: a ``PIP_*``
+    variable (``:env:``) over the ``install`` section over ``global``; other sections
+    (``download``, ``wheel``) are not ``pip install``'s.
     """
-    values: dict[str, str] = {}
+    values: dict[str, tuple[int, str]] = {}
     for line in config_list.splitlines():
         m = _ENTRY.match(line.strip())
-        if m:
-            values[m[1]] = m[2].strip("'\"")
+        if m and m[1] in _SECTIONS:
+            rank = _SECTIONS.index(m[1])
+            if rank >= values.get(m[2], (-1, ""))[0]:
+                values[m[2]] = (rank, m[3].strip("'\""))
     args = []
-    if values.get("no-index", "").lower() in ("1", "true", "yes", "on"):
+    if values.get("no-index", (0, ""))[1].lower() in ("1", "true", "yes", "on"):
         args.append("--no-index")
     for option, flag in _FLAGS.items():
-        for source in values.get(option, "").split():
+        for source in values.get(option, (0, ""))[1].split():
             if _exists(source):
                 args += [flag, source]
     return args

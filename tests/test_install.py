@@ -113,8 +113,10 @@ def test_pip_sources_become_uv_arguments(tmp_path):
     local.mkdir()
     config = "\n".join([
         "global.cert='/etc/ssl/certs/ca-certificates.crt'",
+        ":env:.index-url='https://mirror.example/simple'",  # PIP_INDEX_URL wins
         "global.index-url='https://pypi.example/simple'",
-        "user.index-url='https://mirror.example/simple'",  # a later file wins
+        "install.index-url='https://install.example/simple'",
+        "download.find-links='/not/for/install'",
         f"global.extra-index-url='file://{local} file:///no/such/index'",
         f":env:.find-links='{tmp_path} /no/such/dir https://wheels.example/'",
         "global.timeout='60'",
