@@ -24,6 +24,7 @@ from agentmem.arms.vector import (
     FileVecArm,
     FileVecMetaArm,
     exact_topk,
+    recall_by_ef,
     recall_vs_exact,
 )
 
@@ -552,3 +553,14 @@ def test_store_without_a_scope_column_opens_with_no_scopes(tiny, tmp_path):
     assert old.query(scoped("u1"), 10).memory_ids == ["P1"]
     old.close()
     assert pl.read_parquet(path)["scope_id"].to_list() == [None] * 6 + ["u1"]
+
+
+def test_recall_by_ef_builds_one_index_and_matches_one_build_per_ef():
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=(600, 16)).astype(np.float32)
+    qs = rng.normal(size=(40, 16)).astype(np.float32)
+    by_ef = recall_by_ef(x, qs, 10, [10, 40, 200])
+    # ef is a search setting: the same values as a fresh (seeded) build for each
+    assert by_ef == {ef: recall_vs_exact(x, qs, 10, ef) for ef in (10, 40, 200)}
+    assert by_ef[10] <= by_ef[40] <= by_ef[200] and by_ef[200] > 0.9
+    assert recall_by_ef(x, qs[:0], 10, [10, 40]) == {10: 1.0, 40: 1.0}  # no queries

@@ -2,7 +2,7 @@
 
 For the corpus vectors of one size, builds the index as :class:`agentmem.arms.vector.FileVecArm`
 does and measures its recall@k against exact cosine top-k
-(:func:`agentmem.arms.vector.recall_vs_exact`) at several ``ef_search`` values, so that the
+(:func:`agentmem.arms.vector.recall_by_ef`: one index) at several ``ef_search`` values, so that the
 arm default can be checked to reach >= 0.99 at the main size. Written by the Snakemake rule
 ``measure_hnsw_recall`` as ``results/tables/hnsw_recall_{size}.json``.
 """
@@ -39,14 +39,14 @@ def hnsw_recall(
     Returns:
         The document written to ``out``.
     """
-    from agentmem.arms.vector import DEFAULT_EF_SEARCH, recall_vs_exact
+    from agentmem.arms.vector import DEFAULT_EF_SEARCH, recall_by_ef
 
     emb = load_embeddings(embeddings)
     mem_ids = pl.read_parquet(memories, columns=["memory_id"])["memory_id"].to_list()
     q_ids = pl.read_parquet(queries, columns=["query_id"])["query_id"].to_list()
     X, Q = emb.get(mem_ids), emb.get(q_ids)
     efs = sorted({*ef_values, DEFAULT_EF_SEARCH})
-    by_ef = {str(ef): round(float(recall_vs_exact(X, Q, k, ef)), 5) for ef in efs}
+    by_ef = {str(ef): round(float(r), 5) for ef, r in recall_by_ef(X, Q, k, efs).items()}
     doc = {
         "k": k,
         "memories": len(mem_ids),

@@ -15,7 +15,7 @@ Modules: :mod:`~agentmem.arms.vector.hnsw` (building the index),
 from agentmem.arms.vector.file_vec import FileVecArm
 from agentmem.arms.vector.file_vec_meta import FileVecMetaArm
 from agentmem.arms.vector.hnsw import DEFAULT_EF_SEARCH, DEFAULT_SEED, SPACE, build_hnsw
-from agentmem.arms.vector.recall import exact_topk, recall_vs_exact, topk_recall
+from agentmem.arms.vector.recall import exact_topk, recall_by_ef, recall_vs_exact, topk_recall
 from agentmem.arms.vector.store import INDEX_NAME, MANIFEST_NAME, META_NAME, HnswStore
 
 __all__ = [
@@ -30,6 +30,7 @@ __all__ = [
     "HnswStore",
     "build_hnsw",
     "exact_topk",
+    "recall_by_ef",
     "recall_vs_exact",
     "topk_recall",
 ]

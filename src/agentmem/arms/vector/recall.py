@@ -5,6 +5,8 @@ Recall follows ann-benchmarks' tie-aware ``k-nn`` recall (:func:`topk_recall`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from agentmem.arms.vector.hnsw import DEFAULT_EF_SEARCH, DEFAULT_SEED, build_hnsw
@@ -71,6 +73,62 @@ def topk_recall(
     return float(np.mean(hits / k))
 
 
+def recall_by_ef(
+    vectors_matrix: np.ndarray,
+    queries_matrix: np.ndarray,
+    k: int,
+    ef_values: Sequence[int],
+    *,
+    M: int = 16,
+    ef_construction: int = 200,
+    random_seed: int = DEFAULT_SEED,
+    num_threads: int = 1,
+) -> dict[int, float]:
+    """Recall@k of one hnswlib cosine index against exact numpy cosine top-k, per ``ef``.
+
+    Builds the index once, exactly as the vector arms do (:func:`build_hnsw`), then for
+    each value searches every query with ``ef = max(value, k)`` and scores the answers
+    with :func:`topk_recall` (exact numpy cosine over all vectors). ``ef`` is a search
+    setting, so every value is measured on the same graph.
+
+    Args:
+        vectors_matrix: ``(n, dim)`` corpus vectors.
+        queries_matrix: ``(m, dim)`` query vectors.
+        k: neighbours per query (clamped to ``n``).
+        ef_values: HNSW search breadths to evaluate.
+        M: graph out-degree.
+        ef_construction: build candidate-list size.
+        random_seed: level-generator seed.
+        num_threads: build threads.
+
+    Returns:
+        ``{ef: mean recall@k in [0, 1]}`` for each of ``ef_values``.
+
+    Raises:
+        ValueError: when the matrices are not 2-D or their dims differ.
+    """
+    vecs = np.asarray(vectors_matrix, dtype=np.float32)
+    qs = np.asarray(queries_matrix, dtype=np.float32)
+    if vecs.ndim != 2 or qs.ndim != 2 or vecs.shape[1] != qs.shape[1]:
+        raise ValueError(f"incompatible shapes: vectors {vecs.shape}, queries {qs.shape}")
+    k = min(k, vecs.shape[0])
+    if k <= 0 or qs.shape[0] == 0:
+        return {int(ef): 1.0 for ef in ef_values}
+    index = build_hnsw(
+        vecs,
+        M=M,
+        ef_construction=ef_construction,
+        random_seed=random_seed,
+        num_threads=num_threads,
+    )
+    out = {}
+    for ef in ef_values:
+        index.set_ef(max(int(ef), k))
+        labels, _ = index.knn_query(np.ascontiguousarray(qs), k=k, num_threads=1)
+        out[int(ef)] = topk_recall(labels, vecs, qs, k)
+    return out
+
+
 def recall_vs_exact(
     vectors_matrix: np.ndarray,
     queries_matrix: np.ndarray,
@@ -82,42 +140,21 @@ def recall_vs_exact(
     random_seed: int = DEFAULT_SEED,
     num_threads: int = 1,
 ) -> float:
-    """Recall@k of an hnswlib cosine index against exact numpy cosine top-k.
+    """Recall@k of an hnswlib cosine index at one ``ef_search`` (:func:`recall_by_ef`).
 
-    Builds an index exactly as the vector arms do (:func:`build_hnsw`), searches every
-    query with ``ef = max(ef_search, k)``, and scores it with :func:`topk_recall` (exact
-    numpy cosine over all vectors).
-
-    Args:
-        vectors_matrix: ``(n, dim)`` corpus vectors.
-        queries_matrix: ``(m, dim)`` query vectors.
-        k: neighbours per query (clamped to ``n``).
-        ef_search: HNSW search breadth to evaluate.
-        M: graph out-degree.
-        ef_construction: build candidate-list size.
-        random_seed: level-generator seed.
-        num_threads: build threads.
+    Args and errors as :func:`recall_by_ef`, with the one search breadth ``ef_search``.
 
     Returns:
         Mean recall@k in ``[0, 1]``.
-
-    Raises:
-        ValueError: when the matrices are not 2-D or their dims differ.
     """
-    vecs = np.asarray(vectors_matrix, dtype=np.float32)
-    qs = np.asarray(queries_matrix, dtype=np.float32)
-    if vecs.ndim != 2 or qs.ndim != 2 or vecs.shape[1] != qs.shape[1]:
-        raise ValueError(f"incompatible shapes: vectors {vecs.shape}, queries {qs.shape}")
-    k = min(k, vecs.shape[0])
-    if k <= 0 or qs.shape[0] == 0:
-        return 1.0
-    index = build_hnsw(
-        vecs,
+    by_ef = recall_by_ef(
+        vectors_matrix,
+        queries_matrix,
+        k,
+        [ef_search],
         M=M,
         ef_construction=ef_construction,
         random_seed=random_seed,
         num_threads=num_threads,
     )
-    index.set_ef(max(ef_search, k))
-    labels, _ = index.knn_query(np.ascontiguousarray(qs), k=k, num_threads=1)
-    return topk_recall(labels, vecs, qs, k)
+    return by_ef[int(ef_search)]
