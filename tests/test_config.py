@@ -301,6 +301,7 @@ def test_robustness_corpora_seeds_baseline_variants():
             "arms": ["sqlite-fts", "file-vec", "chroma"],
             "robustness": {
                 "arms": None,
+                "models": ["paraphrase-MiniLM-L3-v2"],
                 "seeds": [3, 5],
                 "variant_size": "s",
                 "variants": [

@@ -328,7 +328,7 @@ def test_config_without_the_fleet_size_takes_the_main_size():
             "arms": ["sqlite-fts"],
         }
     )
-    assert cfg.trials.fleet.size is None and cfg.trials.fleet.processes == [1, 2, 4, 8, 16]
+    assert cfg.trials.fleet.size is None and cfg.trials.fleet.processes == [1, 2, 4, 8]
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,13 @@ def plan(overrides=None, base="config/config.yaml", **kw):
     return Plan(load_config(data), REPO)
 
 
+def yaml_section(key, base="config/config.yaml"):
+    """Section ``key`` of the config file ``base``."""
+    import yaml
+
+    return yaml.safe_load((REPO / base).read_text())[key]
+
+
 @pytest.fixture(autouse=True)
 def _at_repo(monkeypatch):
     monkeypatch.chdir(REPO)  # dataset paths in the configs are relative to the repository
@@ -40,6 +47,9 @@ def test_default_config_plan():
     assert len(p.scaling_entries) == 4 * 14 and p.scaling_entries[0] == ("file-jsonl", "xs")
     assert p.ablation_arms == ["sqlite-gated"]
     assert p.conversation_arms == ["file-vec", "sqlite-fts", "three-tier"]
+    # the budget sweep: the arms this project builds, in the order of arms (no product)
+    assert p.budget_arms == p.scaling_arms and "chroma" not in p.budget_arms
+    assert "model-paraphrase-MiniLM-L3-v2" not in p.robustness.corpora
     assert p.above_main("l") and not p.above_main("m") and not p.above_main("xs")
     assert p.notices == [
         "the study's corpus file data/external/study-corpus.json not found: skipping the "
@@ -130,8 +140,27 @@ def test_study_corpus_runs_when_its_file_exists(tmp_path):
     assert not any("study's corpus" in n for n in p.notices)
 
 
+def test_full_config_adds_what_the_default_leaves_out():
+    """config/full.yaml on top of the default: the second model, N = 16, the products' budgets."""
+    import yaml
+
+    full = yaml.safe_load((REPO / "config/full.yaml").read_text())
+    assert set(full) == {"robustness", "trials", "sweeps"}
+    p = plan(full)
+    default = plan()
+    assert p.cfg.robustness.models == ["paraphrase-MiniLM-L3-v2"]
+    assert p.robustness.corpora["model-paraphrase-MiniLM-L3-v2"].kind == "model"
+    assert p.cfg.trials.fleet.processes == [*default.cfg.trials.fleet.processes, 16]
+    assert p.budget_arms == p.arm_names and len(p.arm_names) > len(default.budget_arms)
+    # nothing else moves: every other section as in the default
+    for key in ("arms", "corpus", "sizes", "run", "embedding", "pareto", "external"):
+        assert getattr(p.cfg, key) == getattr(default.cfg, key)
+    assert p.cfg.robustness.seeds == default.cfg.robustness.seeds
+    assert p.cfg.sweeps.budget_k == default.cfg.sweeps.budget_k
+
+
 def test_robustness_inputs_and_options():
-    p = plan()
+    p = plan({"robustness": {**yaml_section("robustness"), "models": ["paraphrase-MiniLM-L3-v2"]}})
     assert list(p.robustness.corpora)[:3] == ["seed-20260811", "seed-20260813", "default-s"]
     assert p.robustness.seed_by_class() == {
         "seed-20260809": "results/tables/by_class.csv",

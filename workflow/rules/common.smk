@@ -63,6 +63,7 @@ MAIN_CORPUS = PLAN.main_corpus
 CORPUS_SIZES = PLAN.corpus_sizes
 ARM_NAMES = PLAN.arm_names
 FLEET_ARMS = PLAN.fleet_arms
+BUDGET_ARMS = PLAN.budget_arms
 FLEET_SIZE = PLAN.fleet_size
 CRASH_FAMILIES = PLAN.crash_families
 SCALING_ENTRIES = PLAN.scaling_entries

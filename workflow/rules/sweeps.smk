@@ -117,7 +117,7 @@ rule run_budget_sweep:
 
 rule combine_budget_sweeps:
     input:
-        expand("results/sweeps/budget/{size}/{arm}.csv", size=MAIN, arm=ARM_NAMES),
+        expand("results/sweeps/budget/{size}/{arm}.csv", size=MAIN, arm=BUDGET_ARMS),
     output:
         "results/sweeps/budget.csv",
     log:

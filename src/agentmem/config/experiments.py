@@ -23,6 +23,11 @@ class SweepsConfig(StrictModel):
         min_length=1,
         description="result-list lengths of the token-budget sweep",
     )
+    budget_products: bool = Field(
+        False,
+        description="run the token-budget sweep on the product arms too (false: the arms "
+        "this project builds; config/full.yaml sets true)",
+    )
 
     @model_validator(mode="after")
     def _positive(self) -> SweepsConfig:

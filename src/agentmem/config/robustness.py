@@ -64,9 +64,10 @@ class RobustnessConfig(StrictModel):
         "queries_per_class, so a class gap is measured as finely as on the headline corpus",
     )
     models: list[Literal["paraphrase-MiniLM-L3-v2"]] = Field(
-        default_factory=lambda: ["paraphrase-MiniLM-L3-v2"],
+        default_factory=list,
         description="further embedding models: each embeds the headline corpus (main size) "
-        "for the robustness arms (docs/EMBEDDINGS.md); [] runs none",
+        "for the robustness arms (docs/EMBEDDINGS.md); [] runs none (config/full.yaml runs "
+        "paraphrase-MiniLM-L3-v2)",
     )
     study_corpus: str | None = Field(
         "data/external/study-corpus.json",

@@ -65,7 +65,9 @@ class FleetConfig(StrictModel):
         None, description="corpus size the stores are built from; null: main_size"
     )
     processes: list[Annotated[int, Field(ge=1, le=64)]] = Field(
-        default_factory=lambda: [1, 2, 4, 8, 16], min_length=1, description="fleet sizes N"
+        default_factory=lambda: [1, 2, 4, 8],
+        min_length=1,
+        description="fleet sizes N (config/full.yaml adds 16)",
     )
     operations: int = Field(20, ge=1, le=100_000, description="operations per agent per run")
     mix: FleetMix = FleetMix()

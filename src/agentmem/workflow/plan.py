@@ -21,7 +21,7 @@ from agentmem.sweeps.pareto import Point, grid_points, knobbed_arms
 from agentmem.sweeps.postfilter import postfilter_roles
 from agentmem.workflow.external import ExternalPlan
 from agentmem.workflow.robustness import RobustnessPlan
-from agentmem.workflow.selection import conversation_arms, scaling_arms
+from agentmem.workflow.selection import budget_arms, conversation_arms, scaling_arms
 from agentmem.workflow.sources import Sources
 
 #: the report's figures, each a target ``results/figures/<name>.svg`` (and ``.png``)
@@ -61,8 +61,9 @@ class Plan:
         sizes: every configured size; ``main``: the main size; ``corpus_sizes``: the sizes
             whose corpus is built (main size first, then the scaling sizes).
         arm_names: the configured arms, in order. ``fleet_arms``, ``scaling_arms``,
-            ``postfilter_arms``, ``ablation_arms``, ``conversation_arms``: the arms each
-            experiment runs (each from its config section and the arms' declarations).
+            ``postfilter_arms``, ``ablation_arms``, ``conversation_arms``, ``budget_arms``:
+            the arms each experiment runs (each from its config section and the arms'
+            declarations).
         external: the external datasets (:class:`ExternalPlan`); ``robustness``: the
             further corpora (:class:`RobustnessPlan`).
         notices: lines the workflow prints before it starts (parts it leaves out, and why).
@@ -85,6 +86,7 @@ class Plan:
         self.postfilter_arms = [a for role in postfilter_roles(self.arm_names) for a in role]
         self.ablation_arms = ablated_arms(self.arm_names)
         self.conversation_arms = conversation_arms(cfg)
+        self.budget_arms = budget_arms(cfg)
         self.figures = [f"results/figures/{name}.svg" for name in FIGURE_NAMES]
         self.onnx_encoder = f"results/cache/encoder/{cfg.embedding.model}.onnx"
         self.onnx_int8_encoder = f"results/cache/encoder/{cfg.embedding.model}.int8.onnx"

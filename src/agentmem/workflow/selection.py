@@ -74,6 +74,19 @@ def scaling_arms(cfg: Config) -> list[str]:
     return [a for a in cfg.arms if a in wanted]
 
 
+def budget_arms(cfg: Config) -> list[str]:
+    """The arms the token-budget sweep runs, in the order of ``arms``.
+
+    Every configured arm with ``sweeps.budget_products``; without it, the arms whose
+    class is not a product's (``family != "product"``).
+    """
+    from agentmem.arms import ARMS
+
+    if cfg.sweeps.budget_products:
+        return list(cfg.arms)
+    return [a for a in cfg.arms if ARMS[a].family != "product"]
+
+
 def paired_tests(cfg: Config) -> list[list[str]]:
     """The ``report.paired_tests`` pairs whose two arms are both configured in ``arms``."""
     have = set(cfg.arms)
