@@ -50,6 +50,11 @@ def test_default_config_plan():
     # the budget sweep: the arms this project builds, in the order of arms (no product)
     assert p.budget_arms == p.scaling_arms and "chroma" not in p.budget_arms
     assert "model-paraphrase-MiniLM-L3-v2" not in p.robustness.corpora
+    # the encoder: fp32 up to the main size, the int8 graph above it (l)
+    assert [p.size_backend(s) for s in ("xs", "s", "m", "l")] == ["onnx"] * 3 + ["onnx-int8"]
+    assert p.size_encoder(SimpleNamespace(size="m")) == [p.onnx_encoder]
+    assert p.size_encoder(SimpleNamespace(size="l")) == [p.onnx_encoder, p.onnx_int8_encoder]
+    assert p.encoder_model() == [p.onnx_encoder]  # the further corpora and datasets: backend
     assert p.above_main("l") and not p.above_main("m") and not p.above_main("xs")
     assert p.notices == [
         "the study's corpus file data/external/study-corpus.json not found: skipping the "
@@ -145,7 +150,7 @@ def test_full_config_adds_what_the_default_leaves_out():
     import yaml
 
     full = yaml.safe_load((REPO / "config/full.yaml").read_text())
-    assert set(full) == {"robustness", "trials", "sweeps"}
+    assert set(full) == {"robustness", "trials", "sweeps", "embedding"}
     p = plan(full)
     default = plan()
     assert p.cfg.robustness.models == ["paraphrase-MiniLM-L3-v2"]
@@ -153,7 +158,8 @@ def test_full_config_adds_what_the_default_leaves_out():
     assert p.cfg.trials.fleet.processes == [*default.cfg.trials.fleet.processes, 16]
     assert p.budget_arms == p.arm_names and len(p.arm_names) > len(default.budget_arms)
     # nothing else moves: every other section as in the default
-    for key in ("arms", "corpus", "sizes", "run", "embedding", "pareto", "external"):
+    assert p.size_backend("l") == p.size_backend("m") == "onnx"
+    for key in ("arms", "corpus", "sizes", "run", "pareto", "external"):
         assert getattr(p.cfg, key) == getattr(default.cfg, key)
     assert p.cfg.robustness.seeds == default.cfg.robustness.seeds
     assert p.cfg.sweeps.budget_k == default.cfg.sweeps.budget_k

@@ -97,6 +97,7 @@ above_main = PLAN.above_main
 size_params = PLAN.size_params
 arm_params = PLAN.arm_params
 encoder_model = PLAN.encoder_model
+size_encoder = PLAN.size_encoder
 library_file = PLAN.library_file
 library_package = PLAN.library_package
 captions = PLAN.captions

@@ -37,7 +37,7 @@ rule embed_texts:
     input:
         memories="results/corpus/{size}/memories.parquet",
         queries="results/corpus/{size}/queries.parquet",
-        encoder=encoder_model,
+        encoder=size_encoder,
     output:
         "results/embeddings/{size}.parquet",
     log:
@@ -64,6 +64,7 @@ rule embed_texts:
         encoder_threads=encoder_threads,
         cache_dir="results/cache/embeddings",
         batch_size=CFG.embedding.batch_size,
-        backend=CFG.embedding.backend,
+        # embedding.backend, or backend_above_main for a size above the main one
+        backend=lambda wc: PLAN.size_backend(wc.size),
     script:
         "../../scripts/embed_texts.py"

@@ -25,6 +25,11 @@ class EmbeddingConfig(StrictModel):
         "of torch), onnx-int8 (the same on its dynamically quantised int8 graph: about 2.2x "
         "faster, cosine about 0.99 to onnx; docs/EMBEDDINGS.md) or torch (sentence-transformers)",
     )
+    backend_above_main: Literal["onnx", "onnx-int8", "torch"] | None = Field(
+        None,
+        description="encoder of the scaling sweep's corpus sizes above main_size (null: "
+        "backend); their quality cells then come from those vectors (docs/SCALING.md)",
+    )
 
 
 class RunConfig(StrictModel):

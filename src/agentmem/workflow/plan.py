@@ -145,10 +145,29 @@ class Plan:
         The ONNX export for ``onnx``; for ``onnx-int8`` the fp32 export (the path the job
         is given) and its int8 graph beside it (what it runs); none for ``torch``.
         """
+        return self.encoder_graphs(self.cfg.embedding.backend)
+
+    def encoder_graphs(self, backend: str) -> list[str]:
+        """The graphs an encoder job of ``backend`` reads (see :meth:`encoder_model`)."""
         return {
             "onnx": [self.onnx_encoder],
             "onnx-int8": [self.onnx_encoder, self.onnx_int8_encoder],
-        }.get(self.cfg.embedding.backend, [])
+        }.get(backend, [])
+
+    def size_backend(self, size: str) -> str:
+        """The encoder backend of the scaling corpus ``size``.
+
+        ``embedding.backend_above_main`` for a size above the main one when it is set,
+        else ``embedding.backend``.
+        """
+        emb = self.cfg.embedding
+        if emb.backend_above_main is not None and self.above_main(size):
+            return emb.backend_above_main
+        return emb.backend
+
+    def size_encoder(self, wildcards: Any) -> list[str]:
+        """The graphs the {size} encoder job reads (:meth:`size_backend`)."""
+        return self.encoder_graphs(self.size_backend(wildcards.size))
 
     # -- files ----------------------------------------------------------------------------
 
