@@ -21,8 +21,8 @@ rule quantize_encoder:
         ONNX_INT8_ENCODER,
     log:
         "results/logs/quantize_encoder.log",
-    # untimed, a few seconds; needed only for embedding.backend onnx-int8, before the
-    # encoder jobs, so it goes first too
+    # untimed, a few seconds; needed only where an encoder job runs onnx-int8
+    # (embedding.backend or backend_above_main), before it, so it goes first too
     priority: 50
     conda:
         "../../envs/agentmem.yaml"
