@@ -25,11 +25,16 @@ def plan(overrides=None, base="config/config.yaml", **kw):
     return Plan(load_config(data), REPO)
 
 
-def yaml_section(key, base="config/config.yaml"):
-    """Section ``key`` of the config file ``base``."""
+def merged_plan(*files):
+    """The Plan of ``config/config.yaml`` with each of ``files`` merged over it as
+    ``--configfile`` merges it (mappings key by key, Snakemake's ``update_config``)."""
     import yaml
+    from snakemake.utils import update_config
 
-    return yaml.safe_load((REPO / base).read_text())[key]
+    data = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    for f in files:
+        update_config(data, yaml.safe_load((REPO / f).read_text()))
+    return Plan(load_config(data), REPO)
 
 
 @pytest.fixture(autouse=True)
@@ -146,27 +151,40 @@ def test_study_corpus_runs_when_its_file_exists(tmp_path):
 
 
 def test_full_config_adds_what_the_default_leaves_out():
-    """config/full.yaml on top of the default: the second model, N = 16, the products' budgets."""
+    """config/full.yaml on top of the default: the second model, N = 16, the products'
+    budgets, fp32 at every size; every other setting stays the default's."""
     import yaml
 
     full = yaml.safe_load((REPO / "config/full.yaml").read_text())
-    assert set(full) == {"robustness", "trials", "sweeps", "embedding"}
-    p = plan(full)
-    default = plan()
+    p, default = merged_plan("config/full.yaml"), plan()
     assert p.cfg.robustness.models == ["paraphrase-MiniLM-L3-v2"]
     assert p.robustness.corpora["model-paraphrase-MiniLM-L3-v2"].kind == "model"
     assert p.cfg.trials.fleet.processes == [*default.cfg.trials.fleet.processes, 16]
     assert p.budget_arms == p.arm_names and len(p.arm_names) > len(default.budget_arms)
-    # nothing else moves: every other section as in the default
     assert p.size_backend("l") == p.size_backend("m") == "onnx"
-    for key in ("arms", "corpus", "sizes", "run", "pareto", "external"):
-        assert getattr(p.cfg, key) == getattr(default.cfg, key)
-    assert p.cfg.robustness.seeds == default.cfg.robustness.seeds
-    assert p.cfg.sweeps.budget_k == default.cfg.sweeps.budget_k
+    moved = {
+        ("robustness", "models"),
+        ("trials", "fleet", "processes"),
+        ("sweeps", "budget_products"),
+        ("embedding", "backend_above_main"),
+    }
+
+    def leaves(d, path=()):
+        if isinstance(d, dict) and d:
+            for key, value in d.items():
+                yield from leaves(value, (*path, key))
+        else:
+            yield path, d
+
+    assert {path for path, _ in leaves(full)} == moved
+    full_leaves = dict(leaves(p.cfg.model_dump()))
+    default_leaves = dict(leaves(default.cfg.model_dump()))
+    assert full_leaves.keys() == default_leaves.keys()
+    assert {k for k, v in full_leaves.items() if v != default_leaves[k]} == moved
 
 
 def test_robustness_inputs_and_options():
-    p = plan({"robustness": {**yaml_section("robustness"), "models": ["paraphrase-MiniLM-L3-v2"]}})
+    p = merged_plan("config/full.yaml")
     assert list(p.robustness.corpora)[:3] == ["seed-20260811", "seed-20260813", "default-s"]
     assert p.robustness.seed_by_class() == {
         "seed-20260809": "results/tables/by_class.csv",
