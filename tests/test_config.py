@@ -230,7 +230,7 @@ def test_external_datasets_and_their_ids():
         "locomo",
         "observations",
         "data/external/locomo10.json",
-        ("scoped", "unscoped"),
+        ("scoped",),
     )
     assert obs.source == "results/external/locomo/source/observations"
     # `external.locomo` without a format is the LoCoMo file, with its default path

@@ -69,22 +69,17 @@ def test_default_config_plan():
         "external.locomo.path in config/config.yaml or in your --configfile).",
     ]
     assert p.external.ids == [] and p.external.targets() == []
-    # LoCoMo runs both settings: one job per unit and arm builds one store for both
+    # LoCoMo runs the scoped setting (the LoCoMo authors'): a job per unit and arm
     turns = SimpleNamespace(dataset="locomo-turns")
-    assert p.external.runs_both("locomo-turns")
+    assert not p.external.runs_both("locomo-turns")
     assert (
-        p.external.ids_regex(both=True) == r"locomo\-turns|locomo\-observations|locomo\-summaries"
+        p.external.ids_regex(both=False) == r"locomo\-turns|locomo\-observations|locomo\-summaries"
     )
-    assert p.external.ids_regex(both=False) == "(?!)"  # matches no dataset id
-    assert p.external.job_settings(turns) == ["scoped", "unscoped"]
-    one = SimpleNamespace(dataset="locomo-turns", setting="unscoped", arm="sqlite-fts")
-    assert p.external.job_settings(one) == ["unscoped"]
+    assert p.external.ids_regex(both=True) == "(?!)"  # matches no dataset id
+    one = SimpleNamespace(dataset="locomo-turns", setting="scoped", arm="sqlite-fts")
+    assert p.external.job_settings(one) == ["scoped"]
     assert p.external.ablation_stores(turns) == [
-        "results/stores/external/locomo-turns/sqlite-gated"
-    ]
-    # the configured rows come from the scoped run the store was built with
-    assert p.external.ablation_runs(turns) == [
-        "results/external/locomo-turns/runs/scoped/sqlite-gated.parquet"
+        "results/stores/external/locomo-turns/scoped/sqlite-gated"
     ]
     targets = p.all_targets()
     # the operating points: three tables and their figures, after the report's figures
@@ -152,7 +147,8 @@ def test_study_corpus_runs_when_its_file_exists(tmp_path):
 
 def test_full_config_adds_what_the_default_leaves_out():
     """config/full.yaml on top of the default: the second model, N = 16, the products'
-    budgets, fp32 at every size; every other setting stays the default's."""
+    budgets, fp32 at every size, LoCoMo unscoped too; every other setting stays the
+    default's."""
     import yaml
 
     full = yaml.safe_load((REPO / "config/full.yaml").read_text())
@@ -162,11 +158,29 @@ def test_full_config_adds_what_the_default_leaves_out():
     assert p.cfg.trials.fleet.processes == [*default.cfg.trials.fleet.processes, 16]
     assert p.budget_arms == p.arm_names and len(p.arm_names) > len(default.budget_arms)
     assert p.size_backend("l") == p.size_backend("m") == "onnx"
+    # LoCoMo's unscoped setting too: one job per unit and arm builds one store for both
+    turns = SimpleNamespace(dataset="locomo-turns")
+    assert p.external.runs_both("locomo-turns")
+    assert (
+        p.external.ids_regex(both=True) == r"locomo\-turns|locomo\-observations|locomo\-summaries"
+    )
+    assert p.external.ids_regex(both=False) == "(?!)"
+    assert p.external.job_settings(turns) == ["scoped", "unscoped"]
+    one = SimpleNamespace(dataset="locomo-turns", setting="unscoped", arm="sqlite-fts")
+    assert p.external.job_settings(one) == ["unscoped"]
+    assert p.external.ablation_stores(turns) == [
+        "results/stores/external/locomo-turns/sqlite-gated"
+    ]
+    # the configured rows come from the scoped run the store was built with
+    assert p.external.ablation_runs(turns) == [
+        "results/external/locomo-turns/runs/scoped/sqlite-gated.parquet"
+    ]
     moved = {
         ("robustness", "models"),
         ("trials", "fleet", "processes"),
         ("sweeps", "budget_products"),
         ("embedding", "backend_above_main"),
+        ("external", "locomo", "settings"),
     }
 
     def leaves(d, path=()):

@@ -72,7 +72,7 @@ class LocomoConfig(_ExternalBase):
         "session summaries",
     )
     settings: list[Literal[EXTERNAL_SETTINGS]] = Field(  # type: ignore[valid-type]
-        default_factory=lambda: list(EXTERNAL_SETTINGS),
+        default_factory=lambda: ["scoped"],
         min_length=1,
         description="scoped: each question within its conversation (the authors' setting); "
         "unscoped: over every conversation's memories",
