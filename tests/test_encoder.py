@@ -152,6 +152,32 @@ def test_the_onnx_path_does_not_import_torch_nor_write_home(onnx_model, tmp_path
     assert sorted(p.relative_to(home) for p in home.rglob("*")) == []
 
 
+def test_a_vector_arms_recall_embeds_without_transformers(onnx_model, tmp_path):
+    """``agentmem recall`` on a vector arm, beside the workflow's export, loads the ONNX
+    encoder alone: neither torch nor transformers is imported (about 1 s of its wait)."""
+    cache = tmp_path / "results/cache/encoder"
+    cache.mkdir(parents=True)
+    (cache / "all-MiniLM-L6-v2.onnx").symlink_to(onnx_model.resolve())
+    code = (
+        "import sys\n"
+        "from agentmem.arms.factory import make_arm\n"
+        "from agentmem.cli.common import text_embedding\n"
+        "v = text_embedding(make_arm('file-vec'), 'a memory')\n"
+        "print(v.shape, 'torch' in sys.modules, 'transformers' in sys.modules)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).parents[1] / "src"))
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split("\n")[-2] == "(384,) False False"
+
+
 def _model_copy(tmp_path: Path) -> Path:
     """The packaged model folder without its weights (the ONNX path reads only the rest)."""
     dst = tmp_path / "model"
