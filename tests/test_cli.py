@@ -26,6 +26,11 @@ def test_parse_where_forms():
         parse_where("colour=red")
     with pytest.raises(ValueError, match="not an integer"):
         parse_where("created_day<=soon")
+    assert parse_where(f"created_day<={2**63 - 1}").value == 2**63 - 1
+    with pytest.raises(ValueError, match="outside the 64-bit integer range"):
+        parse_where(f"created_day<={2**63}")
+    with pytest.raises(ValueError, match="outside the 64-bit integer range"):
+        parse_where("created_day<=-99999999999999999999999")
 
 
 def _store(tiny, path, cls=SqliteFtsArm):
@@ -298,3 +303,24 @@ def test_recall_reopens_a_store_with_the_parameters_it_was_built_with(tiny, tmp_
     record.write_text(json.dumps({"params": {"overfetch": 0}}))
     assert new_arm("file-vec-meta", store) == (None, 1)
     assert "recorded parameters {'overfetch': 0}" in capsys.readouterr().err
+
+
+def test_a_reader_that_stops_reading_ends_the_command_quietly():
+    """``agentmem arms | head -1``: the pipe closes before the table is written; the
+    command ends with code 0 and no traceback (the read end is closed before it starts)."""
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).parents[1] / "src"))
+    r, w = os.pipe()
+    os.close(r)  # the reader is gone before the first write
+    try:
+        out = subprocess.run(
+            [sys.executable, "-m", "agentmem.cli", "arms"],
+            stdout=w,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+    finally:
+        os.close(w)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stderr == ""

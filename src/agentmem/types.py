@@ -59,7 +59,8 @@ class Predicate:
             otherwise); ``None`` for ``is_null``.
 
     Raises:
-        ValueError: on an unknown field or op, or a value of the wrong type.
+        ValueError: on an unknown field or op, a value of the wrong type, or a day outside
+            the signed 64-bit range (SQLite's and PostgreSQL's ``bigint``).
     """
 
     field: str
@@ -85,6 +86,11 @@ class Predicate:
                 f"predicate {self.field} {self.op} needs a {want.__name__} value, "
                 f"got {self.value!r}"
             )
+        if want is int and not -(2**63) <= self.value < 2**63:  # type: ignore[operator]
+            raise ValueError(
+                f"predicate {self.field} {self.op} {self.value}: outside the 64-bit "
+                "integer range the stores hold"
+            )
 
     @classmethod
     def parse(cls, field: str | None, op: str | None, value: str | None) -> Predicate | None:
@@ -107,11 +113,12 @@ class Predicate:
             return cls(field, op, None)
         if field == "created_day":
             try:
-                return cls(field, str(op), int(str(value)))
+                day = int(str(value))
             except ValueError as exc:
                 raise ValueError(
                     f"created_day predicate value {value!r} is not an integer"
                 ) from exc
+            return cls(field, str(op), day)
         return cls(field, str(op), value)
 
     def matches(self, row: dict[str, Any]) -> bool:

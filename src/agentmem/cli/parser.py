@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 from agentmem.cli import arms, check_arm, recall, remember, schema
@@ -17,7 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
         "built stores, check an arm against the contract. The experiments themselves run "
         "under Snakemake (`make reproduce`).",
     )
-    sub = p.add_subparsers(dest="cmd", required=True)
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
     arms.add_parser(sub)
     remember.add_parser(sub)
     recall.add_parser(sub)
@@ -43,7 +44,18 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``agentmem`` command; returns the process exit code."""
+    """Entry point of the ``agentmem`` command; returns the process exit code.
+
+    A reader that stops reading (``agentmem recall ... | head -3``) ends the command
+    quietly with code 0, as the Python documentation's note on ``SIGPIPE`` advises: the
+    rest of the output goes to ``os.devnull``.
+    """
     args = parse_args(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(format="agentmem: %(levelname)s: %(message)s", level=logging.WARNING)
-    return int(args.func(args))
+    try:
+        code = int(args.func(args))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    return code
