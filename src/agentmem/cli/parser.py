@@ -18,7 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
         "built stores, check an arm against the contract. The experiments themselves run "
         "under Snakemake (`make reproduce`).",
     )
-    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    sub = p.add_subparsers(dest="cmd", metavar="COMMAND", required=True)
     arms.add_parser(sub)
     remember.add_parser(sub)
     recall.add_parser(sub)
